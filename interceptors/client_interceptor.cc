@@ -1,0 +1,403 @@
+// Copyright hopbudget authors.
+//
+// The client interceptor: fail fast, exact budget header, enforcement of
+// budgets tighter than the context's deadline, and attribution.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/client_interceptor.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/base/call_once.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "grpc_glue.h"
+#include "hopbudget/client.h"
+#include "hopbudget/server.h"
+#include "hopbudget/wire.h"
+#include "timer_service.h"
+
+namespace hopbudget {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+using grpc::experimental::InterceptorBatchMethods;
+
+// Logs each leaking method once per process: a leak repeats on every call and
+// one line is enough to find it; the metric counts them all.
+void LogLeakOnce(const char* method, LeakKind kind) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* seen = new absl::flat_hash_set<std::string>();
+  absl::MutexLock lock(&mu);
+  if (!seen->insert(method).second) return;
+  gpr_log(GPR_ERROR,
+          "hopbudget: deadline leak on %s: downstream call made inside a handler with %s; "
+          "use hopbudget::NewDownstreamContext(). Bounded by the inbound budget.",
+          method,
+          kind == LeakKind::kNoDeadline ? "no deadline"
+                                        : "a deadline later than the inbound call's");
+}
+
+struct ClientShared {
+  std::string hop;
+  absl::Duration min_call_budget;
+  absl::Duration stream_idle_budget;
+  Clock* clock;
+  Metrics* metrics;
+  internal::TimerService* timers;
+};
+
+bool IsStreaming(grpc::experimental::ClientRpcInfo::Type type) {
+  using Type = grpc::experimental::ClientRpcInfo::Type;
+  return type == Type::CLIENT_STREAMING || type == Type::SERVER_STREAMING ||
+         type == Type::BIDI_STREAMING;
+}
+
+class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  ClientBudgetInterceptor(const ClientShared* shared, grpc::experimental::ClientRpcInfo* info)
+      : shared_(*shared), info_(info), start_(shared->clock->Now()) {
+    shared_.metrics->CountCall(Side::kClient);
+  }
+
+  ~ClientBudgetInterceptor() override { StopTimer(); }
+
+  void Intercept(InterceptorBatchMethods* m) override {
+    if (hijacked_) {
+      ServeHijacked(m);
+      return;
+    }
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      if (!OnStart(m)) {
+        hijacked_ = true;
+        m->Hijack();
+        return;
+      }
+    }
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE) ||
+        m->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
+      last_activity_ns_.store(absl::ToUnixNanos(shared_.clock->Now()),
+                              std::memory_order_relaxed);
+    }
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_STATUS)) {
+      OnStatus(m);
+    }
+    m->Proceed();
+  }
+
+ private:
+  // Decides the call's budget. Returns false when the call must fail fast.
+  bool OnStart(InterceptorBatchMethods* m) {
+    auto* md = m->GetSendInitialMetadata();
+    internal::SourceTag tagged;
+    bool from_helper = false;
+    if (auto it = md->find(internal::kInternalSourceKey); it != md->end()) {
+      tagged = internal::ParseSourceTag(it->second);
+      from_helper = true;
+    }
+    absl::Duration idle = IsStreaming(info_->type()) ? shared_.stream_idle_budget
+                                                     : absl::InfiniteDuration();
+    if (auto it = md->find(internal::kInternalIdleKey); it != md->end()) {
+      ParsedBudget p = ParseBudgetHeader(it->second);
+      if (p.result == HeaderParse::kOk && p.budget > absl::ZeroDuration()) idle = p.budget;
+      if (p.result == HeaderParse::kEmpty) idle = absl::InfiniteDuration();
+    }
+    md->erase(internal::kInternalSourceKey);
+    md->erase(internal::kInternalIdleKey);
+    md->erase(kBudgetHeader);  // ours alone decides what the server is told
+
+    const absl::Time now = shared_.clock->Now();
+    deadline_ = internal::ToAbslTime(info_->client_context()->deadline());
+    deadline_source_ = from_helper ? tagged.source
+                       : deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone
+                                                             : DeadlineSource::kClient;
+    deadline_budget_ = from_helper && tagged.budget != absl::InfiniteDuration()
+                           ? tagged.budget
+                           : deadline_ - start_;
+    absl::Time enforce = absl::InfiniteFuture();
+    if (!from_helper) CheckLeak(now, &enforce);
+    const absl::Time effective = std::min(deadline_, enforce);
+    const absl::Duration remaining = effective - now;
+
+    if (deadline_source_ == DeadlineSource::kExhaustedBeforeCall ||
+        (effective != absl::InfiniteFuture() && remaining < shared_.min_call_budget)) {
+      FailFast(remaining);
+      return false;
+    }
+    if (effective != absl::InfiniteFuture()) {
+      std::string header = FormatBudgetHeader(remaining);
+      if (!header.empty()) md->emplace(kBudgetHeader, std::move(header));
+    }
+    if (enforce != absl::InfiniteFuture() || idle != absl::InfiniteDuration()) {
+      enforce_deadline_ = enforce;
+      idle_ = idle;
+      last_activity_ns_.store(absl::ToUnixNanos(now), std::memory_order_relaxed);
+      shared_.metrics->CountTimerArmed();
+      ArmTimer(NextTimerAt());
+    }
+    return true;
+  }
+
+  // A plain ClientContext used inside an InboundScope must not outlive the
+  // inbound budget. gRPC will not let us shorten its deadline, so the timer
+  // enforces the derived one.
+  void CheckLeak(absl::Time now, absl::Time* enforce) {
+    const InboundBudget* inbound = internal::CurrentInbound();
+    if (inbound == nullptr || inbound->deadline() == absl::InfiniteFuture()) return;
+    const CallDeadline derived =
+        DeriveCallDeadline(inbound->policy(), inbound->deadline(), inbound->source(), now);
+    if (deadline_ == absl::InfiniteFuture()) {
+      Leak(LeakKind::kNoDeadline);
+    } else if (deadline_ > inbound->deadline()) {
+      Leak(LeakKind::kLaterThanInbound);
+    }
+    if (derived.deadline < deadline_) {
+      *enforce = derived.deadline;
+      enforce_source_ = derived.outcome == CallOutcome::kExhausted
+                            ? DeadlineSource::kExhaustedBeforeCall
+                            : derived.source;
+      if (enforce_source_ == DeadlineSource::kExhaustedBeforeCall) {
+        deadline_source_ = DeadlineSource::kExhaustedBeforeCall;
+      }
+      enforce_budget_ = derived.budget;
+    }
+  }
+
+  void Leak(LeakKind kind) {
+    shared_.metrics->CountLeak(kind);
+    LogLeakOnce(info_->method(), kind);
+  }
+
+  void FailFast(absl::Duration remaining) {
+    shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall);
+    Attribution a{DeadlineSource::kExhaustedBeforeCall, shared_.hop,
+                  std::max(remaining, absl::ZeroDuration()), absl::ZeroDuration()};
+    hijack_message_ = FormatAttributionMessage(a);
+    hijack_details_ = EncodeStatusDetails(a, hijack_message_);
+    hijack_trailers_ = {std::string(DeadlineSourceName(a.source)), a.hop,
+                        absl::StrCat(absl::ToInt64Milliseconds(a.budget)), "0"};
+  }
+
+  // After Hijack() nothing reaches the network: answer every later batch here.
+  void ServeHijacked(InterceptorBatchMethods* m) {
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
+      m->FailHijackedSendMessage();
+    }
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_MESSAGE)) {
+      m->FailHijackedRecvMessage();
+    }
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_STATUS)) {
+      *m->GetRecvStatus() = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                         hijack_message_, hijack_details_);
+      auto* trailers = m->GetRecvTrailingMetadata();
+      const char* keys[] = {kSourceTrailer, kHopTrailer, kBudgetTrailer, kElapsedTrailer};
+      for (size_t i = 0; i < hijack_trailers_.size(); ++i) {
+        trailers->emplace(keys[i], hijack_trailers_[i]);
+      }
+    }
+    m->Proceed();
+  }
+
+  absl::Time NextTimerAt() const {
+    absl::Time at = enforce_deadline_;
+    if (idle_ != absl::InfiniteDuration()) {
+      at = std::min(at, absl::FromUnixNanos(last_activity_ns_.load(std::memory_order_relaxed)) +
+                            idle_);
+    }
+    return at;
+  }
+
+  // The lock orders the id stores: a callback that fires at once and re-arms
+  // must not have its newer id overwritten by the older one.
+  void ArmTimer(absl::Time at) {
+    absl::MutexLock lock(&timer_mu_);
+    timer_ = shared_.timers->Schedule(at, [this] { OnTimer(); });
+  }
+
+  internal::TimerService::TimerId CurrentTimer() {
+    absl::MutexLock lock(&timer_mu_);
+    return timer_;
+  }
+
+  // Runs on the timer thread. Either a budget is spent, or stream activity
+  // moved the idle horizon and the timer is re-armed for it.
+  void OnTimer() {
+    if (done_.load(std::memory_order_acquire)) return;
+    const absl::Time now = shared_.clock->Now();
+    DeadlineSource fire = DeadlineSource::kNone;
+    if (now >= enforce_deadline_) {
+      fire = enforce_source_;
+    } else if (idle_ != absl::InfiniteDuration() &&
+               now - absl::FromUnixNanos(last_activity_ns_.load(std::memory_order_relaxed)) >=
+                   idle_) {
+      fire = DeadlineSource::kIdle;
+    }
+    if (fire == DeadlineSource::kNone) {
+      ArmTimer(NextTimerAt());
+      return;
+    }
+    fired_.store(fire, std::memory_order_release);
+    info_->client_context()->TryCancel();
+  }
+
+  void StopTimer() {
+    done_.store(true, std::memory_order_release);
+    // Cancel waits for a running callback; that callback may have re-armed,
+    // so cancel until the id stops changing.
+    for (;;) {
+      const auto id = CurrentTimer();
+      if (id == 0) return;
+      shared_.timers->Cancel(id);
+      if (CurrentTimer() == id) return;
+    }
+  }
+
+  void OnStatus(InterceptorBatchMethods* m) {
+    StopTimer();
+    grpc::Status* status = m->GetRecvStatus();
+    const absl::Time now = shared_.clock->Now();
+    const DeadlineSource fired = fired_.load(std::memory_order_acquire);
+    if (fired != DeadlineSource::kNone && status->error_code() == grpc::StatusCode::CANCELLED) {
+      // Our own cancel: convert it. Budget = the one that fired.
+      absl::Duration budget = fired == DeadlineSource::kIdle ? idle_ : enforce_budget_;
+      Rewrite(status, {fired, shared_.hop, budget, now - start_});
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, fired);
+      return;
+    }
+    if (status->error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) return;
+
+    absl::optional<Attribution> origin = DecodeStatusDetails(status->error_details());
+    if (!origin.has_value()) {
+      if (!status->error_details().empty()) shared_.metrics->CountBadAttribution();
+      origin = ParseAttributionMessage(status->error_message());
+      if (origin.has_value()) Rewrite(status, *origin);
+    }
+    if (origin.has_value()) {
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream);
+      return;
+    }
+    // No attribution from the server. If our own deadline has passed it is
+    // ours (gRPC raised it locally); otherwise it came from a server that
+    // does not run hopbudget: downstream, origin unknown.
+    constexpr absl::Duration kTimerSlack = absl::Milliseconds(1);
+    if (deadline_ != absl::InfiniteFuture() && now + kTimerSlack >= deadline_) {
+      const DeadlineSource source =
+          deadline_source_ == DeadlineSource::kNone ? DeadlineSource::kClient : deadline_source_;
+      Rewrite(status, {source, shared_.hop, deadline_budget_, now - start_});
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, source);
+    } else {
+      Rewrite(status, {DeadlineSource::kDownstream, "", absl::ZeroDuration(),
+                       absl::ZeroDuration()});
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream);
+    }
+  }
+
+  static void Rewrite(grpc::Status* status, const Attribution& a) {
+    std::string message = FormatAttributionMessage(a);
+    if (!status->error_message().empty() &&
+        !ParseAttributionMessage(status->error_message()).has_value()) {
+      absl::StrAppend(&message, " (", status->error_message(), ")");
+    }
+    *status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, message,
+                           EncodeStatusDetails(a, message));
+  }
+
+  const ClientShared& shared_;
+  grpc::experimental::ClientRpcInfo* const info_;
+  const absl::Time start_;
+
+  // Set in OnStart(), before any timer is armed; read-only afterwards.
+  absl::Time deadline_ = absl::InfiniteFuture();
+  DeadlineSource deadline_source_ = DeadlineSource::kNone;
+  absl::Duration deadline_budget_ = absl::InfiniteDuration();  // length, for attribution
+  absl::Time enforce_deadline_ = absl::InfiniteFuture();
+  DeadlineSource enforce_source_ = DeadlineSource::kNone;
+  absl::Duration enforce_budget_ = absl::ZeroDuration();
+  absl::Duration idle_ = absl::InfiniteDuration();
+
+  std::atomic<int64_t> last_activity_ns_{0};
+  absl::Mutex timer_mu_;
+  internal::TimerService::TimerId timer_ ABSL_GUARDED_BY(timer_mu_) = 0;
+  std::atomic<bool> done_{false};
+  std::atomic<DeadlineSource> fired_{DeadlineSource::kNone};
+
+  bool hijacked_ = false;
+  std::string hijack_message_;
+  std::string hijack_details_;
+  std::vector<std::string> hijack_trailers_;  // lives as long as the call
+};
+
+class ClientFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit ClientFactory(ClientShared shared)
+      : own_timers_(shared.clock == &Clock::Real()
+                        ? nullptr
+                        : std::make_unique<internal::TimerService>(*shared.clock)),
+        shared_(WithTimers(std::move(shared), own_timers_.get())) {}
+
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo* info) override {
+    return new ClientBudgetInterceptor(&shared_, info);
+  }
+
+ private:
+  static ClientShared WithTimers(ClientShared shared, internal::TimerService* own) {
+    shared.timers = own != nullptr ? own : &internal::TimerService::Shared();
+    return shared;
+  }
+  const std::unique_ptr<internal::TimerService> own_timers_;
+  const ClientShared shared_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+MakeClientInterceptorFactory(ClientOptions options) {
+  if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
+  if (options.min_call_budget < absl::ZeroDuration() ||
+      options.min_call_budget == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hopbudget client options: min_call_budget (", FormatBudget(options.min_call_budget),
+        ") must be finite and >= 0"));
+  }
+  if (options.stream_idle_budget <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hopbudget client options: stream_idle_budget (",
+        FormatBudget(options.stream_idle_budget),
+        ") must be > 0 (InfiniteDuration() turns it off)"));
+  }
+  ClientShared shared{std::move(options.hop), options.min_call_budget,
+                      options.stream_idle_budget,
+                      options.clock != nullptr ? options.clock : &Clock::Real(),
+                      options.metrics != nullptr ? options.metrics : &Metrics::Default(),
+                      nullptr};
+  return std::make_unique<ClientFactory>(std::move(shared));
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
+    const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
+    ClientOptions options, const grpc::ChannelArguments& args) {
+  auto factory = MakeClientInterceptorFactory(std::move(options));
+  if (!factory.ok()) return factory.status();
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, args,
+                                                                  std::move(creators));
+}
+
+void SetStreamIdleBudget(grpc::ClientContext& ctx, absl::Duration idle) {
+  // Infinite is sent as an empty value (FormatBudgetHeader gives "" for it).
+  ctx.AddMetadata(internal::kInternalIdleKey,
+                  idle == absl::InfiniteDuration() ? "" : FormatBudgetHeader(idle));
+}
+
+absl::optional<Attribution> AttributionOf(const grpc::Status& status) {
+  if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) return absl::nullopt;
+  if (auto a = DecodeStatusDetails(status.error_details())) return a;
+  return ParseAttributionMessage(status.error_message());
+}
+
+}  // namespace hopbudget

@@ -1,0 +1,132 @@
+// Copyright hopbudget authors.
+//
+// budget.h: the budget engine. Pure arithmetic, no gRPC types.
+//
+// One absolute deadline shrinks as a request travels. Each hop:
+//   1. derives its request budget from the inbound deadline, capped by its own
+//      per-request budget (`DeriveRequestBudget`), and refuses the call if what
+//      is left is already below the minimum useful budget;
+//   2. derives every downstream call's deadline from what remains of the
+//      request budget, minus a per-hop reserve, capped by the per-attempt
+//      budget (`DeriveCallDeadline`); a call that cannot get the minimum
+//      useful budget is not started at all.
+// Budgets therefore nest strictly: attempt < request - reserve <= client.
+// `ValidatePolicy` checks at start-up that a policy lets this happen.
+//
+// Infinite values: `absl::InfiniteDuration()` in a policy field means "no cap";
+// `absl::InfiniteFuture()` as a deadline means "no deadline". Arithmetic
+// saturates (absl::Time semantics): InfiniteFuture() - reserve is still
+// InfiniteFuture(), and Now() + InfiniteDuration() is InfiniteFuture().
+// `absl::InfinitePast()` as an inbound deadline is treated as expired.
+//
+// Thread safety: pure functions on values; BudgetPolicy is a plain struct.
+//
+// Example:
+//   hopbudget::BudgetPolicy policy;
+//   policy.request_cap = absl::Seconds(2);
+//   policy.attempt_cap = absl::Milliseconds(600);
+//   policy.hop_reserve = absl::Milliseconds(5);
+//   assert(hopbudget::ValidatePolicy(policy).ok());
+//   hopbudget::RequestBudget req =
+//       hopbudget::DeriveRequestBudget(policy, inbound_deadline, clock.Now());
+//   if (req.outcome != hopbudget::ArrivalOutcome::kAccepted) return;  // refused
+//   hopbudget::CallDeadline call =
+//       hopbudget::DeriveCallDeadline(policy, req.deadline, req.source, clock.Now());
+//   if (call.outcome == hopbudget::CallOutcome::kExhausted) { /* fail fast */ }
+#ifndef HOPBUDGET_BUDGET_H_
+#define HOPBUDGET_BUDGET_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "hopbudget/deadline_source.h"
+
+namespace hopbudget {
+
+// The budgets of one service. All fields are durations >= 0.
+struct BudgetPolicy {
+  // Most time this service spends on one request, whatever the caller allows.
+  absl::Duration request_cap = absl::InfiniteDuration();
+  // Most time one downstream attempt may take.
+  absl::Duration attempt_cap = absl::InfiniteDuration();
+  // Time kept back from every downstream call for this hop's own work after
+  // the call returns (building the reply, sending it upstream).
+  absl::Duration hop_reserve = absl::Milliseconds(2);
+  // Below this, an inbound call is refused on arrival and a downstream call is
+  // not started: there is no point in work that cannot finish.
+  absl::Duration min_attempt_budget = absl::Milliseconds(1);
+  // Inbound budgets larger than this are clamped to it (an untrusted or buggy
+  // caller cannot make this service work for an hour). Fires as kRequest.
+  absl::Duration max_inbound_budget = absl::InfiniteDuration();
+};
+
+// Checks that the budgets of `policy` can nest strictly:
+//   - no field is negative; request_cap, attempt_cap and max_inbound_budget
+//     are > 0;
+//   - min_attempt_budget <= attempt_cap (else no call could ever start);
+//   - min_attempt_budget + hop_reserve < request_cap (else every downstream
+//     call would fail before it starts);
+//   - attempt_cap + hop_reserve < request_cap when both are finite (else the
+//     request budget always fires first and the attempt budget, and any retry
+//     that depends on it, can never run);
+//   - request_cap <= max_inbound_budget (else the request cap never applies).
+// Returns InvalidArgument with a message naming the fields and their values.
+absl::Status ValidatePolicy(const BudgetPolicy& policy);
+
+enum class ArrivalOutcome {
+  kAccepted,
+  kExpired,        // the deadline had already passed on arrival
+  kBelowMinimum,   // time was left, but less than min_attempt_budget
+};
+
+// The request budget of one inbound call.
+struct RequestBudget {
+  ArrivalOutcome outcome = ArrivalOutcome::kAccepted;
+  absl::Time arrival;
+  // Effective request deadline: min(inbound deadline, arrival + request cap,
+  // arrival + max inbound budget). InfiniteFuture() when nothing bounds it.
+  absl::Time deadline = absl::InfiniteFuture();
+  // Which budget defines `deadline`: kClient when the caller's deadline is the
+  // tightest (ties go to the caller), kRequest when this service's cap is,
+  // kNone when the deadline is infinite.
+  DeadlineSource source = DeadlineSource::kNone;
+  // deadline - arrival (InfiniteDuration() when infinite, <= 0 when expired).
+  absl::Duration budget_on_arrival = absl::InfiniteDuration();
+};
+
+// Derives the request budget of a call that arrived at `now` with deadline
+// `inbound_deadline` (InfiniteFuture() when the caller set none).
+RequestBudget DeriveRequestBudget(const BudgetPolicy& policy,
+                                  absl::Time inbound_deadline, absl::Time now);
+
+enum class CallOutcome {
+  kProceed,    // start the call with `deadline`
+  kExhausted,  // less than min_attempt_budget left: do not touch the network
+};
+
+// The deadline of one downstream call (one attempt).
+struct CallDeadline {
+  CallOutcome outcome = CallOutcome::kProceed;
+  // min(parent_deadline - hop_reserve, now + attempt_cap).
+  absl::Time deadline = absl::InfiniteFuture();
+  // Which budget defines `deadline`: kAttempt when the attempt cap is the
+  // tightest, otherwise the parent's source (ties go to the parent, since a
+  // retry cannot help there). kNone when infinite.
+  DeadlineSource source = DeadlineSource::kNone;
+  // deadline - now (InfiniteDuration() when infinite).
+  absl::Duration budget = absl::InfiniteDuration();
+};
+
+// Derives the deadline of a downstream call started at `now` from the parent
+// deadline (normally RequestBudget::deadline) and the parent's source.
+CallDeadline DeriveCallDeadline(const BudgetPolicy& policy,
+                                absl::Time parent_deadline,
+                                DeadlineSource parent_source, absl::Time now);
+
+// Renders a duration for messages and logs: "250ms", "1.5s", "inf".
+std::string FormatBudget(absl::Duration d);
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_BUDGET_H_

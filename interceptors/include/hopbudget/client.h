@@ -1,0 +1,93 @@
+// Copyright hopbudget authors.
+//
+// client.h: the client side of hopbudget.
+//
+// Install the interceptor on every channel a service calls out on:
+//
+//   hopbudget::ClientOptions options;
+//   options.hop = "orders";                       // who is calling
+//   auto channel = hopbudget::CreateChannel("localhost:50052",
+//       grpc::InsecureChannelCredentials(), options);
+//   if (!channel.ok()) return channel.status();
+//   auto stub = Ledger::NewStub(*channel);
+//
+// gRPC fixes a call's deadline before any interceptor runs, so the deadline
+// itself comes from the ClientContext: NewDownstreamContext() (server.h)
+// inside a handler, or ClientContext::set_deadline() at the edge. For every
+// call the interceptor then:
+//   - fails fast, without touching the network, when the budget left is below
+//     `min_call_budget` or NewDownstreamContext() found it exhausted: the call
+//     ends with DEADLINE_EXCEEDED, source exhausted-before-call (it hijacks
+//     the call; no connection is made);
+//   - sends the exact remaining budget in `hopbudget-budget-us`;
+//   - when it must enforce a budget tighter than the context's deadline (a
+//     deadline leak inside an InboundScope, or a stream's idle budget), arms
+//     the one shared timer, cancels the call when it fires and turns its own
+//     cancel into DEADLINE_EXCEEDED. A cancel it did not issue stays
+//     CANCELLED. On the common path it arms no timer;
+//   - attributes every DEADLINE_EXCEEDED: the origin named by the server's
+//     attribution when the deadline fired further down (counted locally as
+//     downstream), else the budget that defined this call's deadline
+//     (client, request or attempt) at this hop. The final grpc::Status
+//     carries the attribution (AttributionOf()).
+//
+// Thread safety: the factory is safe for concurrent use; helpers are pure or
+// act on the ClientContext they are given.
+#ifndef HOPBUDGET_CLIENT_H_
+#define HOPBUDGET_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+#include <grpcpp/support/client_interceptor.h>
+#include <grpcpp/support/status.h>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/optional.h"
+#include "hopbudget/attribution.h"
+#include "hopbudget/clock.h"
+#include "hopbudget/metrics.h"
+
+namespace hopbudget {
+
+struct ClientOptions {
+  // Name of the calling service in attribution and metrics. Required; 1..64
+  // characters of [A-Za-z0-9._-].
+  std::string hop;
+  // A call with less budget than this left is not started. >= 0.
+  absl::Duration min_call_budget = absl::Milliseconds(1);
+  // Most silence allowed between two messages of a streaming call, in either
+  // direction; InfiniteDuration() turns it off. > 0. Per call:
+  // SetStreamIdleBudget().
+  absl::Duration stream_idle_budget = absl::InfiniteDuration();
+  Clock* clock = nullptr;      // default: Clock::Real()
+  Metrics* metrics = nullptr;  // default: Metrics::Default()
+};
+
+// Validates `options` and returns the interceptor factory for
+// grpc::experimental::CreateCustomChannelWithInterceptors().
+absl::StatusOr<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+MakeClientInterceptorFactory(ClientOptions options);
+
+// A channel to `target` with hopbudget's client interceptor installed.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
+    const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
+    ClientOptions options, const grpc::ChannelArguments& args = grpc::ChannelArguments());
+
+// Overrides ClientOptions::stream_idle_budget for the call made with `ctx`.
+// `idle` must be > 0; InfiniteDuration() turns the idle budget off.
+void SetStreamIdleBudget(grpc::ClientContext& ctx, absl::Duration idle);
+
+// The attribution carried by a finished call's status: from
+// grpc-status-details-bin, else from a "hopbudget: ..." status message.
+// nullopt for any other status, including non-hopbudget DEADLINE_EXCEEDED.
+absl::optional<Attribution> AttributionOf(const grpc::Status& status);
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_CLIENT_H_

@@ -1,0 +1,61 @@
+// Copyright hopbudget authors.
+//
+// deadline_source.h: which budget a deadline came from, and so which budget
+// fired when a call ends in DEADLINE_EXCEEDED.
+//
+// The names are what appears on the wire (`hopbudget-source` trailer), in
+// metrics labels and in logs; the reasons are the `ErrorInfo.reason` values in
+// `grpc-status-details-bin`. Both are stable.
+//
+//   source                  name                    reason
+//   kClient                 client                  CLIENT_DEADLINE_EXCEEDED
+//   kRequest                request                 REQUEST_BUDGET_EXHAUSTED
+//   kAttempt                attempt                 ATTEMPT_BUDGET_EXHAUSTED
+//   kIdle                   idle                    STREAM_IDLE_BUDGET_EXHAUSTED
+//   kDownstream             downstream              DOWNSTREAM_DEADLINE_EXCEEDED
+//   kExhaustedBeforeCall    exhausted-before-call   BUDGET_EXHAUSTED_BEFORE_CALL
+//   kArrivedExpired         arrived-expired         ARRIVED_EXPIRED
+//
+// kDownstream is a hop's local view ("it fired further down"); attribution
+// that travels upstream always names the origin source and hop instead, except
+// when a handler dropped that detail, in which case the origin stays unknown.
+//
+// Thread safety: pure functions.
+#ifndef HOPBUDGET_DEADLINE_SOURCE_H_
+#define HOPBUDGET_DEADLINE_SOURCE_H_
+
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
+
+namespace hopbudget {
+
+enum class DeadlineSource : uint8_t {
+  kNone = 0,             // no budget applies (infinite deadline)
+  kClient,               // the deadline the inbound caller gave this hop
+  kRequest,              // this service's per-request cap
+  kAttempt,              // a per-attempt cap on a downstream call
+  kIdle,                 // a stream was silent longer than its idle budget
+  kDownstream,           // a budget fired at a hop further down the chain
+  kExhaustedBeforeCall,  // too little budget left to start a downstream call
+  kArrivedExpired,       // the inbound call arrived expired or below minimum
+};
+
+inline constexpr int kDeadlineSourceCount = 8;
+
+// "client", "request", ... ; "none" for kNone.
+absl::string_view DeadlineSourceName(DeadlineSource source);
+
+// Inverse of DeadlineSourceName. Unknown names give nullopt.
+absl::optional<DeadlineSource> ParseDeadlineSource(absl::string_view name);
+
+// The ErrorInfo reason, e.g. "ATTEMPT_BUDGET_EXHAUSTED"; "" for kNone.
+absl::string_view DeadlineSourceReason(DeadlineSource source);
+
+// Inverse of DeadlineSourceReason. Unknown reasons give nullopt.
+absl::optional<DeadlineSource> DeadlineSourceFromReason(absl::string_view reason);
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_DEADLINE_SOURCE_H_

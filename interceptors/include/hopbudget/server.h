@@ -1,0 +1,161 @@
+// Copyright hopbudget authors.
+//
+// server.h: the server side of hopbudget.
+//
+// Install one interceptor on the server; it works for sync, callback and
+// async services alike:
+//
+//   hopbudget::ServerOptions options;
+//   options.hop = "orders";
+//   options.policy.request_cap = absl::Seconds(1);
+//   options.policy.attempt_cap = absl::Milliseconds(300);
+//   auto factory = hopbudget::MakeServerInterceptorFactory(options);
+//   if (!factory.ok()) return factory.status();   // policy did not validate
+//   std::vector<std::unique_ptr<
+//       grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+//   creators.push_back(*std::move(factory));
+//   builder.experimental().SetInterceptorCreators(std::move(creators));
+//
+// For every call the interceptor:
+//   - reads the inbound deadline when the call arrives, narrowed by the exact
+//     `hopbudget-budget-us` header (which can only shrink it), and derives the
+//     request budget (budget.h);
+//   - refuses a call that arrived expired or below `min_attempt_budget`: it
+//     cancels it at once with DEADLINE_EXCEEDED (source arrived-expired), and
+//     `InboundBudget::refused()` is true so the handler can return at once
+//     (a gRPC interceptor cannot skip the handler);
+//   - when the per-request cap is tighter than the caller's deadline, cancels
+//     the call with DEADLINE_EXCEEDED (source request) when the cap expires,
+//     on the shared timer service;
+//   - when the handler answers DEADLINE_EXCEEDED, attaches the attribution
+//     (attribution.h): the origin relayed from downstream if the status holds
+//     it, else this hop's own budget if it has run out, else "downstream,
+//     origin unknown".
+//
+// In a handler:
+//
+//   grpc::Status Place(grpc::ServerContext* ctx, const Req* req, Resp* resp) {
+//     const hopbudget::InboundBudget* budget = hopbudget::InboundBudget::Of(*ctx);
+//     if (budget != nullptr && budget->refused()) return grpc::Status::CANCELLED;
+//     std::unique_ptr<grpc::ClientContext> call = hopbudget::NewDownstreamContext(*ctx);
+//     return ledger_->Commit(call.get(), ...);
+//   }
+//
+// Thread safety: the factory and InboundBudget are safe for concurrent use.
+#ifndef HOPBUDGET_SERVER_H_
+#define HOPBUDGET_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/server_interceptor.h>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "hopbudget/budget.h"
+#include "hopbudget/clock.h"
+#include "hopbudget/deadline_source.h"
+#include "hopbudget/metrics.h"
+
+namespace hopbudget {
+
+struct ServerOptions {
+  // Name of this service in attribution and metrics. Required; 1..64 chars of
+  // [A-Za-z0-9._-].
+  std::string hop;
+  BudgetPolicy policy;
+  Clock* clock = nullptr;      // default: Clock::Real()
+  Metrics* metrics = nullptr;  // default: Metrics::Default()
+};
+
+// Validates `options` (hop name and ValidatePolicy) and returns the factory to
+// pass to ServerBuilder::experimental().SetInterceptorCreators().
+absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+MakeServerInterceptorFactory(ServerOptions options);
+
+// The budget of one inbound call, as the server interceptor derived it when
+// the call arrived. Lives as long as the call.
+class InboundBudget {
+ public:
+  // The budget of the call served with `context`, or nullptr when the call
+  // did not pass through hopbudget's server interceptor.
+  static const InboundBudget* Of(const grpc::ServerContextBase& context);
+
+  // Effective request deadline (InfiniteFuture() when nothing bounds it).
+  absl::Time deadline() const { return budget_.deadline; }
+  // kClient, kRequest, or kNone when infinite.
+  DeadlineSource source() const { return budget_.source; }
+  absl::Time arrival() const { return budget_.arrival; }
+  absl::Duration budget_on_arrival() const { return budget_.budget_on_arrival; }
+  ArrivalOutcome arrival_outcome() const { return budget_.outcome; }
+  // True when the call was refused on arrival: do no work, return at once.
+  bool refused() const { return budget_.outcome != ArrivalOutcome::kAccepted; }
+  // deadline() - now (InfiniteDuration() when infinite; may be negative).
+  absl::Duration remaining() const;
+  const std::string& hop() const { return *hop_; }
+  const BudgetPolicy& policy() const { return *policy_; }
+  Clock& clock() const { return *clock_; }
+  const RequestBudget& request_budget() const { return budget_; }
+
+  // Hidden from users: built by the interceptor.
+  InboundBudget(const RequestBudget& budget, const std::string* hop,
+                const BudgetPolicy* policy, Clock* clock)
+      : budget_(budget), hop_(hop), policy_(policy), clock_(clock) {}
+
+ private:
+  RequestBudget budget_;
+  const std::string* hop_;
+  const BudgetPolicy* policy_;
+  Clock* clock_;
+};
+
+struct DownstreamOptions {
+  // A tighter attempt cap for this one call (the policy's cap still applies).
+  absl::Duration attempt_cap = absl::InfiniteDuration();
+};
+
+// The ClientContext for a downstream call made while serving `inbound`:
+//   - cancellation of the inbound call propagates to it
+//     (ClientContext::FromServerContext);
+//   - its deadline is min(request deadline - hop_reserve, now + attempt cap),
+//     set explicitly, because FromServerContext's deadline() reports infinite;
+//   - it tells hopbudget's client interceptor which budget that deadline is,
+//     so a DEADLINE_EXCEEDED is attributed to it, and that the budget was
+//     already exhausted if so (the interceptor then fails the call without
+//     touching the network).
+// When `inbound` did not pass through the server interceptor, the inbound
+// deadline is used as the request deadline with a default BudgetPolicy.
+std::unique_ptr<grpc::ClientContext> NewDownstreamContext(
+    const grpc::ServerContextBase& inbound, const DownstreamOptions& options = {});
+
+// Binds an inbound call to the current thread for as long as it lives, so
+// that hopbudget's client interceptor can check downstream calls made with a
+// plain ClientContext (not from NewDownstreamContext) on this thread:
+//   - a call with no deadline, or with a deadline later than the inbound
+//     call's, is a deadline leak: it is counted (Metrics, by kind), logged once
+//     per method, and still bounded: the interceptor sends the derived budget
+//     in `hopbudget-budget-us` and cancels the call at the derived deadline
+//     on its shared timer (attributed to the inbound budget's source).
+// Scopes nest; the innermost wins. Does nothing when `inbound` did not pass
+// through hopbudget's server interceptor.
+//
+//   grpc::Status Get(grpc::ServerContext* ctx, ...) {
+//     hopbudget::InboundScope scope(*ctx);
+//     legacy_client.Fetch();  // makes its own ClientContext internally
+//   }
+class InboundScope {
+ public:
+  explicit InboundScope(const grpc::ServerContextBase& inbound);
+  ~InboundScope();
+  InboundScope(const InboundScope&) = delete;
+  InboundScope& operator=(const InboundScope&) = delete;
+
+ private:
+  const InboundBudget* const previous_;
+};
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_SERVER_H_

@@ -1,0 +1,78 @@
+// Copyright hopbudget authors.
+//
+// wire.h: what hopbudget puts on the wire, and the parsers for what it reads.
+//
+// Request headers (client -> server):
+//   hopbudget-budget-us   Remaining budget of the call in whole microseconds,
+//                         computed when the headers are sent. Exact, unlike
+//                         grpc-timeout (which rounds up to 8 digits and may be
+//                         reused from an earlier, larger value). The server
+//                         takes min(grpc deadline, arrival + this): the header
+//                         can only shrink a budget, never widen it.
+//
+// Response trailers (server -> client), on DEADLINE_EXCEEDED only:
+//   hopbudget-source      Origin source name ("attempt", "request", ...).
+//   hopbudget-hop         Hop whose budget fired (may be empty: unknown).
+//   hopbudget-budget-ms   Length of the budget that fired, milliseconds.
+//   hopbudget-elapsed-ms  Time from that budget's start to when it fired.
+// plus `grpc-status-details-bin` (see attribution.h).
+//
+// Everything read from the wire is untrusted: parsers never throw, never
+// crash, accept only canonical forms and report why they refused.
+//
+// Thread safety: pure functions.
+#ifndef HOPBUDGET_WIRE_H_
+#define HOPBUDGET_WIRE_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace hopbudget {
+
+inline constexpr char kBudgetHeader[] = "hopbudget-budget-us";
+inline constexpr char kSourceTrailer[] = "hopbudget-source";
+inline constexpr char kHopTrailer[] = "hopbudget-hop";
+inline constexpr char kBudgetTrailer[] = "hopbudget-budget-ms";
+inline constexpr char kElapsedTrailer[] = "hopbudget-elapsed-ms";
+
+// Largest budget the header may carry: 100 years. Larger values are refused
+// (kTooLarge) rather than clamped, so that garbage cannot pose as "a lot".
+inline constexpr absl::Duration kMaxHeaderBudget = absl::Hours(24 * 365 * 100);
+
+enum class HeaderParse {
+  kOk,
+  kEmpty,      // present but empty
+  kTooLong,    // more than 20 bytes: refused before looking at it
+  kMalformed,  // anything but ASCII digits (no sign, space, or exponent)
+  kNegative,   // a leading '-'
+  kTooLarge,   // above kMaxHeaderBudget
+};
+
+absl::string_view HeaderParseName(HeaderParse result);
+
+struct ParsedBudget {
+  HeaderParse result = HeaderParse::kEmpty;
+  absl::Duration budget = absl::ZeroDuration();  // set only when kOk
+};
+
+// Parses a `hopbudget-budget-us` value.
+ParsedBudget ParseBudgetHeader(absl::string_view value);
+
+// Formats a budget for `hopbudget-budget-us`: whole microseconds, rounded
+// down (so the receiver never sees more than was left), 0 when <= 0. Budgets
+// above kMaxHeaderBudget, including infinite ones, are not sent: returns "".
+std::string FormatBudgetHeader(absl::Duration budget);
+
+// Parses a non-negative decimal millisecond count as written in the
+// attribution trailers; nullopt-like result kMalformed etc. as above.
+struct ParsedMillis {
+  HeaderParse result = HeaderParse::kEmpty;
+  absl::Duration value = absl::ZeroDuration();
+};
+ParsedMillis ParseMillisTrailer(absl::string_view value);
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_WIRE_H_

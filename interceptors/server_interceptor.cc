@@ -1,0 +1,265 @@
+// Copyright hopbudget authors.
+//
+// The server interceptor: derives each inbound call's request budget when the
+// call arrives, refuses calls that cannot be served in time, enforces the
+// per-request cap, and attributes DEADLINE_EXCEEDED answers.
+#include <grpc/grpc.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
+
+#include <array>
+#include <atomic>
+#include <functional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "grpc_glue.h"
+#include "hopbudget/attribution.h"
+#include "hopbudget/server.h"
+#include "hopbudget/wire.h"
+#include "timer_service.h"
+
+namespace hopbudget {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+// Maps a ServerContext to the budget of its call, so that a handler can find
+// what the interceptor derived. Sharded so that calls on different contexts
+// rarely meet on a lock; an entry lives exactly as long as its interceptor.
+class InboundRegistry {
+ public:
+  static InboundRegistry& Get() {
+    static InboundRegistry* const registry = new InboundRegistry();
+    return *registry;
+  }
+  void Insert(const grpc::ServerContextBase* ctx, const InboundBudget* budget) {
+    Shard& s = ShardFor(ctx);
+    absl::MutexLock lock(&s.mu);
+    s.map[ctx] = budget;
+  }
+  void Remove(const grpc::ServerContextBase* ctx, const InboundBudget* budget) {
+    Shard& s = ShardFor(ctx);
+    absl::MutexLock lock(&s.mu);
+    auto it = s.map.find(ctx);
+    if (it != s.map.end() && it->second == budget) s.map.erase(it);
+  }
+  const InboundBudget* Find(const grpc::ServerContextBase* ctx) {
+    Shard& s = ShardFor(ctx);
+    absl::MutexLock lock(&s.mu);
+    auto it = s.map.find(ctx);
+    return it == s.map.end() ? nullptr : it->second;
+  }
+
+ private:
+  struct Shard {
+    absl::Mutex mu;
+    absl::flat_hash_map<const grpc::ServerContextBase*, const InboundBudget*> map
+        ABSL_GUARDED_BY(mu);
+  };
+  Shard& ShardFor(const grpc::ServerContextBase* ctx) {
+    return shards_[std::hash<const void*>()(ctx) % shards_.size()];
+  }
+  std::array<Shard, 32> shards_;
+};
+
+struct ServerShared {
+  std::string hop;
+  BudgetPolicy policy;
+  Clock* clock;
+  Metrics* metrics;
+  internal::TimerService* timers;
+};
+
+absl::Duration NonNegative(absl::Duration d) { return std::max(d, absl::ZeroDuration()); }
+
+class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  ServerBudgetInterceptor(const ServerShared* shared, grpc::experimental::ServerRpcInfo* info)
+      : shared_(*shared), ctx_(info->server_context()), arrival_(shared->clock->Now()) {}
+
+  ~ServerBudgetInterceptor() override {
+    CancelTimer();
+    if (budget_.has_value()) InboundRegistry::Get().Remove(ctx_, &*budget_);
+  }
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* m) override {
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
+      OnArrival(*m->GetRecvInitialMetadata());
+    }
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      OnSendStatus(m);
+    }
+    m->Proceed();
+  }
+
+ private:
+  void OnArrival(const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
+    if (budget_.has_value()) return;
+    absl::Time inbound = internal::ToAbslTime(ctx_->deadline());
+    auto header = md.find(kBudgetHeader);
+    if (header != md.end()) {
+      ParsedBudget parsed = ParseBudgetHeader(
+          absl::string_view(header->second.data(), header->second.size()));
+      if (parsed.result == HeaderParse::kOk) {
+        inbound = std::min(inbound, arrival_ + parsed.budget);  // only ever shrinks
+      } else {
+        shared_.metrics->CountBadBudgetHeader(parsed.result);
+      }
+    }
+    const RequestBudget rb = DeriveRequestBudget(shared_.policy, inbound, arrival_);
+    budget_.emplace(rb, &shared_.hop, &shared_.policy, shared_.clock);
+    InboundRegistry::Get().Insert(ctx_, &*budget_);
+    shared_.metrics->CountCall(Side::kServer);
+
+    if (rb.outcome != ArrivalOutcome::kAccepted) {
+      shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kArrivedExpired);
+      Attribution a{DeadlineSource::kArrivedExpired, shared_.hop,
+                    NonNegative(rb.budget_on_arrival), absl::ZeroDuration()};
+      grpc_call_cancel_with_status(ctx_->c_call(), GRPC_STATUS_DEADLINE_EXCEEDED,
+                                   FormatAttributionMessage(a).c_str(), nullptr);
+      return;
+    }
+    if (rb.source == DeadlineSource::kRequest) {
+      // The cap is tighter than the caller's deadline: gRPC will not enforce
+      // it, so the shared timer service does.
+      shared_.metrics->CountTimerArmed();
+      grpc_call* call = ctx_->c_call();
+      grpc_call_ref(call);
+      timer_call_ = call;
+      timer_ = shared_.timers->Schedule(rb.deadline, [this] { OnRequestBudgetFired(); });
+    }
+  }
+
+  void OnRequestBudgetFired() {
+    request_fired_.store(true, std::memory_order_release);
+    const RequestBudget& rb = budget_->request_budget();
+    Attribution a{DeadlineSource::kRequest, shared_.hop, rb.budget_on_arrival,
+                  shared_.clock->Now() - arrival_};
+    grpc_call_cancel_with_status(timer_call_, GRPC_STATUS_DEADLINE_EXCEEDED,
+                                 FormatAttributionMessage(a).c_str(), nullptr);
+    shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest);
+    ReleaseCall();
+  }
+
+  void CancelTimer() {
+    if (timer_ == 0) return;
+    if (shared_.timers->Cancel(timer_) == internal::TimerService::CancelOutcome::kCancelled) {
+      ReleaseCall();
+    }
+    timer_ = 0;
+  }
+
+  void ReleaseCall() {
+    grpc_call* call = timer_call_;
+    timer_call_ = nullptr;
+    if (call != nullptr) grpc_call_unref(call);
+  }
+
+  void OnSendStatus(grpc::experimental::InterceptorBatchMethods* m) {
+    CancelTimer();
+    const grpc::Status status = m->GetSendStatus();
+    if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || !budget_.has_value()) {
+      return;
+    }
+    const RequestBudget& rb = budget_->request_budget();
+    const absl::Time now = shared_.clock->Now();
+    Attribution a;
+    DeadlineSource local;
+    bool relayed = false;
+    if (auto d = DecodeStatusDetails(status.error_details())) {
+      a = *std::move(d);
+      relayed = true;
+    } else if (auto m2 = ParseAttributionMessage(status.error_message())) {
+      a = *std::move(m2);
+      relayed = true;
+    } else if (rb.outcome != ArrivalOutcome::kAccepted) {
+      a = {DeadlineSource::kArrivedExpired, shared_.hop, NonNegative(rb.budget_on_arrival),
+           absl::ZeroDuration()};
+    } else if (request_fired_.load(std::memory_order_acquire) || now >= rb.deadline) {
+      a = {rb.source, shared_.hop, rb.budget_on_arrival, now - arrival_};
+    } else {
+      // The handler answered DEADLINE_EXCEEDED without the detail of the
+      // downstream call that produced it: origin unknown.
+      a = {DeadlineSource::kDownstream, "", absl::ZeroDuration(), absl::ZeroDuration()};
+    }
+    local = relayed ? DeadlineSource::kDownstream : a.source;
+    // Arrival refusals and request-cap firings were counted when they fired.
+    if (!(rb.outcome != ArrivalOutcome::kAccepted && local == DeadlineSource::kArrivedExpired) &&
+        !(request_fired_.load(std::memory_order_acquire) && local == DeadlineSource::kRequest)) {
+      shared_.metrics->CountDeadlineExceeded(Side::kServer, local);
+    }
+
+    std::string message = FormatAttributionMessage(a);
+    if (relayed) {
+      message = status.error_message();
+    } else if (!status.error_message().empty()) {
+      absl::StrAppend(&message, " (", status.error_message(), ")");
+    }
+    m->ModifySendStatus(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, message,
+                                     EncodeStatusDetails(a, message)));
+    auto* trailers = m->GetSendTrailingMetadata();
+    trailers->emplace(kSourceTrailer, std::string(DeadlineSourceName(a.source)));
+    if (!a.hop.empty()) trailers->emplace(kHopTrailer, a.hop);
+    trailers->emplace(kBudgetTrailer, absl::StrCat(absl::ToInt64Milliseconds(NonNegative(
+                                          std::min(a.budget, kMaxHeaderBudget)))));
+    trailers->emplace(kElapsedTrailer, absl::StrCat(absl::ToInt64Milliseconds(NonNegative(
+                                           std::min(a.elapsed, kMaxHeaderBudget)))));
+  }
+
+  const ServerShared& shared_;
+  grpc::ServerContextBase* const ctx_;
+  const absl::Time arrival_;
+  absl::optional<InboundBudget> budget_;
+  internal::TimerService::TimerId timer_ = 0;
+  grpc_call* timer_call_ = nullptr;  // ref held while the timer is armed
+  std::atomic<bool> request_fired_{false};
+};
+
+class ServerFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  // Timers must read the same clock as the budgets they enforce: the real
+  // clock shares the process-wide service, any other clock gets its own.
+  explicit ServerFactory(ServerShared shared)
+      : own_timers_(shared.clock == &Clock::Real()
+                        ? nullptr
+                        : std::make_unique<internal::TimerService>(*shared.clock)),
+        shared_(WithTimers(std::move(shared), own_timers_.get())) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new ServerBudgetInterceptor(&shared_, info);
+  }
+
+ private:
+  static ServerShared WithTimers(ServerShared shared, internal::TimerService* own) {
+    shared.timers = own != nullptr ? own : &internal::TimerService::Shared();
+    return shared;
+  }
+  const std::unique_ptr<internal::TimerService> own_timers_;
+  const ServerShared shared_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+MakeServerInterceptorFactory(ServerOptions options) {
+  if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
+  if (absl::Status s = ValidatePolicy(options.policy); !s.ok()) return s;
+  ServerShared shared{std::move(options.hop), options.policy,
+                      options.clock != nullptr ? options.clock : &Clock::Real(),
+                      options.metrics != nullptr ? options.metrics : &Metrics::Default(),
+                      nullptr};
+  return std::make_unique<ServerFactory>(std::move(shared));
+}
+
+const InboundBudget* InboundBudget::Of(const grpc::ServerContextBase& context) {
+  return InboundRegistry::Get().Find(&context);
+}
+
+absl::Duration InboundBudget::remaining() const {
+  if (budget_.deadline == absl::InfiniteFuture()) return absl::InfiniteDuration();
+  return budget_.deadline - clock_->Now();
+}
+
+}  // namespace hopbudget

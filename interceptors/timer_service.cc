@@ -1,0 +1,94 @@
+// Copyright hopbudget authors.
+#include "timer_service.h"
+
+namespace hopbudget {
+namespace internal {
+
+TimerService::TimerService(Clock& clock, Options options) : clock_(clock) {
+  if (options.start_thread) thread_ = std::thread([this] { Loop(); });
+}
+
+TimerService::~TimerService() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+    changed_.SignalAll();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+TimerService& TimerService::Shared() {
+  static TimerService* const service = new TimerService(Clock::Real());
+  return *service;
+}
+
+TimerService::TimerId TimerService::Schedule(absl::Time when, Callback fn) {
+  absl::MutexLock lock(&mu_);
+  const TimerId id = next_id_++;
+  if (when == absl::InfiniteFuture()) return id;
+  const bool new_front = queue_.empty() || Key{when, id} < queue_.begin()->first;
+  queue_.emplace(Key{when, id}, std::move(fn));
+  when_.emplace(id, when);
+  if (new_front) changed_.Signal();
+  return id;
+}
+
+TimerService::CancelOutcome TimerService::Cancel(TimerId id) {
+  absl::MutexLock lock(&mu_);
+  auto it = when_.find(id);
+  if (it != when_.end()) {
+    queue_.erase(Key{it->second, id});
+    when_.erase(it);
+    return CancelOutcome::kCancelled;
+  }
+  if (running_ == id && running_thread_ != std::this_thread::get_id()) {
+    while (running_ == id) callback_done_.Wait(&mu_);
+  }
+  return CancelOutcome::kTooLate;
+}
+
+bool TimerService::RunOneLocked() {
+  if (queue_.empty()) return false;
+  auto first = queue_.begin();
+  if (first->first.first > clock_.Now()) return false;
+  const TimerId id = first->first.second;
+  Callback fn = std::move(first->second);
+  queue_.erase(first);
+  when_.erase(id);
+  running_ = id;
+  running_thread_ = std::this_thread::get_id();
+  mu_.Unlock();
+  std::move(fn)();
+  mu_.Lock();
+  running_ = 0;
+  running_thread_ = std::thread::id();
+  callback_done_.SignalAll();
+  return true;
+}
+
+int TimerService::RunDue() {
+  absl::MutexLock lock(&mu_);
+  int ran = 0;
+  while (RunOneLocked()) ++ran;
+  return ran;
+}
+
+size_t TimerService::pending() const {
+  absl::MutexLock lock(&mu_);
+  return queue_.size();
+}
+
+void TimerService::Loop() {
+  absl::MutexLock lock(&mu_);
+  while (!stop_) {
+    if (RunOneLocked()) continue;
+    if (queue_.empty()) {
+      changed_.Wait(&mu_);
+    } else {
+      changed_.WaitWithTimeout(&mu_, queue_.begin()->first.first - clock_.Now());
+    }
+  }
+}
+
+}  // namespace internal
+}  // namespace hopbudget

@@ -1,0 +1,75 @@
+// Copyright hopbudget authors.
+#include "hopbudget/wire.h"
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+
+namespace hopbudget {
+namespace {
+
+constexpr size_t kMaxValueBytes = 20;
+
+// Strict unsigned decimal: digits only, no sign, no whitespace. Values that do
+// not fit the limit are reported as too large without overflowing.
+HeaderParse ParseDigits(absl::string_view v, int64_t limit, int64_t* out) {
+  if (v.empty()) return HeaderParse::kEmpty;
+  if (v.size() > kMaxValueBytes) return HeaderParse::kTooLong;
+  if (v[0] == '-') {
+    return v.size() > 1 ? HeaderParse::kNegative : HeaderParse::kMalformed;
+  }
+  int64_t n = 0;
+  bool too_large = false;
+  for (char c : v) {
+    if (c < '0' || c > '9') return HeaderParse::kMalformed;
+    if (too_large) continue;
+    const int d = c - '0';
+    if (n > (limit - d) / 10) {
+      too_large = true;
+      continue;
+    }
+    n = n * 10 + d;
+  }
+  if (too_large) return HeaderParse::kTooLarge;
+  *out = n;
+  return HeaderParse::kOk;
+}
+
+}  // namespace
+
+absl::string_view HeaderParseName(HeaderParse result) {
+  switch (result) {
+    case HeaderParse::kOk: return "ok";
+    case HeaderParse::kEmpty: return "empty";
+    case HeaderParse::kTooLong: return "too_long";
+    case HeaderParse::kMalformed: return "malformed";
+    case HeaderParse::kNegative: return "negative";
+    case HeaderParse::kTooLarge: return "too_large";
+  }
+  return "malformed";
+}
+
+ParsedBudget ParseBudgetHeader(absl::string_view value) {
+  ParsedBudget out;
+  int64_t us = 0;
+  out.result = ParseDigits(value, absl::ToInt64Microseconds(kMaxHeaderBudget), &us);
+  if (out.result == HeaderParse::kOk) out.budget = absl::Microseconds(us);
+  return out;
+}
+
+std::string FormatBudgetHeader(absl::Duration budget) {
+  if (budget > kMaxHeaderBudget) return "";
+  if (budget <= absl::ZeroDuration()) return "0";
+  // ToInt64Microseconds truncates toward zero: never rounds a budget up.
+  return absl::StrCat(absl::ToInt64Microseconds(budget));
+}
+
+ParsedMillis ParseMillisTrailer(absl::string_view value) {
+  ParsedMillis out;
+  int64_t ms = 0;
+  out.result = ParseDigits(value, absl::ToInt64Milliseconds(kMaxHeaderBudget), &ms);
+  if (out.result == HeaderParse::kOk) out.value = absl::Milliseconds(ms);
+  return out;
+}
+
+}  // namespace hopbudget

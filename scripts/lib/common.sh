@@ -1,0 +1,34 @@
+# Sourced by the scripts in scripts/: installs the Debian packages a script
+# needs (apt-get update at most once, and only when something is missing).
+
+# Everything the library, tests, examples and benchmarks build with.
+HOPBUDGET_BUILD_PACKAGES=(
+  g++ cmake ninja-build pkg-config
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  grpc-proto libgtest-dev libgmock-dev libbenchmark-dev
+)
+# The libFuzzer targets and the sanitizer runtime of clang.
+HOPBUDGET_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+
+hopbudget_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
+
+# ensure_packages PKG...: installs those not installed yet.
+ensure_packages() {
+  local missing=()
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "==> installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if [ -z "${HOPBUDGET_APT_UPDATED:-}" ]; then
+    $sudo apt-get update -q
+    export HOPBUDGET_APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+}
+
+jobs() { nproc 2>/dev/null || echo 2; }

@@ -1,0 +1,200 @@
+// Copyright hopbudget authors.
+//
+// Three real hops on loopback: client -> gateway -> orders -> ledger.
+// Budgets nest strictly hop by hop; every DEADLINE_EXCEEDED reaches the
+// client attributed to the budget and hop that fired; a client cancel
+// reaches the last hop.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "hopbudget/client.h"
+#include "hopbudget/server.h"
+#include "relay_fixture.h"
+
+namespace hopbudget {
+namespace {
+
+using testing::Api;
+using testing::HopConfig;
+using testing::RelayHop;
+using testing::Request;
+using testing::Work;
+
+constexpr absl::Duration kReserve = absl::Milliseconds(5);
+
+HopConfig Hop(std::string name, Api api = Api::kSync) {
+  HopConfig c;
+  c.hop = std::move(name);
+  c.api = api;
+  c.policy.hop_reserve = kReserve;
+  return c;
+}
+
+class Chain {
+ public:
+  explicit Chain(HopConfig gateway = Hop("gateway"), HopConfig orders = Hop("orders"),
+                 HopConfig ledger = Hop("ledger"))
+      : gateway_(gateway), orders_(orders), ledger_(ledger) {
+    gateway_.SetNext(orders_.address());
+    orders_.SetNext(ledger_.address());
+    stub_ = testing::NewStub(gateway_.address(), true, &client_metrics_);
+  }
+
+  grpc::Status Call(absl::Duration budget, std::vector<echo::Step> steps,
+                    echo::RelayReply* reply) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + budget));
+    return stub_->Call(&ctx, Request(std::move(steps)), reply);
+  }
+
+  Metrics client_metrics_;
+  RelayHop gateway_, orders_, ledger_;
+  std::unique_ptr<echo::Relay::Stub> stub_;
+};
+
+// hop[i+1] budget on arrival < hop[i] budget on arrival - work[i] - reserve.
+void ExpectStrictNesting(const echo::RelayReply& reply, const std::vector<int>& work_ms) {
+  ASSERT_EQ(reply.hops_size(), 3);
+  for (int i = 0; i + 1 < reply.hops_size(); ++i) {
+    const int64_t upper = reply.hops(i).budget_on_arrival_us() -
+                          int64_t{work_ms[i]} * 1000 - absl::ToInt64Microseconds(kReserve);
+    EXPECT_LT(reply.hops(i + 1).budget_on_arrival_us(), upper)
+        << reply.hops(i).hop() << " -> " << reply.hops(i + 1).hop();
+    EXPECT_GT(reply.hops(i + 1).budget_on_arrival_us(), 0);
+  }
+}
+
+TEST(ChainTest, BudgetsNestStrictlyAcrossThreeHops) {
+  Chain chain;
+  echo::RelayReply reply;
+  ASSERT_TRUE(chain.Call(absl::Seconds(2), {Work(20), Work(20), Work(20)}, &reply).ok());
+  ExpectStrictNesting(reply, {20, 20, 20});
+  EXPECT_EQ(reply.hops(0).source(), "client");
+}
+
+TEST(ChainTest, BudgetsNestStrictlyWithLongDeadlinesWhereGrpcTimeoutIsCoarse) {
+  // At 10-65 s grpc-timeout is sent in milliseconds and may be rounded up by
+  // ~100 ms, more than the 5 ms reserve: only the exact header keeps nesting.
+  for (absl::Duration budget : {absl::Seconds(10), absl::Seconds(30), absl::Seconds(65)}) {
+    Chain chain;
+    echo::RelayReply reply;
+    ASSERT_TRUE(chain.Call(budget, {Work(1), Work(1), Work(1)}, &reply).ok());
+    ExpectStrictNesting(reply, {1, 1, 1});
+  }
+}
+
+TEST(ChainTest, CallbackHopsNestToo) {
+  Chain chain(Hop("gateway", Api::kCallback), Hop("orders", Api::kCallback),
+              Hop("ledger", Api::kCallback));
+  echo::RelayReply reply;
+  ASSERT_TRUE(chain.Call(absl::Seconds(2), {Work(10), Work(10), Work(10)}, &reply).ok());
+  ExpectStrictNesting(reply, {10, 10, 10});
+}
+
+TEST(ChainTest, ClientLearnsThatOrdersAttemptBudgetFired) {
+  HopConfig orders = Hop("orders");
+  orders.policy.attempt_cap = absl::Milliseconds(100);
+  Chain chain(Hop("gateway"), orders);
+  echo::RelayReply reply;
+  grpc::Status s = chain.Call(absl::Seconds(5), {Work(0), Work(0), testing::Hang()}, &reply);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kAttempt);
+  EXPECT_EQ(a->hop, "orders");
+  EXPECT_EQ(a->budget, absl::Milliseconds(100));
+  // Each hop counts what it saw: orders its own attempt budget, the hops
+  // above it a downstream expiry.
+  EXPECT_EQ(chain.orders_.metrics().Snapshot().deadline_exceeded(Side::kClient,
+                                                                 DeadlineSource::kAttempt),
+            1u);
+  EXPECT_EQ(chain.gateway_.metrics().Snapshot().deadline_exceeded(Side::kClient,
+                                                                  DeadlineSource::kDownstream),
+            1u);
+  EXPECT_EQ(chain.client_metrics_.Snapshot().deadline_exceeded(Side::kClient,
+                                                               DeadlineSource::kDownstream),
+            1u);
+  EXPECT_TRUE(chain.ledger_.WaitForCancellations(1, absl::Seconds(10)));
+}
+
+TEST(ChainTest, ClientLearnsThatLedgersRequestBudgetFired) {
+  HopConfig ledger = Hop("ledger");
+  ledger.policy.request_cap = absl::Milliseconds(100);
+  Chain chain(Hop("gateway"), Hop("orders"), ledger);
+  echo::RelayReply reply;
+  grpc::Status s = chain.Call(absl::Seconds(5), {Work(0), Work(0), Work(3000)}, &reply);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kRequest);
+  EXPECT_EQ(a->hop, "ledger");
+}
+
+TEST(ChainTest, ClientBudgetFiresAtTheDeepestHopFirst) {
+  // The reserve makes the deepest call's deadline the earliest one, so the
+  // client's budget is seen expiring at orders (calling ledger), not at the
+  // client itself.
+  HopConfig gateway = Hop("gateway"), orders = Hop("orders");
+  gateway.policy.hop_reserve = absl::Milliseconds(50);
+  orders.policy.hop_reserve = absl::Milliseconds(50);
+  Chain chain(gateway, orders);
+  echo::RelayReply reply;
+  grpc::Status s = chain.Call(absl::Milliseconds(400), {Work(0), Work(0), testing::Hang()},
+                              &reply);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kClient);
+  EXPECT_EQ(a->hop, "orders");
+}
+
+TEST(ChainTest, ExhaustedBudgetFailsFastAtTheHopWithoutCallingFurther) {
+  HopConfig orders = Hop("orders");
+  orders.policy.min_attempt_budget = absl::Milliseconds(100);
+  Chain chain(Hop("gateway"), orders);
+  echo::RelayReply reply;
+  // 300 ms budget, orders works 250 ms: < 100 ms left for ledger.
+  grpc::Status s = chain.Call(absl::Milliseconds(300), {Work(0), Work(250), Work(0)}, &reply);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kExhaustedBeforeCall);
+  EXPECT_EQ(a->hop, "orders");
+  EXPECT_EQ(chain.ledger_.calls(), 0);
+}
+
+TEST(ChainTest, HopWithHigherMinimumRefusesOnArrival) {
+  HopConfig ledger = Hop("ledger");
+  ledger.policy.min_attempt_budget = absl::Milliseconds(150);
+  Chain chain(Hop("gateway"), Hop("orders"), ledger);
+  echo::RelayReply reply;
+  grpc::Status s = chain.Call(absl::Milliseconds(300), {Work(0), Work(200), Work(0)}, &reply);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kArrivedExpired);
+  EXPECT_EQ(a->hop, "ledger");
+  EXPECT_EQ(chain.ledger_.refused(), 1);
+}
+
+TEST(ChainTest, ClientCancelReachesTheLastHop) {
+  Chain chain;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  std::thread canceller([&] {
+    while (chain.ledger_.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    ctx.TryCancel();
+  });
+  echo::RelayReply reply;
+  grpc::Status s = chain.stub_->Call(&ctx, Request({Work(0), Work(0), testing::Hang()}), &reply);
+  canceller.join();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(chain.ledger_.WaitForCancellations(1, absl::Seconds(10)));
+  EXPECT_TRUE(chain.orders_.metrics().Snapshot().deadline_exceeded_by_source[0] ==
+              MetricsSnapshot().deadline_exceeded_by_source[0]);  // no DE counted
+}
+
+}  // namespace
+}  // namespace hopbudget

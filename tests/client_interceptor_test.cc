@@ -1,0 +1,210 @@
+// Copyright hopbudget authors.
+//
+// The client interceptor against real gRPC on loopback: fail fast without
+// the network, the exact budget header, own-cancel conversion (idle budget,
+// leak enforcement) and foreign cancels left alone.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "hopbudget/client.h"
+#include "hopbudget/server.h"
+#include "hopbudget/wire.h"
+#include "relay_fixture.h"
+
+namespace hopbudget {
+namespace {
+
+using testing::HopConfig;
+using testing::RelayHop;
+using testing::Request;
+using testing::Work;
+
+void SetBudget(grpc::ClientContext& ctx, absl::Duration d) {
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + d));
+}
+
+TEST(ClientInterceptorTest, BudgetBelowMinimumFailsFastWithoutConnecting) {
+  Metrics metrics;
+  ClientOptions options;
+  options.hop = "gateway";
+  options.metrics = &metrics;
+  options.min_call_budget = absl::Milliseconds(50);
+  // Nothing listens on port 1: any network attempt would end UNAVAILABLE.
+  auto channel = CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials(), options);
+  ASSERT_TRUE(channel.ok());
+  auto stub = echo::Relay::NewStub(*channel);
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Milliseconds(10));
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kExhaustedBeforeCall);
+  EXPECT_EQ(a->hop, "gateway");
+  EXPECT_EQ((*channel)->GetState(/*try_to_connect=*/false), GRPC_CHANNEL_IDLE);
+  EXPECT_EQ(metrics.Snapshot().deadline_exceeded(Side::kClient,
+                                                 DeadlineSource::kExhaustedBeforeCall),
+            1u);
+  auto trailers = ctx.GetServerTrailingMetadata();
+  auto it = trailers.find(kSourceTrailer);
+  ASSERT_NE(it, trailers.end());
+  EXPECT_EQ(std::string(it->second.data(), it->second.size()), "exhausted-before-call");
+}
+
+TEST(ClientInterceptorTest, ExpiredDeadlineFailsFastAndServerIsNeverCalled) {
+  RelayHop hop(HopConfig{});
+  auto stub = testing::NewStub(hop.address());
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Milliseconds(-5));
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(AttributionOf(s)->source, DeadlineSource::kExhaustedBeforeCall);
+  EXPECT_EQ(hop.calls(), 0);
+}
+
+TEST(ClientInterceptorTest, ServerStreamingCallFailsFastToo) {
+  RelayHop hop(HopConfig{});
+  auto stub = testing::NewStub(hop.address());
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::ZeroDuration());
+  auto reader = stub->Watch(&ctx, Request({Work(0), Work(0)}));
+  echo::RelayReply msg;
+  EXPECT_FALSE(reader->Read(&msg));
+  grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(AttributionOf(s)->source, DeadlineSource::kExhaustedBeforeCall);
+  EXPECT_EQ(hop.calls(), 0);
+}
+
+TEST(ClientInterceptorTest, SendsTheExactRemainingBudget) {
+  RelayHop hop(HopConfig{});
+  auto stub = testing::NewStub(hop.address());
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Seconds(30));
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  ParsedBudget sent = ParseBudgetHeader(hop.last_budget_header());
+  ASSERT_EQ(sent.result, HeaderParse::kOk) << hop.last_budget_header();
+  EXPECT_LE(sent.budget, absl::Seconds(30));
+  EXPECT_GT(sent.budget, absl::Seconds(29));
+  // The server used it: no grpc-timeout rounding above the header.
+  EXPECT_LE(reply.hops(0).budget_on_arrival_us(), absl::ToInt64Microseconds(sent.budget));
+}
+
+TEST(ClientInterceptorTest, NoDeadlineSendsNoBudgetHeader) {
+  RelayHop hop(HopConfig{});
+  auto stub = testing::NewStub(hop.address());
+  grpc::ClientContext ctx;
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  EXPECT_EQ(hop.last_budget_header(), "");
+}
+
+TEST(ClientInterceptorTest, CancelNotIssuedByHopbudgetStaysCancelled) {
+  RelayHop hop(HopConfig{});
+  auto stub = testing::NewStub(hop.address());
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Seconds(20));
+  std::thread canceller([&ctx, &hop] {
+    while (hop.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    ctx.TryCancel();
+  });
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({testing::Hang()}), &reply);
+  canceller.join();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_FALSE(AttributionOf(s).has_value());
+}
+
+TEST(ClientInterceptorTest, StreamIdleBudgetCancelsASilentStream) {
+  RelayHop hop(HopConfig{});
+  Metrics metrics;
+  auto stub = testing::NewStub(hop.address(), true, &metrics);
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Seconds(20));
+  SetStreamIdleBudget(ctx, absl::Milliseconds(100));
+  auto reader = stub->Watch(&ctx, Request({testing::Hang()}));  // one message, then silence
+  echo::RelayReply msg;
+  EXPECT_TRUE(reader->Read(&msg));
+  EXPECT_FALSE(reader->Read(&msg));
+  grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->source, DeadlineSource::kIdle);
+  EXPECT_EQ(a->hop, "client");
+  EXPECT_EQ(a->budget, absl::Milliseconds(100));
+  EXPECT_EQ(metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kIdle), 1u);
+  EXPECT_TRUE(hop.WaitForCancellations(1, absl::Seconds(10)));
+}
+
+TEST(ClientInterceptorTest, StreamThatKeepsTalkingIsNotIdle) {
+  RelayHop hop(HopConfig{});
+  auto stub = testing::NewStub(hop.address());
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Seconds(20));
+  SetStreamIdleBudget(ctx, absl::Milliseconds(200));
+  // Five messages 40 ms apart: 200 ms in all, never 200 ms of silence.
+  auto reader = stub->Watch(&ctx, Request({Work(40), Work(40), Work(40), Work(40), Work(40)}));
+  echo::RelayReply msg;
+  int n = 0;
+  while (reader->Read(&msg)) ++n;
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(n, 5);
+}
+
+TEST(ClientInterceptorTest, DeadlineLeakIsCountedAndStillBounded) {
+  HopConfig leaky;
+  leaky.hop = "orders";
+  leaky.policy.hop_reserve = absl::Milliseconds(100);
+  RelayHop orders(leaky);
+  RelayHop ledger(HopConfig{});
+  orders.SetNext(ledger.address());
+  auto stub = testing::NewStub(orders.address());
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Milliseconds(600));
+  echo::Step leak;
+  leak.set_leak(true);
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({leak, testing::Hang()}), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(orders.metrics().Snapshot().leaks(LeakKind::kNoDeadline), 1u);
+  // orders' timer, not the client's deadline, ended the leaking call.
+  EXPECT_EQ(orders.metrics().Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kClient),
+            1u);
+  // The leaking call still carried a budget the ledger could see.
+  ParsedBudget sent = ParseBudgetHeader(ledger.last_budget_header());
+  ASSERT_EQ(sent.result, HeaderParse::kOk);
+  EXPECT_LT(sent.budget, absl::Milliseconds(600));
+  EXPECT_TRUE(ledger.WaitForCancellations(1, absl::Seconds(10)));
+}
+
+TEST(MakeClientInterceptorFactoryTest, RefusesBadOptions) {
+  ClientOptions options;
+  options.hop = "";
+  EXPECT_FALSE(MakeClientInterceptorFactory(options).ok());
+  options.hop = "ok";
+  options.min_call_budget = absl::Milliseconds(-1);
+  EXPECT_THAT(std::string(MakeClientInterceptorFactory(options).status().message()),
+              ::testing::HasSubstr("min_call_budget"));
+  options.min_call_budget = absl::Milliseconds(1);
+  options.stream_idle_budget = absl::ZeroDuration();
+  EXPECT_THAT(std::string(MakeClientInterceptorFactory(options).status().message()),
+              ::testing::HasSubstr("stream_idle_budget"));
+}
+
+TEST(AttributionOfTest, IgnoresOtherStatuses) {
+  EXPECT_FALSE(AttributionOf(grpc::Status::OK).has_value());
+  EXPECT_FALSE(AttributionOf(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "x")).has_value());
+  EXPECT_FALSE(AttributionOf(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                          "hopbudget: source=attempt budget_ms=1 elapsed_ms=1"))
+                   .has_value());
+}
+
+}  // namespace
+}  // namespace hopbudget

@@ -1,0 +1,35 @@
+// Copyright hopbudget authors.
+#include "hopbudget/clock.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/time/clock.h"
+
+namespace hopbudget {
+namespace {
+
+TEST(FakeClockTest, MovesOnlyWhenAdvanced) {
+  FakeClock clock(absl::FromUnixSeconds(1000));
+  EXPECT_EQ(clock.Now(), absl::FromUnixSeconds(1000));
+  clock.Advance(absl::Milliseconds(5));
+  EXPECT_EQ(clock.Now(), absl::FromUnixSeconds(1000) + absl::Milliseconds(5));
+}
+
+TEST(FakeClockTest, NeverGoesBack) {
+  FakeClock clock(absl::FromUnixSeconds(1000));
+  clock.Advance(absl::Seconds(-1));
+  clock.Set(absl::FromUnixSeconds(999));
+  EXPECT_EQ(clock.Now(), absl::FromUnixSeconds(1000));
+  clock.Set(absl::FromUnixSeconds(1001));
+  EXPECT_EQ(clock.Now(), absl::FromUnixSeconds(1001));
+}
+
+TEST(RealClockTest, IsCloseToWallClockAndMonotonic) {
+  const absl::Time a = Clock::Real().Now();
+  const absl::Time b = Clock::Real().Now();
+  EXPECT_LE(a, b);
+  EXPECT_LT(absl::AbsDuration(a - absl::Now()), absl::Seconds(1));
+}
+
+}  // namespace
+}  // namespace hopbudget

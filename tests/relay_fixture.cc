@@ -1,0 +1,250 @@
+// Copyright hopbudget authors.
+#include "relay_fixture.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "hopbudget/client.h"
+#include "hopbudget/server.h"
+#include "hopbudget/wire.h"
+
+namespace hopbudget {
+namespace testing {
+namespace {
+
+int64_t ToUs(absl::Duration d) {
+  return d == absl::InfiniteDuration() ? -1 : absl::ToInt64Microseconds(d);
+}
+
+// Sleeps up to `d`, in 1 ms slices, returning early (false) on cancellation:
+// a test stand-in for work that checks for cancellation as it goes.
+bool WorkFor(grpc::ServerContextBase& ctx, absl::Duration d) {
+  const absl::Time end = absl::Now() + d;
+  while (absl::Now() < end) {
+    if (ctx.IsCancelled()) return false;
+    absl::SleepFor(std::min(absl::Milliseconds(1), end - absl::Now()));
+  }
+  return !ctx.IsCancelled();
+}
+
+}  // namespace
+
+class RelayHop::SyncService final : public echo::Relay::Service {
+ public:
+  explicit SyncService(RelayHop* hop) : hop_(hop) {}
+  grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest* req,
+                    echo::RelayReply* reply) override {
+    return hop_->Handle(*ctx, *req, reply);
+  }
+  grpc::Status Watch(grpc::ServerContext* ctx, const echo::RelayRequest* req,
+                     grpc::ServerWriter<echo::RelayReply>* writer) override {
+    hop_->calls_++;
+    for (int i = 0; i < req->steps_size(); ++i) {
+      if (!WorkFor(*ctx, absl::Milliseconds(req->steps(i).work_ms()))) break;
+      echo::RelayReply r;
+      r.set_payload(absl::StrCat(i));
+      if (!writer->Write(r)) break;
+      if (req->steps(i).hang()) {
+        while (!ctx->IsCancelled()) absl::SleepFor(absl::Milliseconds(1));
+        hop_->cancellations_seen_++;
+        return grpc::Status::CANCELLED;
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  RelayHop* hop_;
+};
+
+class RelayHop::CallbackService final : public echo::Relay::CallbackService {
+ public:
+  explicit CallbackService(RelayHop* hop) : hop_(hop) {}
+  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx,
+                                 const echo::RelayRequest* req,
+                                 echo::RelayReply* reply) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    // The work blocks, so it leaves the callback thread (test code only).
+    std::thread([this, ctx, req, reply, reactor] {
+      reactor->Finish(hop_->Handle(*ctx, *req, reply));
+    }).detach();
+    return reactor;
+  }
+
+ private:
+  RelayHop* hop_;
+};
+
+RelayHop::RelayHop(HopConfig config) : config_(std::move(config)) {
+  if (config_.metrics == nullptr) {
+    own_metrics_ = std::make_unique<Metrics>();
+    metrics_ = own_metrics_.get();
+  } else {
+    metrics_ = config_.metrics;
+  }
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  if (config_.api == Api::kSync) {
+    service_ = std::make_unique<SyncService>(this);
+  } else {
+    service_ = std::make_unique<CallbackService>(this);
+  }
+  builder.RegisterService(service_.get());
+  if (config_.install_interceptors) {
+    ServerOptions options;
+    options.hop = config_.hop;
+    options.policy = config_.policy;
+    options.metrics = metrics_;
+    auto factory = MakeServerInterceptorFactory(options);
+    if (!factory.ok()) {
+      ADD_FAILURE() << factory.status();
+      return;
+    }
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(*std::move(factory));
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+  }
+  server_ = builder.BuildAndStart();
+  address_ = absl::StrCat("127.0.0.1:", port);
+}
+
+RelayHop::~RelayHop() { Shutdown(); }
+
+void RelayHop::Shutdown() {
+  if (server_ == nullptr) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  server_->Wait();
+  server_.reset();
+}
+
+void RelayHop::SetNext(const std::string& target) {
+  if (!config_.install_interceptors) {
+    next_ = echo::Relay::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+    return;
+  }
+  ClientOptions options;
+  options.hop = config_.hop;
+  options.metrics = metrics_;
+  auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  next_ = echo::Relay::NewStub(*channel);
+}
+
+bool RelayHop::WaitForCancellations(int n, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (cancellations_seen_.load() < n) {
+    if (absl::Now() > end) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+std::string RelayHop::last_budget_header() const {
+  absl::MutexLock lock(&mu_);
+  return last_budget_header_;
+}
+
+grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayRequest& req,
+                              echo::RelayReply* reply) {
+  calls_++;
+  {
+    auto it = ctx.client_metadata().find(kBudgetHeader);
+    absl::MutexLock lock(&mu_);
+    last_budget_header_ =
+        it == ctx.client_metadata().end() ? "" : std::string(it->second.data(), it->second.size());
+  }
+  echo::HopReport report;
+  report.set_hop(config_.hop);
+  const InboundBudget* budget = InboundBudget::Of(ctx);
+  if (budget != nullptr) {
+    report.set_budget_on_arrival_us(ToUs(budget->budget_on_arrival()));
+    report.set_source(std::string(DeadlineSourceName(budget->source())));
+    if (budget->refused()) {
+      refused_++;
+      return grpc::Status(grpc::StatusCode::CANCELLED, "refused on arrival");
+    }
+  }
+  const echo::Step step = req.steps_size() > 0 ? req.steps(0) : echo::Step();
+  if (step.hang()) {
+    while (!ctx.IsCancelled()) absl::SleepFor(absl::Milliseconds(1));
+    cancellations_seen_++;
+    return grpc::Status(grpc::StatusCode::CANCELLED, "hung until cancelled");
+  }
+  if (!WorkFor(ctx, absl::Milliseconds(step.work_ms()))) {
+    cancellations_seen_++;
+    return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while working");
+  }
+  if (step.plain_deadline_exceeded()) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "careless handler");
+  }
+  if (next_ != nullptr && req.steps_size() > 1) {
+    std::unique_ptr<grpc::ClientContext> call;
+    absl::optional<InboundScope> scope;
+    if (step.leak()) {
+      scope.emplace(ctx);
+      call = std::make_unique<grpc::ClientContext>();
+    } else if (config_.install_interceptors) {
+      call = NewDownstreamContext(ctx);
+    } else {
+      call = grpc::ClientContext::FromServerContext(ctx);
+    }
+    const auto deadline = call->deadline();
+    report.set_downstream_budget_us(
+        deadline == std::chrono::system_clock::time_point::max()
+            ? -1
+            : absl::ToInt64Microseconds(absl::FromChrono(deadline) - absl::Now()));
+    echo::RelayRequest sub;
+    sub.set_payload(req.payload());
+    sub.mutable_steps()->CopyFrom(
+        google::protobuf::RepeatedPtrField<echo::Step>(req.steps().begin() + 1, req.steps().end()));
+    echo::RelayReply sub_reply;
+    grpc::Status s = next_->Call(call.get(), sub, &sub_reply);
+    if (!s.ok()) return s;
+    *reply->add_hops() = report;
+    for (const auto& h : sub_reply.hops()) *reply->add_hops() = h;
+  } else {
+    *reply->add_hops() = report;
+  }
+  reply->set_payload(req.payload());
+  return grpc::Status::OK;
+}
+
+std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target, bool with_interceptor,
+                                           Metrics* metrics) {
+  if (!with_interceptor) {
+    return echo::Relay::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  }
+  ClientOptions options;
+  options.hop = "client";
+  options.metrics = metrics;
+  auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options);
+  if (!channel.ok()) {
+    ADD_FAILURE() << channel.status();
+    return nullptr;
+  }
+  return echo::Relay::NewStub(*channel);
+}
+
+echo::RelayRequest Request(std::vector<echo::Step> steps) {
+  echo::RelayRequest r;
+  r.set_payload("p");
+  for (auto& s : steps) *r.add_steps() = s;
+  return r;
+}
+
+echo::Step Work(int ms) {
+  echo::Step s;
+  s.set_work_ms(ms);
+  return s;
+}
+
+echo::Step Hang() {
+  echo::Step s;
+  s.set_hang(true);
+  return s;
+}
+
+}  // namespace testing
+}  // namespace hopbudget

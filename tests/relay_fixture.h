@@ -1,0 +1,95 @@
+// Copyright hopbudget authors.
+//
+// relay_fixture.h: real gRPC relay servers on 127.0.0.1 port 0 for the
+// integration tests. Each hop runs the Relay service (proto/echo/relay.proto)
+// behind hopbudget's server interceptor, calls the next hop through a channel
+// with hopbudget's client interceptor, and records what it saw.
+#ifndef HOPBUDGET_TESTS_RELAY_FIXTURE_H_
+#define HOPBUDGET_TESTS_RELAY_FIXTURE_H_
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "echo/relay.grpc.pb.h"
+#include "hopbudget/budget.h"
+#include "hopbudget/metrics.h"
+
+namespace hopbudget {
+namespace testing {
+
+enum class Api { kSync, kCallback };
+
+struct HopConfig {
+  std::string hop = "hop";
+  BudgetPolicy policy;
+  Api api = Api::kSync;
+  bool install_interceptors = true;  // false: a plain gRPC server and client
+  Metrics* metrics = nullptr;        // default: a Metrics owned by the hop
+};
+
+class RelayHop {
+ public:
+  explicit RelayHop(HopConfig config);
+  ~RelayHop();
+
+  // Stops the server; returns once every handler has finished.
+  void Shutdown();
+
+  // Relay to `next` for requests that carry more than one step.
+  void SetNext(const std::string& target);
+
+  const std::string& address() const { return address_; }
+  Metrics& metrics() { return *metrics_; }
+  int calls() const { return calls_.load(); }
+  int refused() const { return refused_.load(); }
+  // Handlers that noticed their call was cancelled while hanging or working.
+  int cancellations_seen() const { return cancellations_seen_.load(); }
+  // Waits (real time, bounded) until cancellations_seen() >= n.
+  bool WaitForCancellations(int n, absl::Duration timeout);
+  // Last `hopbudget-budget-us` value received, "" if none.
+  std::string last_budget_header() const;
+
+  // The handler logic shared by the sync and callback services.
+  grpc::Status Handle(grpc::ServerContextBase& ctx, const echo::RelayRequest& req,
+                      echo::RelayReply* reply);
+
+ private:
+  class SyncService;
+  class CallbackService;
+
+  HopConfig config_;
+  std::unique_ptr<Metrics> own_metrics_;
+  Metrics* metrics_;
+  std::unique_ptr<grpc::Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  std::unique_ptr<echo::Relay::Stub> next_;
+  std::atomic<int> calls_{0};
+  std::atomic<int> refused_{0};
+  std::atomic<int> cancellations_seen_{0};
+  mutable absl::Mutex mu_;
+  std::string last_budget_header_ ABSL_GUARDED_BY(mu_);
+};
+
+// A stub on a channel to `target` with hopbudget's client interceptor (hop
+// "client"), or a plain channel when `with_interceptor` is false.
+std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target,
+                                           bool with_interceptor = true,
+                                           Metrics* metrics = nullptr);
+
+// A request whose i-th step is for the i-th hop.
+echo::RelayRequest Request(std::vector<echo::Step> steps);
+echo::Step Work(int ms);
+echo::Step Hang();
+
+}  // namespace testing
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_TESTS_RELAY_FIXTURE_H_

@@ -1,0 +1,96 @@
+// Copyright hopbudget authors.
+#include "hopbudget/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace hopbudget {
+namespace {
+
+TEST(ParseBudgetHeaderTest, AcceptsCanonicalMicroseconds) {
+  ParsedBudget p = ParseBudgetHeader("1500000");
+  EXPECT_EQ(p.result, HeaderParse::kOk);
+  EXPECT_EQ(p.budget, absl::Milliseconds(1500));
+}
+
+TEST(ParseBudgetHeaderTest, AcceptsZero) {
+  ParsedBudget p = ParseBudgetHeader("0");
+  EXPECT_EQ(p.result, HeaderParse::kOk);
+  EXPECT_EQ(p.budget, absl::ZeroDuration());
+}
+
+TEST(ParseBudgetHeaderTest, AcceptsLeadingZeros) {
+  EXPECT_EQ(ParseBudgetHeader("000042").budget, absl::Microseconds(42));
+}
+
+TEST(ParseBudgetHeaderTest, RefusesEmpty) {
+  EXPECT_EQ(ParseBudgetHeader("").result, HeaderParse::kEmpty);
+}
+
+TEST(ParseBudgetHeaderTest, RefusesNegative) {
+  EXPECT_EQ(ParseBudgetHeader("-5").result, HeaderParse::kNegative);
+  EXPECT_EQ(ParseBudgetHeader("-").result, HeaderParse::kMalformed);
+}
+
+TEST(ParseBudgetHeaderTest, RefusesSignsSpacesUnitsAndExponents) {
+  for (const char* bad : {"+5", " 5", "5 ", "5s", "1e6", "0x10", "1.5", "5\n", "٣"}) {
+    EXPECT_EQ(ParseBudgetHeader(bad).result, HeaderParse::kMalformed) << bad;
+  }
+}
+
+TEST(ParseBudgetHeaderTest, RefusesEmbeddedNul) {
+  EXPECT_EQ(ParseBudgetHeader(absl::string_view("12\0" "3", 4)).result, HeaderParse::kMalformed);
+}
+
+TEST(ParseBudgetHeaderTest, RefusesMoreThanOneHundredYears) {
+  const int64_t limit = absl::ToInt64Microseconds(kMaxHeaderBudget);
+  EXPECT_EQ(ParseBudgetHeader(std::to_string(limit)).result, HeaderParse::kOk);
+  EXPECT_EQ(ParseBudgetHeader(std::to_string(limit + 1)).result, HeaderParse::kTooLarge);
+  EXPECT_EQ(ParseBudgetHeader("99999999999999999999").result, HeaderParse::kTooLarge);
+}
+
+TEST(ParseBudgetHeaderTest, RefusesOversizedValueBeforeReadingIt) {
+  EXPECT_EQ(ParseBudgetHeader(std::string(21, '1')).result, HeaderParse::kTooLong);
+  EXPECT_EQ(ParseBudgetHeader(std::string(1 << 16, 'x')).result, HeaderParse::kTooLong);
+}
+
+TEST(FormatBudgetHeaderTest, RoundsDownToWholeMicroseconds) {
+  EXPECT_EQ(FormatBudgetHeader(absl::Nanoseconds(1999)), "1");
+  EXPECT_EQ(FormatBudgetHeader(absl::Milliseconds(250)), "250000");
+}
+
+TEST(FormatBudgetHeaderTest, ZeroAndNegativeAreZero) {
+  EXPECT_EQ(FormatBudgetHeader(absl::ZeroDuration()), "0");
+  EXPECT_EQ(FormatBudgetHeader(absl::Seconds(-3)), "0");
+  EXPECT_EQ(FormatBudgetHeader(-absl::InfiniteDuration()), "0");
+}
+
+TEST(FormatBudgetHeaderTest, InfiniteAndHugeAreNotSent) {
+  EXPECT_EQ(FormatBudgetHeader(absl::InfiniteDuration()), "");
+  EXPECT_EQ(FormatBudgetHeader(kMaxHeaderBudget + absl::Seconds(1)), "");
+}
+
+TEST(FormatBudgetHeaderTest, RoundTripsThroughTheParser) {
+  for (absl::Duration d : {absl::Microseconds(1), absl::Seconds(65), kMaxHeaderBudget}) {
+    ParsedBudget p = ParseBudgetHeader(FormatBudgetHeader(d));
+    EXPECT_EQ(p.result, HeaderParse::kOk);
+    EXPECT_EQ(p.budget, d);
+  }
+}
+
+TEST(ParseMillisTrailerTest, AcceptsAndRefusesLikeTheBudgetHeader) {
+  EXPECT_EQ(ParseMillisTrailer("300").value, absl::Milliseconds(300));
+  EXPECT_EQ(ParseMillisTrailer("-1").result, HeaderParse::kNegative);
+  EXPECT_EQ(ParseMillisTrailer("3ms").result, HeaderParse::kMalformed);
+}
+
+TEST(HeaderParseNameTest, NamesEveryResult) {
+  EXPECT_EQ(HeaderParseName(HeaderParse::kOk), "ok");
+  EXPECT_EQ(HeaderParseName(HeaderParse::kTooLarge), "too_large");
+  EXPECT_EQ(HeaderParseName(HeaderParse::kTooLong), "too_long");
+  EXPECT_EQ(HeaderParseName(HeaderParse::kNegative), "negative");
+}
+
+}  // namespace
+}  // namespace hopbudget
