@@ -137,9 +137,11 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     const RequestBudget& rb = budget_->request_budget();
     Attribution a{DeadlineSource::kRequest, shared_.hop, rb.budget_on_arrival,
                   shared_.clock->Now() - arrival_};
+    // Counted before the cancel: once the caller has its answer, the count
+    // must already be visible.
+    shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest);
     grpc_call_cancel_with_status(timer_call_, GRPC_STATUS_DEADLINE_EXCEEDED,
                                  FormatAttributionMessage(a).c_str(), nullptr);
-    shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest);
     ReleaseCall();
   }
 

@@ -176,6 +176,7 @@ TEST(ChainTest, HopWithHigherMinimumRefusesOnArrival) {
   ASSERT_TRUE(a.has_value()) << s.error_message();
   EXPECT_EQ(a->source, DeadlineSource::kArrivedExpired);
   EXPECT_EQ(a->hop, "ledger");
+  chain.ledger_.Shutdown();  // the handler may still be running: wait for it
   EXPECT_EQ(chain.ledger_.refused(), 1);
 }
 

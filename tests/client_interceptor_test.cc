@@ -184,6 +184,45 @@ TEST(ClientInterceptorTest, DeadlineLeakIsCountedAndStillBounded) {
   EXPECT_TRUE(ledger.WaitForCancellations(1, absl::Seconds(10)));
 }
 
+TEST(ClientInterceptorTest, CommonPathArmsNoTimer) {
+  HopConfig config;
+  config.hop = "orders";
+  RelayHop orders(config);
+  RelayHop ledger(HopConfig{});
+  orders.SetNext(ledger.address());
+  Metrics metrics;
+  auto stub = testing::NewStub(orders.address(), true, &metrics);
+  for (int i = 0; i < 20; ++i) {
+    grpc::ClientContext ctx;
+    SetBudget(ctx, absl::Seconds(5));
+    echo::RelayReply reply;
+    ASSERT_TRUE(stub->Call(&ctx, Request({Work(0), Work(0)}), &reply).ok());
+  }
+  EXPECT_EQ(metrics.Snapshot().timers_armed, 0u);
+  EXPECT_EQ(orders.metrics().Snapshot().timers_armed, 0u);
+}
+
+TEST(ClientInterceptorTest, GarbageStatusDetailsAreCountedAndNotTrusted) {
+  HopConfig plain;
+  plain.install_interceptors = false;  // a peer that does not run hopbudget
+  RelayHop peer(plain);
+  Metrics metrics;
+  auto stub = testing::NewStub(peer.address(), true, &metrics);
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Seconds(5));
+  echo::Step garbage;
+  garbage.set_raw_details(std::string("\x0a\xff\xff\xff\xff garbage", 11));
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({garbage}), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(metrics.Snapshot().bad_attribution, 1u);
+  // Our 5 s had not run out: it fired somewhere below, origin unknown.
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->source, DeadlineSource::kDownstream);
+  EXPECT_EQ(a->hop, "");
+}
+
 TEST(MakeClientInterceptorFactoryTest, RefusesBadOptions) {
   ClientOptions options;
   options.hop = "";

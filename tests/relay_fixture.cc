@@ -76,6 +76,116 @@ class RelayHop::CallbackService final : public echo::Relay::CallbackService {
   RelayHop* hop_;
 };
 
+// The async API: one completion-queue thread serves Call; each call's
+// handler runs on a short-lived thread so that a hanging step does not
+// block the queue (test code only).
+class RelayHop::AsyncLoop {
+ public:
+  AsyncLoop(RelayHop* hop, grpc::ServerBuilder& builder) : hop_(hop) {
+    cq_ = builder.AddCompletionQueue();
+  }
+  void Start() {
+    new CallData(this);
+    thread_ = std::thread([this] {
+      void* tag;
+      bool ok;
+      while (cq_->Next(&tag, &ok)) {
+        Tag* t = static_cast<Tag*>(tag);
+        t->call->Proceed(ok, t->done_tag);
+      }
+    });
+  }
+  // Called before the server shuts down: no new RequestCall after this
+  // (gRPC asserts on a request against a server that is shutting down).
+  void StopRequesting() {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  // After the server has shut down: waits for handler threads (the async
+  // API leaves them to the application), then drains the queue.
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](int* active) { return *active == 0; }, &active_handlers_));
+    }
+    cq_->Shutdown();
+    if (thread_.joinable()) thread_.join();
+  }
+  echo::Relay::AsyncService service;
+
+ private:
+  // Two tags per call: the request/finish tag and the done tag that
+  // IsCancelled() needs (AsyncNotifyWhenDone). Freed when both came back.
+  struct CallData;
+  struct Tag {
+    CallData* call;
+    bool done_tag;
+  };
+  struct CallData {
+    explicit CallData(AsyncLoop* loop) : loop(loop), responder(&ctx) {
+      ctx.AsyncNotifyWhenDone(&done);
+      loop->service.RequestCall(&ctx, &request, &responder, loop->cq_.get(), loop->cq_.get(),
+                                &main);
+    }
+    void Proceed(bool ok, bool done_tag) {
+      if (done_tag) {
+        Unref();
+        return;
+      }
+      if (state == kWaiting) {
+        if (!ok) {  // never matched: the done tag will not come back
+          delete this;
+          return;
+        }
+        loop->RequestNext();
+        state = kFinishing;
+        loop->HandlerStarted();
+        std::thread([this] {
+          grpc::Status s = loop->hop_->Handle(ctx, request, &reply);
+          AsyncLoop* l = loop;  // `this` may be freed once Finish is queued
+          responder.Finish(reply, s, &main);
+          l->HandlerDone();
+        }).detach();
+      } else {
+        Unref();
+      }
+    }
+    void Unref() {
+      if (--refs == 0) delete this;
+    }
+    enum { kWaiting, kFinishing } state = kWaiting;
+    int refs = 2;  // only touched on the completion-queue thread
+    AsyncLoop* loop;
+    Tag main{this, false};
+    Tag done{this, true};
+    grpc::ServerContext ctx;
+    echo::RelayRequest request;
+    echo::RelayReply reply;
+    grpc::ServerAsyncResponseWriter<echo::RelayReply> responder;
+  };
+
+  void HandlerStarted() {
+    absl::MutexLock lock(&mu_);
+    ++active_handlers_;
+  }
+  void HandlerDone() {
+    absl::MutexLock lock(&mu_);
+    --active_handlers_;
+  }
+  void RequestNext() {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) new CallData(this);
+  }
+
+  RelayHop* hop_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::thread thread_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int active_handlers_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 RelayHop::RelayHop(HopConfig config) : config_(std::move(config)) {
   if (config_.metrics == nullptr) {
     own_metrics_ = std::make_unique<Metrics>();
@@ -86,12 +196,20 @@ RelayHop::RelayHop(HopConfig config) : config_(std::move(config)) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  if (config_.api == Api::kSync) {
-    service_ = std::make_unique<SyncService>(this);
-  } else {
-    service_ = std::make_unique<CallbackService>(this);
+  switch (config_.api) {
+    case Api::kSync:
+      service_ = std::make_unique<SyncService>(this);
+      builder.RegisterService(service_.get());
+      break;
+    case Api::kCallback:
+      service_ = std::make_unique<CallbackService>(this);
+      builder.RegisterService(service_.get());
+      break;
+    case Api::kAsync:
+      async_ = std::make_unique<AsyncLoop>(this, builder);
+      builder.RegisterService(&async_->service);
+      break;
   }
-  builder.RegisterService(service_.get());
   if (config_.install_interceptors) {
     ServerOptions options;
     options.hop = config_.hop;
@@ -108,13 +226,16 @@ RelayHop::RelayHop(HopConfig config) : config_(std::move(config)) {
   }
   server_ = builder.BuildAndStart();
   address_ = absl::StrCat("127.0.0.1:", port);
+  if (async_ != nullptr) async_->Start();
 }
 
 RelayHop::~RelayHop() { Shutdown(); }
 
 void RelayHop::Shutdown() {
   if (server_ == nullptr) return;
+  if (async_ != nullptr) async_->StopRequesting();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (async_ != nullptr) async_->Stop();
   server_->Wait();
   server_.reset();
 }
@@ -175,6 +296,10 @@ grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayReq
   if (!WorkFor(ctx, absl::Milliseconds(step.work_ms()))) {
     cancellations_seen_++;
     return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while working");
+  }
+  if (!step.raw_details().empty()) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "garbage details",
+                        step.raw_details());
   }
   if (step.plain_deadline_exceeded()) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "careless handler");

@@ -24,7 +24,7 @@
 namespace hopbudget {
 namespace testing {
 
-enum class Api { kSync, kCallback };
+enum class Api { kSync, kCallback, kAsync };
 
 struct HopConfig {
   std::string hop = "hop";
@@ -63,12 +63,14 @@ class RelayHop {
  private:
   class SyncService;
   class CallbackService;
+  class AsyncLoop;
 
   HopConfig config_;
   std::unique_ptr<Metrics> own_metrics_;
   Metrics* metrics_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<AsyncLoop> async_;
   std::string address_;
   std::unique_ptr<echo::Relay::Stub> next_;
   std::atomic<int> calls_{0};

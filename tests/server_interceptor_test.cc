@@ -197,9 +197,14 @@ TEST_P(ServerInterceptorTest, CallWithoutInterceptorHasNoInboundBudget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SyncAndCallback, ServerInterceptorTest,
-                         ::testing::Values(Api::kSync, Api::kCallback),
+                         ::testing::Values(Api::kSync, Api::kCallback, Api::kAsync),
                          [](const ::testing::TestParamInfo<Api>& info) {
-                           return info.param == Api::kSync ? "Sync" : "Callback";
+                           switch (info.param) {
+                             case Api::kSync: return "Sync";
+                             case Api::kCallback: return "Callback";
+                             case Api::kAsync: return "Async";
+                           }
+                           return "Unknown";
                          });
 
 TEST(MakeServerInterceptorFactoryTest, RefusesBadHopName) {
