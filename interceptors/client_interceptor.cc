@@ -59,7 +59,7 @@ bool IsStreaming(grpc::experimental::ClientRpcInfo::Type type) {
 class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
  public:
   ClientBudgetInterceptor(const ClientShared* shared, grpc::experimental::ClientRpcInfo* info)
-      : shared_(*shared), info_(info), start_(shared->clock->Now()) {
+      : shared_(*shared), info_(info) {
     shared_.metrics->CountCall(Side::kClient);
   }
 
@@ -110,6 +110,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     md->erase(kBudgetHeader);  // ours alone decides what the server is told
 
     const absl::Time now = shared_.clock->Now();
+    start_ = now;
     deadline_ = internal::ToAbslTime(info_->client_context()->deadline());
     deadline_source_ = from_helper ? tagged.source
                        : deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone
@@ -307,9 +308,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   const ClientShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
-  const absl::Time start_;
-
   // Set in OnStart(), before any timer is armed; read-only afterwards.
+  absl::Time start_;
   absl::Time deadline_ = absl::InfiniteFuture();
   DeadlineSource deadline_source_ = DeadlineSource::kNone;
   absl::Duration deadline_budget_ = absl::InfiniteDuration();  // length, for attribution

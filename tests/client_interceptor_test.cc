@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
@@ -64,6 +65,25 @@ TEST(ClientInterceptorTest, ExpiredDeadlineFailsFastAndServerIsNeverCalled) {
   grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_EQ(AttributionOf(s)->source, DeadlineSource::kExhaustedBeforeCall);
+  EXPECT_EQ(hop.calls(), 0);
+}
+
+TEST(ClientInterceptorTest, CallbackApiCallFailsFastToo) {
+  RelayHop hop(HopConfig{});
+  auto stub = testing::NewStub(hop.address());
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Microseconds(100));
+  echo::RelayRequest req = Request({Work(0)});
+  echo::RelayReply reply;
+  absl::Notification done;
+  grpc::Status status;
+  stub->async()->Call(&ctx, &req, &reply, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(AttributionOf(status)->source, DeadlineSource::kExhaustedBeforeCall);
   EXPECT_EQ(hop.calls(), 0);
 }
 
