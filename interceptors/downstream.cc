@@ -70,10 +70,16 @@ std::unique_ptr<grpc::ClientContext> NewDownstreamContext(
   }
   const bool exhausted =
       call.outcome == CallOutcome::kExhausted || (budget != nullptr && budget->refused());
+  // Attribution reports the length of the budget that fires: the attempt cap
+  // for an attempt budget, the whole request budget when the parent's
+  // deadline is the binding one (not this call's share of it).
+  const absl::Duration fired_budget = call.source != DeadlineSource::kAttempt && budget != nullptr
+                                          ? budget->budget_on_arrival()
+                                          : call.budget;
   ctx->AddMetadata(internal::kInternalSourceKey,
                    internal::FormatSourceTag(
                        exhausted ? DeadlineSource::kExhaustedBeforeCall : call.source,
-                       call.budget));
+                       fired_budget));
   return ctx;
 }
 

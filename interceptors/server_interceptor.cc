@@ -21,6 +21,16 @@
 #include "timer_service.h"
 
 namespace hopbudget {
+
+namespace internal {
+struct InboundBudgetAccess {
+  static InboundBudget Make(const RequestBudget& budget, const std::string* hop,
+                            const BudgetPolicy* policy, Clock* clock) {
+    return InboundBudget(budget, hop, policy, clock);
+  }
+};
+}  // namespace internal
+
 namespace {
 
 using grpc::experimental::InterceptionHookPoints;
@@ -109,7 +119,8 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
       }
     }
     const RequestBudget rb = DeriveRequestBudget(shared_.policy, inbound, arrival_);
-    budget_.emplace(rb, &shared_.hop, &shared_.policy, shared_.clock);
+    budget_.emplace(
+        internal::InboundBudgetAccess::Make(rb, &shared_.hop, &shared_.policy, shared_.clock));
     InboundRegistry::Get().Insert(ctx_, &*budget_);
     shared_.metrics->CountCall(Side::kServer);
 

@@ -148,6 +148,10 @@ TEST(ChainTest, ClientBudgetFiresAtTheDeepestHopFirst) {
   ASSERT_TRUE(a.has_value()) << s.error_message();
   EXPECT_EQ(a->source, DeadlineSource::kClient);
   EXPECT_EQ(a->hop, "orders");
+  // The budget reported is the whole budget orders was given (400 ms less
+  // the gateway's 50 ms reserve), not the share left for its last call.
+  EXPECT_GT(a->budget, absl::Milliseconds(300));
+  EXPECT_LE(a->budget, absl::Milliseconds(350));
 }
 
 TEST(ChainTest, ExhaustedBudgetFailsFastAtTheHopWithoutCallingFurther) {

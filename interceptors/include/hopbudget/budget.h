@@ -51,8 +51,11 @@ struct BudgetPolicy {
   // Most time one downstream attempt may take.
   absl::Duration attempt_cap = absl::InfiniteDuration();
   // Time kept back from every downstream call for this hop's own work after
-  // the call returns (building the reply, sending it upstream).
-  absl::Duration hop_reserve = absl::Milliseconds(2);
+  // the call returns (building the reply, sending it upstream). It is also
+  // what lets a hop's attribution reach its caller before the caller's own
+  // deadline fires: gRPC's timers fire a few ms late under load, so keep it
+  // above that.
+  absl::Duration hop_reserve = absl::Milliseconds(5);
   // Below this, an inbound call is refused on arrival and a downstream call is
   // not started: there is no point in work that cannot finish.
   absl::Duration min_attempt_budget = absl::Milliseconds(1);

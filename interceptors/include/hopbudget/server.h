@@ -61,6 +61,10 @@
 
 namespace hopbudget {
 
+namespace internal {
+struct InboundBudgetAccess;
+}  // namespace internal
+
 struct ServerOptions {
   // Name of this service in attribution and metrics. Required; 1..64 chars of
   // [A-Za-z0-9._-].
@@ -99,12 +103,12 @@ class InboundBudget {
   Clock& clock() const { return *clock_; }
   const RequestBudget& request_budget() const { return budget_; }
 
-  // Hidden from users: built by the interceptor.
+ private:
+  friend struct internal::InboundBudgetAccess;  // the server interceptor builds these
   InboundBudget(const RequestBudget& budget, const std::string* hop,
                 const BudgetPolicy* policy, Clock* clock)
       : budget_(budget), hop_(hop), policy_(policy), clock_(clock) {}
 
- private:
   RequestBudget budget_;
   const std::string* hop_;
   const BudgetPolicy* policy_;

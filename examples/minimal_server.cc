@@ -1,0 +1,214 @@
+// Copyright hopbudget authors.
+//
+// minimal_server: the smallest drop-in of hopbudget into an existing sync
+// gRPC service. Everything hopbudget-specific is marked "hopbudget:"; the
+// rest is an ordinary Relay hop.
+//
+//   hopbudget_minimal_server --port=0 --hop=c
+//   hopbudget_minimal_server --port=0 --hop=b --next=localhost:PORT_C --request-cap-ms=50
+//   hopbudget_minimal_server --port=0 --hop=a --next=localhost:PORT_B
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "echo/relay.grpc.pb.h"
+#include "hopbudget/client.h"
+#include "hopbudget/server.h"
+
+namespace {
+
+using hopbudget::echo::HopReport;
+using hopbudget::echo::Relay;
+using hopbudget::echo::RelayReply;
+using hopbudget::echo::RelayRequest;
+
+struct Flags {
+  int port = 50051;
+  std::string hop = "relay";
+  std::string next;        // empty: last hop
+  int request_cap_ms = 0;  // 0: no cap of our own
+  int min_budget_ms = -1;  // -1: the policy's default minimum useful budget
+};
+
+bool ParseFlags(int argc, char** argv, Flags* flags) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      return absl::StartsWith(arg, name) ? arg.c_str() + std::string(name).size() : nullptr;
+    };
+    if (const char* v = value("--port=")) {
+      if (!absl::SimpleAtoi(v, &flags->port) || flags->port < 0 || flags->port > 65535) {
+        std::cerr << "bad --port: " << v << "\n";
+        return false;
+      }
+    } else if (const char* v = value("--hop=")) {
+      flags->hop = v;
+    } else if (const char* v = value("--next=")) {
+      flags->next = v;
+    } else if (const char* v = value("--min-budget-ms=")) {
+      if (!absl::SimpleAtoi(v, &flags->min_budget_ms) || flags->min_budget_ms < 0) {
+        std::cerr << "bad --min-budget-ms: " << v << "\n";
+        return false;
+      }
+    } else if (const char* v = value("--request-cap-ms=")) {
+      if (!absl::SimpleAtoi(v, &flags->request_cap_ms) || flags->request_cap_ms < 0) {
+        std::cerr << "bad --request-cap-ms: " << v << "\n";
+        return false;
+      }
+    } else {
+      std::cerr << "unknown argument: " << arg << "\n"
+                << "usage: " << argv[0]
+                << " [--port=N] [--hop=NAME] [--next=HOST:PORT] [--request-cap-ms=N] [--min-budget-ms=N]\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+// -1 for infinite, as HopReport wants it.
+int64_t ReportMicros(absl::Duration d) {
+  if (d == absl::InfiniteDuration()) return -1;
+  return absl::ToInt64Microseconds(std::max(d, absl::ZeroDuration()));
+}
+
+class RelayService final : public Relay::Service {
+ public:
+  RelayService(std::string hop, std::unique_ptr<Relay::Stub> next)
+      : hop_(std::move(hop)), next_(std::move(next)) {}
+
+  grpc::Status Call(grpc::ServerContext* ctx, const RelayRequest* request,
+                    RelayReply* reply) override {
+    // hopbudget: the interceptor has already answered a call that arrived
+    // without enough budget; do no work for it.
+    const hopbudget::InboundBudget* budget = hopbudget::InboundBudget::Of(*ctx);
+    if (budget != nullptr && budget->refused()) return grpc::Status::CANCELLED;
+
+    HopReport report;
+    report.set_hop(hop_);
+    report.set_budget_on_arrival_us(budget != nullptr ? ReportMicros(budget->budget_on_arrival())
+                                                      : -1);
+    report.set_source(std::string(hopbudget::DeadlineSourceName(
+        budget != nullptr ? budget->source() : hopbudget::DeadlineSource::kNone)));
+
+    const int work_ms = request->steps_size() > 0 ? request->steps(0).work_ms() : 0;
+    if (!Work(*ctx, work_ms)) {
+      // The call is over already (deadline, request cap or caller cancel) and
+      // this status is never sent; DEADLINE_EXCEEDED lets the interceptor
+      // count an expiry as one.
+      const bool expired = budget != nullptr && budget->remaining() <= absl::ZeroDuration();
+      return expired ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "expired during work")
+                     : grpc::Status::CANCELLED;
+    }
+
+    if (next_ != nullptr) {
+      RelayRequest down;
+      down.set_payload(request->payload());
+      for (int i = 1; i < request->steps_size(); ++i) *down.add_steps() = request->steps(i);
+
+      // hopbudget: the downstream deadline is what is left of ours, less the
+      // hop reserve; cancelling our call cancels this one.
+      std::unique_ptr<grpc::ClientContext> call = hopbudget::NewDownstreamContext(*ctx);
+      const absl::Time now = budget != nullptr ? budget->clock().Now() : absl::Now();
+      const auto deadline = call->deadline();
+      report.set_downstream_budget_us(deadline == std::chrono::system_clock::time_point::max()
+                                          ? -1
+                                          : ReportMicros(absl::FromChrono(deadline) - now));
+
+      RelayReply down_reply;
+      grpc::Status status = next_->Call(call.get(), down, &down_reply);
+      // Unchanged, so that a DEADLINE_EXCEEDED keeps the attribution of the
+      // hop where the budget fired.
+      if (!status.ok()) return status;
+      reply->set_payload(down_reply.payload());
+      *reply->add_hops() = std::move(report);
+      for (HopReport& r : *down_reply.mutable_hops()) *reply->add_hops() = std::move(r);
+      return grpc::Status::OK;
+    }
+    reply->set_payload(request->payload());
+    *reply->add_hops() = std::move(report);
+    return grpc::Status::OK;
+  }
+
+ private:
+  // Sleeps `work_ms` in small slices; false if the call was cancelled first.
+  static bool Work(const grpc::ServerContext& ctx, int work_ms) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point end = Clock::now() + std::chrono::milliseconds(std::max(work_ms, 0));
+    while (!ctx.IsCancelled()) {
+      const Clock::time_point now = Clock::now();
+      if (now >= end) return true;
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(end - now, std::chrono::milliseconds(1)));
+    }
+    return false;
+  }
+
+  const std::string hop_;
+  const std::unique_ptr<Relay::Stub> next_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) return 2;
+
+  std::unique_ptr<Relay::Stub> next;
+  if (!flags.next.empty()) {
+    // hopbudget: downstream calls go through the client interceptor.
+    hopbudget::ClientOptions client_options;
+    client_options.hop = flags.hop;
+    auto channel =
+        hopbudget::CreateChannel(flags.next, grpc::InsecureChannelCredentials(), client_options);
+    if (!channel.ok()) {
+      std::cerr << channel.status() << "\n";
+      return 2;
+    }
+    next = Relay::NewStub(*channel);
+  }
+  RelayService service(flags.hop, std::move(next));
+
+  // hopbudget: one server interceptor per server.
+  hopbudget::ServerOptions options;
+  options.hop = flags.hop;
+  if (flags.min_budget_ms >= 0) {
+    options.policy.min_attempt_budget = absl::Milliseconds(flags.min_budget_ms);
+  }
+  if (flags.request_cap_ms > 0) {
+    options.policy.request_cap = absl::Milliseconds(flags.request_cap_ms);
+  }
+  auto factory = hopbudget::MakeServerInterceptorFactory(options);
+  if (!factory.ok()) {
+    std::cerr << factory.status() << "\n";
+    return 2;
+  }
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::StrCat("0.0.0.0:", flags.port), grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::cerr << "cannot listen on port " << flags.port << "\n";
+    return 1;
+  }
+  std::cout << "listening on " << port << std::endl;
+  server->Wait();
+  return 0;
+}
