@@ -4,7 +4,9 @@
 // thread binding used to catch deadline leaks.
 #include <grpcpp/client_context.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "grpc_glue.h"
 #include "hopbudget/wire.h"
 #include "hopbudget/server.h"
@@ -20,19 +22,54 @@ namespace internal {
 
 const InboundBudget* CurrentInbound() { return tls_inbound; }
 
-std::string FormatSourceTag(DeadlineSource source, absl::Duration budget) {
-  return absl::StrCat(DeadlineSourceName(source), "/", FormatBudgetHeader(budget));
+std::string FormatSourceTag(const SourceTag& tag) {
+  std::string out =
+      absl::StrCat(DeadlineSourceName(tag.source), "/", FormatBudgetHeader(tag.budget));
+  if (tag.has_logical) {
+    absl::StrAppend(&out, "/",
+                    tag.logical_deadline == absl::InfiniteFuture()
+                        ? std::string()
+                        : absl::StrCat(absl::ToUnixMicros(tag.logical_deadline)),
+                    "/", DeadlineSourceName(tag.logical_source), "/",
+                    FormatBudgetHeader(tag.logical_budget), "/", tag.inbound_key, "/",
+                    tag.inbound_id);
+  }
+  return out;
 }
 
 SourceTag ParseSourceTag(absl::string_view tag) {
   SourceTag out;
-  const size_t slash = tag.find('/');
-  auto source = ParseDeadlineSource(tag.substr(0, slash));
+  std::vector<absl::string_view> parts = absl::StrSplit(tag, '/');
+  auto source = ParseDeadlineSource(parts[0]);
   if (!source.has_value()) return out;
   out.source = *source;
-  if (slash == absl::string_view::npos) return out;
-  ParsedBudget budget = ParseBudgetHeader(tag.substr(slash + 1));
-  if (budget.result == HeaderParse::kOk) out.budget = budget.budget;
+  if (parts.size() > 1) {
+    ParsedBudget budget = ParseBudgetHeader(parts[1]);
+    if (budget.result == HeaderParse::kOk) out.budget = budget.budget;
+  }
+  if (parts.size() == 7) {
+    if (!absl::SimpleAtoi(parts[5], &out.inbound_key) ||
+        !absl::SimpleAtoi(parts[6], &out.inbound_id)) {
+      out.inbound_key = 0;
+      out.inbound_id = 0;
+    }
+  }
+  if (parts.size() >= 5) {
+    int64_t us = 0;
+    auto logical_source = ParseDeadlineSource(parts[3]);
+    if (!logical_source.has_value()) return out;
+    if (parts[2].empty()) {
+      out.logical_deadline = absl::InfiniteFuture();
+    } else if (absl::SimpleAtoi(parts[2], &us)) {
+      out.logical_deadline = absl::FromUnixMicros(us);
+    } else {
+      return out;
+    }
+    out.logical_source = *logical_source;
+    ParsedBudget budget = ParseBudgetHeader(parts[4]);
+    if (budget.result == HeaderParse::kOk) out.logical_budget = budget.budget;
+    out.has_logical = true;
+  }
   return out;
 }
 
@@ -76,10 +113,16 @@ std::unique_ptr<grpc::ClientContext> NewDownstreamContext(
   const absl::Duration fired_budget = call.source != DeadlineSource::kAttempt && budget != nullptr
                                           ? budget->budget_on_arrival()
                                           : call.budget;
-  ctx->AddMetadata(internal::kInternalSourceKey,
-                   internal::FormatSourceTag(
-                       exhausted ? DeadlineSource::kExhaustedBeforeCall : call.source,
-                       fired_budget));
+  internal::SourceTag tag;
+  tag.source = exhausted ? DeadlineSource::kExhaustedBeforeCall : call.source;
+  tag.budget = fired_budget;
+  tag.has_logical = true;
+  tag.logical_deadline = parent - policy.hop_reserve;
+  tag.logical_source = parent_source;
+  tag.logical_budget = budget != nullptr ? budget->budget_on_arrival() : call.budget;
+  if (budget != nullptr && budget->refused()) tag.logical_deadline = absl::InfinitePast();
+  if (budget != nullptr) tag.inbound_key = internal::InboundKey(*budget, inbound, &tag.inbound_id);
+  ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
   return ctx;
 }
 

@@ -6,6 +6,8 @@
 #define HOPBUDGET_INTERNAL_GRPC_GLUE_H_
 
 #include <chrono>
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -24,11 +26,25 @@ namespace internal {
 // hopbudget sends it.
 inline constexpr char kInternalSourceKey[] = "hopbudget-internal-source";
 
+//
+// A tag may also carry the logical deadline the call derives from (the
+// parent's remainder, request deadline - hop reserve) and its source: a
+// retrying channel derives each attempt from it, since the context's own
+// deadline is already one attempt's. Format:
+//   SOURCE/BUDGET_US[/LOGICAL_UNIX_US/LOGICAL_SOURCE/LOGICAL_BUDGET_US
+//                    /INBOUND_KEY/INBOUND_ID]
 struct SourceTag {
   DeadlineSource source = DeadlineSource::kNone;
   absl::Duration budget = absl::InfiniteDuration();
+  absl::Time logical_deadline = absl::InfiniteFuture();
+  DeadlineSource logical_source = DeadlineSource::kNone;
+  absl::Duration logical_budget = absl::InfiniteDuration();
+  bool has_logical = false;
+  // The inbound call the logical call serves (0: none).
+  uintptr_t inbound_key = 0;
+  uint64_t inbound_id = 0;
 };
-std::string FormatSourceTag(DeadlineSource source, absl::Duration budget);
+std::string FormatSourceTag(const SourceTag& tag);
 // Unparseable tags give kNone with an infinite budget.
 SourceTag ParseSourceTag(absl::string_view tag);
 // Per-call stream idle budget in microseconds (SetStreamIdleBudget()).
@@ -44,6 +60,16 @@ inline absl::Time ToAbslTime(std::chrono::system_clock::time_point tp) {
 
 // The InboundBudget bound to this thread by an InboundScope, or nullptr.
 const InboundBudget* CurrentInbound();
+
+// Identifies an inbound call for NewChildOfInbound(): its context's address
+// and the budget's process-unique id (addresses are reused).
+uintptr_t InboundKey(const InboundBudget& budget, const grpc::ServerContextBase& ctx,
+                     uint64_t* id);
+// A ClientContext that gRPC cancels with the inbound call `key`/`id`
+// (ClientContext::FromServerContext), or nullptr once that call is gone. The
+// retrying channel makes its attempts with it: new calls are not children of
+// the logical call, and an inbound cancel reaches only children.
+std::unique_ptr<grpc::ClientContext> NewChildOfInbound(uintptr_t key, uint64_t id);
 
 }  // namespace internal
 }  // namespace hopbudget

@@ -26,6 +26,11 @@ MetricsSnapshot Metrics::Snapshot() const {
   s.bad_attribution = bad_attribution_.load(std::memory_order_relaxed);
   Copy(deadline_leaks_, s.deadline_leaks);
   s.timers_armed = timers_armed_.load(std::memory_order_relaxed);
+  Copy(retry_decisions_, s.retry_decisions);
+  Copy(attempts_per_call_, s.attempts_per_call);
+  s.backoff_clipped = backoff_clipped_.load(std::memory_order_relaxed);
+  s.pushback_honoured = pushback_honoured_.load(std::memory_order_relaxed);
+  s.unfit_policy_calls = unfit_policy_calls_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -26,8 +26,11 @@ namespace internal {
 struct InboundBudgetAccess {
   static InboundBudget Make(const RequestBudget& budget, const std::string* hop,
                             const BudgetPolicy* policy, Clock* clock) {
-    return InboundBudget(budget, hop, policy, clock);
+    static std::atomic<uint64_t> next_id{1};
+    return InboundBudget(budget, hop, policy, clock,
+                         next_id.fetch_add(1, std::memory_order_relaxed));
   }
+  static uint64_t Id(const InboundBudget& b) { return b.id_; }
 };
 }  // namespace internal
 
@@ -60,6 +63,17 @@ class InboundRegistry {
     absl::MutexLock lock(&s.mu);
     auto it = s.map.find(ctx);
     return it == s.map.end() ? nullptr : it->second;
+  }
+  // `key` is an address taken from a tag: only compared, and used as a
+  // context only while it is registered with the same id. The child keeps
+  // the inbound core call alive (gRPC child calls hold a ref on the parent).
+  std::unique_ptr<grpc::ClientContext> NewChild(uintptr_t key, uint64_t id) {
+    const auto* ctx = reinterpret_cast<const grpc::ServerContextBase*>(key);
+    Shard& s = ShardFor(ctx);
+    absl::MutexLock lock(&s.mu);
+    auto it = s.map.find(ctx);
+    if (it == s.map.end() || internal::InboundBudgetAccess::Id(*it->second) != id) return nullptr;
+    return grpc::ClientContext::FromServerContext(*ctx);
   }
 
  private:
@@ -265,6 +279,17 @@ MakeServerInterceptorFactory(ServerOptions options) {
                       nullptr};
   return std::make_unique<ServerFactory>(std::move(shared));
 }
+
+namespace internal {
+std::unique_ptr<grpc::ClientContext> NewChildOfInbound(uintptr_t key, uint64_t id) {
+  return InboundRegistry::Get().NewChild(key, id);
+}
+uintptr_t InboundKey(const InboundBudget& budget, const grpc::ServerContextBase& ctx,
+                     uint64_t* id) {
+  *id = InboundBudgetAccess::Id(budget);
+  return reinterpret_cast<uintptr_t>(&ctx);
+}
+}  // namespace internal
 
 const InboundBudget* InboundBudget::Of(const grpc::ServerContextBase& context) {
   return InboundRegistry::Get().Find(&context);

@@ -186,7 +186,7 @@ class RelayHop::AsyncLoop {
   int active_handlers_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-RelayHop::RelayHop(HopConfig config) : config_(std::move(config)) {
+RelayHop::RelayHop(HopConfig config) : config_(std::move(config)), rng_(config_.faults.seed) {
   if (config_.metrics == nullptr) {
     own_metrics_ = std::make_unique<Metrics>();
     metrics_ = own_metrics_.get();
@@ -240,7 +240,16 @@ void RelayHop::Shutdown() {
   server_.reset();
 }
 
-void RelayHop::SetNext(const std::string& target) {
+void RelayHop::SetNext(const std::string& target, const RetryOptions* retry) {
+  if (retry != nullptr) {
+    RetryOptions options = *retry;
+    options.client.hop = config_.hop;
+    options.client.metrics = metrics_;
+    auto channel = CreateRetryingChannel(target, grpc::InsecureChannelCredentials(), options);
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    next_ = echo::Relay::NewStub(*channel);
+    return;
+  }
   if (!config_.install_interceptors) {
     next_ = echo::Relay::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
     return;
@@ -262,6 +271,11 @@ bool RelayHop::WaitForCancellations(int n, absl::Duration timeout) {
   return true;
 }
 
+std::vector<std::string> RelayHop::previous_attempts() const {
+  absl::MutexLock lock(&mu_);
+  return previous_attempts_;
+}
+
 std::string RelayHop::last_budget_header() const {
   absl::MutexLock lock(&mu_);
   return last_budget_header_;
@@ -269,12 +283,32 @@ std::string RelayHop::last_budget_header() const {
 
 grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayRequest& req,
                               echo::RelayReply* reply) {
-  calls_++;
+  const int call = ++calls_;
+  bool unavailable = false;
   {
-    auto it = ctx.client_metadata().find(kBudgetHeader);
+    auto header = [&ctx](const char* key) {
+      auto it = ctx.client_metadata().find(key);
+      return it == ctx.client_metadata().end() ? std::string()
+                                               : std::string(it->second.data(), it->second.size());
+    };
     absl::MutexLock lock(&mu_);
-    last_budget_header_ =
-        it == ctx.client_metadata().end() ? "" : std::string(it->second.data(), it->second.size());
+    last_budget_header_ = header(kBudgetHeader);
+    previous_attempts_.push_back(header("grpc-previous-rpc-attempts"));
+    unavailable = call <= config_.faults.unavailable_first ||
+                  (config_.faults.unavailable_ratio > 0 &&
+                   std::uniform_real_distribution<double>(0, 1)(rng_) <
+                       config_.faults.unavailable_ratio);
+  }
+  if (call <= config_.faults.hang_first) {
+    while (!ctx.IsCancelled()) absl::SleepFor(absl::Milliseconds(1));
+    cancellations_seen_++;
+    return grpc::Status(grpc::StatusCode::CANCELLED, "hung until cancelled");
+  }
+  if (unavailable) {
+    if (!config_.faults.pushback_ms.empty()) {
+      ctx.AddTrailingMetadata("grpc-retry-pushback-ms", config_.faults.pushback_ms);
+    }
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "injected");
   }
   echo::HopReport report;
   report.set_hop(config_.hop);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <random>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,11 +21,21 @@
 #include "echo/relay.grpc.pb.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/metrics.h"
+#include "hopbudget/retry.h"
 
 namespace hopbudget {
 namespace testing {
 
 enum class Api { kSync, kCallback, kAsync };
+
+// Failures a hop injects before doing its step (deterministic; seeded).
+struct Faults {
+  int unavailable_first = 0;      // the first N calls answer UNAVAILABLE
+  int hang_first = 0;             // the first N calls hang until cancelled
+  double unavailable_ratio = 0;   // then each call is UNAVAILABLE with this probability
+  std::string pushback_ms;        // grpc-retry-pushback-ms on every UNAVAILABLE, if set
+  uint32_t seed = 1;
+};
 
 struct HopConfig {
   std::string hop = "hop";
@@ -32,6 +43,7 @@ struct HopConfig {
   Api api = Api::kSync;
   bool install_interceptors = true;  // false: a plain gRPC server and client
   Metrics* metrics = nullptr;        // default: a Metrics owned by the hop
+  Faults faults;
 };
 
 class RelayHop {
@@ -42,8 +54,9 @@ class RelayHop {
   // Stops the server; returns once every handler has finished.
   void Shutdown();
 
-  // Relay to `next` for requests that carry more than one step.
-  void SetNext(const std::string& target);
+  // Relay to `next` for requests that carry more than one step, through a
+  // retrying channel when `retry` is given.
+  void SetNext(const std::string& target, const RetryOptions* retry = nullptr);
 
   const std::string& address() const { return address_; }
   Metrics& metrics() { return *metrics_; }
@@ -55,6 +68,8 @@ class RelayHop {
   bool WaitForCancellations(int n, absl::Duration timeout);
   // Last `hopbudget-budget-us` value received, "" if none.
   std::string last_budget_header() const;
+  // `grpc-previous-rpc-attempts` of every call received, in order ("" if absent).
+  std::vector<std::string> previous_attempts() const;
 
   // The handler logic shared by the sync and callback services.
   grpc::Status Handle(grpc::ServerContextBase& ctx, const echo::RelayRequest& req,
@@ -78,6 +93,8 @@ class RelayHop {
   std::atomic<int> cancellations_seen_{0};
   mutable absl::Mutex mu_;
   std::string last_budget_header_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> previous_attempts_ ABSL_GUARDED_BY(mu_);
+  std::mt19937 rng_ ABSL_GUARDED_BY(mu_);
 };
 
 // A stub on a channel to `target` with hopbudget's client interceptor (hop

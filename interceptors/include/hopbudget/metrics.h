@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "hopbudget/deadline_source.h"
+#include "hopbudget/retry_policy.h"
 #include "hopbudget/wire.h"
 
 namespace hopbudget {
@@ -35,6 +36,8 @@ enum class LeakKind : uint8_t {
   kLaterThanInbound,  // a call whose deadline is later than the inbound one
 };
 inline constexpr int kLeakKindCount = 2;
+// Attempts per logical call are counted in buckets 1..kMaxAttemptBuckets.
+inline constexpr int kMaxAttemptBuckets = 10;
 
 struct MetricsSnapshot {
   std::array<uint64_t, kSideCount> calls{};
@@ -43,6 +46,18 @@ struct MetricsSnapshot {
   uint64_t bad_attribution = 0;      // inbound attribution detail refused
   std::array<uint64_t, kLeakKindCount> deadline_leaks{};
   uint64_t timers_armed = 0;         // calls that needed hopbudget's own timer
+  // Retrying channels: one decision per ended attempt, by outcome; attempts
+  // per logical call (index = attempts - 1).
+  std::array<uint64_t, kRetryOutcomeCount> retry_decisions{};
+  std::array<uint64_t, kMaxAttemptBuckets> attempts_per_call{};
+  uint64_t backoff_clipped = 0;      // backoffs shortened to fit the deadline
+  uint64_t pushback_honoured = 0;    // waits taken from grpc-retry-pushback-ms
+  uint64_t unfit_policy_calls = 0;   // calls on a policy that validation rejected
+
+  uint64_t retry_decision(RetryOutcome o) const {
+    return retry_decisions[static_cast<int>(o)];
+  }
+  uint64_t calls_with_attempts(int n) const { return attempts_per_call[n - 1]; }
 
   uint64_t deadline_exceeded(Side side, DeadlineSource source) const {
     return deadline_exceeded_by_source[static_cast<int>(side)][static_cast<int>(source)];
@@ -70,6 +85,15 @@ class Metrics {
   void CountBadAttribution() { Add(bad_attribution_); }
   void CountLeak(LeakKind kind) { Add(deadline_leaks_[static_cast<int>(kind)]); }
   void CountTimerArmed() { Add(timers_armed_); }
+  void CountRetryDecision(RetryOutcome o) { Add(retry_decisions_[static_cast<int>(o)]); }
+  void CountAttemptsPerCall(int attempts) {
+    const int i = attempts < 1 ? 0 : attempts > kMaxAttemptBuckets ? kMaxAttemptBuckets - 1
+                                                                   : attempts - 1;
+    Add(attempts_per_call_[i]);
+  }
+  void CountBackoffClipped() { Add(backoff_clipped_); }
+  void CountPushbackHonoured() { Add(pushback_honoured_); }
+  void CountUnfitPolicyCall() { Add(unfit_policy_calls_); }
 
   MetricsSnapshot Snapshot() const;
 
@@ -83,6 +107,11 @@ class Metrics {
   std::atomic<uint64_t> bad_attribution_{0};
   std::array<std::atomic<uint64_t>, kLeakKindCount> deadline_leaks_{};
   std::atomic<uint64_t> timers_armed_{0};
+  std::array<std::atomic<uint64_t>, kRetryOutcomeCount> retry_decisions_{};
+  std::array<std::atomic<uint64_t>, kMaxAttemptBuckets> attempts_per_call_{};
+  std::atomic<uint64_t> backoff_clipped_{0};
+  std::atomic<uint64_t> pushback_honoured_{0};
+  std::atomic<uint64_t> unfit_policy_calls_{0};
 };
 
 }  // namespace hopbudget

@@ -106,13 +106,14 @@ class InboundBudget {
  private:
   friend struct internal::InboundBudgetAccess;  // the server interceptor builds these
   InboundBudget(const RequestBudget& budget, const std::string* hop,
-                const BudgetPolicy* policy, Clock* clock)
-      : budget_(budget), hop_(hop), policy_(policy), clock_(clock) {}
+                const BudgetPolicy* policy, Clock* clock, uint64_t id)
+      : budget_(budget), hop_(hop), policy_(policy), clock_(clock), id_(id) {}
 
   RequestBudget budget_;
   const std::string* hop_;
   const BudgetPolicy* policy_;
   Clock* clock_;
+  uint64_t id_;  // unique per process: tells calls apart when a context's address is reused
 };
 
 struct DownstreamOptions {

@@ -1,0 +1,311 @@
+// Copyright hopbudget authors.
+//
+// Budget-aware retries against real servers on loopback: the incident (a
+// naive loop never retries; derived attempt budgets do), the protocol
+// headers, the retry budget under steady failures, cancellation, and attempts
+// that cannot fit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "hopbudget/client.h"
+#include "hopbudget/retry.h"
+#include "hopbudget/server.h"
+#include "relay_fixture.h"
+
+namespace hopbudget {
+namespace {
+
+using testing::Faults;
+using testing::HopConfig;
+using testing::RelayHop;
+using testing::Request;
+using testing::Work;
+
+HopConfig Faulty(Faults faults) {
+  HopConfig c;
+  c.hop = "ledger";
+  c.faults = std::move(faults);
+  return c;
+}
+
+RetryOptions Options(Metrics* metrics, absl::Duration request_cap, absl::Duration attempt_cap,
+                     int max_attempts = 3) {
+  RetryOptions o;
+  o.client.hop = "orders";
+  o.client.metrics = metrics;
+  o.budget.request_cap = request_cap;
+  o.budget.attempt_cap = attempt_cap;
+  o.retry.max_attempts = max_attempts;
+  o.retry.initial_backoff = absl::Milliseconds(5);
+  o.retry.max_backoff = absl::Milliseconds(20);
+  return o;
+}
+
+std::unique_ptr<echo::Relay::Stub> RetryingStub(const std::string& target,
+                                                const RetryOptions& options) {
+  auto channel = CreateRetryingChannel(target, grpc::InsecureChannelCredentials(), options);
+  EXPECT_TRUE(channel.ok()) << channel.status();
+  return channel.ok() ? echo::Relay::NewStub(*channel) : nullptr;
+}
+
+TEST(RetryIncidentTest, NaiveAttemptTimeoutInsideAShorterOuterBudgetNeverRetries) {
+  // The incident: an outer 500 ms budget around attempts of 1 s each. The
+  // outer budget bounds every attempt, fires during attempt one, and the
+  // attempt timeout, the only thing the loop retries on, never trips.
+  Faults faults;
+  faults.hang_first = 1;
+  RelayHop ledger(Faulty(faults));
+  auto stub = testing::NewStub(ledger.address(), /*with_interceptor=*/false);
+  const absl::Time outer = absl::Now() + absl::Milliseconds(500);
+  int retries = 0;
+  grpc::Status s;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    if (attempt > 1) ++retries;
+    if (absl::Now() >= outer) break;
+    grpc::ClientContext ctx;
+    const absl::Time attempt_deadline = absl::Now() + absl::Seconds(1);
+    ctx.set_deadline(absl::ToChronoTime(std::min(outer, attempt_deadline)));
+    echo::RelayReply reply;
+    s = stub->Call(&ctx, Request({Work(0)}), &reply);
+    const bool attempt_timeout_fired = absl::Now() >= attempt_deadline;
+    if (s.ok() || !attempt_timeout_fired) break;  // only attempt timeouts are retried
+  }
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(retries, 0);
+  EXPECT_EQ(ledger.calls(), 1);
+}
+
+TEST(RetryIncidentTest, DerivedAttemptBudgetCutsTheHangAndSucceedsOnAttemptTwo) {
+  Faults faults;
+  faults.hang_first = 1;
+  RelayHop ledger(Faulty(faults));
+  Metrics metrics;
+  auto stub = RetryingStub(ledger.address(),
+                           Options(&metrics, absl::Milliseconds(500), absl::Milliseconds(100)));
+  grpc::ClientContext ctx;
+  const absl::Time start = absl::Now();
+  ctx.set_deadline(absl::ToChronoTime(start + absl::Milliseconds(500)));
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(reply.hops_size(), 1);  // the response of attempt 2 reached the stub
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(500));
+  EXPECT_EQ(ledger.calls(), 2);
+  MetricsSnapshot m = metrics.Snapshot();
+  EXPECT_EQ(m.retry_decision(RetryOutcome::kRetry), 1u);
+  EXPECT_EQ(m.retry_decision(RetryOutcome::kSucceeded), 1u);
+  EXPECT_EQ(m.calls_with_attempts(2), 1u);
+  EXPECT_EQ(m.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt), 1u);
+  EXPECT_TRUE(ledger.WaitForCancellations(1, absl::Seconds(10)));  // attempt 1 was cut
+}
+
+TEST(RetryTest, ServerSeesPreviousAttemptsOnRetries) {
+  Faults faults;
+  faults.unavailable_first = 2;
+  RelayHop ledger(Faulty(faults));
+  Metrics metrics;
+  auto stub =
+      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  EXPECT_THAT(ledger.previous_attempts(), ::testing::ElementsAre("", "1", "2"));
+  EXPECT_EQ(metrics.Snapshot().calls_with_attempts(3), 1u);
+}
+
+TEST(RetryTest, NonRetryableCodeIsReturnedAtOnce) {
+  HopConfig config;
+  RelayHop ledger(config);
+  Metrics metrics;
+  auto stub =
+      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  echo::Step careless;
+  careless.set_plain_deadline_exceeded(true);  // a DEADLINE_EXCEEDED from below
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({careless}), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(ledger.calls(), 1);
+  EXPECT_EQ(metrics.Snapshot().retry_decision(RetryOutcome::kBudgetFired), 1u);
+}
+
+TEST(RetryTest, PushbackDelayIsHonoured) {
+  Faults faults;
+  faults.unavailable_first = 1;
+  faults.pushback_ms = "60";
+  RelayHop ledger(Faulty(faults));
+  Metrics metrics;
+  auto stub =
+      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  const absl::Time start = absl::Now();
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(60));  // waited at least as asked
+  EXPECT_EQ(metrics.Snapshot().pushback_honoured, 1u);
+}
+
+TEST(RetryTest, NegativePushbackMeansDoNotRetry) {
+  Faults faults;
+  faults.unavailable_first = 1;
+  faults.pushback_ms = "-1";
+  RelayHop ledger(Faulty(faults));
+  Metrics metrics;
+  auto stub =
+      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  echo::RelayReply reply;
+  EXPECT_EQ(stub->Call(&ctx, Request({Work(0)}), &reply).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(ledger.calls(), 1);
+  EXPECT_EQ(metrics.Snapshot().retry_decision(RetryOutcome::kPushbackDoNotRetry), 1u);
+}
+
+TEST(RetryTest, RetryBudgetBoundsRetriesWhenHalfTheCallsFail) {
+  Faults faults;
+  faults.unavailable_ratio = 0.5;
+  faults.seed = 42;
+  RelayHop ledger(Faulty(faults));
+  Metrics metrics;
+  RetryOptions options = Options(&metrics, absl::Seconds(2), absl::Milliseconds(500));
+  options.retry.initial_backoff = absl::Microseconds(100);
+  options.retry.max_backoff = absl::Microseconds(200);
+  auto stub = RetryingStub(ledger.address(), options);
+  constexpr int kCalls = 200;
+  for (int i = 0; i < kCalls; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    echo::RelayReply reply;
+    stub->Call(&ctx, Request({Work(0)}), &reply);
+  }
+  MetricsSnapshot m = metrics.Snapshot();
+  const uint64_t retries = m.retry_decision(RetryOutcome::kRetry);
+  // Without a retry budget, 3 attempts at 50 % failure retry ~150 times in
+  // 200 calls. The bucket (10 tokens, 0.1 per success, no retries below
+  // half) runs dry within a few dozen calls and stays dry.
+  EXPECT_GT(retries, 0u);
+  EXPECT_LE(retries, 20u);
+  EXPECT_GT(m.retry_decision(RetryOutcome::kThrottled), 50u);
+  EXPECT_EQ(ledger.calls(), kCalls + static_cast<int>(retries));
+}
+
+TEST(RetryTest, CancellingTheLogicalCallStopsAllAttempts) {
+  Faults faults;
+  faults.hang_first = 100;
+  RelayHop ledger(Faulty(faults));
+  Metrics metrics;
+  auto stub =
+      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(5), absl::Seconds(1)));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  std::thread canceller([&] {
+    while (ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    ctx.TryCancel();
+  });
+  echo::RelayReply reply;
+  const absl::Time start = absl::Now();
+  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  canceller.join();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));  // not at the 1 s attempt budget
+  EXPECT_TRUE(ledger.WaitForCancellations(1, absl::Seconds(10)));
+  ledger.Shutdown();
+  EXPECT_EQ(ledger.calls(), 1);  // no attempt after the cancel
+}
+
+TEST(RetryTest, AttemptThatCannotFitIsNeverSent) {
+  Faults faults;
+  faults.hang_first = 100;
+  RelayHop ledger(Faulty(faults));
+  Metrics metrics;
+  RetryOptions options = Options(&metrics, absl::Milliseconds(200), absl::Milliseconds(60));
+  options.budget.min_attempt_budget = absl::Milliseconds(50);
+  auto stub = RetryingStub(ledger.address(), options);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(100)));
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  // Attempt 1 is cut at 60 ms; < 50 ms are left for attempt 2: not sent.
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(AttributionOf(s)->source, DeadlineSource::kAttempt);
+  EXPECT_EQ(metrics.Snapshot().retry_decision(RetryOutcome::kNoRoom), 1u);
+  ledger.Shutdown();
+  EXPECT_EQ(ledger.calls(), 1);
+}
+
+TEST(RetryTest, InboundCancelReachesTheAttemptsOfARetryingHop) {
+  Faults faults;
+  faults.hang_first = 100;
+  RelayHop ledger(Faulty(faults));
+  HopConfig orders_config;
+  orders_config.hop = "orders";
+  RelayHop orders(orders_config);
+  Metrics metrics;
+  RetryOptions options = Options(&metrics, absl::Seconds(10), absl::Seconds(5));
+  orders.SetNext(ledger.address(), &options);
+  auto stub = testing::NewStub(orders.address());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  std::thread canceller([&] {
+    while (ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    ctx.TryCancel();
+  });
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({Work(0), Work(0)}), &reply);
+  canceller.join();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
+  // The ledger's attempt is cancelled long before its 5 s attempt budget.
+  EXPECT_TRUE(ledger.WaitForCancellations(1, absl::Seconds(3)));
+}
+
+TEST(RetryTest, StreamingCallsPassThroughUnchanged) {
+  RelayHop ledger(HopConfig{});
+  Metrics metrics;
+  auto stub =
+      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  auto reader = stub->Watch(&ctx, Request({Work(0), Work(0), Work(0)}));
+  echo::RelayReply msg;
+  int n = 0;
+  while (reader->Read(&msg)) ++n;
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(metrics.Snapshot().calls_with_attempts(1), 0u);  // not a retried call
+}
+
+TEST(CreateRetryingChannelTest, PolicyWhereRetriesCanNeverRunIsRejected) {
+  Metrics metrics;
+  RetryOptions options = Options(&metrics, absl::Milliseconds(300), absl::Milliseconds(290));
+  options.budget.hop_reserve = absl::Milliseconds(2);
+  options.budget.min_attempt_budget = absl::Milliseconds(20);
+  absl::Status s =
+      CreateRetryingChannel("127.0.0.1:1", grpc::InsecureChannelCredentials(), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("attempt_cap (290ms)"));
+}
+
+TEST(CreateRetryingChannelTest, UnfitPolicyAcceptedAnywayIsCountedPerCall) {
+  RelayHop ledger(HopConfig{});
+  Metrics metrics;
+  RetryOptions options = Options(&metrics, absl::Milliseconds(300), absl::Milliseconds(290));
+  options.budget.hop_reserve = absl::Milliseconds(2);
+  options.budget.min_attempt_budget = absl::Milliseconds(20);
+  options.accept_unfit_policy = true;
+  auto stub = RetryingStub(ledger.address(), options);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  EXPECT_EQ(metrics.Snapshot().unfit_policy_calls, 1u);
+}
+
+}  // namespace
+}  // namespace hopbudget
