@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -25,6 +26,7 @@
 #include "absl/time/time.h"
 #include "echo/relay.grpc.pb.h"
 #include "hopbudget/client.h"
+#include "hopbudget/retry.h"
 #include "hopbudget/server.h"
 
 namespace {
@@ -40,6 +42,9 @@ struct Flags {
   std::string next;        // empty: last hop
   int request_cap_ms = 0;  // 0: no cap of our own
   int min_budget_ms = -1;  // -1: the policy's default minimum useful budget
+  int attempt_cap_ms = 0;  // 0: no attempt cap
+  int retry_attempts = 1;  // > 1: call --next through a retrying channel
+  int hang_first = 0;      // the first N calls hang until cancelled (a dead peer)
 };
 
 bool ParseFlags(int argc, char** argv, Flags* flags) {
@@ -62,6 +67,21 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
         std::cerr << "bad --min-budget-ms: " << v << "\n";
         return false;
       }
+    } else if (const char* v = value("--attempt-cap-ms=")) {
+      if (!absl::SimpleAtoi(v, &flags->attempt_cap_ms) || flags->attempt_cap_ms < 0) {
+        std::cerr << "bad --attempt-cap-ms: " << v << "\n";
+        return false;
+      }
+    } else if (const char* v = value("--retry-attempts=")) {
+      if (!absl::SimpleAtoi(v, &flags->retry_attempts) || flags->retry_attempts < 1) {
+        std::cerr << "bad --retry-attempts: " << v << "\n";
+        return false;
+      }
+    } else if (const char* v = value("--hang-first=")) {
+      if (!absl::SimpleAtoi(v, &flags->hang_first) || flags->hang_first < 0) {
+        std::cerr << "bad --hang-first: " << v << "\n";
+        return false;
+      }
     } else if (const char* v = value("--request-cap-ms=")) {
       if (!absl::SimpleAtoi(v, &flags->request_cap_ms) || flags->request_cap_ms < 0) {
         std::cerr << "bad --request-cap-ms: " << v << "\n";
@@ -70,7 +90,8 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
     } else {
       std::cerr << "unknown argument: " << arg << "\n"
                 << "usage: " << argv[0]
-                << " [--port=N] [--hop=NAME] [--next=HOST:PORT] [--request-cap-ms=N] [--min-budget-ms=N]\n";
+                << " [--port=N] [--hop=NAME] [--next=HOST:PORT] [--request-cap-ms=N] [--min-budget-ms=N]"
+                << " [--attempt-cap-ms=N] [--retry-attempts=N] [--hang-first=N]\n";
       return false;
     }
   }
@@ -85,11 +106,24 @@ int64_t ReportMicros(absl::Duration d) {
 
 class RelayService final : public Relay::Service {
  public:
-  RelayService(std::string hop, std::unique_ptr<Relay::Stub> next)
-      : hop_(std::move(hop)), next_(std::move(next)) {}
+  RelayService(std::string hop, std::unique_ptr<Relay::Stub> next, int hang_first)
+      : hop_(std::move(hop)), next_(std::move(next)), hang_first_(hang_first) {}
 
   grpc::Status Call(grpc::ServerContext* ctx, const RelayRequest* request,
                     RelayReply* reply) override {
+    const int call_number = ++calls_;
+    auto previous = ctx->client_metadata().find("grpc-previous-rpc-attempts");
+    if (previous != ctx->client_metadata().end()) {
+      std::cout << hop_ << ": call " << call_number << " is a retry (grpc-previous-rpc-attempts="
+                << std::string(previous->second.data(), previous->second.size()) << ")"
+                << std::endl;
+    }
+    if (call_number <= hang_first_) {
+      // A dead peer: never answers; the caller's budget must end the call.
+      std::cout << hop_ << ": call " << call_number << " hangs until cancelled" << std::endl;
+      while (!ctx->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return grpc::Status::CANCELLED;
+    }
     // hopbudget: the interceptor has already answered a call that arrived
     // without enough budget; do no work for it.
     const hopbudget::InboundBudget* budget = hopbudget::InboundBudget::Of(*ctx);
@@ -157,6 +191,8 @@ class RelayService final : public Relay::Service {
 
   const std::string hop_;
   const std::unique_ptr<Relay::Stub> next_;
+  const int hang_first_;
+  std::atomic<int> calls_{0};
 };
 
 }  // namespace
@@ -170,15 +206,31 @@ int main(int argc, char** argv) {
     // hopbudget: downstream calls go through the client interceptor.
     hopbudget::ClientOptions client_options;
     client_options.hop = flags.hop;
-    auto channel =
-        hopbudget::CreateChannel(flags.next, grpc::InsecureChannelCredentials(), client_options);
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel;
+    if (flags.retry_attempts > 1) {
+      // hopbudget: each attempt gets min(what is left, attempt cap).
+      hopbudget::RetryOptions retry;
+      retry.client = client_options;
+      if (flags.attempt_cap_ms > 0) {
+        retry.budget.attempt_cap = absl::Milliseconds(flags.attempt_cap_ms);
+      }
+      if (flags.min_budget_ms >= 0) {
+        retry.budget.min_attempt_budget = absl::Milliseconds(flags.min_budget_ms);
+      }
+      retry.retry.max_attempts = flags.retry_attempts;
+      channel = hopbudget::CreateRetryingChannel(flags.next, grpc::InsecureChannelCredentials(),
+                                                 retry);
+    } else {
+      channel =
+          hopbudget::CreateChannel(flags.next, grpc::InsecureChannelCredentials(), client_options);
+    }
     if (!channel.ok()) {
       std::cerr << channel.status() << "\n";
       return 2;
     }
     next = Relay::NewStub(*channel);
   }
-  RelayService service(flags.hop, std::move(next));
+  RelayService service(flags.hop, std::move(next), flags.hang_first);
 
   // hopbudget: one server interceptor per server.
   hopbudget::ServerOptions options;
@@ -188,6 +240,9 @@ int main(int argc, char** argv) {
   }
   if (flags.request_cap_ms > 0) {
     options.policy.request_cap = absl::Milliseconds(flags.request_cap_ms);
+  }
+  if (flags.attempt_cap_ms > 0) {
+    options.policy.attempt_cap = absl::Milliseconds(flags.attempt_cap_ms);
   }
   auto factory = hopbudget::MakeServerInterceptorFactory(options);
   if (!factory.ok()) {

@@ -1,28 +1,18 @@
 // Copyright hopbudget authors.
 #include "hopbudget/clock.h"
 
-#include <chrono>
-
 #include "absl/time/clock.h"
 
 namespace hopbudget {
 namespace {
 
-// Anchored once: wall time for comparability with gRPC deadlines, steady time
-// for monotonic progress (see clock.h).
+// Wall time, like the deadlines gRPC hands out (ServerContext::deadline(),
+// ClientContext::deadline()) and converts to its own monotonic clock when a
+// call starts. Anchoring to a monotonic clock instead would drift from those
+// deadlines by whatever NTP corrects over the life of the process.
 class RealClock final : public Clock {
  public:
-  RealClock()
-      : wall_anchor_(absl::Now()), steady_anchor_(std::chrono::steady_clock::now()) {}
-
-  absl::Time Now() const override {
-    return wall_anchor_ +
-           absl::FromChrono(std::chrono::steady_clock::now() - steady_anchor_);
-  }
-
- private:
-  const absl::Time wall_anchor_;
-  const std::chrono::steady_clock::time_point steady_anchor_;
+  absl::Time Now() const override { return absl::Now(); }
 };
 
 }  // namespace

@@ -8,10 +8,12 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/client_callback.h>
 #include <grpcpp/support/client_interceptor.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -47,10 +49,12 @@ struct RetryShared {
   internal::TimerService* timers;
   RetryThrottle throttle;  // one per channel, that is per target
 
-  // Whether `method` ("/pkg.Service/Method") is a unary method of a protobuf
-  // service linked into this program: only then is the application's
-  // response object known to be a google::protobuf::Message.
-  bool IsRetryable(const char* method) {
+  enum class Mode { kPassThrough, kUnary, kServerStreaming };
+
+  // How calls of `method` ("/pkg.Service/Method") are retried. Only methods
+  // of protobuf services linked into this program qualify: for them the
+  // application's response object is known to be a google::protobuf::Message.
+  Mode ModeOf(const char* method) {
     {
       absl::ReaderMutexLock lock(&mu);
       auto it = known.find(method);
@@ -61,13 +65,16 @@ struct RetryShared {
     absl::StrReplaceAll({{"/", "."}}, &name);
     const auto* desc =
         google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(name);
-    const bool ok = desc != nullptr && !desc->client_streaming() && !desc->server_streaming();
+    Mode mode = Mode::kPassThrough;
+    if (desc != nullptr && !desc->client_streaming()) {
+      mode = desc->server_streaming() ? Mode::kServerStreaming : Mode::kUnary;
+    }
     absl::MutexLock lock(&mu);
-    known.emplace(method, ok);
-    return ok;
+    known.emplace(method, mode);
+    return mode;
   }
   absl::Mutex mu;
-  absl::flat_hash_map<std::string, bool> known ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<std::string, Mode> known ABSL_GUARDED_BY(mu);
 };
 
 class RetryInterceptor final : public grpc::experimental::Interceptor {
@@ -85,18 +92,22 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       return;  // Proceed is a no-op for a cancel batch
     }
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
-      if (info_->type() != grpc::experimental::ClientRpcInfo::Type::UNARY ||
-          !shared_.IsRetryable(info_->method())) {
+      using Type = grpc::experimental::ClientRpcInfo::Type;
+      const RetryShared::Mode mode = shared_.ModeOf(info_->method());
+      streaming_ = mode == RetryShared::Mode::kServerStreaming;
+      if (mode == RetryShared::Mode::kPassThrough ||
+          (info_->type() != Type::UNARY && info_->type() != Type::SERVER_STREAMING) ||
+          (info_->type() == Type::SERVER_STREAMING) != streaming_) {
         passthrough_ = true;
         m->Proceed();
         return;
       }
       TakeLogicalCall(m);
-      // Hijack() re-enters Intercept() at once with this batch's receive
-      // hooks; they wait in pending_ until the last attempt ends.
       channel_ = m->GetInterceptedChannel();
       stub_ = std::make_unique<grpc::GenericStub>(channel_);
       if (shared_.unfit) shared_.metrics->CountUnfitPolicyCall();
+      // Hijack() re-enters Intercept() at once with this batch's receive
+      // hooks; they wait in pending_ until there is something to answer.
       m->Hijack();
       StartAttempt();
       return;
@@ -104,19 +115,52 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_INITIAL_METADATA) ||
         m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_MESSAGE) ||
         m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_STATUS)) {
-      bool ready;
+      Deliveries ready;
+      StreamAttempt* read_more = nullptr;
       {
         absl::MutexLock lock(&mu_);
-        ready = done_;
-        if (!ready) pending_.push_back(m);
+        pending_.push_back(m);
+        ready = ServeLocked(&read_more);
       }
-      if (ready) Deliver(m);  // last action: see DeliverAll()
+      if (read_more != nullptr) read_more->ReadNext();
+      DeliverAll(std::move(ready));  // last action: see DeliverAll()
       return;
     }
     m->Proceed();
   }
 
  private:
+  // One attempt of a server-streaming call, run as a generic bidi stream:
+  // the request, a half-close, then reads one at a time as the application
+  // asks for messages (no read-ahead, so flow control still works).
+  class StreamAttempt final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    StreamAttempt(RetryInterceptor* owner, grpc::ClientContext* ctx) : owner_(owner), ctx_(ctx) {}
+    void Start(grpc::GenericStub& stub, const char* method, const grpc::ByteBuffer* request) {
+      stub.PrepareBidiStreamingCall(ctx_, method, grpc::StubOptions(), this);
+      StartWriteLast(request, grpc::WriteOptions());
+      StartRead(&message_);
+      StartCall();
+    }
+    void ReadNext() { StartRead(&message_); }
+    void OnReadDone(bool ok) override { owner_->OnStreamMessage(this, ok); }
+    // Last action: the owner may end the logical call, and with it this.
+    void OnDone(const grpc::Status& s) override { owner_->OnAttemptDone(ctx_, s, this); }
+    grpc::ClientContext* context() const { return ctx_; }
+    grpc::ByteBuffer message_;
+
+   private:
+    RetryInterceptor* const owner_;
+    grpc::ClientContext* const ctx_;
+  };
+
+  // A receive batch that can be answered now, and what to answer it with.
+  struct Delivery {
+    InterceptorBatchMethods* batch;
+    absl::optional<grpc::ByteBuffer> message;  // for PRE_RECV_MESSAGE; none: fail it
+  };
+  using Deliveries = std::vector<Delivery>;
+
   void TakeLogicalCall(InterceptorBatchMethods* m) {
     auto* md = m->GetSendInitialMetadata();
     internal::SourceTag tag;
@@ -126,6 +170,9 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     metadata_ = *md;
     metadata_.erase(internal::kInternalSourceKey);
     metadata_.erase(kPreviousAttemptsHeader);
+    // NewDownstreamContext() found nothing left by the hop's own policy: the
+    // first attempt carries that verdict, and fails without the network.
+    logical_exhausted_ = tag.source == DeadlineSource::kExhaustedBeforeCall;
     if (tag.has_logical) {
       logical_deadline_ = tag.logical_deadline;
       logical_source_ = tag.logical_source;
@@ -141,12 +188,11 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     request_ = *m->GetSerializedSendMessage();
   }
 
-  using Batches = std::vector<InterceptorBatchMethods*>;
-
   // Starts the next attempt, or ends the call when it was cancelled.
   void StartAttempt() {
-    Batches finished;
+    Deliveries finished;
     grpc::ClientContext* raw = nullptr;
+    StreamAttempt* stream = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (done_) return;
@@ -154,6 +200,12 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
         finished = FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, cancel_reason_));
       } else {
         raw = PrepareAttemptLocked();
+        if (streaming_) {
+          streams_.push_back(std::make_unique<StreamAttempt>(this, raw));
+          stream = streams_.back().get();
+        } else {
+          unary_response_.Clear();
+        }
       }
     }
     if (raw == nullptr) {
@@ -161,8 +213,12 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       return;
     }
     // Outside the lock: the completion may run on this very thread.
-    stub_->UnaryCall(raw, info_->method(), grpc::StubOptions(), &request_, &response_,
-                     [this, raw](grpc::Status s) { OnAttemptDone(raw, std::move(s)); });
+    if (stream != nullptr) {
+      stream->Start(*stub_, info_->method(), &request_);
+    } else {
+      stub_->UnaryCall(raw, info_->method(), grpc::StubOptions(), &request_, &unary_response_,
+                       [this, raw](grpc::Status s) { OnAttemptDone(raw, s, nullptr); });
+    }
   }
 
   grpc::ClientContext* PrepareAttemptLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -183,16 +239,43 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     // The budget interceptor next in the chain attributes the attempt, and
     // fails an exhausted one without touching the network.
     internal::SourceTag tag;
-    tag.source = call.outcome == CallOutcome::kExhausted ? DeadlineSource::kExhaustedBeforeCall
-                                                         : call.source;
+    tag.source = call.outcome == CallOutcome::kExhausted || logical_exhausted_
+                     ? DeadlineSource::kExhaustedBeforeCall
+                     : call.source;
     tag.budget = call.source == DeadlineSource::kAttempt ? call.budget : logical_budget_;
     ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
-    response_.Clear();
     attempts_.push_back(std::move(ctx));  // kept until the logical call ends
     return attempts_.back().get();
   }
 
-  void OnAttemptDone(grpc::ClientContext* ctx, grpc::Status status) {
+  // A streaming attempt read a message (ok) or reached its end (!ok). The
+  // first message commits the call to this attempt: no retry after it.
+  void OnStreamMessage(StreamAttempt* stream, bool ok) {
+    Deliveries ready;
+    StreamAttempt* read_more = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      read_in_flight_ = false;
+      if (!ok) {
+        stream_ended_ = committed_;  // before commit, OnDone decides what follows
+        ready = ServeLocked(&read_more);
+      } else {
+        if (!committed_) {
+          committed_ = true;
+          CopyMetadata(stream->context()->GetServerInitialMetadata(), &initial_md_);
+        }
+        ready_.push_back(std::move(stream->message_));
+        stream->message_.Clear();
+        ready = ServeLocked(&read_more);
+      }
+    }
+    if (read_more != nullptr) read_more->ReadNext();
+    DeliverAll(std::move(ready));
+  }
+
+  void OnAttemptDone(grpc::ClientContext* ctx, const grpc::Status& status_in,
+                     StreamAttempt* stream) {
+    grpc::Status status = status_in;
     AttemptResult result;
     result.code = static_cast<absl::StatusCode>(status.error_code());
     if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -213,10 +296,12 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       case ThrottleEffect::kNone: break;
     }
 
-    Batches finished;
+    Deliveries finished;
     bool retry_now = false;
     {
       absl::MutexLock lock(&mu_);
+      result.committed = committed_;
+      if (stream == nullptr && status.ok()) ready_.push_back(std::move(unary_response_));
       if (cancelled_) {
         finished = FinishLocked(status.error_code() == grpc::StatusCode::CANCELLED
                                     ? grpc::Status(grpc::StatusCode::CANCELLED, cancel_reason_)
@@ -290,48 +375,95 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     }
   }
 
-  // Records the final answer; returns the receive batches to deliver it to.
-  Batches FinishLocked(grpc::Status status, grpc::ClientContext* last = nullptr)
+  static void CopyMetadata(const std::multimap<grpc::string_ref, grpc::string_ref>& from,
+                           std::vector<std::pair<std::string, std::string>>* to) {
+    for (const auto& [k, v] : from) {
+      to->emplace_back(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
+    }
+  }
+
+  // Records the final answer; returns the receive batches it answers.
+  Deliveries FinishLocked(grpc::Status status, grpc::ClientContext* last = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (done_) return {};
     done_ = true;
+    stream_ended_ = true;
     final_status_ = std::move(status);
     if (last != nullptr) {
-      for (const auto& [k, v] : last->GetServerInitialMetadata()) {
-        initial_md_.emplace_back(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
-      }
-      for (const auto& [k, v] : last->GetServerTrailingMetadata()) {
-        trailing_md_.emplace_back(std::string(k.data(), k.size()),
-                                  std::string(v.data(), v.size()));
-      }
+      if (!committed_) CopyMetadata(last->GetServerInitialMetadata(), &initial_md_);
+      CopyMetadata(last->GetServerTrailingMetadata(), &trailing_md_);
     }
     shared_.metrics->CountAttemptsPerCall(attempt_);
-    return std::move(pending_);
+    return ServeLocked(nullptr);
+  }
+
+  // Answers the pending receive batches that can be answered now. Batches
+  // are independent (the callback API keeps its status batch pending from
+  // the start; reads come one at a time), so one that must wait does not
+  // hold up the others. Sets *read_more when a streaming read must start.
+  Deliveries ServeLocked(StreamAttempt** read_more) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Deliveries out;
+    std::deque<InterceptorBatchMethods*> waiting;
+    for (InterceptorBatchMethods* m : pending_) {
+      const bool wants_status =
+          m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_STATUS);
+      const bool wants_message =
+          m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_MESSAGE);
+      const bool wants_metadata =
+          m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_INITIAL_METADATA);
+      Delivery d{m, absl::nullopt};
+      bool now = true;
+      if (wants_status && !done_) {
+        now = false;
+      } else if (wants_message) {
+        if (!ready_.empty()) {
+          d.message = std::move(ready_.front());
+          ready_.pop_front();
+        } else if (!stream_ended_) {
+          now = false;
+          if (read_more != nullptr && committed_ && !read_in_flight_ && !streams_.empty()) {
+            read_in_flight_ = true;
+            *read_more = streams_.back().get();
+          }
+        }
+      } else if (wants_metadata && !committed_ && !done_) {
+        now = false;
+      }
+      if (now) {
+        out.push_back(std::move(d));
+      } else {
+        waiting.push_back(m);
+      }
+    }
+    pending_ = std::move(waiting);
+    // The status last: once it proceeds the call may be gone.
+    std::stable_partition(out.begin(), out.end(), [](const Delivery& d) {
+      return !d.batch->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_STATUS);
+    });
+    return out;
   }
 
   // Must be the caller's last action: once the batch holding the status
   // proceeds, the application may destroy the call, and this interceptor.
-  void DeliverAll(Batches batches) {
-    std::stable_partition(batches.begin(), batches.end(), [](InterceptorBatchMethods* m) {
-      return !m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_STATUS);
-    });
-    for (InterceptorBatchMethods* m : batches) Deliver(m);
+  void DeliverAll(Deliveries deliveries) {
+    for (Delivery& d : deliveries) Deliver(d);
   }
 
-  // Fills a hijacked receive batch with the final answer. After done_, the
-  // answer is immutable, so no lock is needed.
-  void Deliver(InterceptorBatchMethods* m) {
+  // Fills one hijacked receive batch and lets it proceed. The metadata and
+  // status it reads are immutable by then (set before commit / done).
+  void Deliver(Delivery& d) {
+    InterceptorBatchMethods* m = d.batch;
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_INITIAL_METADATA)) {
       auto* map = m->GetRecvInitialMetadata();
       for (const auto& [k, v] : initial_md_) map->emplace(k, v);
     }
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_MESSAGE)) {
       bool parsed = false;
-      if (final_status_.ok()) {
-        // IsRetryable() established that the message is a generated
-        // protobuf message (single inheritance from Message).
+      if (d.message.has_value()) {
+        // ModeOf() established that the message is a generated protobuf
+        // message (single inheritance from Message, so the cast is exact).
         auto* msg = static_cast<google::protobuf::Message*>(m->GetRecvMessage());
-        grpc::ProtoBufferReader reader(&response_);
+        grpc::ProtoBufferReader reader(&*d.message);
         parsed = msg->ParseFromZeroCopyStream(&reader);
       }
       if (!parsed) m->FailHijackedRecvMessage();
@@ -347,6 +479,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   RetryShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
   bool passthrough_ = false;
+  bool streaming_ = false;
 
   // Set before the first attempt; read-only afterwards.
   std::multimap<std::string, std::string> metadata_;
@@ -354,22 +487,29 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   absl::Time logical_deadline_ = absl::InfiniteFuture();
   DeadlineSource logical_source_ = DeadlineSource::kNone;
   absl::Duration logical_budget_ = absl::InfiniteDuration();
-  std::shared_ptr<grpc::ChannelInterface> channel_;
-  std::unique_ptr<grpc::GenericStub> stub_;
+  bool logical_exhausted_ = false;
   uintptr_t inbound_key_ = 0;  // the inbound call this one serves, if any
   uint64_t inbound_id_ = 0;
+  std::shared_ptr<grpc::ChannelInterface> channel_;
+  std::unique_ptr<grpc::GenericStub> stub_;
 
   absl::Mutex mu_;
   int attempt_ ABSL_GUARDED_BY(mu_) = 0;
+  // Every attempt's context and stream, kept until the logical call ends.
   std::vector<std::unique_ptr<grpc::ClientContext>> attempts_ ABSL_GUARDED_BY(mu_);
-  grpc::ByteBuffer response_;  // written by the attempt in flight only
+  std::vector<std::unique_ptr<StreamAttempt>> streams_ ABSL_GUARDED_BY(mu_);
+  grpc::ByteBuffer unary_response_;  // written by the unary attempt in flight
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
   internal::TimerService::TimerId backoff_timer_ ABSL_GUARDED_BY(mu_) = 0;
   absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);
+  std::deque<InterceptorBatchMethods*> pending_ ABSL_GUARDED_BY(mu_);
+  std::deque<grpc::ByteBuffer> ready_ ABSL_GUARDED_BY(mu_);  // responses not yet delivered
+  bool committed_ ABSL_GUARDED_BY(mu_) = false;     // a streaming response arrived
+  bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool stream_ended_ ABSL_GUARDED_BY(mu_) = false;  // no more messages will arrive
   bool done_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<InterceptorBatchMethods*> pending_ ABSL_GUARDED_BY(mu_);
-  // The final answer: written once under mu_ before done_, then read-only.
+  // Written once under mu_ (at commit or done), read-only afterwards.
   grpc::Status final_status_;
   std::vector<std::pair<std::string, std::string>> initial_md_;
   std::vector<std::pair<std::string, std::string>> trailing_md_;
@@ -396,13 +536,15 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
     RetryOptions options, const grpc::ChannelArguments& args) {
   if (absl::Status s = ValidatePolicy(options.budget); !s.ok()) return s;
   if (absl::Status s = RetryThrottle::Validate(options.throttle); !s.ok()) return s;
+  // Ranges first (with no request cap nothing can fail to fit), then the fit.
+  BudgetPolicy unbounded = options.budget;
+  unbounded.request_cap = absl::InfiniteDuration();
+  unbounded.max_inbound_budget = absl::InfiniteDuration();
+  if (absl::Status s = ValidateRetryPolicy(unbounded, options.retry).status(); !s.ok()) return s;
   absl::StatusOr<RetryFit> fit = ValidateRetryPolicy(options.budget, options.retry);
   bool unfit = false;
   if (!fit.ok()) {
-    if (!options.accept_unfit_policy || fit.status().code() != absl::StatusCode::kInvalidArgument ||
-        absl::StrContains(fit.status().message(), "must be")) {
-      return fit.status();
-    }
+    if (!options.accept_unfit_policy) return fit.status();
     unfit = true;
     gpr_log(GPR_ERROR, "hopbudget: retry policy for %s accepted although it does not fit: %s",
             target.c_str(), std::string(fit.status().message()).c_str());

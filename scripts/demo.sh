@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs a three-hop chain on this machine (gateway -> orders -> ledger, the
-# example relay servers of examples/) and shows hopbudget at work: budgets that
-# nest hop by hop, a call refused before it touches the network, a per-request
-# cap at the last hop, and attribution of every DEADLINE_EXCEEDED.
+# example relay servers of examples/) and shows hopbudget at work: a retry cut
+# to its attempt budget that rescues a call from a dead peer, budgets that nest
+# hop by hop, a call refused before it touches the network, and the
+# attribution of every DEADLINE_EXCEEDED.
 #
 #   ./scripts/demo.sh          # runs the scenarios, then keeps the chain up until Ctrl-C
 #   ./scripts/demo.sh --once   # exits after the scenarios: 0 if the chain behaved as expected
@@ -49,11 +50,14 @@ start() {
   echo "$port"
 }
 
-ledger=$(start ledger --request-cap-ms=300)
-orders=$(start orders --next="127.0.0.1:$ledger" --min-budget-ms=50)
+ledger=$(start ledger --hang-first=1)
+orders=$(start orders --next="127.0.0.1:$ledger" --min-budget-ms=50 \
+  --retry-attempts=3 --attempt-cap-ms=150)
 gateway=$(start gateway --next="127.0.0.1:$orders")
 echo "chain: gateway :$gateway -> orders :$orders -> ledger :$ledger"
-echo "       (orders starts no call with less than 50 ms; ledger caps requests at 300 ms)"
+echo "       orders: retries ledger up to 3 attempts of at most 150 ms each, within what is"
+echo "               left of the request, and starts no call with less than 50 ms"
+echo "       ledger: its first call hangs (a dead peer)"
 
 failures=0
 # scenario TITLE EXPECT(ok|error) EXPECT_TEXT CLIENT_ARGS...
@@ -73,12 +77,17 @@ scenario() {
   fi
 }
 
+scenario "A hanging ledger: orders cuts attempt 1 at its 150 ms attempt budget, attempt 2 succeeds" \
+  ok "ledger" --budget-ms=800 --work-ms=0,0,0
+grep -h "retry\|hangs" "$logs/ledger.log" | sed 's/^/   /'
+grep -q "grpc-previous-rpc-attempts=1" "$logs/ledger.log" ||
+  { echo "   !! expected the ledger to see a retry"; failures=$((failures + 1)); }
 scenario "One deadline, shrinking hop by hop (each hop keeps a reserve)" \
   ok "ledger" --budget-ms=800 --work-ms=20,20,20
 scenario "Too little left for the last call: orders fails it without touching the network" \
   error "exhausted-before-call" --budget-ms=200 --work-ms=10,150,0
-scenario "The ledger's own 300 ms cap fires first (the client allowed 5 s)" \
-  error "request" --budget-ms=5000 --work-ms=0,0,2000
+scenario "A slow ledger: each attempt is cut at orders' 150 ms attempt budget, retried while budget lasts" \
+  error "source=attempt hop=orders" --budget-ms=5000 --work-ms=0,0,2000
 scenario "The client's budget runs out while the ledger works" \
   error "DEADLINE_EXCEEDED" --budget-ms=150 --work-ms=0,0,250
 

@@ -39,7 +39,8 @@ class RelayHop::SyncService final : public echo::Relay::Service {
   }
   grpc::Status Watch(grpc::ServerContext* ctx, const echo::RelayRequest* req,
                      grpc::ServerWriter<echo::RelayReply>* writer) override {
-    hop_->calls_++;
+    const int call = ++hop_->calls_;
+    if (grpc::Status fault = hop_->InjectFault(*ctx, call); !fault.ok()) return fault;
     for (int i = 0; i < req->steps_size(); ++i) {
       if (!WorkFor(*ctx, absl::Milliseconds(req->steps(i).work_ms()))) break;
       echo::RelayReply r;
@@ -281,9 +282,7 @@ std::string RelayHop::last_budget_header() const {
   return last_budget_header_;
 }
 
-grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayRequest& req,
-                              echo::RelayReply* reply) {
-  const int call = ++calls_;
+grpc::Status RelayHop::InjectFault(grpc::ServerContextBase& ctx, int call) {
   bool unavailable = false;
   {
     auto header = [&ctx](const char* key) {
@@ -310,6 +309,13 @@ grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayReq
     }
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "injected");
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayRequest& req,
+                              echo::RelayReply* reply) {
+  const int call = ++calls_;
+  if (grpc::Status fault = InjectFault(ctx, call); !fault.ok()) return fault;
   echo::HopReport report;
   report.set_hop(config_.hop);
   const InboundBudget* budget = InboundBudget::Of(ctx);

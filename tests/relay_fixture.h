@@ -71,6 +71,10 @@ class RelayHop {
   // `grpc-previous-rpc-attempts` of every call received, in order ("" if absent).
   std::vector<std::string> previous_attempts() const;
 
+  // Applies config().faults to one call: OK to go on, else the status to
+  // answer (after hanging until cancelled, for a hang).
+  grpc::Status InjectFault(grpc::ServerContextBase& ctx, int call);
+
   // The handler logic shared by the sync and callback services.
   grpc::Status Handle(grpc::ServerContextBase& ctx, const echo::RelayRequest& req,
                       echo::RelayReply* reply);

@@ -5,13 +5,14 @@
 // Every hopbudget component takes a `Clock&` instead of calling absl::Now(),
 // so tests drive time with a `FakeClock` and never sleep.
 //
-// `Clock::Real()` returns wall-clock time (comparable with gRPC deadlines,
-// which are wall-clock `system_clock` instants) that advances monotonically:
-// it is anchored to absl::Now() once and then moved by std::chrono::steady_clock.
-// Intervals measured with it (time spent in a hop, lateness of a timeout) are
-// therefore immune to NTP steps. The cost is that a wall-clock step after the
-// anchor is not followed; gRPC itself converts deadlines to its monotonic clock
-// when a call starts, so this matches what the transport enforces.
+// `Clock::Real()` returns wall-clock time (absl::Now()): the time base of
+// the deadlines gRPC reports and accepts (system_clock), which gRPC converts
+// to its monotonic clock when a call starts. Budgets are differences between
+// those deadlines and now, so they must be read on the same base; a clock
+// anchored once to a monotonic source would drift from gRPC's deadlines by
+// whatever NTP corrects over the life of a process. Durations that only span
+// one call (elapsed time in an attribution) are read on it too; benchmarks
+// measure latency with std::chrono::steady_clock.
 //
 // Thread safety: all methods of both clocks may be called concurrently.
 //
