@@ -14,7 +14,7 @@ ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" "${HOPBUDGET_FUZZ_PACKAGES[@]}"
 build=build/fuzz
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
   -DHOPBUDGET_BUILD_FUZZERS=ON -DHOPBUDGET_SANITIZE=ON -DHOPBUDGET_BUILD_TESTS=OFF \
-  -DHOPBUDGET_BUILD_EXAMPLES=OFF -DHOPBUDGET_BUILD_DEMO=OFF -DHOPBUDGET_BUILD_BENCHMARKS=OFF
+  -DHOPBUDGET_BUILD_EXAMPLES=OFF -DHOPBUDGET_BUILD_BENCHMARKS=OFF
 targets=(budget_header_fuzzer status_details_fuzzer attribution_message_fuzzer)
 cmake --build "$build" -j "$(jobs)" --target "${targets[@]}"
 
