@@ -133,17 +133,29 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   // One attempt of a server-streaming call, run as a generic bidi stream:
   // the request, a half-close, then reads one at a time as the application
   // asks for messages (no read-ahead, so flow control still works).
+  //
+  // Reads after the first are started from outside reactor callbacks, so
+  // the attempt holds the stream open (AddHold) until a read has failed:
+  // without the hold the stream could finish, and be freed, between the
+  // decision to read and the read. A read therefore ends every stream: the
+  // application's next read, or the one CancelLogical() starts.
   class StreamAttempt final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
     StreamAttempt(RetryInterceptor* owner, grpc::ClientContext* ctx) : owner_(owner), ctx_(ctx) {}
     void Start(grpc::GenericStub& stub, const char* method, const grpc::ByteBuffer* request) {
       stub.PrepareBidiStreamingCall(ctx_, method, grpc::StubOptions(), this);
+      AddHold();
       StartWriteLast(request, grpc::WriteOptions());
       StartRead(&message_);
       StartCall();
     }
     void ReadNext() { StartRead(&message_); }
-    void OnReadDone(bool ok) override { owner_->OnStreamMessage(this, ok); }
+    void OnReadDone(bool ok) override {
+      owner_->OnStreamMessage(this, ok);
+      // No read follows a failed one: the stream may now finish. (OnDone
+      // cannot run before this returns, so `this` is still valid.)
+      if (!ok) RemoveHold();
+    }
     // Last action: the owner may end the logical call, and with it this.
     void OnDone(const grpc::Status& s) override { owner_->OnAttemptDone(ctx_, s, this); }
     grpc::ClientContext* context() const { return ctx_; }
@@ -356,6 +368,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   // call inline.
   void CancelLogical(const char* reason) {
     grpc::ClientContext* in_flight = nullptr;
+    StreamAttempt* drain = nullptr;
     internal::TimerService::TimerId timer = 0;
     {
       absl::MutexLock lock(&mu_);
@@ -363,11 +376,18 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       cancelled_ = true;
       cancel_reason_ = reason;
       if (!attempts_.empty()) in_flight = attempts_.back().get();
+      if (committed_ && !read_in_flight_ && !stream_ended_ && !streams_.empty()) {
+        read_in_flight_ = true;
+        drain = streams_.back().get();
+      }
       timer = backoff_timer_;
     }
     // Outside the lock: TryCancel runs the attempt's interceptors. A finished
     // attempt ignores it; one not started yet starts cancelled.
     if (in_flight != nullptr) in_flight->TryCancel();
+    // A committed stream with no read outstanding stays open on its hold
+    // until a read fails: start one, which the cancel fails at once.
+    if (drain != nullptr) drain->ReadNext();
     if (timer != 0 &&
         shared_.timers->Cancel(timer) == internal::TimerService::CancelOutcome::kCancelled) {
       // The wait was cut short: end the call on the timer thread.
