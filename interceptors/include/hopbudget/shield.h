@@ -1,0 +1,273 @@
+// Copyright hopbudget authors.
+//
+// shield.h: must-complete work that outlives its caller's cancellation, but
+// is never unbounded and never orphaned. Pure core, no gRPC types.
+//
+// Some work costs more to abandon than to finish: a commit already sent, a
+// write-behind flush. When the caller's deadline fires or the caller is
+// cancelled, that work should go on. Shielding it answers only *who may
+// interrupt*; on its own it creates two failures:
+//   - unbounded: shielded work waiting on a dead peer runs forever, and a
+//     service whose work is all shielded cannot be stopped at all;
+//   - orphaned: once the caller has gone, nobody reads the result, and an
+//     error vanishes.
+// So a Shield runs work with all three parts of the discipline:
+//   - shield: the work runs on the Shield's own pool, not on the caller's
+//     thread or under its deadline; the caller may give up waiting at any time
+//     (ShieldHandle::WaitUntil) without touching the work;
+//   - bound: every operation has a finite bound, counted from Run(). When it
+//     passes, the work is asked to stop (ShieldContext::stop_requested(),
+//     stop callbacks, e.g. to TryCancel a downstream call) and the operation
+//     ends as kExceededBound;
+//   - handle: Run() returns a ShieldHandle. Every operation ends with exactly
+//     one ShieldRecord; an outcome that no Wait()/WaitUntil() returned before
+//     the last copy of its handle was destroyed is logged once to stderr
+//     ("hopbudget: shield: ...") and counted in ShieldStats::unobserved.
+//
+// Cooperative stop: C++ cannot interrupt a thread, so a bound only *asks*.
+// Work that ignores stop_requested() keeps its pool thread (and delays
+// Drain() and ~Shield) until it returns; its outcome is still kExceededBound
+// and it is still recorded. Write shielded work to check stop_requested() or
+// register a stop callback at every wait.
+//
+// Time: bounds, ShieldContext::deadline() and the record's times are read on
+// ShieldOptions::clock. Waits that block a thread (ShieldHandle::WaitUntil,
+// Drain's max_wait) are in real time (absl::Now()), whatever the clock: a
+// FakeClock does not move while a thread waits on it. With Clock::Real() the
+// two are the same time base.
+//
+// Exceptions: this code base builds without them; a work function that
+// throws is not supported.
+//
+// Thread safety: all methods of Shield, ShieldHandle and ShieldContext may be
+// called concurrently. A ShieldHandle (and every copy of it) may outlive the
+// Shield. Stop callbacks run on the Shield's timer thread (or the thread of
+// RunDueTimers(), Drain(), or AddStopCallback() when stop was already
+// requested) without any lock held: they must be short and must not block.
+// Work must not Drain() or destroy its own Shield, nor Wait() on another
+// operation of the same Shield (the pool could starve).
+//
+// Example (a handler that must not lose a commit):
+//   hopbudget::Shield shield;  // one per process or component
+//   absl::StatusOr<hopbudget::ShieldHandle> commit = shield.Run(
+//       "commit-ledger", absl::Seconds(2),
+//       [stub, request](hopbudget::ShieldContext& ctx) {  // owns its inputs: it may
+//         grpc::ClientContext call;                        // outlive this handler
+//         call.set_deadline(ctx.deadline());
+//         const uint64_t id = ctx.AddStopCallback([&call] { call.TryCancel(); });
+//         CommitReply reply;
+//         grpc::Status s = stub->Commit(&call, request, &reply);
+//         ctx.RemoveStopCallback(id);  // before `call` goes
+//         return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+//       });
+//   if (!commit.ok()) return commit.status();  // refused: at capacity, or draining
+//   absl::optional<hopbudget::ShieldRecord> r = commit->WaitUntil(caller_deadline);
+//   if (!r.has_value()) {  // the caller gave up; the commit goes on, bounded
+//     reconciler.Adopt(*commit);  // someone keeps the handle and reads the outcome
+//     return absl::DeadlineExceededError("commit still running");
+//   }
+//   return r->status;
+#ifndef HOPBUDGET_SHIELD_H_
+#define HOPBUDGET_SHIELD_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/optional.h"
+#include "hopbudget/clock.h"
+
+namespace hopbudget {
+
+namespace internal {
+class ShieldHandleToken;
+class ShieldOp;
+}  // namespace internal
+
+struct ShieldOptions {
+  // Operations in flight (queued or running) at most; >= 1. Beyond it Run()
+  // refuses with RESOURCE_EXHAUSTED: work is never queued without bound.
+  int max_in_flight = 64;
+  // Threads of the pool that runs the work; >= 1. No thread per operation:
+  // with all threads busy, work waits in the queue, and its bound runs.
+  int threads = 2;
+  // Where bounds are read; default (nullptr) Clock::Real(). Must outlive the
+  // Shield.
+  Clock* clock = nullptr;
+  // Test hook: when true no thread runs the bound timers; after advancing a
+  // FakeClock, call Shield::RunDueTimers(). With a FakeClock, use it: a timer
+  // thread would sleep in real time.
+  bool manual_timers = false;
+};
+
+// Checks the ranges above. Returns InvalidArgument naming the field and its
+// value. The Shield constructor raises a value below 1 to 1.
+absl::Status ValidateShieldOptions(const ShieldOptions& options);
+
+enum class ShieldOutcome {
+  kCompleted,      // the work returned OK before its bound passed
+  kFailed,         // the work returned an error before its bound passed
+  kExceededBound,  // the bound passed before the work returned (or started)
+};
+
+inline constexpr int kShieldOutcomeCount = 3;
+
+// Stable names for metric labels and logs: "completed", "failed",
+// "exceeded_bound". Unknown values: "unknown".
+absl::string_view ShieldOutcomeName(ShieldOutcome outcome);
+
+// How one shielded operation ended. Every operation ends with exactly one.
+struct ShieldRecord {
+  std::string name;
+  ShieldOutcome outcome = ShieldOutcome::kCompleted;
+  // kCompleted: OK. kFailed: the work's status. kExceededBound:
+  // DEADLINE_EXCEEDED "shield bound of 2s exceeded by commit-ledger: ..."
+  // with how long it ran and the work's own status in the message (or that
+  // it never started, when its bound passed while it was queued).
+  absl::Status status;
+  absl::Time started;  // when Run() accepted it: the bound counts from here
+  absl::Time ended;    // when the work returned (or was dropped unstarted)
+  absl::Duration bound = absl::ZeroDuration();
+};
+
+// What the work sees. Valid only during the call of the work function.
+//
+// A stop is requested once: when the bound passes, or when Drain() gives up
+// waiting for this operation, whichever comes first. Neither ends the work;
+// the work ends when it returns.
+class ShieldContext {
+ public:
+  ShieldContext(const ShieldContext&) = delete;
+  ShieldContext& operator=(const ShieldContext&) = delete;
+
+  const std::string& name() const;
+  // started + bound: give a downstream call this deadline (or an earlier one).
+  absl::Time deadline() const;
+  // deadline() - clock.Now(); <= 0 once the bound has passed.
+  absl::Duration remaining() const;
+  // True once a stop was requested (see above). Never goes back to false.
+  bool stop_requested() const;
+
+  // Registers `fn` to run once when a stop is requested, on the thread that
+  // requests it. If a stop was already requested, runs `fn` at once on this
+  // thread before returning. Returns an id for RemoveStopCallback (never 0).
+  // Callbacks still registered when the work returns are destroyed unrun: a
+  // callback may refer to the work's locals.
+  uint64_t AddStopCallback(absl::AnyInvocable<void()> fn);
+  // After it returns, the callback `id` is not running and will not run: it
+  // waits if the callback is running on another thread (not when called from
+  // inside that callback). Unknown or already-run ids are ignored.
+  void RemoveStopCallback(uint64_t id);
+
+ private:
+  friend class internal::ShieldOp;
+  explicit ShieldContext(internal::ShieldOp& op) : op_(op) {}
+  internal::ShieldOp& op_;
+};
+
+// The caller's side of one operation. Copyable and cheap (shared state); a
+// moved-from handle is still a valid copy. May outlive the Shield.
+class ShieldHandle {
+ public:
+  ShieldHandle(const ShieldHandle&) = default;
+  ShieldHandle& operator=(const ShieldHandle&) = default;
+  ~ShieldHandle() = default;
+
+  // Whether the operation has ended. Does not count as observing it.
+  bool done() const;
+  // Waits until the operation ended or `until` passed (real time, see top),
+  // whichever is first. Returns its record if it ended, and then marks the
+  // outcome observed. InfinitePast() (or any past time) polls without
+  // blocking; giving up does not affect the work.
+  absl::optional<ShieldRecord> WaitUntil(absl::Time until) const;
+  // Waits until the operation ends; always returns its record. This can wait
+  // as long as the work ignores its stop request.
+  absl::optional<ShieldRecord> Wait() const;
+  const std::string& name() const;
+
+ private:
+  friend class Shield;
+  explicit ShieldHandle(std::shared_ptr<const internal::ShieldHandleToken> token)
+      : token_(std::move(token)) {}
+  std::shared_ptr<const internal::ShieldHandleToken> token_;
+};
+
+// Counters since the Shield was constructed.
+struct ShieldStats {
+  uint64_t started = 0;         // accepted by Run()
+  uint64_t in_flight = 0;       // accepted and not ended (queued or running)
+  uint64_t completed = 0;
+  uint64_t failed = 0;
+  uint64_t exceeded_bound = 0;
+  uint64_t refused = 0;         // Run() refused for max_in_flight
+  uint64_t unobserved = 0;      // ended and nobody observed the outcome
+  bool draining = false;        // Drain() has started; Run() refuses
+};
+
+struct DrainReport {
+  // Operations that ended while Drain() waited, by outcome.
+  int completed = 0;
+  int failed = 0;
+  int exceeded_bound = 0;
+  // Operations still in flight when Drain() gave up, in Run() order; they
+  // have been asked to stop. Empty when everything ended in time.
+  std::vector<std::string> still_running;
+  absl::Duration waited = absl::ZeroDuration();  // real time
+};
+
+class Shield {
+ public:
+  explicit Shield(ShieldOptions options = {});
+  // Drain(InfiniteDuration()), then joins the pool. Every operation has been
+  // asked to stop at its bound, so this ends as soon as the work honours that
+  // request; work that never returns keeps this waiting (there is no way to
+  // end a thread, and leaving it running would orphan it).
+  ~Shield();
+
+  Shield(const Shield&) = delete;
+  Shield& operator=(const Shield&) = delete;
+
+  // Runs `work` on the pool, bounded by `bound` counted from now (time spent
+  // queued counts). Returns the handle, or:
+  //   - InvalidArgument when `bound` is not > 0 and finite (the message names
+  //     it: there is no way to shield without a bound), `name` is not 1..64
+  //     characters, or `work` is empty;
+  //   - RESOURCE_EXHAUSTED when max_in_flight operations are in flight
+  //     (counted in ShieldStats::refused);
+  //   - FAILED_PRECONDITION once Drain() has started.
+  // Work whose bound passes while it is queued is never started: it ends as
+  // kExceededBound at once when a thread takes it. `work` (and what it
+  // captured) is destroyed after it returns, before its outcome is recorded.
+  absl::StatusOr<ShieldHandle> Run(std::string name, absl::Duration bound,
+                                   absl::AnyInvocable<absl::Status(ShieldContext&)> work);
+
+  // Stops accepting work (Run() refuses from now on, for good) and waits
+  // until every operation in flight has ended, but at most `max_wait` in all
+  // (real time; <= 0 does not wait, InfiniteDuration() waits until the end).
+  // Work past its own bound has already been asked to stop. Reports what
+  // ended while it waited and the names still in flight when it gave up;
+  // those are asked to stop now (work still queued will start, with
+  // stop_requested() true). Their outcomes are still recorded when they end.
+  DrainReport Drain(absl::Duration max_wait);
+
+  ShieldStats stats() const;
+
+  // With manual_timers: runs the bound timers due at clock.Now() on this
+  // thread (their stop callbacks too). Returns how many ran.
+  int RunDueTimers();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_SHIELD_H_

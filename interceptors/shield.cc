@@ -1,0 +1,505 @@
+// Copyright hopbudget authors.
+#include "hopbudget/shield.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "hopbudget/budget.h"
+#include "timer_service.h"
+
+namespace hopbudget {
+namespace internal {
+
+constexpr size_t kMaxNameLength = 64;
+
+enum class StopReason { kBound, kDrain };
+
+// What outlives the Shield: the counters, and the end state of every
+// operation, which handles read after the Shield is gone. One mutex guards it
+// all, so that an end, its counters and the unobserved decision are one step.
+class ShieldState {
+ public:
+  absl::Mutex mu;
+  bool draining ABSL_GUARDED_BY(mu) = false;
+  uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
+  ShieldStats stats ABSL_GUARDED_BY(mu);
+  // Operations accepted and not ended, in Run() order (Drain reports names).
+  std::map<uint64_t, std::shared_ptr<ShieldOp>> in_flight ABSL_GUARDED_BY(mu);
+
+  static bool Idle(ShieldState* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+    return s->in_flight.empty();
+  }
+};
+
+// One operation. Owned jointly by the pool queue, its bound timer, the
+// in-flight map and its handle token; the work function runs on a pool
+// thread with a ShieldContext pointing here.
+class ShieldOp {
+ public:
+  using Work = absl::AnyInvocable<absl::Status(ShieldContext&)>;
+
+  ShieldOp(std::string name, absl::Duration bound, absl::Time started, Clock& clock,
+           std::shared_ptr<ShieldState> state, Work work)
+      : name(std::move(name)),
+        bound(bound),
+        started(started),
+        deadline(started + bound),
+        clock(clock),
+        state(std::move(state)),
+        work_(std::move(work)) {}
+
+  const std::string name;
+  const absl::Duration bound;
+  const absl::Time started;
+  const absl::Time deadline;
+  Clock& clock;
+  const std::shared_ptr<ShieldState> state;
+  // Set by Run() before the operation is queued; read by the pool thread.
+  uint64_t seq = 0;
+  TimerService::TimerId timer_id = 0;
+
+  // End state, guarded by state->mu (not annotated: the analysis cannot
+  // name another object's mutex through a shared_ptr).
+  bool ended = false;
+  bool observed = false;      // a Wait()/WaitUntil() returned the record
+  bool handles_gone = false;  // the last handle copy was destroyed
+  ShieldRecord record;
+
+  absl::Status RunWork() {
+    ShieldContext context(*this);
+    return work_(context);
+  }
+  // Frees what the work captured before anyone can see the end.
+  void DropWork() { work_ = nullptr; }
+
+  bool stop_requested() const { return stop_requested_.load(std::memory_order_acquire); }
+
+  void RequestStop(StopReason reason) {
+    if (MarkStopped(reason)) RunStopCallbacks();
+  }
+
+  // The first half of RequestStop: sets the flag the work polls. Returns
+  // whether this call requested the stop (and so must run the callbacks).
+  // Drain marks every operation before running any callback, so that none of
+  // them can end and let a queued one start unaware in between.
+  bool MarkStopped(StopReason reason) {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return false;  // the work returned: its callbacks' captures may be gone
+    if (reason == StopReason::kBound) bound_fired_ = true;
+    if (stop_requested_.load(std::memory_order_relaxed)) return false;
+    stop_requested_.store(true, std::memory_order_release);
+    return true;
+  }
+
+  // Runs the callbacks registered before the stop was marked (later ones run
+  // in AddStopCallback). One at a time without the lock, so that a callback
+  // may add or remove callbacks, and RemoveStopCallback can wait for exactly
+  // the one running.
+  void RunStopCallbacks() {
+    absl::MutexLock lock(&mu_);
+    while (!closed_ && !callbacks_.empty()) {
+      auto first = callbacks_.begin();
+      const uint64_t id = first->first;
+      absl::AnyInvocable<void()> fn = std::move(first->second);
+      callbacks_.erase(first);
+      running_ = id;
+      running_thread_ = std::this_thread::get_id();
+      mu_.Unlock();
+      fn();
+      fn = nullptr;  // its captures go before RemoveStopCallback may return
+      mu_.Lock();
+      running_ = 0;
+      running_thread_ = std::thread::id();
+      callback_done_.SignalAll();
+    }
+  }
+
+  uint64_t AddStopCallback(absl::AnyInvocable<void()> fn) {
+    uint64_t id;
+    {
+      absl::MutexLock lock(&mu_);
+      id = next_callback_id_++;
+      if (!stop_requested_.load(std::memory_order_relaxed) && !closed_) {
+        callbacks_.emplace(id, std::move(fn));
+        return id;
+      }
+    }
+    if (fn != nullptr) fn();
+    return id;
+  }
+
+  void RemoveStopCallback(uint64_t id) {
+    absl::MutexLock lock(&mu_);
+    if (callbacks_.erase(id) > 0) return;
+    if (running_thread_ == std::this_thread::get_id()) return;  // from inside it
+    while (running_ == id) callback_done_.Wait(&mu_);
+  }
+
+  // Called once the work returned (or was dropped unstarted): no callback
+  // runs after this, and none is running. Returns whether the bound timer
+  // fired before.
+  bool CloseStopCallbacks() {
+    std::map<uint64_t, absl::AnyInvocable<void()>> unrun;
+    bool bound_fired;
+    {
+      absl::MutexLock lock(&mu_);
+      closed_ = true;
+      bound_fired = bound_fired_;
+      while (running_ != 0) callback_done_.Wait(&mu_);
+      unrun.swap(callbacks_);
+    }
+    return bound_fired;  // `unrun` is destroyed without the lock
+  }
+
+  bool bound_fired() const {
+    absl::MutexLock lock(&mu_);
+    return bound_fired_;
+  }
+
+ private:
+  Work work_;  // only the pool thread touches it
+
+  mutable absl::Mutex mu_;
+  absl::CondVar callback_done_;
+  std::atomic<bool> stop_requested_{false};
+  bool bound_fired_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_callback_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, absl::AnyInvocable<void()>> callbacks_ ABSL_GUARDED_BY(mu_);
+  uint64_t running_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread::id running_thread_ ABSL_GUARDED_BY(mu_);
+};
+
+namespace {
+
+void LogUnobserved(const ShieldRecord& r) {
+  const std::string status = r.status.ToString();
+  std::fprintf(stderr,
+               "hopbudget: shield: nobody observed how %s ended: %s (%s); keep its "
+               "ShieldHandle and Wait() on it\n",
+               r.name.c_str(), std::string(ShieldOutcomeName(r.outcome)).c_str(),
+               status.c_str());
+}
+
+}  // namespace
+
+// Held by every copy of one ShieldHandle (through a shared_ptr): its
+// destructor is the moment the last copy went.
+class ShieldHandleToken {
+ public:
+  explicit ShieldHandleToken(std::shared_ptr<ShieldOp> op) : op(std::move(op)) {}
+  ShieldHandleToken(const ShieldHandleToken&) = delete;
+  ShieldHandleToken& operator=(const ShieldHandleToken&) = delete;
+
+  ~ShieldHandleToken() {
+    ShieldState& state = *op->state;
+    bool unobserved = false;
+    {
+      absl::MutexLock lock(&state.mu);
+      op->handles_gone = true;
+      if (op->ended && !op->observed) {
+        unobserved = true;
+        ++state.stats.unobserved;
+      }
+    }
+    if (unobserved) LogUnobserved(op->record);
+  }
+
+  const std::shared_ptr<ShieldOp> op;
+};
+
+}  // namespace internal
+
+using internal::ShieldOp;
+using internal::ShieldState;
+using internal::StopReason;
+
+absl::Status ValidateShieldOptions(const ShieldOptions& options) {
+  if (options.max_in_flight < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shield options: max_in_flight (", options.max_in_flight, ") must be >= 1"));
+  }
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shield options: threads (", options.threads, ") must be >= 1"));
+  }
+  return absl::OkStatus();
+}
+
+absl::string_view ShieldOutcomeName(ShieldOutcome outcome) {
+  switch (outcome) {
+    case ShieldOutcome::kCompleted:
+      return "completed";
+    case ShieldOutcome::kFailed:
+      return "failed";
+    case ShieldOutcome::kExceededBound:
+      return "exceeded_bound";
+  }
+  return "unknown";
+}
+
+// ---- ShieldContext ----
+
+const std::string& ShieldContext::name() const { return op_.name; }
+absl::Time ShieldContext::deadline() const { return op_.deadline; }
+absl::Duration ShieldContext::remaining() const { return op_.deadline - op_.clock.Now(); }
+bool ShieldContext::stop_requested() const { return op_.stop_requested(); }
+uint64_t ShieldContext::AddStopCallback(absl::AnyInvocable<void()> fn) {
+  return op_.AddStopCallback(std::move(fn));
+}
+void ShieldContext::RemoveStopCallback(uint64_t id) { op_.RemoveStopCallback(id); }
+
+// ---- ShieldHandle ----
+
+bool ShieldHandle::done() const {
+  const ShieldOp& op = *token_->op;
+  absl::MutexLock lock(&op.state->mu);
+  return op.ended;
+}
+
+absl::optional<ShieldRecord> ShieldHandle::WaitUntil(absl::Time until) const {
+  ShieldOp& op = *token_->op;
+  absl::MutexLock lock(&op.state->mu);
+  op.state->mu.AwaitWithDeadline(absl::Condition(&op.ended), until);
+  if (!op.ended) return absl::nullopt;
+  op.observed = true;
+  return op.record;
+}
+
+absl::optional<ShieldRecord> ShieldHandle::Wait() const {
+  return WaitUntil(absl::InfiniteFuture());
+}
+
+const std::string& ShieldHandle::name() const { return token_->op->name; }
+
+// ---- Shield ----
+
+class Shield::Impl {
+ public:
+  explicit Impl(const ShieldOptions& options)
+      : clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
+        max_in_flight_(static_cast<uint64_t>(std::max(1, options.max_in_flight))),
+        state_(std::make_shared<ShieldState>()),
+        timers_(clock_, internal::TimerService::Options{!options.manual_timers}) {
+    const int threads = std::max(1, options.threads);
+    threads_.reserve(threads);
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+
+  ~Impl() {
+    Drain(absl::InfiniteDuration());
+    {
+      absl::MutexLock lock(&pool_mu_);
+      stop_ = true;
+      work_ready_.SignalAll();
+    }
+    for (std::thread& t : threads_) t.join();
+  }
+
+  absl::StatusOr<ShieldHandle> Run(std::string name, absl::Duration bound,
+                                   ShieldOp::Work work) {
+    if (name.empty() || name.size() > internal::kMaxNameLength) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shield name must be 1..", internal::kMaxNameLength, " characters, got ", name.size()));
+    }
+    if (bound <= absl::ZeroDuration() || bound == absl::InfiniteDuration()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shield bound of ", name, " is ", FormatBudget(bound),
+                       ": it must be > 0 and finite; there is no way to shield without a bound"));
+    }
+    if (work == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("shield work of ", name, " is empty"));
+    }
+    const absl::Time now = clock_.Now();
+    auto op = std::make_shared<ShieldOp>(std::move(name), bound, now, clock_, state_,
+                                         std::move(work));
+    bool draining = false;
+    bool full = false;
+    {
+      absl::MutexLock lock(&state_->mu);
+      draining = state_->draining;
+      full = !draining && state_->in_flight.size() >= max_in_flight_;
+      if (full) ++state_->stats.refused;
+      if (!draining && !full) {
+        op->seq = state_->next_seq++;
+        state_->in_flight.emplace(op->seq, op);
+        ++state_->stats.started;
+      }
+    }
+    // Refused: `op`, and what the work captured (a handle, say, whose
+    // destructor takes the lock), go after the lock is released.
+    if (draining) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shield is draining: ", op->name, " not started"));
+    }
+    if (full) {
+      return absl::ResourceExhaustedError(absl::StrCat("shield has ", max_in_flight_,
+                                                       " operations in flight (max_in_flight): ",
+                                                       op->name, " refused"));
+    }
+    // The token exists before the work can end, so that an end is never
+    // judged "no handle left" while Run() is still returning one.
+    std::shared_ptr<const internal::ShieldHandleToken> token =
+        std::make_shared<internal::ShieldHandleToken>(op);
+    op->timer_id = timers_.Schedule(op->deadline, [op] { op->RequestStop(StopReason::kBound); });
+    {
+      absl::MutexLock lock(&pool_mu_);
+      queue_.push_back(op);
+      work_ready_.Signal();
+    }
+    return ShieldHandle(std::move(token));
+  }
+
+  DrainReport Drain(absl::Duration max_wait) {
+    const absl::Time began = absl::Now();
+    DrainReport report;
+    std::vector<std::shared_ptr<ShieldOp>> to_stop;
+    {
+      absl::MutexLock lock(&state_->mu);
+      state_->draining = true;
+      const ShieldStats before = state_->stats;
+      const absl::Condition idle(&ShieldState::Idle, state_.get());
+      if (max_wait == absl::InfiniteDuration()) {
+        state_->mu.Await(idle);
+      } else if (max_wait > absl::ZeroDuration()) {
+        state_->mu.AwaitWithTimeout(idle, max_wait);
+      }
+      const ShieldStats after = state_->stats;
+      report.completed = static_cast<int>(after.completed - before.completed);
+      report.failed = static_cast<int>(after.failed - before.failed);
+      report.exceeded_bound = static_cast<int>(after.exceeded_bound - before.exceeded_bound);
+      for (const auto& entry : state_->in_flight) {
+        report.still_running.push_back(entry.second->name);
+        to_stop.push_back(entry.second);
+      }
+    }
+    std::vector<std::shared_ptr<ShieldOp>> marked;
+    for (std::shared_ptr<ShieldOp>& op : to_stop) {
+      if (op->MarkStopped(StopReason::kDrain)) marked.push_back(std::move(op));
+    }
+    for (const std::shared_ptr<ShieldOp>& op : marked) op->RunStopCallbacks();
+    report.waited = absl::Now() - began;
+    return report;
+  }
+
+  ShieldStats stats() const {
+    absl::MutexLock lock(&state_->mu);
+    ShieldStats s = state_->stats;
+    s.in_flight = state_->in_flight.size();
+    s.draining = state_->draining;
+    return s;
+  }
+
+  int RunDueTimers() { return timers_.RunDue(); }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::shared_ptr<ShieldOp> op;
+      {
+        absl::MutexLock lock(&pool_mu_);
+        while (!stop_ && queue_.empty()) work_ready_.Wait(&pool_mu_);
+        if (queue_.empty()) return;  // stop_, and nothing left
+        op = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      Execute(*op);
+    }
+  }
+
+  void Execute(ShieldOp& op) {
+    absl::Status work_status;
+    // Starting work whose bound already passed would make the bound a lie.
+    const bool start = !op.bound_fired() && clock_.Now() < op.deadline;
+    if (start) work_status = op.RunWork();
+    // Callbacks may refer to what the work captured: close them first.
+    const bool bound_fired = op.CloseStopCallbacks();
+    const absl::Time ended = clock_.Now();
+    op.DropWork();
+    timers_.Cancel(op.timer_id);  // drops the timer's reference to `op`
+
+    ShieldRecord record;
+    record.name = op.name;
+    record.started = op.started;
+    record.ended = ended;
+    record.bound = op.bound;
+    // The clock decides even when the timer has not run yet (it is late under
+    // load, or manual in tests): returning at the deadline is too late.
+    if (!start || bound_fired || ended >= op.deadline) {
+      record.outcome = ShieldOutcome::kExceededBound;
+      const std::string detail =
+          start ? absl::StrCat("returned after ", FormatBudget(ended - op.started),
+                               ", work status: ", work_status.ToString())
+                : absl::StrCat("never started (waited ", FormatBudget(ended - op.started),
+                               " in the queue)");
+      record.status = absl::DeadlineExceededError(absl::StrCat(
+          "shield bound of ", FormatBudget(op.bound), " exceeded by ", op.name, ": ", detail));
+    } else if (work_status.ok()) {
+      record.outcome = ShieldOutcome::kCompleted;
+    } else {
+      record.outcome = ShieldOutcome::kFailed;
+      record.status = std::move(work_status);
+    }
+
+    ShieldState& state = *op.state;
+    bool unobserved = false;
+    {
+      absl::MutexLock lock(&state.mu);
+      switch (record.outcome) {
+        case ShieldOutcome::kCompleted:
+          ++state.stats.completed;
+          break;
+        case ShieldOutcome::kFailed:
+          ++state.stats.failed;
+          break;
+        case ShieldOutcome::kExceededBound:
+          ++state.stats.exceeded_bound;
+          break;
+      }
+      op.record = std::move(record);
+      op.ended = true;
+      if (op.handles_gone) {
+        unobserved = true;
+        ++state.stats.unobserved;
+      }
+      state.in_flight.erase(op.seq);  // may drop the last reference but ours
+    }
+    if (unobserved) internal::LogUnobserved(op.record);
+  }
+
+  Clock& clock_;
+  const uint64_t max_in_flight_;
+  const std::shared_ptr<ShieldState> state_;
+  internal::TimerService timers_;
+
+  absl::Mutex pool_mu_;
+  absl::CondVar work_ready_;
+  std::deque<std::shared_ptr<ShieldOp>> queue_ ABSL_GUARDED_BY(pool_mu_);
+  bool stop_ ABSL_GUARDED_BY(pool_mu_) = false;
+  std::vector<std::thread> threads_;  // last: started once the rest exists
+};
+
+Shield::Shield(ShieldOptions options) : impl_(std::make_unique<Impl>(options)) {}
+
+Shield::~Shield() = default;
+
+absl::StatusOr<ShieldHandle> Shield::Run(std::string name, absl::Duration bound,
+                                         absl::AnyInvocable<absl::Status(ShieldContext&)> work) {
+  return impl_->Run(std::move(name), bound, std::move(work));
+}
+
+DrainReport Shield::Drain(absl::Duration max_wait) { return impl_->Drain(max_wait); }
+
+ShieldStats Shield::stats() const { return impl_->stats(); }
+
+int Shield::RunDueTimers() { return impl_->RunDueTimers(); }
+
+}  // namespace hopbudget
