@@ -20,6 +20,7 @@ constexpr SourceNames kNames[kDeadlineSourceCount] = {
     {DeadlineSource::kExhaustedBeforeCall, "exhausted-before-call",
      "BUDGET_EXHAUSTED_BEFORE_CALL"},
     {DeadlineSource::kArrivedExpired, "arrived-expired", "ARRIVED_EXPIRED"},
+    {DeadlineSource::kShield, "shield", "SHIELD_BOUND_EXCEEDED"},
 };
 
 }  // namespace

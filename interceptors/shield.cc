@@ -249,6 +249,7 @@ absl::string_view ShieldOutcomeName(ShieldOutcome outcome) {
 // ---- ShieldContext ----
 
 const std::string& ShieldContext::name() const { return op_.name; }
+absl::Duration ShieldContext::bound() const { return op_.bound; }
 absl::Time ShieldContext::deadline() const { return op_.deadline; }
 absl::Duration ShieldContext::remaining() const { return op_.deadline - op_.clock.Now(); }
 bool ShieldContext::stop_requested() const { return op_.stop_requested(); }

@@ -15,6 +15,7 @@
 //   kDownstream             downstream              DOWNSTREAM_DEADLINE_EXCEEDED
 //   kExhaustedBeforeCall    exhausted-before-call   BUDGET_EXHAUSTED_BEFORE_CALL
 //   kArrivedExpired         arrived-expired         ARRIVED_EXPIRED
+//   kShield                 shield                  SHIELD_BOUND_EXCEEDED
 //
 // kDownstream is a hop's local view ("it fired further down"); attribution
 // that travels upstream always names the origin source and hop instead, except
@@ -40,9 +41,10 @@ enum class DeadlineSource : uint8_t {
   kDownstream,           // a budget fired at a hop further down the chain
   kExhaustedBeforeCall,  // too little budget left to start a downstream call
   kArrivedExpired,       // the inbound call arrived expired or below minimum
+  kShield,               // the bound of shielded work (shield.h)
 };
 
-inline constexpr int kDeadlineSourceCount = 8;
+inline constexpr int kDeadlineSourceCount = 9;
 
 // "client", "request", ... ; "none" for kNone.
 absl::string_view DeadlineSourceName(DeadlineSource source);

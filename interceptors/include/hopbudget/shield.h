@@ -148,6 +148,8 @@ class ShieldContext {
   ShieldContext& operator=(const ShieldContext&) = delete;
 
   const std::string& name() const;
+  // The bound given to Run().
+  absl::Duration bound() const;
   // started + bound: give a downstream call this deadline (or an earlier one).
   absl::Time deadline() const;
   // deadline() - clock.Now(); <= 0 once the bound has passed.

@@ -1,0 +1,71 @@
+// Copyright hopbudget authors.
+//
+// shield_grpc.h: shield plus bound (shield.h) inside a gRPC service.
+//
+//   hopbudget::Shield shield;   // one per server, destroyed after it
+//
+//   grpc::Status Commit(grpc::ServerContext* ctx, const Req* req, Resp* resp) {
+//     auto commit = shield.Run("commit", absl::Seconds(2),
+//         [this, req = *req](hopbudget::ShieldContext& work) {
+//           auto call = hopbudget::NewShieldedContext(work);  // the shield's budget
+//           return ToAbsl(ledger_->Commit(call.get(), req, &reply));
+//         });
+//     if (!commit.ok()) return hopbudget::ToGrpcStatus(commit.status());
+//     return hopbudget::AwaitShielded(*ctx, *commit);  // the caller may leave; the work stays
+//   }
+//
+//   // at exit: stop taking calls, then let shielded work finish, bounded
+//   hopbudget::DrainReport r = hopbudget::ShutdownAndDrain(*server, shield, absl::Seconds(5));
+//
+// Thread safety: the functions are safe to call concurrently.
+#ifndef HOPBUDGET_SHIELD_GRPC_H_
+#define HOPBUDGET_SHIELD_GRPC_H_
+
+#include <memory>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "hopbudget/shield.h"
+
+namespace hopbudget {
+
+// The ClientContext for a downstream call made inside shielded work. Its
+// deadline is the shield's (ShieldContext::deadline()), not the inbound
+// call's, and it is not a child of the inbound call: cancelling the caller
+// does not cancel it. A DEADLINE_EXCEEDED at that deadline is attributed to
+// source "shield" by hopbudget's client interceptor. The work still owns
+// stopping early: register a stop callback that TryCancel()s the context if
+// Drain() may give up on it before its bound.
+std::unique_ptr<grpc::ClientContext> NewShieldedContext(const ShieldContext& work);
+
+// Waits for shielded work on behalf of the inbound call `inbound`:
+//   - the work ended: its status (OK, or its error; an exceeded bound is
+//     DEADLINE_EXCEEDED attributed to "shield");
+//   - the inbound budget ran out first (hopbudget's request deadline, or the
+//     call's own deadline without the server interceptor): DEADLINE_EXCEEDED
+//     attributed to this hop's budget;
+//   - the caller cancelled first: CANCELLED.
+// In the last two cases the work goes on, bounded; the Shield records its
+// outcome (and counts it unobserved if nobody else reads the handle).
+// gRPC's sync API tells a handler of a cancel only through IsCancelled(),
+// which this polls every few milliseconds while it waits.
+grpc::Status AwaitShielded(grpc::ServerContextBase& inbound, const ShieldHandle& handle);
+
+// Stops `server` accepting calls and waits for running handlers, then drains
+// `shield`, all within `max_wait` overall: Server::Shutdown(deadline) cancels
+// the handlers still running at the deadline, and shielded work gets what is
+// left (each also stops at its own bound). Returns the drain's report.
+DrainReport ShutdownAndDrain(grpc::Server& server, Shield& shield, absl::Duration max_wait);
+
+// absl::Status <-> grpc::Status at the boundary (codes are numerically equal).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status ToAbslStatus(const grpc::Status& status);
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_SHIELD_GRPC_H_
