@@ -3,9 +3,18 @@
 
 #include <iostream>
 
+#include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/client.h"
+#include "hopbudget/clock.h"
+#include "hopbudget/deadline_source.h"
+#include "hopbudget/metrics.h"
+#include "hopbudget/retry.h"
+#include "hopbudget/retry_policy.h"
 #include "hopbudget/server.h"
+#include "hopbudget/shield.h"
+#include "hopbudget/shield_grpc.h"
+#include "hopbudget/wire.h"
 
 int main() {
   hopbudget::ServerOptions server;
@@ -17,7 +26,15 @@ int main() {
   client.hop = "consumer";
   auto channel = hopbudget::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials(),
                                           client);
-  if (!factory.ok() || !channel.ok()) {
+  hopbudget::RetryOptions retry;
+  retry.client.hop = "consumer";
+  auto retrying = hopbudget::CreateRetryingChannel("127.0.0.1:1",
+                                                   grpc::InsecureChannelCredentials(), retry);
+  hopbudget::Shield shield;
+  auto op = shield.Run("consumer", absl::Milliseconds(100),
+                       [](hopbudget::ShieldContext&) { return absl::OkStatus(); });
+  if (!factory.ok() || !channel.ok() || !retrying.ok() || !op.ok() ||
+      op->Wait()->outcome != hopbudget::ShieldOutcome::kCompleted) {
     std::cerr << "consumer: " << factory.status() << " " << channel.status() << "\n";
     return 1;
   }
