@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "grpc_glue.h"
@@ -83,7 +84,9 @@ class InboundRegistry {
         ABSL_GUARDED_BY(mu);
   };
   Shard& ShardFor(const grpc::ServerContextBase* ctx) {
-    return shards_[std::hash<const void*>()(ctx) % shards_.size()];
+    // absl::Hash mixes the bits: std::hash of a pointer is the address, whose
+    // low bits (alignment) are zero, which would use a few shards only.
+    return shards_[absl::Hash<const void*>()(ctx) % shards_.size()];
   }
   std::array<Shard, 32> shards_;
 };
