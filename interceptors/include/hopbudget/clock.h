@@ -35,7 +35,7 @@ class Clock {
   virtual ~Clock() = default;
   virtual absl::Time Now() const = 0;
 
-  // The process-wide real clock (wall-clock anchored, monotonic). Never null,
+  // The process-wide real clock (absl::Now(), see above). Never null,
   // never destroyed.
   static Clock& Real();
 };
