@@ -7,7 +7,7 @@
 //
 //   hopbudget_interop_server --port=0      # prints "listening on PORT"
 //
-// Plaintext only (--use_tls=true is refused). Not implemented, as in most
+// Plaintext only (--use_tls=true is refused). Left out, as in most
 // interop servers: the auth echoes (fill_username, fill_oauth_scope), the xDS
 // and ORCA fields; UnimplementedCall is left to the generated base class,
 // which answers UNIMPLEMENTED.

@@ -45,7 +45,7 @@ class Chain {
   grpc::Status Call(absl::Duration budget, std::vector<echo::Step> steps,
                     echo::RelayReply* reply) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + budget));
+    testing::SetBudget(ctx, budget);
     return stub_->Call(&ctx, Request(std::move(steps)), reply);
   }
 
@@ -187,7 +187,7 @@ TEST(ChainTest, HopWithHigherMinimumRefusesOnArrival) {
 TEST(ChainTest, ClientCancelReachesTheLastHop) {
   Chain chain;
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  testing::SetBudget(ctx, absl::Seconds(20));
   std::thread canceller([&] {
     while (chain.ledger_.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
     ctx.TryCancel();

@@ -20,12 +20,9 @@ namespace {
 
 using testing::HopConfig;
 using testing::RelayHop;
+using testing::SetBudget;
 using testing::Request;
 using testing::Work;
-
-void SetBudget(grpc::ClientContext& ctx, absl::Duration d) {
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + d));
-}
 
 TEST(ClientInterceptorTest, BudgetBelowMinimumFailsFastWithoutConnecting) {
   Metrics metrics;

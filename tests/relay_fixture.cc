@@ -392,6 +392,10 @@ std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target, bool with_
   return echo::Relay::NewStub(*channel);
 }
 
+void SetBudget(grpc::ClientContext& ctx, absl::Duration budget) {
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + budget));
+}
+
 echo::RelayRequest Request(std::vector<echo::Step> steps) {
   echo::RelayRequest r;
   r.set_payload("p");

@@ -107,6 +107,9 @@ std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target,
                                            bool with_interceptor = true,
                                            Metrics* metrics = nullptr);
 
+// Gives the call made with `ctx` `budget` from now.
+void SetBudget(grpc::ClientContext& ctx, absl::Duration budget);
+
 // A request whose i-th step is for the i-th hop.
 echo::RelayRequest Request(std::vector<echo::Step> steps);
 echo::Step Work(int ms);

@@ -11,6 +11,7 @@
 
 #include <grpcpp/generic/generic_stub.h>
 
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
@@ -53,6 +54,21 @@ std::unique_ptr<echo::Relay::Stub> RetryingStub(const std::string& target,
   EXPECT_TRUE(channel.ok()) << channel.status();
   return channel.ok() ? echo::Relay::NewStub(*channel) : nullptr;
 }
+
+// A ledger that injects `faults`, the retrying stub that calls it as
+// "orders", and that caller's metrics.
+struct RetryRig {
+  RetryRig(Faults faults, absl::Duration request_cap, absl::Duration attempt_cap,
+           absl::FunctionRef<void(RetryOptions&)> tweak = [](RetryOptions&) {})
+      : ledger(Faulty(std::move(faults))) {
+    RetryOptions options = Options(&metrics, request_cap, attempt_cap);
+    tweak(options);
+    stub = RetryingStub(ledger.address(), options);
+  }
+  RelayHop ledger;
+  Metrics metrics;
+  std::unique_ptr<echo::Relay::Stub> stub;
+};
 
 TEST(RetryIncidentTest, NaiveAttemptTimeoutInsideAShorterOuterBudgetNeverRetries) {
   // The incident: an outer 500 ms budget around attempts of 1 s each. The
@@ -111,87 +127,72 @@ TEST(RetryIncidentTest, DerivedAttemptBudgetCutsTheHangAndSucceedsOnAttemptTwo) 
 TEST(RetryTest, ServerSeesPreviousAttemptsOnRetries) {
   Faults faults;
   faults.unavailable_first = 2;
-  RelayHop ledger(Faulty(faults));
-  Metrics metrics;
-  auto stub =
-      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  RetryRig rig(faults, absl::Seconds(2), absl::Milliseconds(500));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  testing::SetBudget(ctx, absl::Seconds(2));
   echo::RelayReply reply;
-  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
-  EXPECT_THAT(ledger.previous_attempts(), ::testing::ElementsAre("", "1", "2"));
-  EXPECT_EQ(metrics.Snapshot().calls_with_attempts(3), 1u);
+  ASSERT_TRUE(rig.stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  EXPECT_THAT(rig.ledger.previous_attempts(), ::testing::ElementsAre("", "1", "2"));
+  EXPECT_EQ(rig.metrics.Snapshot().calls_with_attempts(3), 1u);
 }
 
 TEST(RetryTest, NonRetryableCodeIsReturnedAtOnce) {
-  HopConfig config;
-  RelayHop ledger(config);
-  Metrics metrics;
-  auto stub =
-      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  RetryRig rig(Faults(), absl::Seconds(2), absl::Milliseconds(500));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  testing::SetBudget(ctx, absl::Seconds(2));
   echo::Step careless;
   careless.set_plain_deadline_exceeded(true);  // a DEADLINE_EXCEEDED from below
   echo::RelayReply reply;
-  grpc::Status s = stub->Call(&ctx, Request({careless}), &reply);
+  grpc::Status s = rig.stub->Call(&ctx, Request({careless}), &reply);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(ledger.calls(), 1);
-  EXPECT_EQ(metrics.Snapshot().retry_decision(RetryOutcome::kBudgetFired), 1u);
+  EXPECT_EQ(rig.ledger.calls(), 1);
+  EXPECT_EQ(rig.metrics.Snapshot().retry_decision(RetryOutcome::kBudgetFired), 1u);
 }
 
 TEST(RetryTest, PushbackDelayIsHonoured) {
   Faults faults;
   faults.unavailable_first = 1;
   faults.pushback_ms = "60";
-  RelayHop ledger(Faulty(faults));
-  Metrics metrics;
-  auto stub =
-      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  RetryRig rig(faults, absl::Seconds(2), absl::Milliseconds(500));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  testing::SetBudget(ctx, absl::Seconds(2));
   const absl::Time start = absl::Now();
   echo::RelayReply reply;
-  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  ASSERT_TRUE(rig.stub->Call(&ctx, Request({Work(0)}), &reply).ok());
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(60));  // waited at least as asked
-  EXPECT_EQ(metrics.Snapshot().pushback_honoured, 1u);
+  EXPECT_EQ(rig.metrics.Snapshot().pushback_honoured, 1u);
 }
 
 TEST(RetryTest, NegativePushbackMeansDoNotRetry) {
   Faults faults;
   faults.unavailable_first = 1;
   faults.pushback_ms = "-1";
-  RelayHop ledger(Faulty(faults));
-  Metrics metrics;
-  auto stub =
-      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  RetryRig rig(faults, absl::Seconds(2), absl::Milliseconds(500));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  testing::SetBudget(ctx, absl::Seconds(2));
   echo::RelayReply reply;
-  EXPECT_EQ(stub->Call(&ctx, Request({Work(0)}), &reply).error_code(),
+  EXPECT_EQ(rig.stub->Call(&ctx, Request({Work(0)}), &reply).error_code(),
             grpc::StatusCode::UNAVAILABLE);
-  EXPECT_EQ(ledger.calls(), 1);
-  EXPECT_EQ(metrics.Snapshot().retry_decision(RetryOutcome::kPushbackDoNotRetry), 1u);
+  EXPECT_EQ(rig.ledger.calls(), 1);
+  EXPECT_EQ(rig.metrics.Snapshot().retry_decision(RetryOutcome::kPushbackDoNotRetry), 1u);
 }
 
 TEST(RetryTest, RetryBudgetBoundsRetriesWhenHalfTheCallsFail) {
   Faults faults;
   faults.unavailable_ratio = 0.5;
   faults.seed = 42;
-  RelayHop ledger(Faulty(faults));
-  Metrics metrics;
-  RetryOptions options = Options(&metrics, absl::Seconds(2), absl::Milliseconds(500));
-  options.retry.initial_backoff = absl::Microseconds(100);
-  options.retry.max_backoff = absl::Microseconds(200);
-  auto stub = RetryingStub(ledger.address(), options);
+  RetryRig rig(faults, absl::Seconds(2), absl::Milliseconds(500), [](RetryOptions& o) {
+    o.retry.initial_backoff = absl::Microseconds(100);
+    o.retry.max_backoff = absl::Microseconds(200);
+  });
   constexpr int kCalls = 200;
   for (int i = 0; i < kCalls; ++i) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    testing::SetBudget(ctx, absl::Seconds(2));
     echo::RelayReply reply;
-    stub->Call(&ctx, Request({Work(0)}), &reply);
+    rig.stub->Call(&ctx, Request({Work(0)}), &reply);
   }
-  MetricsSnapshot m = metrics.Snapshot();
+  MetricsSnapshot m = rig.metrics.Snapshot();
   const uint64_t retries = m.retry_decision(RetryOutcome::kRetry);
   // Without a retry budget, 3 attempts at 50 % failure retry ~150 times in
   // 200 calls. The bucket (10 tokens, 0.1 per success, no retries below
@@ -199,51 +200,46 @@ TEST(RetryTest, RetryBudgetBoundsRetriesWhenHalfTheCallsFail) {
   EXPECT_GT(retries, 0u);
   EXPECT_LE(retries, 20u);
   EXPECT_GT(m.retry_decision(RetryOutcome::kThrottled), 50u);
-  EXPECT_EQ(ledger.calls(), kCalls + static_cast<int>(retries));
+  EXPECT_EQ(rig.ledger.calls(), kCalls + static_cast<int>(retries));
 }
 
 TEST(RetryTest, CancellingTheLogicalCallStopsAllAttempts) {
   Faults faults;
   faults.hang_first = 100;
-  RelayHop ledger(Faulty(faults));
-  Metrics metrics;
-  auto stub =
-      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(5), absl::Seconds(1)));
+  RetryRig rig(faults, absl::Seconds(5), absl::Seconds(1));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  testing::SetBudget(ctx, absl::Seconds(5));
   std::thread canceller([&] {
-    while (ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    while (rig.ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
     ctx.TryCancel();
   });
   echo::RelayReply reply;
   const absl::Time start = absl::Now();
-  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  grpc::Status s = rig.stub->Call(&ctx, Request({Work(0)}), &reply);
   canceller.join();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));  // not at the 1 s attempt budget
-  EXPECT_TRUE(ledger.WaitForCancellations(1, absl::Seconds(10)));
-  ledger.Shutdown();
-  EXPECT_EQ(ledger.calls(), 1);  // no attempt after the cancel
+  EXPECT_TRUE(rig.ledger.WaitForCancellations(1, absl::Seconds(10)));
+  rig.ledger.Shutdown();
+  EXPECT_EQ(rig.ledger.calls(), 1);  // no attempt after the cancel
 }
 
 TEST(RetryTest, AttemptThatCannotFitIsNeverSent) {
   Faults faults;
   faults.hang_first = 100;
-  RelayHop ledger(Faulty(faults));
-  Metrics metrics;
-  RetryOptions options = Options(&metrics, absl::Milliseconds(400), absl::Milliseconds(160));
-  options.budget.min_attempt_budget = absl::Milliseconds(150);
-  auto stub = RetryingStub(ledger.address(), options);
+  RetryRig rig(faults, absl::Milliseconds(400), absl::Milliseconds(160), [](RetryOptions& o) {
+    o.budget.min_attempt_budget = absl::Milliseconds(150);
+  });
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(300)));
+  testing::SetBudget(ctx, absl::Milliseconds(300));
   echo::RelayReply reply;
-  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  grpc::Status s = rig.stub->Call(&ctx, Request({Work(0)}), &reply);
   // Attempt 1 is cut at 160 ms; < 150 ms are left for attempt 2: not sent.
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_EQ(AttributionOf(s)->source, DeadlineSource::kAttempt);
-  EXPECT_EQ(metrics.Snapshot().retry_decision(RetryOutcome::kNoRoom), 1u);
-  ledger.Shutdown();
-  EXPECT_LE(ledger.calls(), 1);  // (0 when a loaded machine cut attempt 1 before it arrived)
+  EXPECT_EQ(rig.metrics.Snapshot().retry_decision(RetryOutcome::kNoRoom), 1u);
+  rig.ledger.Shutdown();
+  EXPECT_LE(rig.ledger.calls(), 1);  // (0 when a loaded machine cut attempt 1 before it arrived)
 }
 
 TEST(RetryTest, InboundCancelReachesTheAttemptsOfARetryingHop) {
@@ -258,7 +254,7 @@ TEST(RetryTest, InboundCancelReachesTheAttemptsOfARetryingHop) {
   orders.SetNext(ledger.address(), &options);
   auto stub = testing::NewStub(orders.address());
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  testing::SetBudget(ctx, absl::Seconds(20));
   std::thread canceller([&] {
     while (ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
     ctx.TryCancel();
@@ -283,7 +279,7 @@ TEST(RetryTest, HopPolicyThatFindsTheBudgetExhaustedSendsNoAttempt) {
   auto stub = testing::NewStub(orders.address());
   grpc::ClientContext ctx;
   // 600 ms, orders works 400: < 250 ms left for ledger by orders' policy.
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(600)));
+  testing::SetBudget(ctx, absl::Milliseconds(600));
   echo::RelayReply reply;
   grpc::Status s = stub->Call(&ctx, Request({Work(400), Work(0)}), &reply);
   ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
@@ -293,38 +289,32 @@ TEST(RetryTest, HopPolicyThatFindsTheBudgetExhaustedSendsNoAttempt) {
 }
 
 TEST(RetryTest, ServerStreamingCallDeliversEveryMessage) {
-  RelayHop ledger(HopConfig{});
-  Metrics metrics;
-  auto stub =
-      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  RetryRig rig(Faults(), absl::Seconds(2), absl::Milliseconds(500));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
-  auto reader = stub->Watch(&ctx, Request({Work(0), Work(5), Work(5)}));
+  testing::SetBudget(ctx, absl::Seconds(2));
+  auto reader = rig.stub->Watch(&ctx, Request({Work(0), Work(5), Work(5)}));
   echo::RelayReply msg;
   std::vector<std::string> got;
   while (reader->Read(&msg)) got.push_back(msg.payload());
   EXPECT_TRUE(reader->Finish().ok());
   EXPECT_THAT(got, ::testing::ElementsAre("0", "1", "2"));
-  EXPECT_EQ(metrics.Snapshot().calls_with_attempts(1), 1u);
+  EXPECT_EQ(rig.metrics.Snapshot().calls_with_attempts(1), 1u);
 }
 
 TEST(RetryTest, ServerStreamingCallIsRetriedBeforeItsFirstMessage) {
   Faults faults;
   faults.unavailable_first = 1;
-  RelayHop ledger(Faulty(faults));
-  Metrics metrics;
-  auto stub =
-      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  RetryRig rig(faults, absl::Seconds(2), absl::Milliseconds(500));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
-  auto reader = stub->Watch(&ctx, Request({Work(0), Work(0)}));
+  testing::SetBudget(ctx, absl::Seconds(2));
+  auto reader = rig.stub->Watch(&ctx, Request({Work(0), Work(0)}));
   echo::RelayReply msg;
   int n = 0;
   while (reader->Read(&msg)) ++n;
   EXPECT_TRUE(reader->Finish().ok());
   EXPECT_EQ(n, 2);
-  EXPECT_EQ(ledger.calls(), 2);
-  EXPECT_EQ(metrics.Snapshot().calls_with_attempts(2), 1u);
+  EXPECT_EQ(rig.ledger.calls(), 2);
+  EXPECT_EQ(rig.metrics.Snapshot().calls_with_attempts(2), 1u);
 }
 
 TEST(RetryTest, ServerStreamingCallIsCommittedByItsFirstMessage) {
@@ -333,7 +323,7 @@ TEST(RetryTest, ServerStreamingCallIsCommittedByItsFirstMessage) {
   auto stub = RetryingStub(ledger.address(),
                            Options(&metrics, absl::Seconds(2), absl::Milliseconds(150)));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  testing::SetBudget(ctx, absl::Seconds(2));
   // One message, then silence: the attempt budget fires, but the stream has
   // delivered a message and must not be replayed.
   auto reader = stub->Watch(&ctx, Request({testing::Hang()}));
@@ -351,24 +341,21 @@ TEST(RetryTest, ServerStreamingCallIsCommittedByItsFirstMessage) {
 TEST(RetryTest, CallbackApiUnaryCallIsRetried) {
   Faults faults;
   faults.unavailable_first = 1;
-  RelayHop ledger(Faulty(faults));
-  Metrics metrics;
-  auto stub =
-      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(500)));
+  RetryRig rig(faults, absl::Seconds(2), absl::Milliseconds(500));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  testing::SetBudget(ctx, absl::Seconds(2));
   echo::RelayRequest req = Request({Work(0)});
   echo::RelayReply reply;
   absl::Notification done;
   grpc::Status status;
-  stub->async()->Call(&ctx, &req, &reply, [&](grpc::Status s) {
+  rig.stub->async()->Call(&ctx, &req, &reply, [&](grpc::Status s) {
     status = std::move(s);
     done.Notify();
   });
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(reply.hops_size(), 1);
-  EXPECT_EQ(ledger.calls(), 2);
+  EXPECT_EQ(rig.ledger.calls(), 2);
 }
 
 TEST(RetryTest, GenericStubCallsPassThroughUntouched) {
@@ -382,7 +369,7 @@ TEST(RetryTest, GenericStubCallsPassThroughUntouched) {
   ASSERT_TRUE(channel.ok());
   grpc::GenericStub generic(*channel);
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  testing::SetBudget(ctx, absl::Seconds(2));
   grpc::Slice empty("");
   grpc::ByteBuffer request(&empty, 1), response;
   absl::Notification done;
@@ -409,18 +396,16 @@ TEST(CreateRetryingChannelTest, PolicyWhereRetriesCanNeverRunIsRejected) {
 }
 
 TEST(CreateRetryingChannelTest, UnfitPolicyAcceptedAnywayIsCountedPerCall) {
-  RelayHop ledger(HopConfig{});
-  Metrics metrics;
-  RetryOptions options = Options(&metrics, absl::Milliseconds(300), absl::Milliseconds(290));
-  options.budget.hop_reserve = absl::Milliseconds(2);
-  options.budget.min_attempt_budget = absl::Milliseconds(20);
-  options.accept_unfit_policy = true;
-  auto stub = RetryingStub(ledger.address(), options);
+  RetryRig rig(Faults(), absl::Milliseconds(300), absl::Milliseconds(290), [](RetryOptions& o) {
+    o.budget.hop_reserve = absl::Milliseconds(2);
+    o.budget.min_attempt_budget = absl::Milliseconds(20);
+    o.accept_unfit_policy = true;
+  });
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  testing::SetBudget(ctx, absl::Seconds(1));
   echo::RelayReply reply;
-  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
-  EXPECT_EQ(metrics.Snapshot().unfit_policy_calls, 1u);
+  ASSERT_TRUE(rig.stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  EXPECT_EQ(rig.metrics.Snapshot().unfit_policy_calls, 1u);
 }
 
 }  // namespace

@@ -108,7 +108,7 @@ TEST(ShieldGrpcTest, ClientCancelDuringShieldedCommitCompletesItOnceAndAnswersAt
   ShieldedOrders orders(&shield);
   auto stub = testing::NewStub(orders.address());
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  testing::SetBudget(ctx, absl::Seconds(10));
   std::thread canceller([&] {
     orders.arrived_.WaitForNotification();
     ctx.TryCancel();
@@ -135,7 +135,7 @@ TEST(ShieldGrpcTest, InboundCancelDoesNotCancelTheShieldedDownstreamCall) {
   orders.SetLedger(ledger.address());
   auto stub = testing::NewStub(orders.address());
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  testing::SetBudget(ctx, absl::Seconds(10));
   std::thread canceller([&] {
     while (ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
     ctx.TryCancel();
@@ -177,7 +177,7 @@ TEST(ShieldGrpcTest, CallerDeadlineAnswersDeadlineExceededWhileTheCommitGoesOn) 
   ShieldedOrders orders(&shield);
   auto stub = testing::NewStub(orders.address());
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(100)));
+  testing::SetBudget(ctx, absl::Milliseconds(100));
   echo::RelayReply reply;
   grpc::Status s = stub->Call(&ctx, Request({Work(300)}), &reply);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
