@@ -84,7 +84,7 @@ BENCHMARK(BM_DecodeStatusDetails);
 
 void BM_MetricIncrement(benchmark::State& state) {
   static Metrics metrics;
-  for (auto _ : state) metrics.CountCall(Side::kClient);
+  for (auto _ : state) metrics.CountCallEnd(Side::kClient, MethodId{}, absl::StatusCode::kOk);
 }
 BENCHMARK(BM_MetricIncrement)->Threads(1)->Threads(2);
 

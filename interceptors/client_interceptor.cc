@@ -59,9 +59,7 @@ bool IsStreaming(grpc::experimental::ClientRpcInfo::Type type) {
 class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
  public:
   ClientBudgetInterceptor(const ClientShared* shared, grpc::experimental::ClientRpcInfo* info)
-      : shared_(*shared), info_(info) {
-    shared_.metrics->CountCall(Side::kClient);
-  }
+      : shared_(*shared), info_(info), method_(shared->metrics->Method(info->method())) {}
 
   ~ClientBudgetInterceptor() override { StopTimer(); }
 
@@ -104,6 +102,12 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       ParsedBudget p = ParseBudgetHeader(it->second);
       if (p.result == HeaderParse::kOk && p.budget > absl::ZeroDuration()) idle = p.budget;
       if (p.result == HeaderParse::kEmpty) idle = absl::InfiniteDuration();
+    }
+    if (from_helper && tagged.inbound_key != 0) {
+      inbound_key_ = tagged.inbound_key;
+      inbound_id_ = tagged.inbound_id;
+    } else if (const InboundBudget* inbound = internal::CurrentInbound()) {
+      inbound_key_ = internal::InboundKey(*inbound, &inbound_id_);
     }
     md->erase(internal::kInternalSourceKey);
     md->erase(internal::kInternalIdleKey);
@@ -173,7 +177,9 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   }
 
   void FailFast(absl::Duration remaining) {
-    shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall);
+    shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall,
+                                           shared_.hop);
+    shared_.metrics->CountCallEnd(Side::kClient, method_, absl::StatusCode::kDeadlineExceeded);
     Attribution a{DeadlineSource::kExhaustedBeforeCall, shared_.hop,
                   std::max(remaining, absl::ZeroDuration()), absl::ZeroDuration()};
     hijack_message_ = FormatAttributionMessage(a);
@@ -258,6 +264,28 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   void OnStatus(InterceptorBatchMethods* m) {
     StopTimer();
+    Classify(m);
+    shared_.metrics->CountCallEnd(Side::kClient, method_,
+                                  static_cast<absl::StatusCode>(m->GetRecvStatus()->error_code()));
+    if (inbound_key_ != 0) ReportToInbound(*m->GetRecvTrailingMetadata());
+  }
+
+  // Tells the inbound call this one serves that it ended, with the callee's
+  // trace when it sent a usable one.
+  void ReportToInbound(const std::multimap<grpc::string_ref, grpc::string_ref>& trailers) {
+    auto it = trailers.find(kTraceTrailer);
+    if (it == trailers.end()) {
+      internal::RecordDownstreamCall(inbound_key_, inbound_id_, nullptr);
+      return;
+    }
+    absl::StatusOr<BudgetTrace> trace =
+        DecodeTrace(absl::string_view(it->second.data(), it->second.size()));
+    if (!trace.ok()) shared_.metrics->CountTraceDropped(DropReason(trace.status()));
+    internal::RecordDownstreamCall(inbound_key_, inbound_id_, trace.ok() ? &*trace : nullptr);
+  }
+
+  // Attributes a DEADLINE_EXCEEDED answer (and turns our own cancel into one).
+  void Classify(InterceptorBatchMethods* m) {
     grpc::Status* status = m->GetRecvStatus();
     const absl::Time now = shared_.clock->Now();
     const DeadlineSource fired = fired_.load(std::memory_order_acquire);
@@ -265,7 +293,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       // Our own cancel: convert it. Budget = the one that fired.
       absl::Duration budget = fired == DeadlineSource::kIdle ? idle_ : enforce_budget_;
       Rewrite(status, {fired, shared_.hop, budget, now - start_});
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, fired);
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, fired, shared_.hop);
       return;
     }
     if (status->error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) return;
@@ -277,7 +305,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       if (origin.has_value()) Rewrite(status, *origin);
     }
     if (origin.has_value()) {
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream);
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream,
+                                             origin->hop);
       return;
     }
     // No attribution from the server. If our own deadline has (nearly)
@@ -295,11 +324,11 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       const DeadlineSource source =
           deadline_source_ == DeadlineSource::kNone ? DeadlineSource::kClient : deadline_source_;
       Rewrite(status, {source, shared_.hop, deadline_budget_, now - start_});
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, source);
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, source, shared_.hop);
     } else {
       Rewrite(status, {DeadlineSource::kDownstream, "", absl::ZeroDuration(),
                        absl::ZeroDuration()});
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream);
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "");
     }
   }
 
@@ -315,6 +344,10 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   const ClientShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
+  const MethodId method_;
+  // The inbound call this one serves (0: none), set in OnStart().
+  uintptr_t inbound_key_ = 0;
+  uint64_t inbound_id_ = 0;
   // Set in OnStart(), before any timer is armed; read-only afterwards.
   absl::Time start_;
   absl::Time deadline_ = absl::InfiniteFuture();
@@ -405,6 +438,15 @@ absl::optional<Attribution> AttributionOf(const grpc::Status& status) {
   if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) return absl::nullopt;
   if (auto a = DecodeStatusDetails(status.error_details())) return a;
   return ParseAttributionMessage(status.error_message());
+}
+
+BudgetTrace TraceOf(const grpc::ClientContext& finished_call) {
+  const auto& trailers = finished_call.GetServerTrailingMetadata();
+  auto it = trailers.find(kTraceTrailer);
+  if (it == trailers.end()) return {};
+  absl::StatusOr<BudgetTrace> trace =
+      DecodeTrace(absl::string_view(it->second.data(), it->second.size()));
+  return trace.ok() ? *std::move(trace) : BudgetTrace{};
 }
 
 }  // namespace hopbudget

@@ -121,7 +121,7 @@ std::unique_ptr<grpc::ClientContext> NewDownstreamContext(
   tag.logical_source = parent_source;
   tag.logical_budget = budget != nullptr ? budget->budget_on_arrival() : call.budget;
   if (budget != nullptr && budget->refused()) tag.logical_deadline = absl::InfinitePast();
-  if (budget != nullptr) tag.inbound_key = internal::InboundKey(*budget, inbound, &tag.inbound_id);
+  if (budget != nullptr) tag.inbound_key = internal::InboundKey(*budget, &tag.inbound_id);
   ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
   return ctx;
 }

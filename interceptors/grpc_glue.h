@@ -14,6 +14,7 @@
 
 #include "absl/time/time.h"
 #include "hopbudget/server.h"
+#include "hopbudget/trace.h"
 
 namespace hopbudget {
 namespace internal {
@@ -63,13 +64,18 @@ const InboundBudget* CurrentInbound();
 
 // Identifies an inbound call for NewChildOfInbound(): its context's address
 // and the budget's process-unique id (addresses are reused).
-uintptr_t InboundKey(const InboundBudget& budget, const grpc::ServerContextBase& ctx,
-                     uint64_t* id);
+uintptr_t InboundKey(const InboundBudget& budget, uint64_t* id);
 // A ClientContext that gRPC cancels with the inbound call `key`/`id`
 // (ClientContext::FromServerContext), or nullptr once that call is gone. The
 // retrying channel makes its attempts with it: new calls are not children of
 // the logical call, and an inbound cancel reaches only children.
 std::unique_ptr<grpc::ClientContext> NewChildOfInbound(uintptr_t key, uint64_t id);
+
+// Reports a finished downstream call of the inbound call `key`/`id` to it:
+// counts one attempt and appends `trace` (nullptr: the callee sent none) to
+// the entries the inbound call will answer with. Does nothing once that call
+// has answered.
+void RecordDownstreamCall(uintptr_t key, uint64_t id, const BudgetTrace* trace);
 
 }  // namespace internal
 }  // namespace hopbudget

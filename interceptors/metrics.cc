@@ -1,37 +1,303 @@
 // Copyright hopbudget authors.
 #include "hopbudget/metrics.h"
 
+#include <google/protobuf/descriptor.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "absl/synchronization/mutex.h"
+#include "hopbudget/attribution.h"
+#include "label_table.h"
+
 namespace hopbudget {
+namespace internal {
 namespace {
+
+constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
+constexpr int kBudgetBuckets = static_cast<int>(kBudgetBucketsSeconds.size()) + 1;
+constexpr char kUnknownHop[] = "unknown";
+
+template <int kBuckets>
+struct HistogramCells {
+  std::array<std::atomic<uint64_t>, kBuckets> counts{};
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> sum_micros{0};  // micro-units: microseconds, or attempts * 1e6
+
+  void Observe(int bucket, uint64_t micros) {
+    counts[bucket].fetch_add(1, kRelaxed);
+    count.fetch_add(1, kRelaxed);
+    sum_micros.fetch_add(micros, kRelaxed);
+  }
+  HistogramSnapshot Snapshot(std::vector<double> bounds) const {
+    HistogramSnapshot s;
+    s.bounds = std::move(bounds);
+    for (const auto& c : counts) s.counts.push_back(c.load(kRelaxed));
+    s.count = count.load(kRelaxed);
+    s.sum = static_cast<double>(sum_micros.load(kRelaxed)) / 1e6;
+    return s;
+  }
+};
+
+struct MethodCells {
+  std::array<std::array<std::atomic<uint64_t>, kStatusCodeCount>, kSideCount> calls{};
+  std::atomic<uint64_t> without_deadline{0};
+  HistogramCells<kBudgetBuckets> at_arrival;
+  HistogramCells<kBudgetBuckets> remaining;
+  HistogramCells<kMaxAttemptBuckets + 1> attempts;
+  std::array<std::atomic<uint64_t>, kStatusCodeCount> retries{};
+};
+
+// "/pkg.Service/Method" -> "pkg.Service.Method", the descriptor's full name.
+bool KnownToDescriptorPool(absl::string_view method) {
+  if (method.size() < 4 || method[0] != '/') return false;
+  std::string name(method.substr(1));
+  const size_t slash = name.rfind('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == name.size()) return false;
+  name[slash] = '.';
+  return google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(name) != nullptr;
+}
+
+int BudgetBucket(absl::Duration d) {
+  const double s = absl::ToDoubleSeconds(d);
+  int i = 0;
+  while (i < static_cast<int>(kBudgetBucketsSeconds.size()) && s > kBudgetBucketsSeconds[i]) ++i;
+  return i;
+}
+
+uint64_t Micros(absl::Duration d) {
+  return static_cast<uint64_t>(std::max<int64_t>(absl::ToInt64Microseconds(d), 0));
+}
+
+int CodeIndex(absl::StatusCode code) {
+  const int c = static_cast<int>(code);
+  return c >= 0 && c < kStatusCodeCount ? c : static_cast<int>(absl::StatusCode::kUnknown);
+}
 
 template <typename T, size_t N>
 void Copy(const std::array<std::atomic<T>, N>& from, std::array<T, N>& to) {
-  for (size_t i = 0; i < N; ++i) to[i] = from[i].load(std::memory_order_relaxed);
+  for (size_t i = 0; i < N; ++i) to[i] = from[i].load(kRelaxed);
 }
 
 }  // namespace
+
+struct RecentSlot {
+  mutable absl::Mutex mu;
+  bool used ABSL_GUARDED_BY(mu) = false;
+  uint64_t seq ABSL_GUARDED_BY(mu) = 0;
+  RecentCall call ABSL_GUARDED_BY(mu);
+};
+
+struct MetricsCells {
+  LabelTable<kMaxMethodLabels> method_labels{KnownToDescriptorPool};
+  LabelTable<kMaxHopLabels> hop_labels{
+      [](absl::string_view hop) { return ValidateHopName(hop).ok(); }};
+  std::array<MethodCells, kMaxMethodLabels> methods;
+  std::array<std::array<std::array<std::atomic<uint64_t>, kMaxHopLabels + 1>,
+                        kDeadlineSourceCount>,
+             kSideCount>
+      deadline_exceeded{};  // hop index kMaxHopLabels: "unknown"
+  std::array<std::atomic<uint64_t>, kHeaderParseCount> bad_budget_header{};
+  std::atomic<uint64_t> bad_attribution{0};
+  std::array<std::atomic<uint64_t>, kLeakKindCount> deadline_leaks{};
+  std::atomic<uint64_t> timers_armed{0};
+  std::array<std::atomic<uint64_t>, kRetryOutcomeCount> retry_decisions{};
+  std::atomic<uint64_t> backoff_clipped{0};
+  std::atomic<uint64_t> pushback_honoured{0};
+  std::atomic<uint64_t> unfit_policy_calls{0};
+  std::array<std::atomic<uint64_t>, kTraceDropCount> trace_dropped{};
+  std::array<std::atomic<uint64_t>, kShieldEventCount> shield_events{};
+  std::atomic<int64_t> shield_in_flight{0};
+  std::atomic<uint64_t> recent_next{0};
+  std::array<RecentSlot, kRecentCallCapacity> recent;
+};
+
+}  // namespace internal
+
+using internal::kRelaxed;
+using internal::Copy;
+
+Metrics::Metrics() : cells_(std::make_unique<internal::MetricsCells>()) {}
+Metrics::~Metrics() = default;
 
 Metrics& Metrics::Default() {
   static Metrics* const metrics = new Metrics();
   return *metrics;
 }
 
-MetricsSnapshot Metrics::Snapshot() const {
-  MetricsSnapshot s;
-  Copy(calls_, s.calls);
-  for (int side = 0; side < kSideCount; ++side) {
-    Copy(deadline_exceeded_[side], s.deadline_exceeded_by_source[side]);
+MethodId Metrics::Method(absl::string_view full_method) {
+  return MethodId{cells_->method_labels.Intern(full_method)};
+}
+
+void Metrics::CountCallEnd(Side side, MethodId method, absl::StatusCode code) {
+  cells_->methods[method.index].calls[static_cast<int>(side)][internal::CodeIndex(code)].fetch_add(
+      1, kRelaxed);
+}
+
+void Metrics::CountDeadlineExceeded(Side side, DeadlineSource source, absl::string_view hop) {
+  const int h = hop.empty() ? kMaxHopLabels : cells_->hop_labels.Intern(hop);
+  cells_->deadline_exceeded[static_cast<int>(side)][static_cast<int>(source)][h].fetch_add(
+      1, kRelaxed);
+}
+
+void Metrics::ObserveBudgetAtArrival(MethodId method, absl::Duration budget) {
+  internal::MethodCells& m = cells_->methods[method.index];
+  if (budget == absl::InfiniteDuration()) {
+    m.without_deadline.fetch_add(1, kRelaxed);
+    return;
   }
-  Copy(bad_budget_header_, s.bad_budget_header);
-  s.bad_attribution = bad_attribution_.load(std::memory_order_relaxed);
-  Copy(deadline_leaks_, s.deadline_leaks);
-  s.timers_armed = timers_armed_.load(std::memory_order_relaxed);
-  Copy(retry_decisions_, s.retry_decisions);
-  Copy(attempts_per_call_, s.attempts_per_call);
-  s.backoff_clipped = backoff_clipped_.load(std::memory_order_relaxed);
-  s.pushback_honoured = pushback_honoured_.load(std::memory_order_relaxed);
-  s.unfit_policy_calls = unfit_policy_calls_.load(std::memory_order_relaxed);
+  budget = std::max(budget, absl::ZeroDuration());
+  m.at_arrival.Observe(internal::BudgetBucket(budget), internal::Micros(budget));
+}
+
+void Metrics::ObserveBudgetRemaining(MethodId method, absl::Duration remaining) {
+  if (remaining == absl::InfiniteDuration()) return;
+  remaining = std::max(remaining, absl::ZeroDuration());
+  cells_->methods[method.index].remaining.Observe(internal::BudgetBucket(remaining),
+                                                  internal::Micros(remaining));
+}
+
+void Metrics::CountBadBudgetHeader(HeaderParse kind) {
+  cells_->bad_budget_header[static_cast<int>(kind)].fetch_add(1, kRelaxed);
+}
+void Metrics::CountBadAttribution() { cells_->bad_attribution.fetch_add(1, kRelaxed); }
+void Metrics::CountLeak(LeakKind kind) {
+  cells_->deadline_leaks[static_cast<int>(kind)].fetch_add(1, kRelaxed);
+}
+void Metrics::CountTimerArmed() { cells_->timers_armed.fetch_add(1, kRelaxed); }
+void Metrics::CountRetryDecision(RetryOutcome o) {
+  cells_->retry_decisions[static_cast<int>(o)].fetch_add(1, kRelaxed);
+}
+void Metrics::CountRetry(MethodId method, absl::StatusCode failed_code) {
+  cells_->methods[method.index].retries[internal::CodeIndex(failed_code)].fetch_add(1, kRelaxed);
+}
+void Metrics::CountAttemptsPerCall(MethodId method, int attempts) {
+  const int clamped = std::clamp(attempts, 1, kMaxAttemptBuckets + 1);
+  // Buckets le="1".."10", then +Inf.
+  cells_->methods[method.index].attempts.Observe(clamped - 1,
+                                                 static_cast<uint64_t>(attempts) * 1000000);
+}
+void Metrics::CountBackoffClipped() { cells_->backoff_clipped.fetch_add(1, kRelaxed); }
+void Metrics::CountPushbackHonoured() { cells_->pushback_honoured.fetch_add(1, kRelaxed); }
+void Metrics::CountUnfitPolicyCall() { cells_->unfit_policy_calls.fetch_add(1, kRelaxed); }
+void Metrics::CountTraceDropped(TraceDrop reason) {
+  cells_->trace_dropped[static_cast<int>(reason)].fetch_add(1, kRelaxed);
+}
+void Metrics::CountShield(ShieldEvent event) {
+  cells_->shield_events[static_cast<int>(event)].fetch_add(1, kRelaxed);
+}
+void Metrics::AddShieldInFlight(int delta) { cells_->shield_in_flight.fetch_add(delta, kRelaxed); }
+
+void Metrics::RecordRecentCall(RecentCall call) {
+  const uint64_t seq = cells_->recent_next.fetch_add(1, kRelaxed);
+  internal::RecentSlot& slot = cells_->recent[seq % kRecentCallCapacity];
+  absl::MutexLock lock(&slot.mu);
+  if (slot.used && slot.seq > seq) return;  // a newer call already took the slot
+  slot.used = true;
+  slot.seq = seq;
+  slot.call = std::move(call);
+}
+
+std::vector<RecentCall> Metrics::RecentCalls() const {
+  std::vector<std::pair<uint64_t, RecentCall>> calls;
+  for (const internal::RecentSlot& slot : cells_->recent) {
+    absl::MutexLock lock(&slot.mu);
+    if (slot.used) calls.emplace_back(slot.seq, slot.call);
+  }
+  std::sort(calls.begin(), calls.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<RecentCall> out;
+  out.reserve(calls.size());
+  for (auto& c : calls) out.push_back(std::move(c.second));
+  return out;
+}
+
+MetricsSnapshot Metrics::Snapshot() const {
+  const internal::MetricsCells& c = *cells_;
+  MetricsSnapshot s;
+  Copy(c.bad_budget_header, s.bad_budget_header);
+  s.bad_attribution = c.bad_attribution.load(kRelaxed);
+  Copy(c.deadline_leaks, s.deadline_leaks);
+  s.timers_armed = c.timers_armed.load(kRelaxed);
+  Copy(c.retry_decisions, s.retry_decisions);
+  s.backoff_clipped = c.backoff_clipped.load(kRelaxed);
+  s.pushback_honoured = c.pushback_honoured.load(kRelaxed);
+  s.unfit_policy_calls = c.unfit_policy_calls.load(kRelaxed);
+  Copy(c.trace_dropped, s.trace_dropped);
+  Copy(c.shield_events, s.shield_events);
+  s.shield_in_flight = c.shield_in_flight.load(kRelaxed);
+
+  const std::vector<double> budget_bounds(kBudgetBucketsSeconds.begin(),
+                                          kBudgetBucketsSeconds.end());
+  std::vector<double> attempt_bounds;
+  for (int i = 1; i <= kMaxAttemptBuckets; ++i) attempt_bounds.push_back(i);
+
+  std::vector<std::string> names = c.method_labels.Names();
+  names[0] = "other";
+  for (int i = 0; i < kMaxMethodLabels; ++i) {
+    if (i > 0 && names[i].empty()) continue;
+    const internal::MethodCells& m = c.methods[i];
+    MethodSnapshot ms;
+    ms.method = names[i];
+    uint64_t total = 0;
+    for (int side = 0; side < kSideCount; ++side) {
+      Copy(m.calls[side], ms.calls[side]);
+      for (uint64_t n : ms.calls[side]) {
+        s.calls[side] += n;
+        total += n;
+      }
+    }
+    ms.calls_without_deadline = m.without_deadline.load(kRelaxed);
+    ms.budget_at_arrival = m.at_arrival.Snapshot(budget_bounds);
+    ms.budget_remaining = m.remaining.Snapshot(budget_bounds);
+    ms.attempts = m.attempts.Snapshot(attempt_bounds);
+    for (int b = 0; b < kMaxAttemptBuckets; ++b) s.attempts_per_call[b] += ms.attempts.counts[b];
+    s.attempts_per_call[kMaxAttemptBuckets - 1] += ms.attempts.counts[kMaxAttemptBuckets];
+    Copy(m.retries, ms.retries);
+    total += ms.calls_without_deadline + ms.budget_at_arrival.count + ms.budget_remaining.count +
+             ms.attempts.count;
+    for (uint64_t n : ms.retries) total += n;
+    if (i == 0 && total == 0) continue;  // "other" only when something folded into it
+    s.methods.push_back(std::move(ms));
+  }
+
+  std::vector<std::string> hops = c.hop_labels.Names();
+  hops[0] = "other";
+  hops.push_back(internal::kUnknownHop);
+  for (int side = 0; side < kSideCount; ++side) {
+    for (int src = 0; src < kDeadlineSourceCount; ++src) {
+      for (int h = 0; h <= kMaxHopLabels; ++h) {
+        const uint64_t n = c.deadline_exceeded[side][src][h].load(kRelaxed);
+        if (n == 0) continue;
+        s.deadline_exceeded_by_source[side][src] += n;
+        s.deadline_exceeded_by_hop.push_back(DeadlineExceededCount{
+            static_cast<Side>(side), static_cast<DeadlineSource>(src), hops[h], n});
+      }
+    }
+  }
   return s;
+}
+
+uint64_t MetricsSnapshot::deadline_exceeded(Side side, DeadlineSource source,
+                                            absl::string_view hop) const {
+  uint64_t n = 0;
+  for (const DeadlineExceededCount& d : deadline_exceeded_by_hop) {
+    if (d.side == side && d.source == source && d.hop == hop) n += d.count;
+  }
+  return n;
+}
+
+const MethodSnapshot* MetricsSnapshot::method(absl::string_view name) const {
+  for (const MethodSnapshot& m : methods) {
+    if (m.method == name) return &m;
+  }
+  return nullptr;
+}
+
+uint64_t MetricsSnapshot::calls_with_code(Side side, absl::string_view name,
+                                          absl::StatusCode code) const {
+  const MethodSnapshot* m = method(name);
+  return m == nullptr ? 0 : m->calls[static_cast<int>(side)][internal::CodeIndex(code)];
 }
 
 }  // namespace hopbudget

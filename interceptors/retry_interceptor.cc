@@ -80,7 +80,7 @@ struct RetryShared {
 class RetryInterceptor final : public grpc::experimental::Interceptor {
  public:
   RetryInterceptor(RetryShared* shared, grpc::experimental::ClientRpcInfo* info)
-      : shared_(*shared), info_(info) {}
+      : shared_(*shared), info_(info), method_(shared->metrics->Method(info->method())) {}
 
   void Intercept(InterceptorBatchMethods* m) override {
     if (passthrough_) {
@@ -255,6 +255,14 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
                      ? DeadlineSource::kExhaustedBeforeCall
                      : call.source;
     tag.budget = call.source == DeadlineSource::kAttempt ? call.budget : logical_budget_;
+    // The logical part is carried for the inbound call's identity: the budget
+    // interceptor reports each attempt to it.
+    tag.has_logical = true;
+    tag.logical_deadline = logical_deadline_;
+    tag.logical_source = logical_source_;
+    tag.logical_budget = logical_budget_;
+    tag.inbound_key = inbound_key_;
+    tag.inbound_id = inbound_id_;
     ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
     attempts_.push_back(std::move(ctx));  // kept until the logical call ends
     return attempts_.back().get();
@@ -336,6 +344,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
           }
           finished = FinishLocked(status, ctx);
         } else {
+          shared_.metrics->CountRetry(method_, result.code);
           if (d.backoff_clipped) shared_.metrics->CountBackoffClipped();
           if (result.pushback.kind == PushbackKind::kDelay) {
             shared_.metrics->CountPushbackHonoured();
@@ -413,7 +422,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       if (!committed_) CopyMetadata(last->GetServerInitialMetadata(), &initial_md_);
       CopyMetadata(last->GetServerTrailingMetadata(), &trailing_md_);
     }
-    shared_.metrics->CountAttemptsPerCall(attempt_);
+    shared_.metrics->CountAttemptsPerCall(method_, attempt_);
     return ServeLocked(nullptr);
   }
 
@@ -498,6 +507,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
 
   RetryShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
+  const MethodId method_;
   bool passthrough_ = false;
   bool streaming_ = false;
 

@@ -26,18 +26,51 @@ namespace hopbudget {
 namespace internal {
 struct InboundBudgetAccess {
   static InboundBudget Make(const RequestBudget& budget, const std::string* hop,
-                            const BudgetPolicy* policy, Clock* clock) {
+                            const BudgetPolicy* policy, Clock* clock,
+                            const grpc::ServerContextBase* ctx) {
     static std::atomic<uint64_t> next_id{1};
     return InboundBudget(budget, hop, policy, clock,
-                         next_id.fetch_add(1, std::memory_order_relaxed));
+                         next_id.fetch_add(1, std::memory_order_relaxed),
+                         reinterpret_cast<uintptr_t>(ctx));
   }
   static uint64_t Id(const InboundBudget& b) { return b.id_; }
+  static uintptr_t Key(const InboundBudget& b) { return b.key_; }
 };
 }  // namespace internal
 
 namespace {
 
 using grpc::experimental::InterceptionHookPoints;
+
+// What the downstream calls of one inbound call reported: their number and
+// their traces, gathered for the inbound call's own answer.
+class DownstreamLog {
+ public:
+  void Record(const BudgetTrace* trace) {
+    absl::MutexLock lock(&mu_);
+    ++calls_;
+    if (trace != nullptr) AppendTrace(trace_, *trace);
+  }
+  int calls() const {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+  // Appends what was gathered after `into`'s entries.
+  void AppendTo(BudgetTrace& into) const {
+    absl::MutexLock lock(&mu_);
+    AppendTrace(into, trace_);
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
+  BudgetTrace trace_ ABSL_GUARDED_BY(mu_);
+};
+
+struct InboundEntry {
+  const InboundBudget* budget;
+  DownstreamLog* downstream;
+};
 
 // Maps a ServerContext to the budget of its call, so that a handler can find
 // what the interceptor derived. Sharded so that calls on different contexts
@@ -48,22 +81,31 @@ class InboundRegistry {
     static InboundRegistry* const registry = new InboundRegistry();
     return *registry;
   }
-  void Insert(const grpc::ServerContextBase* ctx, const InboundBudget* budget) {
+  void Insert(const grpc::ServerContextBase* ctx, InboundEntry entry) {
     Shard& s = ShardFor(ctx);
     absl::MutexLock lock(&s.mu);
-    s.map[ctx] = budget;
+    s.map[ctx] = entry;
   }
   void Remove(const grpc::ServerContextBase* ctx, const InboundBudget* budget) {
     Shard& s = ShardFor(ctx);
     absl::MutexLock lock(&s.mu);
     auto it = s.map.find(ctx);
-    if (it != s.map.end() && it->second == budget) s.map.erase(it);
+    if (it != s.map.end() && it->second.budget == budget) s.map.erase(it);
   }
   const InboundBudget* Find(const grpc::ServerContextBase* ctx) {
     Shard& s = ShardFor(ctx);
     absl::MutexLock lock(&s.mu);
     auto it = s.map.find(ctx);
-    return it == s.map.end() ? nullptr : it->second;
+    return it == s.map.end() ? nullptr : it->second.budget;
+  }
+  // Under the shard's lock, so the entry cannot go while it is written.
+  void RecordDownstream(uintptr_t key, uint64_t id, const BudgetTrace* trace) {
+    const auto* ctx = reinterpret_cast<const grpc::ServerContextBase*>(key);
+    Shard& s = ShardFor(ctx);
+    absl::MutexLock lock(&s.mu);
+    auto it = s.map.find(ctx);
+    if (it == s.map.end() || internal::InboundBudgetAccess::Id(*it->second.budget) != id) return;
+    it->second.downstream->Record(trace);
   }
   // `key` is an address taken from a tag: only compared, and used as a
   // context only while it is registered with the same id. The child keeps
@@ -73,15 +115,16 @@ class InboundRegistry {
     Shard& s = ShardFor(ctx);
     absl::MutexLock lock(&s.mu);
     auto it = s.map.find(ctx);
-    if (it == s.map.end() || internal::InboundBudgetAccess::Id(*it->second) != id) return nullptr;
+    if (it == s.map.end() || internal::InboundBudgetAccess::Id(*it->second.budget) != id) {
+      return nullptr;
+    }
     return grpc::ClientContext::FromServerContext(*ctx);
   }
 
  private:
   struct Shard {
     absl::Mutex mu;
-    absl::flat_hash_map<const grpc::ServerContextBase*, const InboundBudget*> map
-        ABSL_GUARDED_BY(mu);
+    absl::flat_hash_map<const grpc::ServerContextBase*, InboundEntry> map ABSL_GUARDED_BY(mu);
   };
   Shard& ShardFor(const grpc::ServerContextBase* ctx) {
     // absl::Hash mixes the bits: std::hash of a pointer is the address, whose
@@ -104,11 +147,35 @@ absl::Duration NonNegative(absl::Duration d) { return std::max(d, absl::ZeroDura
 class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
  public:
   ServerBudgetInterceptor(const ServerShared* shared, grpc::experimental::ServerRpcInfo* info)
-      : shared_(*shared), ctx_(info->server_context()), arrival_(shared->clock->Now()) {}
+      : shared_(*shared),
+        ctx_(info->server_context()),
+        method_name_(info->method()),
+        method_(shared->metrics->Method(method_name_)),
+        arrival_(shared->clock->Now()) {}
 
   ~ServerBudgetInterceptor() override {
     CancelTimer();
-    if (budget_.has_value()) InboundRegistry::Get().Remove(ctx_, &*budget_);
+    if (budget_.has_value()) {
+      InboundRegistry::Get().Remove(ctx_, &*budget_);
+      // Answered without our PRE_SEND_STATUS hook: cancelled by gRPC, by a
+      // deadline, or by our own refusal or request cap.
+      if (!answered_) {
+        DeadlineSource fired = DeadlineSource::kNone;
+        if (request_fired_.load(std::memory_order_acquire)) {
+          fired = DeadlineSource::kRequest;
+        } else if (budget_->refused()) {
+          fired = DeadlineSource::kArrivedExpired;
+        } else if (budget_->deadline() <= shared_.clock->Now()) {
+          // gRPC enforced the caller's deadline: counted here, nobody else
+          // saw it at this hop.
+          fired = budget_->source();
+          shared_.metrics->CountDeadlineExceeded(Side::kServer, fired, shared_.hop);
+        }
+        Finish(fired == DeadlineSource::kNone ? absl::StatusCode::kCancelled
+                                              : absl::StatusCode::kDeadlineExceeded,
+               fired);
+      }
+    }
   }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* m) override {
@@ -136,13 +203,16 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
       }
     }
     const RequestBudget rb = DeriveRequestBudget(shared_.policy, inbound, arrival_);
-    budget_.emplace(
-        internal::InboundBudgetAccess::Make(rb, &shared_.hop, &shared_.policy, shared_.clock));
-    InboundRegistry::Get().Insert(ctx_, &*budget_);
-    shared_.metrics->CountCall(Side::kServer);
+    budget_.emplace(internal::InboundBudgetAccess::Make(rb, &shared_.hop, &shared_.policy,
+                                                        shared_.clock, ctx_));
+    InboundRegistry::Get().Insert(ctx_, InboundEntry{&*budget_, &downstream_});
+    shared_.metrics->ObserveBudgetAtArrival(
+        method_, rb.deadline == absl::InfiniteFuture() ? absl::InfiniteDuration()
+                                                       : rb.budget_on_arrival);
 
     if (rb.outcome != ArrivalOutcome::kAccepted) {
-      shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kArrivedExpired);
+      shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kArrivedExpired,
+                                             shared_.hop);
       Attribution a{DeadlineSource::kArrivedExpired, shared_.hop,
                     NonNegative(rb.budget_on_arrival), absl::ZeroDuration()};
       grpc_call_cancel_with_status(ctx_->c_call(), GRPC_STATUS_DEADLINE_EXCEEDED,
@@ -167,7 +237,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
                   shared_.clock->Now() - arrival_};
     // Counted before the cancel: once the caller has its answer, the count
     // must already be visible.
-    shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest);
+    shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, shared_.hop);
     grpc_call_cancel_with_status(timer_call_, GRPC_STATUS_DEADLINE_EXCEEDED,
                                  FormatAttributionMessage(a).c_str(), nullptr);
     ReleaseCall();
@@ -189,10 +259,57 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   void OnSendStatus(grpc::experimental::InterceptorBatchMethods* m) {
     CancelTimer();
+    if (!budget_.has_value() || answered_) return;
     const grpc::Status status = m->GetSendStatus();
-    if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || !budget_.has_value()) {
-      return;
+    DeadlineSource fired = DeadlineSource::kNone;
+    absl::StatusCode code = static_cast<absl::StatusCode>(status.error_code());
+    if (request_fired_.load(std::memory_order_acquire) || budget_->refused()) {
+      // Our cancel already answered DEADLINE_EXCEEDED: whatever the handler
+      // says now does not reach the caller.
+      code = absl::StatusCode::kDeadlineExceeded;
+      fired = budget_->refused() ? DeadlineSource::kArrivedExpired : DeadlineSource::kRequest;
+    } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      fired = Attribute(m, status);
+    } else if (status.error_code() == grpc::StatusCode::CANCELLED &&
+               budget_->deadline() <= shared_.clock->Now()) {
+      // The handler saw its call cancelled by gRPC enforcing the deadline;
+      // the caller got DEADLINE_EXCEEDED from gRPC, not this answer.
+      code = absl::StatusCode::kDeadlineExceeded;
+      fired = budget_->source();
+      shared_.metrics->CountDeadlineExceeded(Side::kServer, fired, shared_.hop);
     }
+    const std::string trace = EncodeTrace(Finish(code, fired));
+    m->GetSendTrailingMetadata()->emplace(kTraceTrailer, trace);
+  }
+
+  // Counts the answer, remembers the call for /deadlinez, and returns this
+  // hop's trace: its own entry, then what its downstream calls reported.
+  BudgetTrace Finish(absl::StatusCode code, DeadlineSource fired) {
+    answered_ = true;
+    const absl::Time now = shared_.clock->Now();
+    const RequestBudget& rb = budget_->request_budget();
+    shared_.metrics->CountCallEnd(Side::kServer, method_, code);
+    if (rb.deadline != absl::InfiniteFuture()) {
+      shared_.metrics->ObserveBudgetRemaining(method_, rb.deadline - now);
+    }
+    BudgetTrace trace;
+    HopTrace self;
+    self.hop = shared_.hop;
+    self.budget_at_arrival =
+        rb.deadline == absl::InfiniteFuture() ? absl::InfiniteDuration() : rb.budget_on_arrival;
+    self.spent = now - arrival_;
+    self.attempts = downstream_.calls();
+    self.code = code;
+    self.source = fired;
+    trace.hops.push_back(std::move(self));
+    downstream_.AppendTo(trace);
+    shared_.metrics->RecordRecentCall(RecentCall{method_name_, arrival_, code, fired, trace});
+    return trace;
+  }
+
+  // Attributes a DEADLINE_EXCEEDED answer; returns the source that fired.
+  DeadlineSource Attribute(grpc::experimental::InterceptorBatchMethods* m,
+                           const grpc::Status& status) {
     const RequestBudget& rb = budget_->request_budget();
     const absl::Time now = shared_.clock->Now();
     Attribution a;
@@ -218,7 +335,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     // Arrival refusals and request-cap firings were counted when they fired.
     if (!(rb.outcome != ArrivalOutcome::kAccepted && local == DeadlineSource::kArrivedExpired) &&
         !(request_fired_.load(std::memory_order_acquire) && local == DeadlineSource::kRequest)) {
-      shared_.metrics->CountDeadlineExceeded(Side::kServer, local);
+      shared_.metrics->CountDeadlineExceeded(Side::kServer, local, a.hop);
     }
 
     std::string message = FormatAttributionMessage(a);
@@ -236,12 +353,18 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
                                           std::min(a.budget, kMaxHeaderBudget)))));
     trailers->emplace(kElapsedTrailer, absl::StrCat(absl::ToInt64Milliseconds(NonNegative(
                                            std::min(a.elapsed, kMaxHeaderBudget)))));
+    return a.source;
   }
 
   const ServerShared& shared_;
   grpc::ServerContextBase* const ctx_;
+  const std::string method_name_;
+  const MethodId method_;
   const absl::Time arrival_;
   absl::optional<InboundBudget> budget_;
+  DownstreamLog downstream_;
+  // Written by the send-status hook or the destructor, which gRPC orders.
+  bool answered_ = false;
   internal::TimerService::TimerId timer_ = 0;
   grpc_call* timer_call_ = nullptr;  // ref held while the timer is armed
   std::atomic<bool> request_fired_{false};
@@ -287,10 +410,12 @@ namespace internal {
 std::unique_ptr<grpc::ClientContext> NewChildOfInbound(uintptr_t key, uint64_t id) {
   return InboundRegistry::Get().NewChild(key, id);
 }
-uintptr_t InboundKey(const InboundBudget& budget, const grpc::ServerContextBase& ctx,
-                     uint64_t* id) {
+uintptr_t InboundKey(const InboundBudget& budget, uint64_t* id) {
   *id = InboundBudgetAccess::Id(budget);
-  return reinterpret_cast<uintptr_t>(&ctx);
+  return InboundBudgetAccess::Key(budget);
+}
+void RecordDownstreamCall(uintptr_t key, uint64_t id, const BudgetTrace* trace) {
+  InboundRegistry::Get().RecordDownstream(key, id, trace);
 }
 }  // namespace internal
 

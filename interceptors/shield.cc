@@ -27,6 +27,8 @@ enum class StopReason { kBound, kDrain };
 // all, so that an end, its counters and the unobserved decision are one step.
 class ShieldState {
  public:
+  explicit ShieldState(Metrics* metrics) : metrics(metrics) {}
+  Metrics* const metrics;  // counted beside `stats`; outlives the handles
   absl::Mutex mu;
   bool draining ABSL_GUARDED_BY(mu) = false;
   uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
@@ -208,6 +210,7 @@ class ShieldHandleToken {
       if (op->ended && !op->observed) {
         unobserved = true;
         ++state.stats.unobserved;
+        state.metrics->CountShield(ShieldEvent::kUnobserved);
       }
     }
     if (unobserved) LogUnobserved(op->record);
@@ -288,7 +291,8 @@ class Shield::Impl {
   explicit Impl(const ShieldOptions& options)
       : clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
         max_in_flight_(static_cast<uint64_t>(std::max(1, options.max_in_flight))),
-        state_(std::make_shared<ShieldState>()),
+        state_(std::make_shared<ShieldState>(
+            options.metrics != nullptr ? options.metrics : &Metrics::Default())),
         timers_(clock_, internal::TimerService::Options{!options.manual_timers}) {
     const int threads = std::max(1, options.threads);
     threads_.reserve(threads);
@@ -329,10 +333,13 @@ class Shield::Impl {
       draining = state_->draining;
       full = !draining && state_->in_flight.size() >= max_in_flight_;
       if (full) ++state_->stats.refused;
+      if (draining || full) state_->metrics->CountShield(ShieldEvent::kRefused);
       if (!draining && !full) {
         op->seq = state_->next_seq++;
         state_->in_flight.emplace(op->seq, op);
         ++state_->stats.started;
+        state_->metrics->CountShield(ShieldEvent::kStarted);
+        state_->metrics->AddShieldInFlight(1);
       }
     }
     // Refused: `op`, and what the work captured (a handle, say, whose
@@ -381,6 +388,8 @@ class Shield::Impl {
         report.still_running.push_back(entry.second->name);
         to_stop.push_back(entry.second);
       }
+      state_->metrics->CountShield(report.still_running.empty() ? ShieldEvent::kDrained
+                                                                : ShieldEvent::kDrainTimedOut);
     }
     std::vector<std::shared_ptr<ShieldOp>> marked;
     for (std::shared_ptr<ShieldOp>& op : to_stop) {
@@ -457,19 +466,24 @@ class Shield::Impl {
       switch (record.outcome) {
         case ShieldOutcome::kCompleted:
           ++state.stats.completed;
+          state.metrics->CountShield(ShieldEvent::kCompleted);
           break;
         case ShieldOutcome::kFailed:
           ++state.stats.failed;
+          state.metrics->CountShield(ShieldEvent::kFailed);
           break;
         case ShieldOutcome::kExceededBound:
           ++state.stats.exceeded_bound;
+          state.metrics->CountShield(ShieldEvent::kExceededBound);
           break;
       }
+      state.metrics->AddShieldInFlight(-1);
       op.record = std::move(record);
       op.ended = true;
       if (op.handles_gone) {
         unobserved = true;
         ++state.stats.unobserved;
+        state.metrics->CountShield(ShieldEvent::kUnobserved);
       }
       state.in_flight.erase(op.seq);  // may drop the last reference but ours
     }

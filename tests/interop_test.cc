@@ -579,7 +579,9 @@ TEST_F(interop, unimplemented_service) {
 // hopbudget only annotates DEADLINE_EXCEEDED answers: calls with a deadline
 // that succeed carry no hopbudget-* metadata, and a call that runs out of
 // time still ends with DEADLINE_EXCEEDED.
-TEST_F(interop, hopbudget_annotates_only_deadline_exceeded) {
+// A successful answer carries the per-hop trace trailer and nothing else of
+// hopbudget's: the attribution trailers are for DEADLINE_EXCEEDED only.
+TEST_F(interop, hopbudget_adds_only_the_trace_to_successful_answers) {
   {
     SCOPED_TRACE("UnaryCall, 1 s deadline");
     ClientContext ctx;
@@ -590,7 +592,8 @@ TEST_F(interop, hopbudget_annotates_only_deadline_exceeded) {
     SimpleResponse response;
     ASSERT_TRUE(IsOk(stub_->UnaryCall(&ctx, request, &response)));
     EXPECT_EQ(response.payload().body().size(), 314159u);
-    EXPECT_EQ(HopbudgetKeys(ctx.GetServerTrailingMetadata()), std::vector<std::string>{});
+    EXPECT_EQ(HopbudgetKeys(ctx.GetServerTrailingMetadata()),
+              std::vector<std::string>{"hopbudget-trace-bin"});
     EXPECT_EQ(HopbudgetKeys(ctx.GetServerInitialMetadata()), std::vector<std::string>{});
   }
   {
@@ -606,7 +609,8 @@ TEST_F(interop, hopbudget_annotates_only_deadline_exceeded) {
     ASSERT_TRUE(stream->Read(&response)) << stream->Finish().error_message();
     ASSERT_TRUE(stream->WritesDone());
     ASSERT_TRUE(IsOk(stream->Finish()));
-    EXPECT_EQ(HopbudgetKeys(ctx.GetServerTrailingMetadata()), std::vector<std::string>{});
+    EXPECT_EQ(HopbudgetKeys(ctx.GetServerTrailingMetadata()),
+              std::vector<std::string>{"hopbudget-trace-bin"});
     EXPECT_EQ(HopbudgetKeys(ctx.GetServerInitialMetadata()), std::vector<std::string>{});
   }
   {

@@ -11,12 +11,12 @@ namespace {
 
 TEST(MetricsTest, CountsByKey) {
   Metrics m;
-  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt);
-  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt);
-  m.CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest);
+  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "orders");
+  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "orders");
+  m.CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, "ledger");
   m.CountBadBudgetHeader(HeaderParse::kNegative);
   m.CountLeak(LeakKind::kNoDeadline);
-  m.CountCall(Side::kServer);
+  m.CountCallEnd(Side::kServer, m.Method("/nope.Svc/M"), absl::StatusCode::kOk);
   MetricsSnapshot s = m.Snapshot();
   EXPECT_EQ(s.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt), 2u);
   EXPECT_EQ(s.deadline_exceeded(Side::kServer, DeadlineSource::kRequest), 1u);
@@ -31,11 +31,163 @@ TEST(MetricsTest, ConcurrentIncrementsAreAllCounted) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&m] {
-      for (int i = 0; i < 10000; ++i) m.CountCall(Side::kClient);
+      for (int i = 0; i < 10000; ++i) m.CountCallEnd(Side::kClient, MethodId{}, absl::StatusCode::kOk);
     });
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(m.Snapshot().calls[0], 40000u);
+}
+
+}  // namespace
+}  // namespace hopbudget
+
+namespace hopbudget {
+namespace {
+
+// A method of a proto compiled into this test (via the library): known to
+// the generated descriptor pool.
+constexpr char kKnown[] = "/hopbudget.wire.Nothing/Known";
+
+TEST(MetricsLabelsTest, MethodsUnknownToTheDescriptorPoolFoldIntoOther) {
+  Metrics m;
+  EXPECT_EQ(m.Method("/no.such.Service/Method").index, 0);
+  EXPECT_EQ(m.Method("garbage").index, 0);
+  EXPECT_EQ(m.Method("").index, 0);
+  EXPECT_EQ(m.Method("/").index, 0);
+  m.CountCallEnd(Side::kServer, m.Method("/no.such.Service/Method"),
+                 absl::StatusCode::kUnavailable);
+  MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.calls_with_code(Side::kServer, "other", absl::StatusCode::kUnavailable), 1u);
+}
+
+TEST(MetricsLabelsTest, CallsAreCountedBySideMethodAndCode) {
+  Metrics m;
+  const MethodId other = m.Method(kKnown);  // not in the pool either: "other"
+  m.CountCallEnd(Side::kClient, other, absl::StatusCode::kOk);
+  m.CountCallEnd(Side::kClient, other, absl::StatusCode::kOk);
+  m.CountCallEnd(Side::kServer, other, absl::StatusCode::kDeadlineExceeded);
+  MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.calls[static_cast<int>(Side::kClient)], 2u);
+  EXPECT_EQ(s.calls_with_code(Side::kClient, "other", absl::StatusCode::kOk), 2u);
+  EXPECT_EQ(s.calls_with_code(Side::kServer, "other", absl::StatusCode::kDeadlineExceeded), 1u);
+  EXPECT_EQ(s.calls_with_code(Side::kServer, "/x.Y/Z", absl::StatusCode::kOk), 0u);
+}
+
+TEST(MetricsLabelsTest, DeadlineExceededIsCountedByHopWithBoundedHops) {
+  Metrics m;
+  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "ledger");
+  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "ledger");
+  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "");
+  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "not a hop!");
+  for (int i = 0; i < kMaxHopLabels + 10; ++i) {
+    m.CountDeadlineExceeded(Side::kServer, DeadlineSource::kClient, "hop" + std::to_string(i));
+  }
+  MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.deadline_exceeded(Side::kClient, DeadlineSource::kDownstream, "ledger"), 2u);
+  EXPECT_EQ(s.deadline_exceeded(Side::kClient, DeadlineSource::kDownstream, "unknown"), 1u);
+  EXPECT_EQ(s.deadline_exceeded(Side::kClient, DeadlineSource::kDownstream, "other"), 1u);
+  EXPECT_EQ(s.deadline_exceeded(Side::kClient, DeadlineSource::kDownstream), 4u);
+  // "ledger" took one of the kMaxHopLabels - 1 own labels: the rest fold.
+  EXPECT_EQ(s.deadline_exceeded(Side::kServer, DeadlineSource::kClient), kMaxHopLabels + 10u);
+  EXPECT_EQ(s.deadline_exceeded(Side::kServer, DeadlineSource::kClient, "hop0"), 1u);
+  EXPECT_EQ(s.deadline_exceeded(Side::kServer, DeadlineSource::kClient, "other"),
+            static_cast<uint64_t>(kMaxHopLabels + 10 - (kMaxHopLabels - 2)));
+}
+
+TEST(MetricsHistogramTest, BudgetAtArrivalFallsIntoItsBucketAndSums) {
+  Metrics m;
+  const MethodId id = m.Method("/x.Y/Z");
+  m.ObserveBudgetAtArrival(id, absl::Milliseconds(1));    // le=0.001 (inclusive)
+  m.ObserveBudgetAtArrival(id, absl::Milliseconds(30));   // le=0.05
+  m.ObserveBudgetAtArrival(id, absl::Seconds(100));       // +Inf
+  m.ObserveBudgetAtArrival(id, absl::Milliseconds(-5));   // counts as 0: le=0.001
+  m.ObserveBudgetAtArrival(id, absl::InfiniteDuration());  // no deadline
+  const MetricsSnapshot snapshot = m.Snapshot();
+  const MethodSnapshot* ms = snapshot.method("other");
+  ASSERT_NE(ms, nullptr);
+  const HistogramSnapshot& h = ms->budget_at_arrival;
+  ASSERT_EQ(h.counts.size(), kBudgetBucketsSeconds.size() + 1);
+  EXPECT_EQ(h.count, 4u);
+  EXPECT_EQ(h.counts[0], 2u);
+  EXPECT_EQ(h.counts[5], 1u);  // 0.05
+  EXPECT_EQ(h.counts.back(), 1u);
+  EXPECT_DOUBLE_EQ(h.sum, 100.031);
+  EXPECT_EQ(ms->calls_without_deadline, 1u);
+}
+
+TEST(MetricsHistogramTest, RemainingIgnoresInfiniteAndClampsNegative) {
+  Metrics m;
+  m.ObserveBudgetRemaining(MethodId{}, absl::InfiniteDuration());
+  m.ObserveBudgetRemaining(MethodId{}, absl::Milliseconds(-3));
+  const MetricsSnapshot snapshot = m.Snapshot();
+  const MethodSnapshot* ms = snapshot.method("other");
+  ASSERT_NE(ms, nullptr);
+  EXPECT_EQ(ms->budget_remaining.count, 1u);
+  EXPECT_EQ(ms->budget_remaining.counts[0], 1u);
+}
+
+TEST(MetricsHistogramTest, AttemptsPerCallBucketsOneToTenThenInf) {
+  Metrics m;
+  m.CountAttemptsPerCall(MethodId{}, 1);
+  m.CountAttemptsPerCall(MethodId{}, 3);
+  m.CountAttemptsPerCall(MethodId{}, 25);
+  MetricsSnapshot s = m.Snapshot();
+  const HistogramSnapshot& h = s.method("other")->attempts;
+  EXPECT_EQ(h.counts[0], 1u);
+  EXPECT_EQ(h.counts[2], 1u);
+  EXPECT_EQ(h.counts[kMaxAttemptBuckets], 1u);
+  EXPECT_DOUBLE_EQ(h.sum, 29);
+  EXPECT_EQ(s.calls_with_attempts(1), 1u);
+  EXPECT_EQ(s.calls_with_attempts(kMaxAttemptBuckets), 1u);  // 10 and more
+}
+
+TEST(MetricsShieldTest, EventsAndInFlightGauge) {
+  Metrics m;
+  m.CountShield(ShieldEvent::kStarted);
+  m.AddShieldInFlight(1);
+  m.CountShield(ShieldEvent::kRefused);
+  MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.shield(ShieldEvent::kStarted), 1u);
+  EXPECT_EQ(s.shield(ShieldEvent::kRefused), 1u);
+  EXPECT_EQ(s.shield_in_flight, 1);
+  m.AddShieldInFlight(-1);
+  EXPECT_EQ(m.Snapshot().shield_in_flight, 0);
+}
+
+TEST(MetricsRecentTest, KeepsTheNewestCallsNewestFirst) {
+  Metrics m;
+  for (int i = 0; i < kRecentCallCapacity + 5; ++i) {
+    RecentCall c;
+    c.method = "m" + std::to_string(i);
+    m.RecordRecentCall(c);
+  }
+  std::vector<RecentCall> recent = m.RecentCalls();
+  ASSERT_EQ(recent.size(), static_cast<size_t>(kRecentCallCapacity));
+  EXPECT_EQ(recent.front().method, "m" + std::to_string(kRecentCallCapacity + 4));
+  EXPECT_EQ(recent.back().method, "m5");
+}
+
+TEST(MetricsRecentTest, EmptyRingGivesNothing) {
+  Metrics m;
+  EXPECT_TRUE(m.RecentCalls().empty());
+}
+
+TEST(MetricsLabelsTest, ConcurrentInterningGivesOneIndexPerValue) {
+  Metrics m;
+  std::vector<std::thread> threads;
+  std::vector<int> seen(8);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&m, &seen, t] {
+      for (int i = 0; i < 1000; ++i) {
+        m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "orders");
+      }
+      seen[t] = 1;
+    });
+  }
+  for (auto& t : threads) t.join();
+  MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt, "orders"), 8000u);
+  EXPECT_EQ(s.deadline_exceeded_by_hop.size(), 1u);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@ HOPBUDGET_BUILD_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   grpc-proto libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev  # hopbudget::http serves /metrics and /deadlinez
+  prometheus          # promtool checks the /metrics exposition in the tests
 )
 # The libFuzzer targets and the sanitizer runtime of clang.
 HOPBUDGET_FUZZ_PACKAGES=(clang libclang-rt-14-dev)

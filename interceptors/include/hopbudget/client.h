@@ -30,6 +30,9 @@
 //     downstream), else the budget that defined this call's deadline
 //     (client, request or attempt) at this hop. The final grpc::Status
 //     carries the attribution (AttributionOf()).
+//   - counts the call's end by method and code and, for a call made for an
+//     inbound call (NewDownstreamContext or an InboundScope), hands the
+//     callee's per-hop trace to that inbound call (TraceOf(), trace.h).
 //
 // Thread safety: the factory is safe for concurrent use; helpers are pure or
 // act on the ClientContext they are given.
@@ -52,6 +55,7 @@
 #include "hopbudget/attribution.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/metrics.h"
+#include "hopbudget/trace.h"
 
 namespace hopbudget {
 
@@ -87,6 +91,11 @@ void SetStreamIdleBudget(grpc::ClientContext& ctx, absl::Duration idle);
 // grpc-status-details-bin, else from a "hopbudget: ..." status message.
 // nullopt for any other status, including non-hopbudget DEADLINE_EXCEEDED.
 absl::optional<Attribution> AttributionOf(const grpc::Status& status);
+
+// The per-hop budget trace (trace.h) the callee answered with, caller first.
+// Call it after the call finished. Empty when the callee sent none or sent
+// one that does not decode (it is a report: a bad one is not an error).
+BudgetTrace TraceOf(const grpc::ClientContext& finished_call);
 
 }  // namespace hopbudget
 

@@ -1,46 +1,132 @@
 // Copyright hopbudget authors.
 //
-// metrics.h: counters of what hopbudget observes.
+// metrics.h: what hopbudget observes, counted for Prometheus and for tests.
 //
-// Increments are relaxed atomic adds on fixed arrays: no lock, no allocation
-// on the hot path. Every interceptor writes to the `Metrics` named in its
-// options, or to `Metrics::Default()` when none is named. `Snapshot()` copies
-// the counters for tests and exporters.
+// One `Metrics` registry per process is the usual set-up: every interceptor
+// and Shield writes to the one named in its options, or to
+// `Metrics::Default()`. exposition.h turns a Snapshot() into the Prometheus
+// text format; http_exporter.h serves it.
+//
+// Cost: an increment is a relaxed atomic add on a fixed array; no lock and no
+// allocation on the hot path. Label values are interned into small indexes
+// without a lock (first sight of a value allocates once).
+//
+// Label cardinality is bounded:
+//   - `method` values are methods known to the binary's generated protobuf
+//     descriptor pool (the services it registers or calls), at most
+//     kMaxMethodLabels of them; anything else folds into "other".
+//   - `hop` values (where a budget fired, from attribution) are valid hop
+//     names, at most kMaxHopLabels; the rest fold into "other", and an unknown
+//     origin is "unknown".
 //
 // Thread safety: all methods may be called concurrently.
 //
 // Example:
 //   hopbudget::Metrics metrics;
-//   ... options.metrics = &metrics; ...
-//   auto s = metrics.Snapshot();
+//   ... server_options.metrics = &metrics; client_options.metrics = &metrics; ...
+//   hopbudget::MetricsSnapshot s = metrics.Snapshot();
 //   s.deadline_exceeded(hopbudget::Side::kClient, hopbudget::DeadlineSource::kAttempt);
 #ifndef HOPBUDGET_METRICS_H_
 #define HOPBUDGET_METRICS_H_
 
 #include <array>
-#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "hopbudget/deadline_source.h"
 #include "hopbudget/retry_policy.h"
+#include "hopbudget/trace.h"
 #include "hopbudget/wire.h"
 
 namespace hopbudget {
 
+namespace internal {
+struct MetricsCells;
+}  // namespace internal
+
 enum class Side : uint8_t { kClient = 0, kServer = 1 };
 inline constexpr int kSideCount = 2;
 inline constexpr int kHeaderParseCount = 6;
+inline constexpr int kStatusCodeCount = 17;  // OK .. UNAUTHENTICATED
 
 enum class LeakKind : uint8_t {
   kNoDeadline = 0,    // a call inside a handler with no deadline at all
   kLaterThanInbound,  // a call whose deadline is later than the inbound one
 };
 inline constexpr int kLeakKindCount = 2;
+
+// Events of shielded work (shield.h), counted by every Shield whose options
+// name this registry.
+enum class ShieldEvent : uint8_t {
+  kStarted = 0,     // accepted by Run()
+  kCompleted,       // outcome: completed
+  kFailed,          // outcome: failed
+  kExceededBound,   // outcome: exceeded its bound
+  kRefused,         // refused by Run(): at capacity or draining
+  kUnobserved,      // an outcome nobody waited for
+  kDrained,         // a Drain() that saw every operation end
+  kDrainTimedOut,   // a Drain() that returned with operations left
+};
+inline constexpr int kShieldEventCount = 8;
+
 // Attempts per logical call are counted in buckets 1..kMaxAttemptBuckets.
 inline constexpr int kMaxAttemptBuckets = 10;
+inline constexpr int kMaxMethodLabels = 64;  // index 0 is "other"
+inline constexpr int kMaxHopLabels = 32;     // index 0 is "other"
+// Upper bounds, in seconds, of the budget histograms' buckets (+Inf implied).
+inline constexpr std::array<double, 15> kBudgetBucketsSeconds = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+// Calls remembered for /deadlinez.
+inline constexpr int kRecentCallCapacity = 64;
+
+// An interned method label: Metrics::Method() once per call, then pass it.
+struct MethodId {
+  int index = 0;  // 0: "other"
+};
+
+struct HistogramSnapshot {
+  std::vector<double> bounds;    // upper bounds; the +Inf bucket is implied
+  std::vector<uint64_t> counts;  // per bucket, not cumulative; bounds.size() + 1
+  uint64_t count = 0;
+  double sum = 0;  // in the histogram's unit (seconds; attempts)
+};
+
+struct MethodSnapshot {
+  std::string method;  // "/pkg.Service/Method" or "other"
+  // calls finished, by side and canonical code
+  std::array<std::array<uint64_t, kStatusCodeCount>, kSideCount> calls{};
+  uint64_t calls_without_deadline = 0;  // server side: arrived with no deadline
+  HistogramSnapshot budget_at_arrival;  // seconds, server side
+  HistogramSnapshot budget_remaining;   // seconds, server side at completion
+  HistogramSnapshot attempts;           // per logical call, retrying client
+  // retries started, by the code of the attempt that failed
+  std::array<uint64_t, kStatusCodeCount> retries{};
+};
+
+struct DeadlineExceededCount {
+  Side side;
+  DeadlineSource source;
+  std::string hop;  // where it fired; "other" or "unknown" when folded
+  uint64_t count;
+};
+
+// One finished server call, for /deadlinez.
+struct RecentCall {
+  std::string method;
+  absl::Time start;
+  absl::StatusCode code = absl::StatusCode::kOk;
+  DeadlineSource source = DeadlineSource::kNone;  // the budget that fired, if any
+  BudgetTrace trace;                              // this hop first
+};
 
 struct MetricsSnapshot {
-  std::array<uint64_t, kSideCount> calls{};
+  // Aggregates over every label.
+  std::array<uint64_t, kSideCount> calls{};  // finished calls
   std::array<std::array<uint64_t, kDeadlineSourceCount>, kSideCount> deadline_exceeded_by_source{};
   std::array<uint64_t, kHeaderParseCount> bad_budget_header{};  // index: HeaderParse
   uint64_t bad_attribution = 0;      // inbound attribution detail refused
@@ -53,65 +139,81 @@ struct MetricsSnapshot {
   uint64_t backoff_clipped = 0;      // backoffs shortened to fit the deadline
   uint64_t pushback_honoured = 0;    // waits taken from grpc-retry-pushback-ms
   uint64_t unfit_policy_calls = 0;   // calls on a policy that validation rejected
+  std::array<uint64_t, kTraceDropCount> trace_dropped{};  // index: TraceDrop
+  std::array<uint64_t, kShieldEventCount> shield_events{};  // index: ShieldEvent
+  int64_t shield_in_flight = 0;
+  // By label.
+  std::vector<MethodSnapshot> methods;  // methods seen, "other" first
+  std::vector<DeadlineExceededCount> deadline_exceeded_by_hop;  // non-zero only
 
   uint64_t retry_decision(RetryOutcome o) const {
     return retry_decisions[static_cast<int>(o)];
   }
   uint64_t calls_with_attempts(int n) const { return attempts_per_call[n - 1]; }
-
   uint64_t deadline_exceeded(Side side, DeadlineSource source) const {
     return deadline_exceeded_by_source[static_cast<int>(side)][static_cast<int>(source)];
   }
+  uint64_t deadline_exceeded(Side side, DeadlineSource source, absl::string_view hop) const;
   uint64_t bad_header(HeaderParse kind) const {
     return bad_budget_header[static_cast<int>(kind)];
   }
   uint64_t leaks(LeakKind kind) const { return deadline_leaks[static_cast<int>(kind)]; }
+  uint64_t shield(ShieldEvent e) const { return shield_events[static_cast<int>(e)]; }
+  uint64_t dropped_traces(TraceDrop d) const { return trace_dropped[static_cast<int>(d)]; }
+  // The method's entry, or nullptr when it was never counted.
+  const MethodSnapshot* method(absl::string_view name) const;
+  // Finished calls of `method` on `side` with `code`.
+  uint64_t calls_with_code(Side side, absl::string_view method, absl::StatusCode code) const;
 };
 
 class Metrics {
  public:
-  Metrics() = default;
+  Metrics();
+  ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
   // The process-wide instance used when options name none. Never destroyed.
   static Metrics& Default();
 
-  void CountCall(Side side) { Add(calls_[static_cast<int>(side)]); }
-  void CountDeadlineExceeded(Side side, DeadlineSource source) {
-    Add(deadline_exceeded_[static_cast<int>(side)][static_cast<int>(source)]);
-  }
-  void CountBadBudgetHeader(HeaderParse kind) { Add(bad_budget_header_[static_cast<int>(kind)]); }
-  void CountBadAttribution() { Add(bad_attribution_); }
-  void CountLeak(LeakKind kind) { Add(deadline_leaks_[static_cast<int>(kind)]); }
-  void CountTimerArmed() { Add(timers_armed_); }
-  void CountRetryDecision(RetryOutcome o) { Add(retry_decisions_[static_cast<int>(o)]); }
-  void CountAttemptsPerCall(int attempts) {
-    const int i = attempts < 1 ? 0 : attempts > kMaxAttemptBuckets ? kMaxAttemptBuckets - 1
-                                                                   : attempts - 1;
-    Add(attempts_per_call_[i]);
-  }
-  void CountBackoffClipped() { Add(backoff_clipped_); }
-  void CountPushbackHonoured() { Add(pushback_honoured_); }
-  void CountUnfitPolicyCall() { Add(unfit_policy_calls_); }
+  // Interns a full method name ("/pkg.Service/Method"). Methods unknown to
+  // the generated descriptor pool, and any beyond kMaxMethodLabels, give the
+  // "other" label.
+  MethodId Method(absl::string_view full_method);
+
+  void CountCallEnd(Side side, MethodId method, absl::StatusCode code);
+  // `hop`: where the budget fired ("" when the origin is unknown).
+  void CountDeadlineExceeded(Side side, DeadlineSource source, absl::string_view hop);
+  // Server side, once per call: InfiniteDuration() counts a call without a
+  // deadline; negative budgets count as zero.
+  void ObserveBudgetAtArrival(MethodId method, absl::Duration budget);
+  void ObserveBudgetRemaining(MethodId method, absl::Duration remaining);
+  void CountBadBudgetHeader(HeaderParse kind);
+  void CountBadAttribution();
+  void CountLeak(LeakKind kind);
+  void CountTimerArmed();
+  void CountRetryDecision(RetryOutcome o);
+  // A retry started after an attempt of `method` failed with `failed_code`.
+  void CountRetry(MethodId method, absl::StatusCode failed_code);
+  void CountAttemptsPerCall(MethodId method, int attempts);
+  void CountBackoffClipped();
+  void CountPushbackHonoured();
+  void CountUnfitPolicyCall();
+  void CountTraceDropped(TraceDrop reason);
+  void CountShield(ShieldEvent event);
+  // +1 when shielded work starts, -1 when it ends.
+  void AddShieldInFlight(int delta);
+  // Remembers a finished server call in a ring of kRecentCallCapacity; the
+  // oldest is overwritten. Each slot has its own lock: writers meet only when
+  // the ring wraps onto a slot being read or written.
+  void RecordRecentCall(RecentCall call);
 
   MetricsSnapshot Snapshot() const;
+  // Newest first.
+  std::vector<RecentCall> RecentCalls() const;
 
  private:
-  static void Add(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
-
-  std::array<std::atomic<uint64_t>, kSideCount> calls_{};
-  std::array<std::array<std::atomic<uint64_t>, kDeadlineSourceCount>, kSideCount>
-      deadline_exceeded_{};
-  std::array<std::atomic<uint64_t>, kHeaderParseCount> bad_budget_header_{};
-  std::atomic<uint64_t> bad_attribution_{0};
-  std::array<std::atomic<uint64_t>, kLeakKindCount> deadline_leaks_{};
-  std::atomic<uint64_t> timers_armed_{0};
-  std::array<std::atomic<uint64_t>, kRetryOutcomeCount> retry_decisions_{};
-  std::array<std::atomic<uint64_t>, kMaxAttemptBuckets> attempts_per_call_{};
-  std::atomic<uint64_t> backoff_clipped_{0};
-  std::atomic<uint64_t> pushback_honoured_{0};
-  std::atomic<uint64_t> unfit_policy_calls_{0};
+  std::unique_ptr<internal::MetricsCells> cells_;
 };
 
 }  // namespace hopbudget

@@ -45,6 +45,7 @@
 #ifndef HOPBUDGET_SERVER_H_
 #define HOPBUDGET_SERVER_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -106,14 +107,15 @@ class InboundBudget {
  private:
   friend struct internal::InboundBudgetAccess;  // the server interceptor builds these
   InboundBudget(const RequestBudget& budget, const std::string* hop,
-                const BudgetPolicy* policy, Clock* clock, uint64_t id)
-      : budget_(budget), hop_(hop), policy_(policy), clock_(clock), id_(id) {}
+                const BudgetPolicy* policy, Clock* clock, uint64_t id, uintptr_t key)
+      : budget_(budget), hop_(hop), policy_(policy), clock_(clock), id_(id), key_(key) {}
 
   RequestBudget budget_;
   const std::string* hop_;
   const BudgetPolicy* policy_;
   Clock* clock_;
   uint64_t id_;  // unique per process: tells calls apart when a context's address is reused
+  uintptr_t key_;  // the call's context address, with id_ the key of internal lookups
 };
 
 struct DownstreamOptions {

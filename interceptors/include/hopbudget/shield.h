@@ -83,6 +83,7 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "hopbudget/clock.h"
+#include "hopbudget/metrics.h"
 
 namespace hopbudget {
 
@@ -101,6 +102,9 @@ struct ShieldOptions {
   // Where bounds are read; default (nullptr) Clock::Real(). Must outlive the
   // Shield.
   Clock* clock = nullptr;
+  // Where the shield events are counted (hopbudget_shield_* metrics); default
+  // (nullptr) Metrics::Default(). Must outlive the Shield and every handle.
+  Metrics* metrics = nullptr;
   // Test hook: when true no thread runs the bound timers; after advancing a
   // FakeClock, call Shield::RunDueTimers(). With a FakeClock, use it: a timer
   // thread would sleep in real time.

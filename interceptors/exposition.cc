@@ -1,0 +1,323 @@
+// Copyright hopbudget authors.
+#include "hopbudget/exposition.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace hopbudget {
+namespace {
+
+constexpr absl::string_view kSideNames[kSideCount] = {"client", "server"};
+
+// Label values: backslash, double quote and line feed are escaped (0.0.4).
+std::string LabelValue(absl::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Integers as integers (counters past 1e6 must not turn into 1.23457e+06),
+// others in the shortest form that reads back as the same double.
+std::string Number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
+    return absl::StrCat(static_cast<int64_t>(v));
+  }
+  std::string out = absl::StrFormat("%.15g", v);
+  if (std::strtod(out.c_str(), nullptr) != v) out = absl::StrFormat("%.17g", v);
+  return out;
+}
+
+class Writer {
+ public:
+  void Family(absl::string_view name, absl::string_view type, absl::string_view help) {
+    absl::StrAppend(&out_, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+  }
+  // `labels`: already formatted `k="v",k="v"` (may be empty).
+  void Sample(absl::string_view name, absl::string_view labels, double value) {
+    absl::StrAppend(&out_, name);
+    if (!labels.empty()) absl::StrAppend(&out_, "{", labels, "}");
+    absl::StrAppend(&out_, " ", Number(value), "\n");
+  }
+  void Histogram(absl::string_view name, absl::string_view labels, const HistogramSnapshot& h) {
+    uint64_t cumulative = 0;
+    const std::string prefix = labels.empty() ? "" : absl::StrCat(labels, ",");
+    for (size_t i = 0; i < h.counts.size(); ++i) {
+      cumulative += h.counts[i];
+      const std::string le =
+          i < h.bounds.size() ? Number(h.bounds[i]) : std::string("+Inf");
+      Sample(absl::StrCat(name, "_bucket"), absl::StrCat(prefix, "le=\"", le, "\""),
+             static_cast<double>(cumulative));
+    }
+    Sample(absl::StrCat(name, "_sum"), labels, h.sum);
+    Sample(absl::StrCat(name, "_count"), labels, static_cast<double>(h.count));
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+std::string L(absl::string_view k, absl::string_view v) {
+  return absl::StrCat(k, "=\"", LabelValue(v), "\"");
+}
+
+std::string CodeName(int code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
+// JSON string literal.
+std::string Json(absl::string_view v) {
+  std::string out = "\"";
+  for (unsigned char c : v) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          absl::StrAppendFormat(&out, "\\u%04x", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonMillis(absl::Duration d) {
+  if (d == absl::InfiniteDuration()) return "null";
+  return absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(d));
+}
+
+std::string SourceLabel(DeadlineSource s) { return std::string(DeadlineSourceName(s)); }
+
+}  // namespace
+
+absl::string_view RetrySkipReason(RetryOutcome outcome) {
+  switch (outcome) {
+    case RetryOutcome::kRetry:
+    case RetryOutcome::kSucceeded:
+      return "";
+    case RetryOutcome::kNotRetryableCode:
+      return "not_retryable";
+    case RetryOutcome::kBudgetFired:
+      return "deadline";
+    case RetryOutcome::kCommitted:
+      return "committed";
+    case RetryOutcome::kAttemptsExhausted:
+      return "max_attempts";
+    case RetryOutcome::kPushbackDoNotRetry:
+      return "pushback";
+    case RetryOutcome::kThrottled:
+      return "retry_budget_exhausted";
+    case RetryOutcome::kNoRoom:
+      return "no_budget";
+  }
+  return "";
+}
+
+std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop) {
+  Writer w;
+  w.Family("hopbudget_info", "gauge", "The hop (service name) this process serves as.");
+  w.Sample("hopbudget_info", L("hop", hop), 1);
+
+  w.Family("hopbudget_calls_total", "counter",
+           "Finished calls seen by hopbudget, by side, method and status code (client side: "
+           "each attempt of a retrying channel).");
+  for (const MethodSnapshot& m : s.methods) {
+    for (int side = 0; side < kSideCount; ++side) {
+      for (int code = 0; code < kStatusCodeCount; ++code) {
+        if (m.calls[side][code] == 0) continue;
+        w.Sample("hopbudget_calls_total",
+                 absl::StrCat(L("side", kSideNames[side]), ",", L("method", m.method), ",",
+                              L("code", CodeName(code))),
+                 static_cast<double>(m.calls[side][code]));
+      }
+    }
+  }
+
+  w.Family("hopbudget_deadline_exceeded_total", "counter",
+           "DEADLINE_EXCEEDED answers by side, the budget that fired and the hop where it fired.");
+  for (const DeadlineExceededCount& d : s.deadline_exceeded_by_hop) {
+    w.Sample("hopbudget_deadline_exceeded_total",
+             absl::StrCat(L("side", kSideNames[static_cast<int>(d.side)]), ",",
+                          L("source", SourceLabel(d.source)), ",", L("hop", d.hop)),
+             static_cast<double>(d.count));
+  }
+
+  w.Family("hopbudget_budget_at_arrival_seconds", "histogram",
+           "Budget an inbound call had when it arrived (calls with a deadline).");
+  for (const MethodSnapshot& m : s.methods) {
+    if (m.budget_at_arrival.count > 0) {
+      w.Histogram("hopbudget_budget_at_arrival_seconds", L("method", m.method),
+                  m.budget_at_arrival);
+    }
+  }
+  w.Family("hopbudget_budget_remaining_seconds", "histogram",
+           "Budget an inbound call had left when it was answered.");
+  for (const MethodSnapshot& m : s.methods) {
+    if (m.budget_remaining.count > 0) {
+      w.Histogram("hopbudget_budget_remaining_seconds", L("method", m.method),
+                  m.budget_remaining);
+    }
+  }
+  w.Family("hopbudget_calls_without_deadline_total", "counter",
+           "Inbound calls that arrived with no deadline at all.");
+  for (const MethodSnapshot& m : s.methods) {
+    if (m.calls_without_deadline > 0) {
+      w.Sample("hopbudget_calls_without_deadline_total", L("method", m.method),
+               static_cast<double>(m.calls_without_deadline));
+    }
+  }
+  w.Family("hopbudget_attempts_per_call", "histogram",
+           "Attempts per logical call of a retrying channel.");
+  for (const MethodSnapshot& m : s.methods) {
+    if (m.attempts.count > 0) {
+      w.Histogram("hopbudget_attempts_per_call", L("method", m.method), m.attempts);
+    }
+  }
+  w.Family("hopbudget_retries_total", "counter",
+           "Retries started, by method and the code of the attempt that failed.");
+  for (const MethodSnapshot& m : s.methods) {
+    for (int code = 0; code < kStatusCodeCount; ++code) {
+      if (m.retries[code] == 0) continue;
+      w.Sample("hopbudget_retries_total",
+               absl::StrCat(L("method", m.method), ",", L("reason", CodeName(code))),
+               static_cast<double>(m.retries[code]));
+    }
+  }
+  w.Family("hopbudget_retries_skipped_total", "counter",
+           "Failed attempts not retried, by reason (no_budget: no room left in the deadline; "
+           "retry_budget_exhausted: the retry throttle).");
+  for (int o = 0; o < kRetryOutcomeCount; ++o) {
+    const absl::string_view reason = RetrySkipReason(static_cast<RetryOutcome>(o));
+    if (reason.empty()) continue;
+    w.Sample("hopbudget_retries_skipped_total", L("reason", reason),
+             static_cast<double>(s.retry_decisions[o]));
+  }
+
+  w.Family("hopbudget_deadline_leaks_total", "counter",
+           "Calls made inside a handler with no deadline or one later than the inbound call's.");
+  w.Sample("hopbudget_deadline_leaks_total", L("kind", "no_deadline"),
+           static_cast<double>(s.leaks(LeakKind::kNoDeadline)));
+  w.Sample("hopbudget_deadline_leaks_total", L("kind", "later_than_inbound"),
+           static_cast<double>(s.leaks(LeakKind::kLaterThanInbound)));
+  w.Family("hopbudget_bad_budget_header_total", "counter",
+           "Inbound hopbudget-budget-us headers refused, by reason.");
+  for (int k = 1; k < kHeaderParseCount; ++k) {
+    w.Sample("hopbudget_bad_budget_header_total",
+             L("kind", HeaderParseName(static_cast<HeaderParse>(k))),
+             static_cast<double>(s.bad_budget_header[k]));
+  }
+  w.Family("hopbudget_bad_attribution_total", "counter",
+           "Attribution details from a callee that could not be decoded.");
+  w.Sample("hopbudget_bad_attribution_total", "", static_cast<double>(s.bad_attribution));
+  w.Family("hopbudget_trace_dropped_total", "counter",
+           "Per-hop traces from callees that were dropped, by reason.");
+  w.Sample("hopbudget_trace_dropped_total", L("reason", "malformed"),
+           static_cast<double>(s.dropped_traces(TraceDrop::kMalformed)));
+  w.Sample("hopbudget_trace_dropped_total", L("reason", "oversized"),
+           static_cast<double>(s.dropped_traces(TraceDrop::kOversized)));
+  w.Family("hopbudget_timers_armed_total", "counter",
+           "Calls that needed hopbudget's shared timer (request caps, leaks, idle budgets).");
+  w.Sample("hopbudget_timers_armed_total", "", static_cast<double>(s.timers_armed));
+  w.Family("hopbudget_backoff_clipped_total", "counter",
+           "Retry backoffs shortened to fit the deadline.");
+  w.Sample("hopbudget_backoff_clipped_total", "", static_cast<double>(s.backoff_clipped));
+  w.Family("hopbudget_pushback_honoured_total", "counter",
+           "Retry waits taken from grpc-retry-pushback-ms.");
+  w.Sample("hopbudget_pushback_honoured_total", "", static_cast<double>(s.pushback_honoured));
+  w.Family("hopbudget_unfit_policy_calls_total", "counter",
+           "Calls on a retry policy that start-up validation rejected (accept_unfit_policy).");
+  w.Sample("hopbudget_unfit_policy_calls_total", "", static_cast<double>(s.unfit_policy_calls));
+
+  w.Family("hopbudget_shield_started_total", "counter", "Shielded operations accepted.");
+  w.Sample("hopbudget_shield_started_total", "",
+           static_cast<double>(s.shield(ShieldEvent::kStarted)));
+  w.Family("hopbudget_shield_operations_total", "counter",
+           "Shielded operations by outcome (refused: at capacity or draining).");
+  const std::pair<const char*, ShieldEvent> outcomes[] = {
+      {"completed", ShieldEvent::kCompleted},
+      {"failed", ShieldEvent::kFailed},
+      {"exceeded_bound", ShieldEvent::kExceededBound},
+      {"refused", ShieldEvent::kRefused}};
+  for (const auto& [name, event] : outcomes) {
+    w.Sample("hopbudget_shield_operations_total", L("outcome", name),
+             static_cast<double>(s.shield(event)));
+  }
+  w.Family("hopbudget_shield_in_flight", "gauge", "Shielded operations queued or running.");
+  w.Sample("hopbudget_shield_in_flight", "", static_cast<double>(s.shield_in_flight));
+  w.Family("hopbudget_shield_unobserved_total", "counter",
+           "Shielded outcomes nobody waited for (logged).");
+  w.Sample("hopbudget_shield_unobserved_total", "",
+           static_cast<double>(s.shield(ShieldEvent::kUnobserved)));
+  w.Family("hopbudget_shield_drains_total", "counter",
+           "Shield drains, by whether every operation ended in time.");
+  w.Sample("hopbudget_shield_drains_total", L("result", "drained"),
+           static_cast<double>(s.shield(ShieldEvent::kDrained)));
+  w.Sample("hopbudget_shield_drains_total", L("result", "timed_out"),
+           static_cast<double>(s.shield(ShieldEvent::kDrainTimedOut)));
+  return w.Take();
+}
+
+std::string FormatDeadlinezJson(const MetricsSnapshot& s, const std::vector<RecentCall>& recent,
+                                absl::string_view hop, absl::Time now) {
+  std::string out = absl::StrCat("{\"hop\":", Json(hop),
+                                 ",\"now_unix_ms\":", absl::ToUnixMillis(now), ",\"recent\":[");
+  for (size_t i = 0; i < recent.size(); ++i) {
+    const RecentCall& c = recent[i];
+    absl::StrAppend(&out, i == 0 ? "" : ",", "{\"method\":", Json(c.method),
+                    ",\"start_unix_ms\":",
+                    absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(c.start - absl::UnixEpoch())),
+                    ",\"code\":", Json(absl::StatusCodeToString(c.code)),
+                    ",\"source\":", Json(DeadlineSourceName(c.source)), ",\"trace\":[");
+    for (size_t j = 0; j < c.trace.hops.size(); ++j) {
+      const HopTrace& h = c.trace.hops[j];
+      absl::StrAppend(&out, j == 0 ? "" : ",", "{\"hop\":", Json(h.hop),
+                      ",\"budget_ms\":", JsonMillis(h.budget_at_arrival),
+                      ",\"spent_ms\":", JsonMillis(h.spent), ",\"attempts\":", h.attempts,
+                      ",\"code\":", Json(absl::StatusCodeToString(h.code)),
+                      ",\"source\":", Json(DeadlineSourceName(h.source)), "}");
+    }
+    absl::StrAppend(&out, "],\"truncated\":", c.trace.truncated ? "true" : "false", "}");
+  }
+  out += "],\"timeouts_by_source\":{";
+  for (int side = 0; side < kSideCount; ++side) {
+    absl::StrAppend(&out, side == 0 ? "" : ",", Json(kSideNames[side]), ":{");
+    for (int src = 1; src < kDeadlineSourceCount; ++src) {
+      absl::StrAppend(&out, src == 1 ? "" : ",",
+                      Json(DeadlineSourceName(static_cast<DeadlineSource>(src))), ":",
+                      s.deadline_exceeded_by_source[side][src]);
+    }
+    out += "}";
+  }
+  absl::StrAppend(&out, "},\"shield\":{\"in_flight\":", s.shield_in_flight,
+                  ",\"started\":", s.shield(ShieldEvent::kStarted),
+                  ",\"completed\":", s.shield(ShieldEvent::kCompleted),
+                  ",\"failed\":", s.shield(ShieldEvent::kFailed),
+                  ",\"exceeded_bound\":", s.shield(ShieldEvent::kExceededBound),
+                  ",\"refused\":", s.shield(ShieldEvent::kRefused),
+                  ",\"unobserved\":", s.shield(ShieldEvent::kUnobserved), "}}");
+  return out;
+}
+
+}  // namespace hopbudget

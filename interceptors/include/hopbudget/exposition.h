@@ -1,0 +1,60 @@
+// Copyright hopbudget authors.
+//
+// exposition.h: a Metrics registry as Prometheus text and as the JSON behind
+// /deadlinez, for any HTTP server. http_exporter.h serves both with
+// cpp-httplib; a service with an HTTP server of its own can serve these
+// strings instead.
+//
+// The metric families (README, "Metrics"), all with the `hopbudget_` prefix:
+//   hopbudget_info{hop}                                 gauge, 1
+//   hopbudget_calls_total{side,method,code}             counter
+//   hopbudget_deadline_exceeded_total{side,source,hop}  counter
+//   hopbudget_budget_at_arrival_seconds{method}         histogram (server)
+//   hopbudget_budget_remaining_seconds{method}          histogram (server)
+//   hopbudget_calls_without_deadline_total{method}      counter (server)
+//   hopbudget_attempts_per_call{method}                 histogram (retrying client)
+//   hopbudget_retries_total{method,reason}              counter
+//   hopbudget_retries_skipped_total{reason}             counter
+//   hopbudget_deadline_leaks_total{kind}, hopbudget_bad_budget_header_total{kind},
+//   hopbudget_bad_attribution_total, hopbudget_trace_dropped_total{reason},
+//   hopbudget_timers_armed_total, hopbudget_backoff_clipped_total,
+//   hopbudget_pushback_honoured_total, hopbudget_unfit_policy_calls_total,
+//   hopbudget_shield_started_total, hopbudget_shield_operations_total{outcome},
+//   hopbudget_shield_in_flight (gauge), hopbudget_shield_unobserved_total,
+//   hopbudget_shield_drains_total{result}
+//
+// Thread safety: the functions are pure.
+#ifndef HOPBUDGET_EXPOSITION_H_
+#define HOPBUDGET_EXPOSITION_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "hopbudget/metrics.h"
+
+namespace hopbudget {
+
+// The Content-Type of FormatPrometheusText()'s output.
+inline constexpr char kPrometheusContentType[] = "text/plain; version=0.0.4; charset=utf-8";
+
+// `snapshot` in the Prometheus text exposition format 0.0.4. `hop` names the
+// process in hopbudget_info (no other family repeats it: a scraper adds its
+// own target labels).
+std::string FormatPrometheusText(const MetricsSnapshot& snapshot, absl::string_view hop);
+
+// The document /deadlinez renders: the hop, the recent calls (newest first)
+// with their traces, DEADLINE_EXCEEDED counts by side and source, and the
+// shield's counters. Format in the README ("/deadlinez").
+std::string FormatDeadlinezJson(const MetricsSnapshot& snapshot,
+                                const std::vector<RecentCall>& recent, absl::string_view hop,
+                                absl::Time now);
+
+// The reason label of hopbudget_retries_skipped_total for a decision, or ""
+// for the decisions that are not skipped retries (kRetry, kSucceeded).
+absl::string_view RetrySkipReason(RetryOutcome outcome);
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_EXPOSITION_H_

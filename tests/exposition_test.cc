@@ -1,0 +1,113 @@
+// Copyright hopbudget authors.
+#include "hopbudget/exposition.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace hopbudget {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(PrometheusTextTest, EmptyRegistryStillDescribesEveryFamily) {
+  Metrics m;
+  const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
+  EXPECT_THAT(text, HasSubstr("# TYPE hopbudget_info gauge\nhopbudget_info{hop=\"orders\"} 1\n"));
+  for (const char* family :
+       {"hopbudget_calls_total counter", "hopbudget_deadline_exceeded_total counter",
+        "hopbudget_budget_at_arrival_seconds histogram",
+        "hopbudget_budget_remaining_seconds histogram", "hopbudget_attempts_per_call histogram",
+        "hopbudget_retries_total counter", "hopbudget_retries_skipped_total counter",
+        "hopbudget_shield_in_flight gauge", "hopbudget_shield_operations_total counter",
+        "hopbudget_trace_dropped_total counter"}) {
+    EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + "\n")) << family;
+  }
+  EXPECT_THAT(text, HasSubstr("hopbudget_retries_skipped_total{reason=\"no_budget\"} 0\n"));
+  EXPECT_THAT(text, Not(HasSubstr("hopbudget_calls_total{")));
+}
+
+TEST(PrometheusTextTest, CountersCarryTheirLabels) {
+  Metrics m;
+  m.CountCallEnd(Side::kServer, MethodId{}, absl::StatusCode::kDeadlineExceeded);
+  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall, "orders");
+  m.CountRetryDecision(RetryOutcome::kThrottled);
+  m.CountRetry(MethodId{}, absl::StatusCode::kUnavailable);
+  const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
+  EXPECT_THAT(text, HasSubstr("hopbudget_calls_total{side=\"server\",method=\"other\","
+                              "code=\"DEADLINE_EXCEEDED\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_deadline_exceeded_total{side=\"client\","
+                              "source=\"exhausted-before-call\",hop=\"orders\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("hopbudget_retries_skipped_total{reason=\"retry_budget_exhausted\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("hopbudget_retries_total{method=\"other\",reason=\"UNAVAILABLE\"} 1\n"));
+}
+
+TEST(PrometheusTextTest, HistogramBucketsAreCumulativeWithSumAndCount) {
+  Metrics m;
+  m.ObserveBudgetAtArrival(MethodId{}, absl::Milliseconds(20));
+  m.ObserveBudgetAtArrival(MethodId{}, absl::Milliseconds(800));
+  const std::string text = FormatPrometheusText(m.Snapshot(), "gateway");
+  const std::string name = "hopbudget_budget_at_arrival_seconds";
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"0.01\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"0.025\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"1\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"+Inf\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_sum{method=\"other\"} 0.82"));
+  EXPECT_THAT(text, HasSubstr(name + "_count{method=\"other\"} 2\n"));
+}
+
+TEST(PrometheusTextTest, LabelValuesAreEscaped) {
+  Metrics m;
+  const std::string text = FormatPrometheusText(m.Snapshot(), "a\"b\\c\nd");
+  EXPECT_THAT(text, HasSubstr("hopbudget_info{hop=\"a\\\"b\\\\c\\nd\"} 1\n"));
+}
+
+TEST(PrometheusTextTest, SkipReasonsCoverEveryNonRetryOutcome) {
+  for (int o = 0; o < kRetryOutcomeCount; ++o) {
+    const auto outcome = static_cast<RetryOutcome>(o);
+    const bool skipped = outcome != RetryOutcome::kRetry && outcome != RetryOutcome::kSucceeded;
+    EXPECT_EQ(!RetrySkipReason(outcome).empty(), skipped) << o;
+  }
+}
+
+TEST(DeadlinezJsonTest, EmptyRegistryGivesAnEmptyRecentList) {
+  Metrics m;
+  const std::string json =
+      FormatDeadlinezJson(m.Snapshot(), {}, "ledger", absl::FromUnixMillis(1700000000000));
+  EXPECT_THAT(json, HasSubstr("{\"hop\":\"ledger\",\"now_unix_ms\":1700000000000,\"recent\":[],"));
+  EXPECT_THAT(json, HasSubstr("\"timeouts_by_source\":{\"client\":{\"client\":0,"));
+  EXPECT_THAT(json, HasSubstr("\"shield\":{\"in_flight\":0,\"started\":0,"));
+}
+
+TEST(DeadlinezJsonTest, RecentCallsCarryTheirTraceWithNullForNoBudget) {
+  Metrics m;
+  m.CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, "orders");
+  RecentCall c;
+  c.method = "/demo.Orders/Create\"x";
+  c.start = absl::FromUnixMillis(1700000000000);
+  c.code = absl::StatusCode::kDeadlineExceeded;
+  c.source = DeadlineSource::kRequest;
+  HopTrace self;
+  self.hop = "orders";
+  self.budget_at_arrival = absl::Milliseconds(780.5);
+  self.spent = absl::Milliseconds(12.25);
+  self.attempts = 2;
+  self.code = absl::StatusCode::kDeadlineExceeded;
+  self.source = DeadlineSource::kRequest;
+  HopTrace below;
+  below.hop = "ledger";
+  c.trace.hops = {self, below};
+  const std::string json = FormatDeadlinezJson(m.Snapshot(), {c}, "orders", absl::Now());
+  EXPECT_THAT(json, HasSubstr("\"method\":\"/demo.Orders/Create\\\"x\""));
+  EXPECT_THAT(json, HasSubstr("\"start_unix_ms\":1700000000000.000"));
+  EXPECT_THAT(json, HasSubstr("\"code\":\"DEADLINE_EXCEEDED\",\"source\":\"request\""));
+  EXPECT_THAT(json, HasSubstr("{\"hop\":\"orders\",\"budget_ms\":780.500,\"spent_ms\":12.250,"
+                              "\"attempts\":2,\"code\":\"DEADLINE_EXCEEDED\",\"source\":\"request\"}"));
+  EXPECT_THAT(json, HasSubstr("{\"hop\":\"ledger\",\"budget_ms\":null,"));
+  EXPECT_THAT(json, HasSubstr("\"server\":{\"client\":0,\"request\":1,"));
+}
+
+}  // namespace
+}  // namespace hopbudget

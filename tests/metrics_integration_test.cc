@@ -1,0 +1,171 @@
+// Copyright hopbudget authors.
+//
+// Metrics counted over real gRPC: each budget source is counted once, at the
+// hop and side where it fired, with the hop where it fired as label; calls
+// by method and code; budgets at arrival; retries by reason.
+#include <gtest/gtest.h>
+
+#include "hopbudget/client.h"
+#include "hopbudget/retry.h"
+#include "hopbudget/server.h"
+#include "relay_fixture.h"
+
+namespace hopbudget {
+namespace {
+
+using testing::HopConfig;
+using testing::RelayHop;
+using testing::Request;
+using testing::Work;
+
+constexpr char kCall[] = "/hopbudget.echo.Relay/Call";
+
+HopConfig Hop(std::string name) {
+  HopConfig c;
+  c.hop = std::move(name);
+  return c;
+}
+
+grpc::Status CallWithBudget(echo::Relay::Stub& stub, absl::Duration budget,
+                            std::vector<echo::Step> steps) {
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, budget);
+  echo::RelayReply reply;
+  return stub.Call(&ctx, Request(std::move(steps)), &reply);
+}
+
+TEST(MetricsIntegrationTest, SuccessfulCallsAreCountedByMethodCodeAndBudget) {
+  RelayHop ledger(Hop("ledger"));
+  Metrics client_metrics;
+  auto stub = testing::NewStub(ledger.address(), true, &client_metrics);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(2), {Work(0)}).ok());
+  ledger.Shutdown();
+  const MetricsSnapshot s = ledger.metrics().Snapshot();
+  EXPECT_EQ(s.calls_with_code(Side::kServer, kCall, absl::StatusCode::kOk), 3u);
+  const MethodSnapshot* m = s.method(kCall);
+  ASSERT_NE(m, nullptr) << "a method of a registered service gets its own label";
+  EXPECT_EQ(m->budget_at_arrival.count, 3u);
+  // 2 s lands in the le=2.5 bucket.
+  EXPECT_EQ(m->budget_at_arrival.counts[10], 3u);
+  EXPECT_EQ(m->budget_remaining.count, 3u);
+  EXPECT_EQ(client_metrics.Snapshot().calls_with_code(Side::kClient, kCall,
+                                                      absl::StatusCode::kOk), 3u);
+}
+
+TEST(MetricsIntegrationTest, ArrivedExpiredIsCountedAtTheRefusingHop) {
+  HopConfig config = Hop("ledger");
+  config.policy.min_attempt_budget = absl::Milliseconds(500);
+  RelayHop ledger(config);
+  auto stub = testing::NewStub(ledger.address(), true);
+  EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(300), {Work(0)}).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  ledger.Shutdown();
+  const MetricsSnapshot s = ledger.metrics().Snapshot();
+  EXPECT_EQ(s.deadline_exceeded(Side::kServer, DeadlineSource::kArrivedExpired, "ledger"), 1u);
+  EXPECT_EQ(s.calls_with_code(Side::kServer, kCall, absl::StatusCode::kDeadlineExceeded), 1u);
+}
+
+TEST(MetricsIntegrationTest, RequestCapIsCountedAtItsHopAndAsDownstreamAbove) {
+  HopConfig ledger_config = Hop("ledger");
+  ledger_config.policy.request_cap = absl::Milliseconds(100);
+  RelayHop orders(Hop("orders")), ledger(ledger_config);
+  orders.SetNext(ledger.address());
+  auto stub = testing::NewStub(orders.address(), true);
+  EXPECT_EQ(CallWithBudget(*stub, absl::Seconds(5), {Work(0), testing::Hang()}).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  orders.Shutdown();
+  ledger.Shutdown();
+  const MetricsSnapshot l = ledger.metrics().Snapshot();
+  EXPECT_EQ(l.deadline_exceeded(Side::kServer, DeadlineSource::kRequest, "ledger"), 1u);
+  EXPECT_EQ(l.calls_with_code(Side::kServer, kCall, absl::StatusCode::kDeadlineExceeded), 1u);
+  const MetricsSnapshot o = orders.metrics().Snapshot();
+  // orders' client side saw ledger's attribution: downstream, fired at ledger.
+  EXPECT_EQ(o.deadline_exceeded(Side::kClient, DeadlineSource::kDownstream, "ledger"), 1u);
+  EXPECT_EQ(o.deadline_exceeded(Side::kServer, DeadlineSource::kDownstream, "ledger"), 1u);
+  EXPECT_EQ(o.deadline_exceeded(Side::kServer, DeadlineSource::kRequest), 0u);
+}
+
+TEST(MetricsIntegrationTest, AttemptBudgetAndRetryAreCountedAtTheRetryingHop) {
+  HopConfig ledger_config = Hop("ledger");
+  ledger_config.faults.hang_first = 1;
+  RelayHop orders(Hop("orders")), ledger(ledger_config);
+  RetryOptions retry;
+  retry.budget.attempt_cap = absl::Milliseconds(150);
+  retry.retry.max_attempts = 3;
+  retry.retry.initial_backoff = absl::Milliseconds(1);
+  retry.retry.max_backoff = absl::Milliseconds(2);
+  orders.SetNext(ledger.address(), &retry);
+  auto stub = testing::NewStub(orders.address(), true);
+  ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(10), {Work(0), Work(0)}).ok());
+  orders.Shutdown();
+  ledger.Shutdown();
+  const MetricsSnapshot o = orders.metrics().Snapshot();
+  EXPECT_EQ(o.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt, "orders"), 1u);
+  const MethodSnapshot* m = o.method(kCall);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->retries[static_cast<int>(absl::StatusCode::kDeadlineExceeded)], 1u);
+  EXPECT_EQ(m->attempts.count, 1u);
+  EXPECT_EQ(m->attempts.counts[1], 1u);  // le="2"
+  EXPECT_EQ(o.calls_with_code(Side::kClient, kCall, absl::StatusCode::kDeadlineExceeded), 1u);
+  EXPECT_EQ(o.calls_with_code(Side::kClient, kCall, absl::StatusCode::kOk), 1u);
+  EXPECT_EQ(o.calls_with_code(Side::kServer, kCall, absl::StatusCode::kOk), 1u);
+}
+
+TEST(MetricsIntegrationTest, RetryWithoutRoomIsCountedAsSkippedForLackOfBudget) {
+  HopConfig ledger_config = Hop("ledger");
+  ledger_config.faults.hang_first = 1;
+  RelayHop orders(Hop("orders")), ledger(ledger_config);
+  RetryOptions retry;
+  retry.budget.attempt_cap = absl::Milliseconds(250);
+  retry.retry.max_attempts = 3;
+  retry.retry.initial_backoff = absl::Milliseconds(1);
+  retry.retry.max_backoff = absl::Milliseconds(2);
+  retry.budget.min_attempt_budget = absl::Milliseconds(200);
+  orders.SetNext(ledger.address(), &retry);
+  auto stub = testing::NewStub(orders.address(), true);
+  // 400 ms: the first attempt takes 250, the 150 left are below 200.
+  EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(400), {Work(0), Work(0)}).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  orders.Shutdown();
+  ledger.Shutdown();
+  const MetricsSnapshot o = orders.metrics().Snapshot();
+  EXPECT_EQ(o.retry_decision(RetryOutcome::kNoRoom), 1u);
+}
+
+TEST(MetricsIntegrationTest, ExhaustedBeforeCallIsCountedWithoutTouchingTheNetwork) {
+  HopConfig orders_config = Hop("orders");
+  orders_config.policy.min_attempt_budget = absl::Milliseconds(100);
+  RelayHop orders(orders_config), ledger(Hop("ledger"));
+  orders.SetNext(ledger.address());
+  auto stub = testing::NewStub(orders.address(), true);
+  // orders works 250 ms of a 300 ms budget: less than 100 ms left for ledger.
+  EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(300), {Work(250), Work(0)}).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  orders.Shutdown();
+  ledger.Shutdown();
+  const MetricsSnapshot o = orders.metrics().Snapshot();
+  const uint64_t exhausted =
+      o.deadline_exceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall, "orders");
+  const uint64_t client = o.deadline_exceeded(Side::kServer, DeadlineSource::kClient, "orders");
+  // On a loaded machine the whole budget may pass before orders looks.
+  EXPECT_EQ(exhausted + client, 1u);
+  EXPECT_EQ(ledger.calls(), 0);
+}
+
+TEST(MetricsIntegrationTest, ClientDeadlineIsCountedByTheCallerAndTheHopThatSawItPass) {
+  RelayHop ledger(Hop("ledger"));
+  Metrics client_metrics;
+  auto stub = testing::NewStub(ledger.address(), true, &client_metrics);
+  EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(200), {testing::Hang()}).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  ledger.Shutdown();
+  EXPECT_EQ(client_metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kClient,
+                                                        "client"),
+            1u);
+  const MetricsSnapshot l = ledger.metrics().Snapshot();
+  EXPECT_EQ(l.deadline_exceeded(Side::kServer, DeadlineSource::kClient, "ledger"), 1u);
+  EXPECT_EQ(l.calls_with_code(Side::kServer, kCall, absl::StatusCode::kDeadlineExceeded), 1u);
+}
+
+}  // namespace
+}  // namespace hopbudget
