@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -74,6 +75,10 @@ class ShieldOp {
   bool observed = false;      // a Wait()/WaitUntil() returned the record
   bool handles_gone = false;  // the last handle copy was destroyed
   ShieldRecord record;
+  // ShieldHandle::OnDone() callbacks waiting for the end, and whether the
+  // end is handing the record to them (the observed decision waits for it).
+  std::vector<absl::AnyInvocable<bool(const ShieldRecord&)>> on_done;
+  bool delivering = false;
 
   absl::Status RunWork() {
     ShieldContext context(*this);
@@ -207,7 +212,7 @@ class ShieldHandleToken {
     {
       absl::MutexLock lock(&state.mu);
       op->handles_gone = true;
-      if (op->ended && !op->observed) {
+      if (op->ended && !op->observed && !op->delivering) {
         unobserved = true;
         ++state.stats.unobserved;
         state.metrics->CountShield(ShieldEvent::kUnobserved);
@@ -276,6 +281,21 @@ absl::optional<ShieldRecord> ShieldHandle::WaitUntil(absl::Time until) const {
   if (!op.ended) return absl::nullopt;
   op.observed = true;
   return op.record;
+}
+
+void ShieldHandle::OnDone(absl::AnyInvocable<bool(const ShieldRecord&)> fn) const {
+  ShieldOp& op = *token_->op;
+  {
+    absl::MutexLock lock(&op.state->mu);
+    if (!op.ended) {
+      op.on_done.push_back(std::move(fn));
+      return;
+    }
+  }
+  if (fn(op.record)) {  // the record does not change once ended
+    absl::MutexLock lock(&op.state->mu);
+    op.observed = true;
+  }
 }
 
 absl::optional<ShieldRecord> ShieldHandle::Wait() const {
@@ -461,6 +481,7 @@ class Shield::Impl {
 
     ShieldState& state = *op.state;
     bool unobserved = false;
+    std::vector<absl::AnyInvocable<bool(const ShieldRecord&)>> on_done;
     {
       absl::MutexLock lock(&state.mu);
       switch (record.outcome) {
@@ -480,12 +501,32 @@ class Shield::Impl {
       state.metrics->AddShieldInFlight(-1);
       op.record = std::move(record);
       op.ended = true;
-      if (op.handles_gone) {
+      on_done.swap(op.on_done);
+      op.delivering = !on_done.empty();
+      if (op.handles_gone && !op.observed && !op.delivering) {
         unobserved = true;
         ++state.stats.unobserved;
         state.metrics->CountShield(ShieldEvent::kUnobserved);
       }
-      state.in_flight.erase(op.seq);  // may drop the last reference but ours
+      // With callbacks to run the operation stays in flight until they
+      // did: Drain() must not report it done before its outcome is placed.
+      if (!op.delivering) state.in_flight.erase(op.seq);  // may drop the last reference but ours
+    }
+    if (unobserved) internal::LogUnobserved(op.record);
+    if (on_done.empty()) return;
+    bool taken = false;
+    for (auto& fn : on_done) taken = fn(op.record) || taken;
+    on_done.clear();  // captures go before the end is final
+    {
+      absl::MutexLock lock(&state.mu);
+      op.delivering = false;
+      if (taken) op.observed = true;
+      unobserved = op.handles_gone && !op.observed;
+      if (unobserved) {
+        ++state.stats.unobserved;
+        state.metrics->CountShield(ShieldEvent::kUnobserved);
+      }
+      state.in_flight.erase(op.seq);
     }
     if (unobserved) internal::LogUnobserved(op.record);
   }

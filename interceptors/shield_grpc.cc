@@ -2,7 +2,11 @@
 #include "hopbudget/shield_grpc.h"
 
 #include <algorithm>
+#include <memory>
 
+#include <grpcpp/server_context.h>
+
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
@@ -21,7 +25,87 @@ grpc::Status DeadlineStatus(const Attribution& a) {
                       EncodeStatusDetails(a, message));
 }
 
+// The answer for a record: its status, an exceeded bound attributed to the
+// shield at this hop.
+grpc::Status StatusOfRecord(const ShieldRecord& r, const InboundBudget* budget) {
+  if (r.outcome == ShieldOutcome::kExceededBound) {
+    Attribution a{DeadlineSource::kShield, budget != nullptr ? budget->hop() : "", r.bound,
+                  r.ended - r.started};
+    return DeadlineStatus(a);
+  }
+  return ToGrpcStatus(r.status);
+}
+
+// The answer when the inbound call ends before the work: its budget ran out
+// (attributed to it), or the caller cancelled.
+grpc::Status StatusWhenCallEnded(const grpc::ServerContextBase& inbound,
+                                 const InboundBudget* budget) {
+  const absl::Time deadline =
+      budget != nullptr ? budget->deadline() : internal::ToAbslTime(inbound.deadline());
+  if (absl::Now() < deadline) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "caller cancelled; shielded work goes on");
+  }
+  Attribution a{budget != nullptr ? budget->source() : DeadlineSource::kClient,
+                budget != nullptr ? budget->hop() : "",
+                budget != nullptr ? budget->budget_on_arrival() : absl::ZeroDuration(),
+                budget != nullptr ? absl::Now() - budget->arrival() : absl::ZeroDuration()};
+  return DeadlineStatus(a);
+}
+
+// Answers a callback-API unary call from shielded work. Exactly one of the
+// work's end and the call's cancel takes the reactor and calls Finish();
+// gRPC calls OnDone() only after Finish(), so whoever took it may use it.
+class ShieldedUnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  ShieldedUnaryReactor(grpc::CallbackServerContext* ctx,
+                       absl::AnyInvocable<void(const ShieldRecord&)> fill)
+      : ctx_(ctx), fill_(std::move(fill)), slot_(std::make_shared<Slot>()) {
+    slot_->reactor = this;
+  }
+
+  void Start(const ShieldHandle& handle) {
+    handle.OnDone([slot = slot_](const ShieldRecord& r) {
+      ShieldedUnaryReactor* self = slot->Take();
+      if (self == nullptr) return false;  // the call ended first: nobody to tell
+      if (self->fill_) self->fill_(r);
+      self->Finish(StatusOfRecord(r, InboundBudget::Of(*self->ctx_)));
+      return true;
+    });
+  }
+
+  void OnCancel() override {
+    if (slot_->Take() == nullptr) return;
+    Finish(StatusWhenCallEnded(*ctx_, InboundBudget::Of(*ctx_)));
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct Slot {
+    absl::Mutex mu;
+    ShieldedUnaryReactor* reactor ABSL_GUARDED_BY(mu) = nullptr;
+    ShieldedUnaryReactor* Take() {
+      absl::MutexLock lock(&mu);
+      ShieldedUnaryReactor* r = reactor;
+      reactor = nullptr;
+      return r;
+    }
+  };
+
+  grpc::CallbackServerContext* const ctx_;
+  absl::AnyInvocable<void(const ShieldRecord&)> fill_;
+  const std::shared_ptr<Slot> slot_;
+};
+
 }  // namespace
+
+grpc::ServerUnaryReactor* AnswerWhenShieldedDone(
+    grpc::CallbackServerContext* inbound, const ShieldHandle& handle,
+    absl::AnyInvocable<void(const ShieldRecord&)> fill) {
+  auto* reactor = new ShieldedUnaryReactor(inbound, std::move(fill));
+  reactor->Start(handle);
+  return reactor;
+}
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
@@ -52,22 +136,10 @@ grpc::Status AwaitShielded(grpc::ServerContextBase& inbound, const ShieldHandle&
     const absl::Time now = absl::Now();
     if (absl::optional<ShieldRecord> r =
             handle.WaitUntil(std::min(deadline, now + kCancelPollInterval))) {
-      if (r->outcome == ShieldOutcome::kExceededBound) {
-        Attribution a{DeadlineSource::kShield, budget != nullptr ? budget->hop() : "",
-                      r->bound, r->ended - r->started};
-        return DeadlineStatus(a);
-      }
-      return ToGrpcStatus(r->status);
+      return StatusOfRecord(*r, budget);
     }
-    if (inbound.IsCancelled()) {
-      return grpc::Status(grpc::StatusCode::CANCELLED, "caller cancelled; shielded work goes on");
-    }
-    if (absl::Now() >= deadline) {
-      Attribution a{budget != nullptr ? budget->source() : DeadlineSource::kClient,
-                    budget != nullptr ? budget->hop() : "",
-                    budget != nullptr ? budget->budget_on_arrival() : absl::ZeroDuration(),
-                    budget != nullptr ? absl::Now() - budget->arrival() : absl::ZeroDuration()};
-      return DeadlineStatus(a);
+    if (inbound.IsCancelled() || absl::Now() >= deadline) {
+      return StatusWhenCallEnded(inbound, budget);
     }
   }
 }

@@ -206,5 +206,126 @@ TEST(ShieldGrpcTest, DrainReportsWorkStillRunningAtItsDeadline) {
                      }).ok());  // no new work once draining
 }
 
+// The same commit from a callback-API handler: AnswerWhenShieldedDone holds
+// no thread while the work runs.
+class CallbackShieldedOrders final : public echo::Relay::CallbackService {
+ public:
+  CallbackShieldedOrders(Shield* shield, absl::Duration bound) : shield_(shield), bound_(bound) {
+    ServerOptions options;
+    options.hop = "orders";
+    auto factory = MakeServerInterceptorFactory(options);
+    EXPECT_TRUE(factory.ok());
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(*std::move(factory));
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(this);
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+    server_ = builder.BuildAndStart();
+    address_ = "127.0.0.1:" + std::to_string(port);
+  }
+  ~CallbackShieldedOrders() override { server_->Shutdown(); }
+
+  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx, const echo::RelayRequest* req,
+                                 echo::RelayReply* reply) override {
+    auto commit = shield_->Run("commit", bound_,
+                               [this, ms = req->steps(0).work_ms()](ShieldContext& work) {
+                                 absl::Status s = CommitFor(work, absl::Milliseconds(ms));
+                                 if (s.ok()) commits_++;
+                                 return s;
+                               });
+    if (!commit.ok()) {
+      auto* r = ctx->DefaultReactor();
+      r->Finish(ToGrpcStatus(commit.status()));
+      return r;
+    }
+    arrived_.Notify();
+    return AnswerWhenShieldedDone(ctx, *commit, [reply](const ShieldRecord& r) {
+      reply->set_payload(r.outcome == ShieldOutcome::kCompleted ? "committed" : "not committed");
+    });
+  }
+
+  const std::string& address() const { return address_; }
+  absl::Notification arrived_;
+  std::atomic<int> commits_{0};
+
+ private:
+  Shield* shield_;
+  const absl::Duration bound_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+TEST(ShieldGrpcCallbackTest, HandlerAnswersWithTheWorksResult) {
+  Shield shield;
+  CallbackShieldedOrders orders(&shield, absl::Seconds(5));
+  auto stub = testing::NewStub(orders.address());
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Seconds(10));
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(30)}), &reply).ok());
+  EXPECT_EQ(reply.payload(), "committed");
+  EXPECT_EQ(orders.commits_.load(), 1);
+  EXPECT_EQ(shield.stats().completed, 1u);
+  EXPECT_EQ(shield.stats().unobserved, 0u);  // the reactor took the outcome
+}
+
+TEST(ShieldGrpcCallbackTest, ClientCancelAnswersAtOnceAndTheCommitCompletesOnce) {
+  Shield shield;
+  CallbackShieldedOrders orders(&shield, absl::Seconds(5));
+  auto stub = testing::NewStub(orders.address());
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Seconds(10));
+  std::thread canceller([&] {
+    orders.arrived_.WaitForNotification();
+    ctx.TryCancel();
+  });
+  echo::RelayReply reply;
+  const absl::Time start = absl::Now();
+  grpc::Status s = stub->Call(&ctx, Request({Work(1500)}), &reply);
+  const absl::Duration took = absl::Now() - start;
+  canceller.join();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_LT(took, absl::Milliseconds(1500));  // did not wait for the commit
+  DrainReport report = shield.Drain(absl::Seconds(10));
+  EXPECT_EQ(report.completed, 1);
+  EXPECT_EQ(orders.commits_.load(), 1);
+  // Nobody was left to take the outcome: logged and counted.
+  EXPECT_EQ(shield.stats().unobserved, 1u);
+}
+
+TEST(ShieldGrpcCallbackTest, CallerDeadlineAnswersDeadlineExceededWhileTheCommitGoesOn) {
+  Shield shield;
+  CallbackShieldedOrders orders(&shield, absl::Seconds(5));
+  auto stub = testing::NewStub(orders.address());
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Milliseconds(300));
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({Work(1200)}), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(orders.commits_.load(), 0);  // answered while the commit ran
+  shield.Drain(absl::Seconds(10));
+  EXPECT_EQ(orders.commits_.load(), 1);
+}
+
+TEST(ShieldGrpcCallbackTest, WorkPastItsBoundIsDeadlineExceededAttributedToTheShield) {
+  Shield shield;
+  CallbackShieldedOrders orders(&shield, absl::Milliseconds(150));
+  auto stub = testing::NewStub(orders.address());
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Seconds(10));
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({Work(5000)}), &reply);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kShield);
+  EXPECT_EQ(a->hop, "orders");
+  EXPECT_EQ(a->budget, absl::Milliseconds(150));
+  EXPECT_EQ(shield.stats().exceeded_bound, 1u);
+  EXPECT_EQ(orders.commits_.load(), 0);
+}
+
 }  // namespace
 }  // namespace hopbudget

@@ -628,5 +628,94 @@ TEST(ShieldOutcomeTest, NamesAreStableMetricLabels) {
   EXPECT_EQ(ShieldOutcomeName(static_cast<ShieldOutcome>(42)), "unknown");
 }
 
+TEST_F(ShieldTest, OnDoneRunsOnceWithTheRecordWhenTheWorkEnds) {
+  Metrics metrics;
+  ShieldOptions options = Manual();
+  options.metrics = &metrics;
+  Shield shield(options);
+  Gate gate;
+  absl::StatusOr<ShieldHandle> handle =
+      shield.Run("commit", absl::Seconds(1), BlockUntil(gate, absl::InternalError("disk")));
+  ASSERT_TRUE(handle.ok());
+  absl::Notification delivered;
+  std::atomic<int> calls{0};
+  ShieldOutcome outcome = ShieldOutcome::kCompleted;
+  handle->OnDone([&](const ShieldRecord& r) {
+    outcome = r.outcome;
+    ++calls;
+    delivered.Notify();
+    return true;
+  });
+  EXPECT_FALSE(delivered.HasBeenNotified());
+  EXPECT_EQ(metrics.Snapshot().shield_in_flight, 1);
+  gate.Open();
+  ASSERT_TRUE(delivered.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(outcome, ShieldOutcome::kFailed);
+  shield.Drain(absl::Seconds(30));
+  EXPECT_EQ(calls.load(), 1);
+  handle = absl::InternalError("dropped");  // the last handle goes: taken, not unobserved
+  EXPECT_EQ(shield.stats().unobserved, 0u);
+  const MetricsSnapshot m = metrics.Snapshot();
+  EXPECT_EQ(m.shield(ShieldEvent::kStarted), 1u);
+  EXPECT_EQ(m.shield(ShieldEvent::kFailed), 1u);
+  EXPECT_EQ(m.shield(ShieldEvent::kUnobserved), 0u);
+  EXPECT_EQ(m.shield_in_flight, 0);
+}
+
+TEST_F(ShieldTest, OnDoneAfterTheEndRunsAtOnceOnTheCallersThread) {
+  Shield shield(Manual());
+  absl::StatusOr<ShieldHandle> handle =
+      shield.Run("commit", absl::Seconds(1), [](ShieldContext&) { return absl::OkStatus(); });
+  ASSERT_TRUE(handle.ok());
+  ASSERT_TRUE(handle->WaitUntil(absl::Now() + absl::Seconds(30)).has_value());
+  const std::thread::id me = std::this_thread::get_id();
+  std::thread::id ran_on;
+  handle->OnDone([&](const ShieldRecord& r) {
+    ran_on = std::this_thread::get_id();
+    EXPECT_EQ(r.outcome, ShieldOutcome::kCompleted);
+    return true;
+  });
+  EXPECT_EQ(ran_on, me);
+}
+
+TEST_F(ShieldTest, OutcomeNobodyTookFromOnDoneIsCountedUnobserved) {
+  Metrics metrics;
+  ShieldOptions options = Manual();
+  options.metrics = &metrics;
+  Shield shield(options);
+  Gate gate;
+  {
+    absl::StatusOr<ShieldHandle> handle =
+        shield.Run("commit", absl::Seconds(1), BlockUntil(gate));
+    ASSERT_TRUE(handle.ok());
+    // The caller left: the callback finds nobody to answer.
+    handle->OnDone([](const ShieldRecord&) { return false; });
+  }
+  gate.Open();
+  shield.Drain(absl::Seconds(30));
+  EXPECT_EQ(shield.stats().unobserved, 1u);
+  EXPECT_EQ(metrics.Snapshot().shield(ShieldEvent::kUnobserved), 1u);
+  EXPECT_EQ(metrics.Snapshot().shield(ShieldEvent::kDrained), 1u);
+}
+
+TEST_F(ShieldTest, MetricsCountRefusalsAndDrainsThatGaveUp) {
+  Metrics metrics;
+  ShieldOptions options = Manual(/*threads=*/1, /*max_in_flight=*/1);
+  options.metrics = &metrics;
+  Shield shield(options);
+  Gate gate;
+  absl::StatusOr<ShieldHandle> first = shield.Run("a", absl::Seconds(1), BlockUntil(gate));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(shield.Run("b", absl::Seconds(1), BlockUntil(gate)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  DrainReport report = shield.Drain(absl::ZeroDuration());
+  EXPECT_EQ(report.still_running.size(), 1u);
+  gate.Open();
+  first->Wait();
+  const MetricsSnapshot m = metrics.Snapshot();
+  EXPECT_EQ(m.shield(ShieldEvent::kRefused), 1u);
+  EXPECT_EQ(m.shield(ShieldEvent::kDrainTimedOut), 1u);
+}
+
 }  // namespace
 }  // namespace hopbudget

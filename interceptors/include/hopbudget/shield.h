@@ -196,6 +196,15 @@ class ShieldHandle {
   // Waits until the operation ends; always returns its record. This can wait
   // as long as the work ignores its stop request.
   absl::optional<ShieldRecord> Wait() const;
+  // Runs `fn` with the record once the operation ends, without blocking the
+  // caller: at once on this thread if it already ended, else on the pool
+  // thread that ends it (so `fn` must be short and must not block, like a
+  // gRPC reactor's Finish()). `fn` returns whether someone took the outcome
+  // (answered a caller with it, stored it); if no callback did and no handle
+  // read it, the outcome is logged and counted unobserved, as for a handle
+  // dropped unread. Every `fn` runs exactly once: a Shield drains before it
+  // is destroyed, so every operation ends.
+  void OnDone(absl::AnyInvocable<bool(const ShieldRecord&)> fn) const;
   const std::string& name() const;
 
  private:

@@ -26,8 +26,10 @@
 #include <grpcpp/client_context.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_context.h>
+#include <grpcpp/support/server_callback.h>
 #include <grpcpp/support/status.h>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "hopbudget/shield.h"
@@ -55,6 +57,35 @@ std::unique_ptr<grpc::ClientContext> NewShieldedContext(const ShieldContext& wor
 // gRPC's sync API tells a handler of a cancel only through IsCancelled(),
 // which this polls every few milliseconds while it waits.
 grpc::Status AwaitShielded(grpc::ServerContextBase& inbound, const ShieldHandle& handle);
+
+// The callback API's AwaitShielded(): the reactor a unary handler returns to
+// answer from shielded work without holding a thread while it runs.
+//   - the work ends first: `fill` (if any) runs with its record, on the
+//     shield's pool thread, to write the response; then the call finishes
+//     with the work's status (an exceeded bound is DEADLINE_EXCEEDED
+//     attributed to "shield");
+//   - the call ends first (the caller cancelled, its deadline passed, or
+//     hopbudget's request cap fired: gRPC cancels the call and tells the
+//     reactor): it finishes at once with CANCELLED or DEADLINE_EXCEEDED
+//     attributed to this hop's budget. The work goes on, bounded; `fill`
+//     does not run (the response may be gone); the outcome is recorded and,
+//     since nobody took it, logged and counted unobserved unless a handle
+//     reads it.
+// Example:
+//   grpc::ServerUnaryReactor* Commit(grpc::CallbackServerContext* ctx,
+//                                    const Req* req, Resp* resp) override {
+//     auto commit = shield.Run("commit", absl::Seconds(2), Work(*req));
+//     if (!commit.ok()) {
+//       auto* r = ctx->DefaultReactor();
+//       r->Finish(hopbudget::ToGrpcStatus(commit.status()));
+//       return r;
+//     }
+//     return hopbudget::AnswerWhenShieldedDone(ctx, *commit,
+//         [resp](const hopbudget::ShieldRecord& r) { resp->set_outcome(...); });
+//   }
+grpc::ServerUnaryReactor* AnswerWhenShieldedDone(
+    grpc::CallbackServerContext* inbound, const ShieldHandle& handle,
+    absl::AnyInvocable<void(const ShieldRecord&)> fill = nullptr);
 
 // Stops `server` accepting calls and waits for running handlers, then drains
 // `shield`, all within `max_wait` overall: Server::Shutdown(deadline) cancels
