@@ -2,18 +2,22 @@
 #include <grpcpp/grpcpp.h>
 
 #include <iostream>
+#include <string>
 
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/client.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
+#include "hopbudget/exposition.h"
+#include "hopbudget/http_exporter.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry.h"
 #include "hopbudget/retry_policy.h"
 #include "hopbudget/server.h"
 #include "hopbudget/shield.h"
 #include "hopbudget/shield_grpc.h"
+#include "hopbudget/trace.h"
 #include "hopbudget/wire.h"
 
 int main() {
@@ -33,9 +37,21 @@ int main() {
   hopbudget::Shield shield;
   auto op = shield.Run("consumer", absl::Milliseconds(100),
                        [](hopbudget::ShieldContext&) { return absl::OkStatus(); });
-  if (!factory.ok() || !channel.ok() || !retrying.ok() || !op.ok() ||
+#ifdef CONSUMER_WITH_HTTP
+  hopbudget::HttpExporterOptions http;
+  http.hop = "consumer";
+  auto exporter = hopbudget::HttpExporter::Start(http);
+  const absl::Status http_status = exporter.status();
+#else
+  const absl::Status http_status = absl::OkStatus();
+#endif
+  const std::string text =
+      hopbudget::FormatPrometheusText(hopbudget::Metrics::Default().Snapshot(), "consumer");
+  if (!factory.ok() || !channel.ok() || !retrying.ok() || !op.ok() || !http_status.ok() ||
+      text.find("hopbudget_info{hop=\"consumer\"} 1") == std::string::npos ||
       op->Wait()->outcome != hopbudget::ShieldOutcome::kCompleted) {
-    std::cerr << "consumer: " << factory.status() << " " << channel.status() << "\n";
+    std::cerr << "consumer: " << factory.status() << " " << channel.status() << " "
+              << http_status << "\n";
     return 1;
   }
   std::cout << "consumer: hopbudget package works\n";
