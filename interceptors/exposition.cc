@@ -164,22 +164,20 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
              static_cast<double>(d.count));
   }
 
-  w.Family("hopbudget_budget_at_arrival_seconds", "histogram",
-           "Budget an inbound call had when it arrived (calls with a deadline).");
-  for (const MethodSnapshot& m : s.methods) {
-    if (m.budget_at_arrival.count > 0) {
-      w.Histogram("hopbudget_budget_at_arrival_seconds", L("method", m.method),
-                  m.budget_at_arrival);
+  // One histogram family with a series per method that observed anything.
+  auto per_method = [&](const char* name, const char* help,
+                        HistogramSnapshot MethodSnapshot::*field) {
+    w.Family(name, "histogram", help);
+    for (const MethodSnapshot& m : s.methods) {
+      if ((m.*field).count > 0) w.Histogram(name, L("method", m.method), m.*field);
     }
-  }
-  w.Family("hopbudget_budget_remaining_seconds", "histogram",
-           "Budget an inbound call had left when it was answered.");
-  for (const MethodSnapshot& m : s.methods) {
-    if (m.budget_remaining.count > 0) {
-      w.Histogram("hopbudget_budget_remaining_seconds", L("method", m.method),
-                  m.budget_remaining);
-    }
-  }
+  };
+  per_method("hopbudget_budget_at_arrival_seconds",
+             "Budget an inbound call had when it arrived (calls with a deadline).",
+             &MethodSnapshot::budget_at_arrival);
+  per_method("hopbudget_budget_remaining_seconds",
+             "Budget an inbound call had left when it was answered.",
+             &MethodSnapshot::budget_remaining);
   w.Family("hopbudget_calls_without_deadline_total", "counter",
            "Inbound calls that arrived with no deadline at all.");
   for (const MethodSnapshot& m : s.methods) {
@@ -188,13 +186,8 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
                static_cast<double>(m.calls_without_deadline));
     }
   }
-  w.Family("hopbudget_attempts_per_call", "histogram",
-           "Attempts per logical call of a retrying channel.");
-  for (const MethodSnapshot& m : s.methods) {
-    if (m.attempts.count > 0) {
-      w.Histogram("hopbudget_attempts_per_call", L("method", m.method), m.attempts);
-    }
-  }
+  per_method("hopbudget_attempts_per_call", "Attempts per logical call of a retrying channel.",
+             &MethodSnapshot::attempts);
   w.Family("hopbudget_retries_total", "counter",
            "Retries started, by method and the code of the attempt that failed.");
   for (const MethodSnapshot& m : s.methods) {

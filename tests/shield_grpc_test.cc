@@ -35,25 +35,31 @@ absl::Status CommitFor(ShieldContext& work, absl::Duration d) {
   return absl::OkStatus();
 }
 
+// Serves `service` as hop "orders" behind hopbudget's server interceptor on
+// a free loopback port.
+std::unique_ptr<grpc::Server> StartOrders(grpc::Service* service, std::string* address) {
+  ServerOptions options;
+  options.hop = "orders";
+  auto factory = MakeServerInterceptorFactory(options);
+  EXPECT_TRUE(factory.ok());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service);
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  *address = "127.0.0.1:" + std::to_string(port);
+  return server;
+}
+
 // An "orders" service whose Call runs steps[0].work_ms of shielded commit,
 // then, with more steps, relays them to the ledger from inside the shield.
 class ShieldedOrders final : public echo::Relay::Service {
  public:
-  explicit ShieldedOrders(Shield* shield) : shield_(shield) {
-    ServerOptions options;
-    options.hop = "orders";
-    auto factory = MakeServerInterceptorFactory(options);
-    EXPECT_TRUE(factory.ok());
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-    creators.push_back(*std::move(factory));
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(this);
-    builder.experimental().SetInterceptorCreators(std::move(creators));
-    server_ = builder.BuildAndStart();
-    address_ = "127.0.0.1:" + std::to_string(port);
-  }
+  explicit ShieldedOrders(Shield* shield)
+      : shield_(shield), server_(StartOrders(this, &address_)) {}
   ~ShieldedOrders() override {
     if (server_ != nullptr) server_->Shutdown();
   }
@@ -98,9 +104,9 @@ class ShieldedOrders final : public echo::Relay::Service {
 
  private:
   Shield* shield_;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
   std::unique_ptr<echo::Relay::Stub> ledger_;
+  std::string address_;
+  std::unique_ptr<grpc::Server> server_;  // last: serves once the rest exists
 };
 
 TEST(ShieldGrpcTest, ClientCancelDuringShieldedCommitCompletesItOnceAndAnswersAtOnce) {
@@ -210,21 +216,8 @@ TEST(ShieldGrpcTest, DrainReportsWorkStillRunningAtItsDeadline) {
 // no thread while the work runs.
 class CallbackShieldedOrders final : public echo::Relay::CallbackService {
  public:
-  CallbackShieldedOrders(Shield* shield, absl::Duration bound) : shield_(shield), bound_(bound) {
-    ServerOptions options;
-    options.hop = "orders";
-    auto factory = MakeServerInterceptorFactory(options);
-    EXPECT_TRUE(factory.ok());
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-    creators.push_back(*std::move(factory));
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(this);
-    builder.experimental().SetInterceptorCreators(std::move(creators));
-    server_ = builder.BuildAndStart();
-    address_ = "127.0.0.1:" + std::to_string(port);
-  }
+  CallbackShieldedOrders(Shield* shield, absl::Duration bound)
+      : shield_(shield), bound_(bound), server_(StartOrders(this, &address_)) {}
   ~CallbackShieldedOrders() override { server_->Shutdown(); }
 
   grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx, const echo::RelayRequest* req,
@@ -253,8 +246,8 @@ class CallbackShieldedOrders final : public echo::Relay::CallbackService {
  private:
   Shield* shield_;
   const absl::Duration bound_;
-  std::unique_ptr<grpc::Server> server_;
   std::string address_;
+  std::unique_ptr<grpc::Server> server_;  // last: serves once the rest exists
 };
 
 TEST(ShieldGrpcCallbackTest, HandlerAnswersWithTheWorksResult) {
