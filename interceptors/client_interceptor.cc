@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "call_mutex.h"
 #include "grpc_glue.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
@@ -220,12 +221,12 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   // The lock orders the id stores: a callback that fires at once and re-arms
   // must not have its newer id overwritten by the older one.
   void ArmTimer(absl::Time at) {
-    absl::MutexLock lock(&timer_mu_);
+    internal::CallMutexLock lock(&timer_mu_);
     timer_ = shared_.timers->Schedule(at, [this] { OnTimer(); });
   }
 
   internal::TimerService::TimerId CurrentTimer() {
-    absl::MutexLock lock(&timer_mu_);
+    internal::CallMutexLock lock(&timer_mu_);
     return timer_;
   }
 
@@ -359,7 +360,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   absl::Duration idle_ = absl::InfiniteDuration();
 
   std::atomic<int64_t> last_activity_ns_{0};
-  absl::Mutex timer_mu_;
+  internal::CallMutex timer_mu_;
   internal::TimerService::TimerId timer_ ABSL_GUARDED_BY(timer_mu_) = 0;
   std::atomic<bool> done_{false};
   std::atomic<DeadlineSource> fired_{DeadlineSource::kNone};

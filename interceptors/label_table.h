@@ -7,6 +7,8 @@
 // kCapacity - 1 admitted values get an index of their own, in first-seen
 // order; later ones fold into 0. A lookup of a known value is a hash, a few
 // probes and one string compare; the first sight of a value allocates once.
+// Refused values are remembered too (up to kCapacity of them), so that
+// asking `admit` again, which may be slow, is the exception.
 #ifndef HOPBUDGET_INTERNAL_LABEL_TABLE_H_
 #define HOPBUDGET_INTERNAL_LABEL_TABLE_H_
 
@@ -61,13 +63,18 @@ class LabelTable {
     std::string name;
     int index;
   };
-  // Twice the capacity keeps probe sequences short.
-  static constexpr size_t kSlots = 2 * kCapacity;
+  // At most 2 * kCapacity entries (admitted and refused): half full at most,
+  // which keeps probe sequences short.
+  static constexpr size_t kSlots = 4 * kCapacity;
 
   int Insert(std::atomic<Entry*>& first_free, size_t pos, absl::string_view value) {
-    if (!admit_(value)) return 0;
-    const int index = next_.fetch_add(1, std::memory_order_relaxed);
-    if (index >= kCapacity) return 0;  // full: everything new folds into 0
+    int index = 0;
+    if (!admit_(value)) {
+      if (refused_.fetch_add(1, std::memory_order_relaxed) >= kCapacity) return 0;
+    } else {
+      index = next_.fetch_add(1, std::memory_order_relaxed);
+      if (index >= kCapacity) return 0;  // full: everything new folds into 0
+    }
     auto* mine = new Entry{std::string(value), index};
     std::atomic<Entry*>* slot = &first_free;
     for (size_t i = 0; i < kSlots; ++i) {
@@ -87,6 +94,7 @@ class LabelTable {
 
   const std::function<bool(absl::string_view)> admit_;
   std::atomic<int> next_{1};
+  std::atomic<int> refused_{0};
   std::array<std::atomic<Entry*>, kSlots> slots_{};
 };
 

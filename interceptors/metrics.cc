@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <atomic>
 
-#include "absl/synchronization/mutex.h"
 #include "hopbudget/attribution.h"
+#include "call_mutex.h"
 #include "label_table.h"
 
 namespace hopbudget {
@@ -82,7 +82,7 @@ void Copy(const std::array<std::atomic<T>, N>& from, std::array<T, N>& to) {
 }  // namespace
 
 struct RecentSlot {
-  mutable absl::Mutex mu;
+  mutable CallMutex mu;
   bool used ABSL_GUARDED_BY(mu) = false;
   uint64_t seq ABSL_GUARDED_BY(mu) = 0;
   RecentCall call ABSL_GUARDED_BY(mu);
@@ -109,6 +109,8 @@ struct MetricsCells {
   std::array<std::atomic<uint64_t>, kShieldEventCount> shield_events{};
   std::atomic<int64_t> shield_in_flight{0};
   std::atomic<uint64_t> recent_next{0};
+  std::atomic<int64_t> recent_last_ns{0};
+  std::atomic<int64_t> recent_last_failure_ns{0};
   std::array<RecentSlot, kRecentCallCapacity> recent;
 };
 
@@ -117,7 +119,9 @@ struct MetricsCells {
 using internal::kRelaxed;
 using internal::Copy;
 
-Metrics::Metrics() : cells_(std::make_unique<internal::MetricsCells>()) {}
+Metrics::Metrics(Clock* clock)
+    : clock_(clock != nullptr ? *clock : Clock::Real()),
+      cells_(std::make_unique<internal::MetricsCells>()) {}
 Metrics::~Metrics() = default;
 
 Metrics& Metrics::Default() {
@@ -188,10 +192,23 @@ void Metrics::CountShield(ShieldEvent event) {
 }
 void Metrics::AddShieldInFlight(int delta) { cells_->shield_in_flight.fetch_add(delta, kRelaxed); }
 
-void Metrics::RecordRecentCall(RecentCall call) {
+void Metrics::RecordRecentCall(absl::StatusCode code, absl::FunctionRef<RecentCall()> make) {
+  const int64_t now = absl::ToUnixNanos(clock_.Now());
+  // Claims the right to record with a compare-exchange on the last time, so
+  // that of many calls finishing together one is kept.
+  auto claim = [now](std::atomic<int64_t>& last, absl::Duration interval) {
+    int64_t seen = last.load(kRelaxed);
+    return now - seen >= absl::ToInt64Nanoseconds(interval) &&
+           last.compare_exchange_strong(seen, now, kRelaxed);
+  };
+  const bool keep = claim(cells_->recent_last_ns, kRecentCallInterval) ||
+                    (code != absl::StatusCode::kOk &&
+                     claim(cells_->recent_last_failure_ns, kRecentFailureInterval));
+  if (!keep) return;
+  RecentCall call = make();
   const uint64_t seq = cells_->recent_next.fetch_add(1, kRelaxed);
   internal::RecentSlot& slot = cells_->recent[seq % kRecentCallCapacity];
-  absl::MutexLock lock(&slot.mu);
+  internal::CallMutexLock lock(&slot.mu);
   if (slot.used && slot.seq > seq) return;  // a newer call already took the slot
   slot.used = true;
   slot.seq = seq;
@@ -201,7 +218,7 @@ void Metrics::RecordRecentCall(RecentCall call) {
 std::vector<RecentCall> Metrics::RecentCalls() const {
   std::vector<std::pair<uint64_t, RecentCall>> calls;
   for (const internal::RecentSlot& slot : cells_->recent) {
-    absl::MutexLock lock(&slot.mu);
+    internal::CallMutexLock lock(&slot.mu);
     if (slot.used) calls.emplace_back(slot.seq, slot.call);
   }
   std::sort(calls.begin(), calls.end(),

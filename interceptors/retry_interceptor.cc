@@ -22,7 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "absl/synchronization/mutex.h"
+#include "call_mutex.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/retry.h"
@@ -56,7 +56,7 @@ struct RetryShared {
   // application's response object is known to be a google::protobuf::Message.
   Mode ModeOf(const char* method) {
     {
-      absl::ReaderMutexLock lock(&mu);
+      internal::SharedCallMutexReaderLock lock(&mu);
       auto it = known.find(method);
       if (it != known.end()) return it->second;
     }
@@ -69,11 +69,11 @@ struct RetryShared {
     if (desc != nullptr && !desc->client_streaming()) {
       mode = desc->server_streaming() ? Mode::kServerStreaming : Mode::kUnary;
     }
-    absl::MutexLock lock(&mu);
+    internal::SharedCallMutexLock lock(&mu);
     known.emplace(method, mode);
     return mode;
   }
-  absl::Mutex mu;
+  internal::SharedCallMutex mu;
   absl::flat_hash_map<std::string, Mode> known ABSL_GUARDED_BY(mu);
 };
 
@@ -118,7 +118,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       Deliveries ready;
       StreamAttempt* read_more = nullptr;
       {
-        absl::MutexLock lock(&mu_);
+        internal::CallMutexLock lock(&mu_);
         pending_.push_back(m);
         ready = ServeLocked(&read_more);
       }
@@ -206,7 +206,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     grpc::ClientContext* raw = nullptr;
     StreamAttempt* stream = nullptr;
     {
-      absl::MutexLock lock(&mu_);
+      internal::CallMutexLock lock(&mu_);
       if (done_) return;
       if (cancelled_) {
         finished = FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, cancel_reason_));
@@ -274,7 +274,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     Deliveries ready;
     StreamAttempt* read_more = nullptr;
     {
-      absl::MutexLock lock(&mu_);
+      internal::CallMutexLock lock(&mu_);
       read_in_flight_ = false;
       if (!ok) {
         stream_ended_ = committed_;  // before commit, OnDone decides what follows
@@ -319,7 +319,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     Deliveries finished;
     bool retry_now = false;
     {
-      absl::MutexLock lock(&mu_);
+      internal::CallMutexLock lock(&mu_);
       result.committed = committed_;
       if (stream == nullptr && status.ok()) ready_.push_back(std::move(unary_response_));
       if (cancelled_) {
@@ -367,7 +367,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
 
   void OnBackoffDone() {
     {
-      absl::MutexLock lock(&mu_);
+      internal::CallMutexLock lock(&mu_);
       backoff_timer_ = 0;
     }
     StartAttempt();
@@ -380,7 +380,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     StreamAttempt* drain = nullptr;
     internal::TimerService::TimerId timer = 0;
     {
-      absl::MutexLock lock(&mu_);
+      internal::CallMutexLock lock(&mu_);
       if (done_ || cancelled_) return;
       cancelled_ = true;
       cancel_reason_ = reason;
@@ -523,7 +523,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   std::shared_ptr<grpc::ChannelInterface> channel_;
   std::unique_ptr<grpc::GenericStub> stub_;
 
-  absl::Mutex mu_;
+  internal::CallMutex mu_;
   int attempt_ ABSL_GUARDED_BY(mu_) = 0;
   // Every attempt's context and stream, kept until the logical call ends.
   std::vector<std::unique_ptr<grpc::ClientContext>> attempts_ ABSL_GUARDED_BY(mu_);

@@ -14,7 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "call_mutex.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/server.h"
@@ -47,22 +47,22 @@ using grpc::experimental::InterceptionHookPoints;
 class DownstreamLog {
  public:
   void Record(const BudgetTrace* trace) {
-    absl::MutexLock lock(&mu_);
+    internal::CallMutexLock lock(&mu_);
     ++calls_;
     if (trace != nullptr) AppendTrace(trace_, *trace);
   }
   int calls() const {
-    absl::MutexLock lock(&mu_);
+    internal::CallMutexLock lock(&mu_);
     return calls_;
   }
   // Appends what was gathered after `into`'s entries.
   void AppendTo(BudgetTrace& into) const {
-    absl::MutexLock lock(&mu_);
+    internal::CallMutexLock lock(&mu_);
     AppendTrace(into, trace_);
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable internal::CallMutex mu_;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   BudgetTrace trace_ ABSL_GUARDED_BY(mu_);
 };
@@ -83,18 +83,18 @@ class InboundRegistry {
   }
   void Insert(const grpc::ServerContextBase* ctx, InboundEntry entry) {
     Shard& s = ShardFor(ctx);
-    absl::MutexLock lock(&s.mu);
+    internal::CallMutexLock lock(&s.mu);
     s.map[ctx] = entry;
   }
   void Remove(const grpc::ServerContextBase* ctx, const InboundBudget* budget) {
     Shard& s = ShardFor(ctx);
-    absl::MutexLock lock(&s.mu);
+    internal::CallMutexLock lock(&s.mu);
     auto it = s.map.find(ctx);
     if (it != s.map.end() && it->second.budget == budget) s.map.erase(it);
   }
   const InboundBudget* Find(const grpc::ServerContextBase* ctx) {
     Shard& s = ShardFor(ctx);
-    absl::MutexLock lock(&s.mu);
+    internal::CallMutexLock lock(&s.mu);
     auto it = s.map.find(ctx);
     return it == s.map.end() ? nullptr : it->second.budget;
   }
@@ -102,7 +102,7 @@ class InboundRegistry {
   void RecordDownstream(uintptr_t key, uint64_t id, const BudgetTrace* trace) {
     const auto* ctx = reinterpret_cast<const grpc::ServerContextBase*>(key);
     Shard& s = ShardFor(ctx);
-    absl::MutexLock lock(&s.mu);
+    internal::CallMutexLock lock(&s.mu);
     auto it = s.map.find(ctx);
     if (it == s.map.end() || internal::InboundBudgetAccess::Id(*it->second.budget) != id) return;
     it->second.downstream->Record(trace);
@@ -113,7 +113,7 @@ class InboundRegistry {
   std::unique_ptr<grpc::ClientContext> NewChild(uintptr_t key, uint64_t id) {
     const auto* ctx = reinterpret_cast<const grpc::ServerContextBase*>(key);
     Shard& s = ShardFor(ctx);
-    absl::MutexLock lock(&s.mu);
+    internal::CallMutexLock lock(&s.mu);
     auto it = s.map.find(ctx);
     if (it == s.map.end() || internal::InboundBudgetAccess::Id(*it->second.budget) != id) {
       return nullptr;
@@ -123,7 +123,7 @@ class InboundRegistry {
 
  private:
   struct Shard {
-    absl::Mutex mu;
+    internal::CallMutex mu;
     absl::flat_hash_map<const grpc::ServerContextBase*, InboundEntry> map ABSL_GUARDED_BY(mu);
   };
   Shard& ShardFor(const grpc::ServerContextBase* ctx) {
@@ -303,7 +303,8 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     self.source = fired;
     trace.hops.push_back(std::move(self));
     downstream_.AppendTo(trace);
-    shared_.metrics->RecordRecentCall(RecentCall{method_name_, arrival_, code, fired, trace});
+    shared_.metrics->RecordRecentCall(
+        code, [&] { return RecentCall{method_name_, arrival_, code, fired, trace}; });
     return trace;
   }
 

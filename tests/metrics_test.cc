@@ -154,17 +154,49 @@ TEST(MetricsShieldTest, EventsAndInFlightGauge) {
   EXPECT_EQ(m.Snapshot().shield_in_flight, 0);
 }
 
+RecentCall Named(std::string method) {
+  RecentCall c;
+  c.method = std::move(method);
+  return c;
+}
+
 TEST(MetricsRecentTest, KeepsTheNewestCallsNewestFirst) {
-  Metrics m;
+  FakeClock clock;
+  Metrics m(&clock);
   for (int i = 0; i < kRecentCallCapacity + 5; ++i) {
-    RecentCall c;
-    c.method = "m" + std::to_string(i);
-    m.RecordRecentCall(c);
+    clock.Advance(kRecentCallInterval);
+    m.RecordRecentCall(absl::StatusCode::kOk, [&] { return Named("m" + std::to_string(i)); });
   }
   std::vector<RecentCall> recent = m.RecentCalls();
   ASSERT_EQ(recent.size(), static_cast<size_t>(kRecentCallCapacity));
   EXPECT_EQ(recent.front().method, "m" + std::to_string(kRecentCallCapacity + 4));
   EXPECT_EQ(recent.back().method, "m5");
+}
+
+TEST(MetricsRecentTest, AtHighRatesKeepsASampleWithFailuresMoreOften) {
+  FakeClock clock;
+  Metrics m(&clock);
+  int built = 0;
+  auto record = [&](absl::StatusCode code, std::string name) {
+    m.RecordRecentCall(code, [&] {
+      ++built;
+      return Named(std::move(name));
+    });
+  };
+  clock.Advance(absl::Seconds(1));
+  record(absl::StatusCode::kOk, "first");            // kept: the first in a while
+  record(absl::StatusCode::kOk, "same instant");     // dropped, never built
+  record(absl::StatusCode::kDeadlineExceeded, "f1");  // kept: failures have their own pace
+  clock.Advance(kRecentFailureInterval);
+  record(absl::StatusCode::kOk, "too soon");           // dropped
+  record(absl::StatusCode::kUnavailable, "f2");         // kept
+  record(absl::StatusCode::kUnavailable, "f3");         // dropped
+  clock.Advance(kRecentCallInterval);
+  record(absl::StatusCode::kOk, "later");  // kept
+  std::vector<std::string> names;
+  for (const RecentCall& c : m.RecentCalls()) names.push_back(c.method);
+  EXPECT_EQ(names, (std::vector<std::string>{"later", "f2", "f1", "first"}));
+  EXPECT_EQ(built, 4);
 }
 
 TEST(MetricsRecentTest, EmptyRingGivesNothing) {

@@ -35,9 +35,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
 #include "hopbudget/retry_policy.h"
 #include "hopbudget/trace.h"
@@ -81,8 +83,11 @@ inline constexpr int kMaxHopLabels = 32;     // index 0 is "other"
 // Upper bounds, in seconds, of the budget histograms' buckets (+Inf implied).
 inline constexpr std::array<double, 15> kBudgetBucketsSeconds = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-// Calls remembered for /deadlinez.
+// Calls remembered for /deadlinez, and how often at most (a sample, so that
+// the ring costs nothing at tens of thousands of calls per second).
 inline constexpr int kRecentCallCapacity = 64;
+inline constexpr absl::Duration kRecentCallInterval = absl::Milliseconds(1);
+inline constexpr absl::Duration kRecentFailureInterval = absl::Microseconds(100);
 
 // An interned method label: Metrics::Method() once per call, then pass it.
 struct MethodId {
@@ -168,7 +173,9 @@ struct MetricsSnapshot {
 
 class Metrics {
  public:
-  Metrics();
+  // `clock` (default Clock::Real()) times the recent-calls sample; it must
+  // outlive the registry.
+  explicit Metrics(Clock* clock = nullptr);
   ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
@@ -205,14 +212,18 @@ class Metrics {
   void AddShieldInFlight(int delta);
   // Remembers a finished server call in a ring of kRecentCallCapacity; the
   // oldest is overwritten. Each slot has its own lock: writers meet only when
-  // the ring wraps onto a slot being read or written.
-  void RecordRecentCall(RecentCall call);
+  // the ring wraps onto a slot being read or written. At high rates the ring
+  // keeps a sample: a call is kept when kRecentCallInterval passed since the
+  // last one kept, or, for a failed call, kRecentFailureInterval since the
+  // last failure kept. `make` builds the entry only for calls kept.
+  void RecordRecentCall(absl::StatusCode code, absl::FunctionRef<RecentCall()> make);
 
   MetricsSnapshot Snapshot() const;
   // Newest first.
   std::vector<RecentCall> RecentCalls() const;
 
  private:
+  Clock& clock_;
   std::unique_ptr<internal::MetricsCells> cells_;
 };
 
