@@ -8,6 +8,7 @@ HOPBUDGET_BUILD_PACKAGES=(
   grpc-proto libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev  # hopbudget::http serves /metrics and /deadlinez
   prometheus          # promtool checks the /metrics exposition in the tests
+  chromium            # the /deadlinez page is tested in headless Chromium
 )
 # The libFuzzer targets and the sanitizer runtime of clang.
 HOPBUDGET_FUZZ_PACKAGES=(clang libclang-rt-14-dev)

@@ -1,0 +1,191 @@
+// Copyright hopbudget authors.
+#include "format.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace hopbudget::inspect {
+namespace {
+
+// Counts are doubles in the exposition; whole numbers print as integers.
+std::string Number(double v) {
+  if (std::isnan(v) || std::isinf(v)) return "null";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrFormat("%.0f", v);
+  return absl::StrFormat("%.6g", v);
+}
+
+std::string Cell(double v) { return std::isnan(v) ? "-" : Number(v); }
+
+std::string TimeoutCell(const std::map<std::string, double>& by_source) {
+  std::vector<std::string> parts;
+  // Known sources first, in their canonical order, then anything else.
+  for (const std::string& source : KnownSources()) {
+    auto it = by_source.find(source);
+    if (it != by_source.end() && it->second > 0)
+      parts.push_back(absl::StrCat(source, "=", Number(it->second)));
+  }
+  for (const auto& [source, n] : by_source) {
+    if (n > 0 &&
+        std::find(KnownSources().begin(), KnownSources().end(), source) == KnownSources().end()) {
+      parts.push_back(absl::StrCat(source, "=", Number(n)));
+    }
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, " ");
+}
+
+std::string JsonCounts(const std::map<std::string, double>& counts, bool known_sources_first) {
+  std::vector<std::string> parts;
+  if (known_sources_first) {
+    for (const std::string& source : KnownSources()) {
+      auto it = counts.find(source);
+      parts.push_back(
+          absl::StrCat(JsonString(source), ":", Number(it == counts.end() ? 0 : it->second)));
+    }
+  }
+  for (const auto& [key, n] : counts) {
+    if (known_sources_first &&
+        std::find(KnownSources().begin(), KnownSources().end(), key) != KnownSources().end()) {
+      continue;
+    }
+    parts.push_back(absl::StrCat(JsonString(key), ":", Number(n)));
+  }
+  return absl::StrCat("{", absl::StrJoin(parts, ","), "}");
+}
+
+const std::map<std::string, double>& SideOrEmpty(const HopSummary& s, const std::string& side) {
+  static const auto* empty = new std::map<std::string, double>();
+  auto it = s.timeouts.find(side);
+  return it == s.timeouts.end() ? *empty : it->second;
+}
+
+}  // namespace
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (c < 0x20 || c == 0x7f) {
+            out += absl::StrFormat("\\u%04x", c);
+          } else {
+            out.push_back(static_cast<char>(c));
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence is copied; anything else becomes U+FFFD.
+    int len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool valid = len > 0 && i + len <= s.size() && !(c == 0xC0 || c == 0xC1 || c > 0xF4);
+    for (int k = 1; valid && k < len; ++k) {
+      valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    }
+    if (valid) {
+      out.append(s.data() + i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  out += "\"";
+  return out;
+}
+
+std::string FormatSeconds(double seconds) {
+  if (std::isnan(seconds)) return "-";
+  if (std::isinf(seconds)) return seconds > 0 ? "+Inf" : "-Inf";
+  const double abs = std::fabs(seconds);
+  if (abs >= 1) return absl::StrFormat("%.3gs", seconds);
+  if (abs >= 1e-3) return absl::StrFormat("%.4gms", seconds * 1e3);
+  if (abs == 0) return "0s";
+  return absl::StrFormat("%.0fus", seconds * 1e6);
+}
+
+std::string FormatTable(const std::vector<TargetResult>& results) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"HOP", "TARGET", "CALLS", "OK", "SUCCESS", "TIMEOUTS(SERVER)", "TIMEOUTS(CLIENT)",
+                  "RETRIES", "SKIPPED", "BUDGET_P50", "BUDGET_P99", "SHIELD"});
+  std::vector<std::string> errors;  // rows that do not follow the columns
+  for (const TargetResult& r : results) {
+    if (!r.summary.ok()) {
+      rows.push_back({"-", r.target, absl::StrCat("error: ", r.summary.status().message())});
+      continue;
+    }
+    const HopSummary& s = *r.summary;
+    rows.push_back({s.hop.empty() ? "?" : s.hop, r.target, Cell(s.calls), Cell(s.ok),
+                    s.calls > 0 ? absl::StrFormat("%.1f%%", 100.0 * s.ok / s.calls) : "-",
+                    TimeoutCell(SideOrEmpty(s, "server")), TimeoutCell(SideOrEmpty(s, "client")),
+                    Cell(s.retries), Cell(s.retries_skipped), FormatSeconds(s.budget_p50_seconds),
+                    FormatSeconds(s.budget_p99_seconds), Cell(s.shield_in_flight)});
+  }
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (row.size() < 4) continue;  // an error row spans the rest of the line
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size())
+        line += std::string(width[i] - std::min(width[i], row[i].size()) + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+std::string FormatJson(const std::vector<TargetResult>& results) {
+  std::vector<std::string> targets;
+  for (const TargetResult& r : results) {
+    if (!r.summary.ok()) {
+      targets.push_back(
+          absl::StrCat("{\"target\":", JsonString(r.target),
+                       ",\"ok\":false,\"error\":", JsonString(r.summary.status().message()), "}"));
+      continue;
+    }
+    const HopSummary& s = *r.summary;
+    targets.push_back(absl::StrCat(
+        "{\"target\":", JsonString(r.target), ",\"ok\":true,\"hop\":", JsonString(s.hop),
+        ",\"calls\":", Number(s.calls), ",\"success\":", Number(s.ok),
+        ",\"success_ratio\":", s.calls > 0 ? Number(s.ok / s.calls) : "null",
+        ",\"client_calls\":", Number(s.client_calls), ",\"client_success\":", Number(s.client_ok),
+        ",\"timeouts\":{\"server\":", JsonCounts(SideOrEmpty(s, "server"), true),
+        ",\"client\":", JsonCounts(SideOrEmpty(s, "client"), true), "}", ",\"retries\":{\"total\":",
+        Number(s.retries), ",\"by_reason\":", JsonCounts(s.retries_by_reason, false), "}",
+        ",\"retries_skipped\":{\"total\":", Number(s.retries_skipped),
+        ",\"by_reason\":", JsonCounts(s.retries_skipped_by_reason, false), "}",
+        ",\"budget_at_arrival_seconds\":{\"count\":", Number(s.budget_observations),
+        ",\"p50\":", Number(s.budget_p50_seconds), ",\"p99\":", Number(s.budget_p99_seconds), "}",
+        ",\"calls_without_deadline\":", Number(s.calls_without_deadline),
+        ",\"shield\":{\"in_flight\":", Number(s.shield_in_flight),
+        ",\"outcomes\":", JsonCounts(s.shield_outcomes, false), "}}"));
+  }
+  return absl::StrCat("{\"targets\":[", absl::StrJoin(targets, ","), "]}\n");
+}
+
+}  // namespace hopbudget::inspect

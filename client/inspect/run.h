@@ -1,0 +1,59 @@
+// Copyright hopbudget authors.
+//
+// run.h: the parts of hopbudget-inspect behind RunInspect (inspect.h) that
+// the binary and the tests need: option validation, command-line parsing and
+// a watch loop whose wait between refreshes is injected (the binary stops on
+// Ctrl-C; tests count refreshes without sleeping).
+//
+// Thread safety: pure functions; RunInspectWith shares no state between calls.
+#ifndef HOPBUDGET_CLIENT_INSPECT_RUN_H_
+#define HOPBUDGET_CLIENT_INSPECT_RUN_H_
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "format.h"
+#include "inspect.h"
+
+namespace hopbudget::inspect {
+
+// The usage text printed by --help and after a usage error.
+extern const char kUsage[];
+
+// Why `options` cannot run: no target, a bad target, a timeout or (with
+// watch) an interval that is not a positive finite duration.
+absl::Status ValidateOptions(const InspectOptions& options);
+
+struct ParsedArgs {
+  InspectOptions options;
+  bool help = false;  // --help / -h: print kUsage, exit 0
+};
+
+// Parses the arguments after argv[0]:
+//   [--json] [--watch] [--interval D] [--timeout D] [--] TARGET...
+// (also --interval=D, --timeout=D; D as absl::ParseDuration: "2s", "500ms").
+// Errors name the offending argument: an unknown flag, a flag given twice, a
+// missing or bad duration, --interval without --watch, no TARGET, a bad
+// TARGET.
+absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args);
+
+// Scrapes and summarizes every target once, in order (a failed target is an
+// error result, never skipped).
+std::vector<TargetResult> ScrapeAll(const InspectOptions& options);
+
+// Waits for the next refresh; false = stop watching (Ctrl-C).
+using WaitFn = std::function<bool(absl::Duration interval)>;
+
+// RunInspect with the wait between refreshes given by `wait` (only called
+// with options.watch). Returns the exit code of the last refresh.
+int RunInspectWith(const InspectOptions& options, std::ostream& out, std::ostream& err,
+                   const WaitFn& wait);
+
+}  // namespace hopbudget::inspect
+
+#endif  // HOPBUDGET_CLIENT_INSPECT_RUN_H_

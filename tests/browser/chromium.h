@@ -1,0 +1,40 @@
+// Copyright hopbudget authors.
+//
+// chromium.h: runs Debian's chromium headless on a URL and returns the DOM
+// after the page's scripts ran (--dump-dom), for the /deadlinez tests.
+//
+// The browser is `chromium` on PATH (or $HOPBUDGET_CHROMIUM). A fresh
+// --user-data-dir per run, no sandbox (tests run as root in CI), no network
+// but the URL's. --virtual-time-budget lets the page's timers and fetches run
+// to completion in virtual time, so no real waiting is needed for renders.
+// The whole run is bounded by `limit`; past it the browser is killed.
+#ifndef HOPBUDGET_TESTS_BROWSER_CHROMIUM_H_
+#define HOPBUDGET_TESTS_BROWSER_CHROMIUM_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace hopbudget::testing {
+
+// The chromium binary, or NotFound with what to install.
+absl::StatusOr<std::string> FindChromium();
+
+// The serialized DOM of `url` after `virtual_time_ms` of virtual time.
+absl::StatusOr<std::string> DumpDom(const std::string& url, int virtual_time_ms = 5000,
+                                    absl::Duration limit = absl::Seconds(90));
+
+// Number of start tags in `dom` whose attributes contain every one of
+// `attrs` (each a literal such as `class="hop-bar"` or `data-hop="ledger"`).
+// Class lists are matched by word: `class="hop-bar"` matches
+// class="hop-bar failed".
+int CountElements(const std::string& dom, const std::vector<std::string>& attrs);
+
+// The text inside the first element whose start tag contains all `attrs`
+// (up to the next '<'), or "" when there is none.
+std::string TextOf(const std::string& dom, const std::vector<std::string>& attrs);
+
+}  // namespace hopbudget::testing
+
+#endif  // HOPBUDGET_TESTS_BROWSER_CHROMIUM_H_
