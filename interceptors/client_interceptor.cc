@@ -299,11 +299,32 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     }
     if (status->error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) return;
 
+    // "Nearly": gRPC converts a deadline to its monotonic clock with two
+    // clock reads, so a preempted thread makes it fire early by as long as
+    // the preemption (tens of ms seen on a loaded 2-core machine). A tenth
+    // of the call's budget, at least 5 ms, absorbs that; a foreign timeout
+    // that close to our own deadline is attributed to ours, which had all
+    // but run out anyway.
+    const absl::Duration slack =
+        std::max(absl::Milliseconds(5), (deadline_ - start_) / 10);
+    const bool ours_passed = deadline_ != absl::InfiniteFuture() && now + slack >= deadline_;
+
     absl::optional<Attribution> origin = DecodeStatusDetails(status->error_details());
     if (!origin.has_value()) {
       if (!status->error_details().empty()) shared_.metrics->CountBadAttribution();
       origin = ParseAttributionMessage(status->error_message());
       if (origin.has_value()) Rewrite(status, *origin);
+    }
+    if (origin.has_value() && origin->source == DeadlineSource::kClient &&
+        deadline_source_ == DeadlineSource::kAttempt && ours_passed) {
+      // A callee saw "its client deadline" pass, and that deadline was this
+      // hop's attempt budget: the attempt budget fired, and the retrying
+      // channel must see it as such to retry. (Racing the callee: whichever
+      // of gRPC's local deadline and the callee's answer arrives first.)
+      Rewrite(status, {DeadlineSource::kAttempt, shared_.hop, deadline_budget_, now - start_});
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt,
+                                             shared_.hop);
+      return;
     }
     if (origin.has_value()) {
       shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream,
@@ -313,15 +334,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     // No attribution from the server. If our own deadline has (nearly)
     // passed it is ours (gRPC raised it locally); otherwise it came from a
     // server that does not run hopbudget: downstream, origin unknown.
-    // "Nearly": gRPC converts a deadline to its monotonic clock with two
-    // clock reads, so a preempted thread makes it fire early by as long as
-    // the preemption (tens of ms seen on a loaded 2-core machine). A tenth
-    // of the call's budget, at least 5 ms, absorbs that; a foreign timeout
-    // that close to our own deadline is attributed to ours, which had all
-    // but run out anyway.
-    const absl::Duration slack =
-        std::max(absl::Milliseconds(5), (deadline_ - start_) / 10);
-    if (deadline_ != absl::InfiniteFuture() && now + slack >= deadline_) {
+    if (ours_passed) {
       const DeadlineSource source =
           deadline_source_ == DeadlineSource::kNone ? DeadlineSource::kClient : deadline_source_;
       Rewrite(status, {source, shared_.hop, deadline_budget_, now - start_});

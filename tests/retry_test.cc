@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -406,6 +407,63 @@ TEST(CreateRetryingChannelTest, UnfitPolicyAcceptedAnywayIsCountedPerCall) {
   echo::RelayReply reply;
   ASSERT_TRUE(rig.stub->Call(&ctx, Request({Work(0)}), &reply).ok());
   EXPECT_EQ(rig.metrics.Snapshot().unfit_policy_calls, 1u);
+}
+
+// The ledger's clock runs 10 ms ahead: it sees its deadline pass, and says
+// so, just before the caller's own gRPC deadline would fire. That makes
+// deterministic the race in which the callee's answer arrives first.
+class AheadClock final : public Clock {
+ public:
+  absl::Time Now() const override { return absl::Now() + absl::Milliseconds(10); }
+};
+
+// A ledger whose first call waits until its own inbound deadline and then
+// answers DEADLINE_EXCEEDED itself (as a handler giving up does): the server
+// interceptor attributes it to source client at ledger. That deadline was
+// orders' attempt budget, so orders must retry it.
+class GivesUpAtItsDeadline final : public echo::Relay::Service {
+ public:
+  grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest*,
+                    echo::RelayReply*) override {
+    if (calls_++ > 0) return grpc::Status::OK;
+    const InboundBudget* budget = InboundBudget::Of(*ctx);
+    if (budget == nullptr) return grpc::Status(grpc::StatusCode::INTERNAL, "no budget");
+    absl::SleepFor(budget->remaining());
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "ledger gave up");
+  }
+  std::atomic<int> calls_{0};
+};
+
+TEST(RetryTest, CalleeReportingOurAttemptDeadlineAsItsClientDeadlineIsRetried) {
+  GivesUpAtItsDeadline service;
+  AheadClock ahead;
+  ServerOptions server_options;
+  server_options.hop = "ledger";
+  server_options.clock = &ahead;
+  auto factory = MakeServerInterceptorFactory(server_options);
+  ASSERT_TRUE(factory.ok());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  std::unique_ptr<grpc::Server> ledger = builder.BuildAndStart();
+
+  Metrics metrics;
+  auto stub = RetryingStub("127.0.0.1:" + std::to_string(port),
+                           Options(&metrics, absl::Seconds(5), absl::Milliseconds(200)));
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Seconds(5));
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(service.calls_.load(), 2);
+  const MetricsSnapshot m = metrics.Snapshot();
+  EXPECT_EQ(m.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt, "orders"), 1u);
+  EXPECT_EQ(m.retry_decision(RetryOutcome::kRetry), 1u);
+  ledger->Shutdown();
 }
 
 }  // namespace
