@@ -1,108 +1,183 @@
 #!/usr/bin/env bash
-# Runs a three-hop chain on this machine (gateway -> orders -> ledger, the
-# example relay servers of examples/) and shows hopbudget at work: a retry cut
-# to its attempt budget that rescues a call from a dead peer, budgets that nest
-# hop by hop, a call refused before it touches the network, and the
-# attribution of every DEADLINE_EXCEEDED.
+# The demo chain, end to end: gateway -> orders -> ledger (SQLite), twice:
+# a hopbudget chain (one deadline, derived budgets, budget-aware retries,
+# a bounded shield around the commit) and a baseline chain (a constant
+# timeout per hop, a naive retry loop, a commit nothing can stop). Runs the
+# seeds' incidents on both, side by side, then a short mixed load with
+# faults, and shows where to look.
 #
-#   ./scripts/demo.sh          # runs the scenarios, then keeps the chain up until Ctrl-C
-#   ./scripts/demo.sh --once   # exits after the scenarios: 0 if the chain behaved as expected
+#   ./scripts/demo.sh          # report, then keeps both chains up until Ctrl-C
+#   ./scripts/demo.sh --once   # exits after the report: 0 if the chain behaved as expected
 #
-# (The full demo chain with a SQLite ledger replaces this once it exists.)
+# HOPBUDGET_DEMO_BUILD_DIR overrides the build directory (default build/demo).
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$(hopbudget_root)"
 
 once=0
-[ "${1:-}" = "--once" ] && once=1
+case "${1:-}" in
+  --once) once=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--once]" >&2; exit 2 ;;
+esac
 
 ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}"
-build=build/demo
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DHOPBUDGET_BUILD_TESTS=OFF -DHOPBUDGET_BUILD_BENCHMARKS=OFF >/dev/null
-cmake --build "$build" -j "$(jobs)" --target hopbudget_minimal_server hopbudget_minimal_client
+build=${HOPBUDGET_DEMO_BUILD_DIR:-build/demo}
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DHOPBUDGET_BUILD_TESTS=OFF -DHOPBUDGET_BUILD_BENCHMARKS=OFF >/dev/null
+fi
+echo "==> building the demo chain in $build"
+cmake --build "$build" -j "$(jobs)" --target gateway orders ledger chainctl >/dev/null
 
-server="$build/examples/hopbudget_minimal_server"
-client="$build/examples/hopbudget_minimal_client"
-logs=$(mktemp -d)
+bin="$build/server"
+chainctl="$build/client/chainctl/chainctl"
+work=$(mktemp -d "${TMPDIR:-/tmp}/hopbudget-demo.XXXXXX")
 pids=()
 cleanup() {
+  local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$logs"
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# start NAME ARGS...: starts a hop on a free port, echoes its port.
+# start LABEL BINARY ARGS...: starts a service on free ports, waits for its
+# ready line; sets $port and $mport.
 start() {
-  local name=$1
-  shift
-  "$server" --port=0 --hop="$name" "$@" >"$logs/$name.log" 2>&1 &
+  local label=$1 binary=$2
+  shift 2
+  "$bin/$binary" --port=0 --metrics-port=0 --seed=42 "$@" \
+    >"$work/$label.out" 2>"$work/$label.err" &
   pids+=($!)
-  local port=""
-  for _ in $(seq 1 100); do
-    port=$(sed -n 's/^listening on \([0-9]*\).*/\1/p' "$logs/$name.log" | head -1)
-    [ -n "$port" ] && break
+  local line=""
+  for _ in $(seq 1 200); do
+    line=$(grep -m1 " listening on " "$work/$label.out" 2>/dev/null || true)
+    [ -n "$line" ] && break
+    kill -0 "${pids[-1]}" 2>/dev/null || break
     sleep 0.05
   done
-  [ -n "$port" ] || { echo "demo: $name did not start"; cat "$logs/$name.log"; exit 1; }
-  echo "$port"
+  if [ -z "$line" ]; then
+    echo "demo: $label did not start:" >&2
+    cat "$work/$label.err" >&2
+    exit 1
+  fi
+  port=$(awk '{print $4}' <<<"$line")
+  mport=$(awk '{print $7}' <<<"$line")
 }
 
-ledger=$(start ledger --hang-first=1)
-orders=$(start orders --next="127.0.0.1:$ledger" --min-budget-ms=50 \
-  --retry-attempts=3 --attempt-cap-ms=150)
-gateway=$(start gateway --next="127.0.0.1:$orders")
-echo "chain: gateway :$gateway -> orders :$orders -> ledger :$ledger"
-echo "       orders: retries ledger up to 3 attempts of at most 150 ms each, within what is"
-echo "               left of the request, and starts no call with less than 50 ms"
-echo "       ledger: its first call hangs (a dead peer)"
+declare -A P M
+# The hopbudget chain: gateway caps requests at 2 s, orders gives each
+# ledger attempt at most 300 ms (3 attempts), the ledger bounds a commit at 600 ms.
+start hb-ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms
+P[hb-ledger]=$port M[hb-ledger]=$mport
+start hb-orders orders --name=orders --ledger="127.0.0.1:${P[hb-ledger]}" \
+  --attempt-cap=300ms --max-attempts=3
+P[hb-orders]=$port M[hb-orders]=$mport
+start hb-gateway gateway --name=gateway --orders="127.0.0.1:${P[hb-orders]}" --request-cap=2s
+P[hb-gateway]=$port M[hb-gateway]=$mport
+# The baseline chain: every hop gives the next a constant 1 s timeout, orders
+# retries 3 times with 1 s each (inside the gateway's 1 s: the seeds' incident).
+start bl-ledger ledger --name=ledger --mode=baseline --db="$work/baseline.db"
+P[bl-ledger]=$port M[bl-ledger]=$mport
+start bl-orders orders --name=orders --mode=baseline --ledger="127.0.0.1:${P[bl-ledger]}" \
+  --baseline-timeout=1s --baseline-attempts=3
+P[bl-orders]=$port M[bl-orders]=$mport
+start bl-gateway gateway --name=gateway --mode=baseline --orders="127.0.0.1:${P[bl-orders]}" \
+  --baseline-timeout=1s
+P[bl-gateway]=$port M[bl-gateway]=$mport
+
+hb="127.0.0.1:${P[hb-gateway]},127.0.0.1:${P[hb-orders]},127.0.0.1:${P[hb-ledger]}"
+bl="127.0.0.1:${P[bl-gateway]},127.0.0.1:${P[bl-orders]},127.0.0.1:${P[bl-ledger]}"
+echo
+echo "chains (gRPC ports; each also serves Admin, health and reflection):"
+printf "  %-10s gateway :%-6s -> orders :%-6s -> ledger :%-6s  db %s\n" \
+  hopbudget "${P[hb-gateway]}" "${P[hb-orders]}" "${P[hb-ledger]}" "$work/hopbudget.db"
+printf "  %-10s gateway :%-6s -> orders :%-6s -> ledger :%-6s  db %s\n" \
+  baseline "${P[bl-gateway]}" "${P[bl-orders]}" "${P[bl-ledger]}" "$work/baseline.db"
 
 failures=0
-# scenario TITLE EXPECT(ok|error) EXPECT_TEXT CLIENT_ARGS...
-scenario() {
-  local title=$1 expect=$2 text=$3
-  shift 3
-  echo
-  echo "== $title"
-  echo "   \$ hopbudget_minimal_client --target=127.0.0.1:$gateway $*"
-  local out rc=0
-  out=$("$client" --target="127.0.0.1:$gateway" "$@" 2>&1) || rc=$?
-  echo "$out" | sed 's/^/   /'
-  if { [ "$expect" = ok ] && [ $rc -ne 0 ]; } || { [ "$expect" = error ] && [ $rc -eq 0 ]; } ||
-     ! grep -q -- "$text" <<<"$out"; then
-    echo "   !! expected $expect with \"$text\""
-    failures=$((failures + 1))
-  fi
-}
-
-scenario "A hanging ledger: orders cuts attempt 1 at its 150 ms attempt budget, attempt 2 succeeds" \
-  ok "ledger" --budget-ms=800 --work-ms=0,0,0
-grep -h "retry\|hangs" "$logs/ledger.log" | sed 's/^/   /'
-grep -q "grpc-previous-rpc-attempts=1" "$logs/ledger.log" ||
-  { echo "   !! expected the ledger to see a retry"; failures=$((failures + 1)); }
-scenario "One deadline, shrinking hop by hop (each hop keeps a reserve)" \
-  ok "ledger" --budget-ms=800 --work-ms=20,20,20
-scenario "Too little left for the last call: orders fails it without touching the network" \
-  error "exhausted-before-call" --budget-ms=200 --work-ms=10,150,0
-scenario "A slow ledger: each attempt is cut at orders' 150 ms attempt budget, retried while budget lasts" \
-  error "source=attempt hop=orders" --budget-ms=5000 --work-ms=0,0,2000
-scenario "The client's budget runs out while the ledger works" \
-  error "DEADLINE_EXCEEDED" --budget-ms=150 --work-ms=0,0,250
+echo
+echo "==> one order on the hopbudget chain (result and per-hop budget waterfall)"
+"$chainctl" order --gateway "127.0.0.1:${P[hb-gateway]}" --budget 800ms --key demo-first \
+  --item sku-1:2,sku-2:1 | sed 's/^/   /' || { echo "   !! the order failed"; failures=$((failures + 1)); }
 
 echo
+echo "==> the seeds' incidents, baseline vs hopbudget"
+"$chainctl" scenarios --hopbudget "$hb" --baseline "$bl" --orders 3 ||
+  failures=$((failures + 1))
+
+# load LABEL GATEWAY ADMIN: 4 s of open-loop load with faults at the ledger.
+load() {
+  local label=$1 gateway=$2 admin=$3 ledger=${3##*,}
+  "$chainctl" faults --admin "$ledger" --clear --latency exp:30ms --error-rate 0.1 --hang 0.05 \
+    >/dev/null
+  echo "-- $label chain"
+  "$chainctl" load --gateway "$gateway" --rps 40 --duration 4s --budget 800ms \
+    --admin "$admin" --json "$work/load-$label.json" --quiet | sed 's/^/   /'
+  "$chainctl" faults --admin "$ledger" --clear >/dev/null
+}
+# key FILE NAME: a top-level number of a load summary JSON.
+key() { grep -o "\"$2\":[0-9.]*" "$1" | head -1 | cut -d: -f2; }
+
+echo
+echo "==> mixed load with faults (ledger: exp 30 ms latency, 10 % UNAVAILABLE, 5 % hangs),"
+echo "    40 calls/s for 4 s, client budget 800 ms"
+load baseline "127.0.0.1:${P[bl-gateway]}" "$bl"
+load hopbudget "127.0.0.1:${P[hb-gateway]}" "$hb"
+b_ok=$(key "$work/load-baseline.json" ok)
+h_ok=$(key "$work/load-hopbudget.json" ok)
+b_work=$(key "$work/load-baseline.json" work_after_deadline_ms)
+h_work=$(key "$work/load-hopbudget.json" work_after_deadline_ms)
+h_late=$(key "$work/load-hopbudget.json" calls_started_after_deadline)
+h_retries=$(key "$work/load-hopbudget.json" retries)
+echo
+printf "   %-42s %-12s %s\n" "" baseline hopbudget
+printf "   %-42s %-12s %s\n" "ok" "$b_ok" "$h_ok"
+printf "   %-42s %-12s %s\n" "work after the client deadline (ms)" "$b_work" "$h_work"
+check() {
+  if eval "$1"; then echo "   ok   $2"; else echo "   !!   $2"; failures=$((failures + 1)); fi
+}
+check '[ "$h_late" = 0 ]' "hopbudget: no call started after the client deadline"
+check 'awk -v h="$h_work" -v b="$b_work" "BEGIN{exit !(h < b)}"' \
+  "hopbudget: less work after the client deadline than baseline"
+check '[ "$h_ok" -ge "$b_ok" ]' "hopbudget: at least as many orders succeeded as baseline"
+check '[ "${h_retries%.*}" -ge 1 ]' "hopbudget: retries ran"
+rows_ok=$(sqlite3 "$work/hopbudget.db" \
+  "SELECT COUNT(*) = COUNT(DISTINCT idem_key) FROM orders" 2>/dev/null || echo 0)
+check '[ "$rows_ok" = 1 ]' "hopbudget: every order is in the ledger at most once"
+
+echo
+echo "where to look:"
+for s in hb-gateway hb-orders hb-ledger bl-gateway bl-orders bl-ledger; do
+  if [ "${M[$s]}" != 0 ]; then
+    printf "  %-11s http://127.0.0.1:%s/metrics   http://127.0.0.1:%s/deadlinez\n" \
+      "$s" "${M[$s]}" "${M[$s]}"
+  fi
+done
+echo "try:"
+echo "  $chainctl order --gateway 127.0.0.1:${P[hb-gateway]} --budget 800ms --key my-order"
+echo "  $chainctl faults --admin 127.0.0.1:${P[hb-ledger]} --hang 0.2 --latency exp:50ms"
+echo "  $chainctl load --gateway 127.0.0.1:${P[hb-gateway]} --rps 50 --duration 10s --budget 800ms --admin $hb"
+echo "  $chainctl stats --admin $hb"
+if [ "${M[hb-gateway]}" != 0 ]; then
+  echo "  $chainctl metrics --targets 127.0.0.1:${M[hb-gateway]},127.0.0.1:${M[hb-orders]},127.0.0.1:${M[hb-ledger]}"
+fi
+echo "  sqlite3 $work/hopbudget.db 'SELECT * FROM orders ORDER BY order_id DESC LIMIT 5'"
+echo
 if [ $failures -eq 0 ]; then
-  echo "demo: every scenario behaved as expected"
+  echo "demo: the chain behaved as expected"
 else
-  echo "demo: $failures scenario(s) did not behave as expected"
+  echo "demo: $failures check(s) did not behave as expected"
 fi
 if [ $once -eq 1 ]; then
   [ $failures -eq 0 ]
   exit
 fi
-echo
-echo "The chain keeps running. Try:"
-echo "  $client --target=127.0.0.1:$gateway --budget-ms=500 --work-ms=50,50,50"
-echo "Ctrl-C stops it."
-while true; do sleep 3600; done
+echo "The chains keep running; Ctrl-C stops them."
+while true; do
+  sleep 3600 &  # in the background, so that a signal is handled at once
+  pids+=($!)
+  wait $! || true
+done

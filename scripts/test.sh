@@ -19,7 +19,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 fi
 
-ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}"
+ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" "${HOPBUDGET_TEST_PACKAGES[@]}"
 cmake -S . -B "$build_dir" -G Ninja "${cmake_args[@]}"
 cmake --build "$build_dir" -j "$(jobs)"
 ctest --test-dir "$build_dir" --output-on-failure -j 2 --timeout 300

@@ -1,15 +1,17 @@
 # Sourced by the scripts in scripts/: installs the Debian packages a script
 # needs (apt-get update at most once, and only when something is missing).
 
-# Everything the library, tests, examples and benchmarks build with.
+# Everything the library, tests, examples, demo and benchmarks build with.
 HOPBUDGET_BUILD_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   grpc-proto libgtest-dev libgmock-dev libbenchmark-dev
-  libcpp-httplib-dev  # hopbudget::http serves /metrics and /deadlinez
-  prometheus          # promtool checks the /metrics exposition in the tests
-  chromium            # the /deadlinez page is tested in headless Chromium
+  libcpp-httplib-dev      # hopbudget::http serves /metrics and /deadlinez
+  libsqlite3-dev sqlite3  # the demo chain's ledger
 )
+# What the tests run besides the build: promtool checks the /metrics
+# exposition, headless Chromium renders /deadlinez.
+HOPBUDGET_TEST_PACKAGES=(prometheus chromium)
 # The libFuzzer targets and the sanitizer runtime of clang.
 HOPBUDGET_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 

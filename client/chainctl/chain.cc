@@ -1,0 +1,236 @@
+// Copyright hopbudget authors.
+#include "chain.h"
+
+#include <algorithm>
+#include <atomic>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "hopbudget/budget.h"
+#include "hopbudget/client.h"
+#include "server/common/accounting.h"
+
+#include "hopbudget/trace.h"
+
+namespace hopbudget::chainctl {
+
+std::shared_ptr<grpc::Channel> EdgeChannel(const std::string& target) {
+  ClientOptions options;
+  options.hop = "chainctl";
+  auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options);
+  if (!channel.ok()) {  // only for invalid options, which are constant here
+    std::cerr << "chainctl: " << channel.status() << "\n";
+    return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  }
+  return *channel;
+}
+
+namespace {
+
+void Describe(OrderOutcome& o, grpc::ClientContext& ctx) {
+  absl::optional<Attribution> a = AttributionOf(o.status);
+  if (a.has_value()) {
+    o.source = std::string(DeadlineSourceName(a->source));
+    o.hop = a->hop;
+    o.attribution = absl::StrCat("source=", o.source, " hop=", a->hop.empty() ? "?" : a->hop,
+                                 " budget=", FormatBudget(a->budget),
+                                 " elapsed=", FormatBudget(a->elapsed));
+  }
+  BudgetTrace trace = TraceOf(ctx);
+  if (!trace.hops.empty()) o.waterfall = FormatWaterfall(trace);
+}
+
+void SetUpContext(grpc::ClientContext& ctx, absl::Time start, absl::Duration budget) {
+  const absl::Time deadline = start + budget;
+  ctx.set_deadline(absl::ToChronoTime(deadline));
+  ctx.AddMetadata(demo::kClientDeadlineHeader, demo::FormatClientDeadline(deadline));
+}
+
+}  // namespace
+
+OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order,
+                        absl::Duration budget, absl::optional<absl::Duration> cancel_after) {
+  OrderOutcome o;
+  grpc::ClientContext ctx;
+  const absl::Time start = absl::Now();
+  SetUpContext(ctx, start, budget);
+  absl::Notification done;
+  stub.async()->PlaceOrder(&ctx, &order, &o.result, [&](grpc::Status s) {
+    o.status = std::move(s);
+    o.latency = absl::Now() - start;
+    done.Notify();
+  });
+  if (cancel_after.has_value() && !done.WaitForNotificationWithTimeout(*cancel_after)) {
+    ctx.TryCancel();
+  }
+  done.WaitForNotification();
+  Describe(o, ctx);
+  return o;
+}
+
+namespace {
+grpc::Status AdminCall(const std::string& admin,
+                       const std::function<grpc::Status(demo::Admin::Stub&, grpc::ClientContext&)>& f) {
+  auto stub = demo::Admin::NewStub(grpc::CreateChannel(admin, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  return f(*stub, ctx);
+}
+
+absl::Status ToStatus(const grpc::Status& s, const std::string& admin) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat("admin ", admin, ": ", s.error_message()));
+}
+}  // namespace
+
+absl::StatusOr<demo::Stats> GetStats(const std::string& admin, bool reset) {
+  demo::Stats stats;
+  grpc::Status s = AdminCall(admin, [&](demo::Admin::Stub& stub, grpc::ClientContext& ctx) {
+    demo::GetStatsRequest req;
+    return reset ? stub.ResetStats(&ctx, req, &stats) : stub.GetStats(&ctx, req, &stats);
+  });
+  if (!s.ok()) return ToStatus(s, admin);
+  return stats;
+}
+
+absl::StatusOr<demo::Faults> SetFaults(const std::string& admin, const demo::Faults& faults) {
+  demo::Faults out;
+  grpc::Status s = AdminCall(admin, [&](demo::Admin::Stub& stub, grpc::ClientContext& ctx) {
+    demo::SetFaultsRequest req;
+    *req.mutable_faults() = faults;
+    return stub.SetFaults(&ctx, req, &out);
+  });
+  if (!s.ok()) return ToStatus(s, admin);
+  return out;
+}
+
+absl::StatusOr<demo::Faults> GetFaults(const std::string& admin) {
+  demo::Faults out;
+  grpc::Status s = AdminCall(admin, [&](demo::Admin::Stub& stub, grpc::ClientContext& ctx) {
+    return stub.GetFaults(&ctx, demo::GetStatsRequest(), &out);
+  });
+  if (!s.ok()) return ToStatus(s, admin);
+  return out;
+}
+
+namespace {
+
+// Shared by the callbacks of one load run.
+struct LoadState {
+  absl::Mutex mu;
+  SummaryBuilder builder ABSL_GUARDED_BY(mu);
+  int64_t in_flight ABSL_GUARDED_BY(mu) = 0;
+  int64_t done ABSL_GUARDED_BY(mu) = 0;
+  int64_t ok ABSL_GUARDED_BY(mu) = 0;
+  int64_t failed ABSL_GUARDED_BY(mu) = 0;
+};
+
+struct LoadCall {
+  grpc::ClientContext ctx;
+  demo::Order order;
+  demo::OrderResult result;
+  absl::Time start;
+};
+
+}  // namespace
+
+absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
+  if (o.rps <= 0) return absl::InvalidArgumentError("--rps must be > 0");
+  if (o.concurrency < 1) return absl::InvalidArgumentError("--concurrency must be >= 1");
+  std::vector<demo::Stats> before;
+  for (const std::string& admin : o.admin) {
+    absl::StatusOr<demo::Stats> s = GetStats(admin);
+    if (!s.ok()) return s.status();
+    before.push_back(*s);
+  }
+  auto stub = demo::Gateway::NewStub(EdgeChannel(o.gateway));
+  const std::string prefix =
+      o.key_prefix.empty() ? absl::StrCat("load-", absl::ToUnixMicros(absl::Now())) : o.key_prefix;
+  LoadState state;
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + o.duration;
+  const absl::Duration interval = absl::Seconds(1) / o.rps;
+  absl::Time next_progress = start + absl::Milliseconds(500);
+  int64_t i = 0;
+  auto progress = [&](bool final) {
+    absl::MutexLock lock(&state.mu);
+    err << absl::StrFormat("\r  load: %.1fs  started %d  in flight %d  ok %d  failed %d   ",
+                           absl::ToDoubleSeconds(absl::Now() - start), i, state.in_flight,
+                           state.ok, state.failed)
+        << (final ? "\n" : "") << std::flush;
+  };
+  for (;; ++i) {
+    const absl::Time due = start + interval * static_cast<double>(i);
+    if (due >= end) break;
+    const absl::Time now = absl::Now();
+    if (due > now) absl::SleepFor(due - now);
+    if (o.progress && absl::Now() >= next_progress) {
+      progress(false);
+      next_progress += absl::Milliseconds(500);
+    }
+    {
+      absl::MutexLock lock(&state.mu);
+      if (state.in_flight >= o.concurrency) {
+        state.builder.CountNotSent();
+        continue;
+      }
+      ++state.in_flight;
+    }
+    auto* call = new LoadCall;
+    call->order.set_key(absl::StrCat(prefix, "-", i));
+    for (const ItemSpec& item : o.items) {
+      demo::Item* it = call->order.add_items();
+      it->set_sku(item.sku);
+      it->set_quantity(item.quantity);
+    }
+    call->start = absl::Now();
+    SetUpContext(call->ctx, call->start, o.budget);
+    stub->async()->PlaceOrder(&call->ctx, &call->order, &call->result,
+                              [call, &state](grpc::Status s) {
+                                CallRecord r;
+                                r.code = static_cast<absl::StatusCode>(s.error_code());
+                                r.latency = absl::Now() - call->start;
+                                if (absl::optional<Attribution> a = AttributionOf(s)) {
+                                  r.source = std::string(DeadlineSourceName(a->source));
+                                  r.hop = a->hop;
+                                }
+                                delete call;
+                                absl::MutexLock lock(&state.mu);
+                                state.builder.Add(r);
+                                --state.in_flight;
+                                ++state.done;
+                                (s.ok() ? state.ok : state.failed)++;
+                              });
+  }
+  // Every call ends by its deadline (the budget), so this wait is bounded.
+  {
+    absl::MutexLock lock(&state.mu);
+    state.mu.Await(absl::Condition(
+        +[](LoadState* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->in_flight == 0; },
+        &state));
+  }
+  if (o.progress) progress(true);
+  // Let work that goes on after the client left finish before reading the
+  // services' accounting (it is what the summary measures).
+  absl::SleepFor(absl::Milliseconds(1500));
+  absl::MutexLock lock(&state.mu);
+  for (size_t k = 0; k < o.admin.size(); ++k) {
+    absl::StatusOr<demo::Stats> after = GetStats(o.admin[k]);
+    if (!after.ok()) return after.status();
+    ServiceDelta d;
+    d.hop = after->hop();
+    d.calls_started_after_deadline =
+        after->calls_started_after_deadline() - before[k].calls_started_after_deadline();
+    d.work_after_deadline_ms = after->work_after_deadline_ms() - before[k].work_after_deadline_ms();
+    d.retries = after->retries_received() - before[k].retries_received();
+    state.builder.AddService(d);
+  }
+  return state.builder.Build();
+}
+
+}  // namespace hopbudget::chainctl

@@ -1,0 +1,87 @@
+// Copyright hopbudget authors.
+//
+// chain.h: chainctl's calls into the demo chain: one order (optionally
+// cancelled mid-way), the Admin service of each process, open-loop load,
+// and the scenarios that replay the seeds' incidents in both modes.
+//
+// Every order carries the demo-only header x-demo-client-deadline-us (the
+// client's absolute deadline), which services forward and use to account for
+// work done after it; chainctl's channel has hopbudget's client interceptor
+// (hop "chainctl"), so the exact budget travels in hopbudget-budget-us.
+//
+// Thread safety: functions are independent; each makes its own channels.
+#ifndef HOPBUDGET_CHAINCTL_CHAIN_H_
+#define HOPBUDGET_CHAINCTL_CHAIN_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/optional.h"
+#include "demo/demo.grpc.pb.h"
+#include "summary.h"
+
+namespace hopbudget::chainctl {
+
+// The edge channel to a gateway (hopbudget's client interceptor, hop "chainctl").
+std::shared_ptr<grpc::Channel> EdgeChannel(const std::string& target);
+
+struct OrderOutcome {
+  grpc::Status status;
+  demo::OrderResult result;
+  absl::Duration latency = absl::ZeroDuration();
+  std::string attribution;  // "source=attempt hop=orders budget=300ms elapsed=301ms", or ""
+  std::string source, hop;  // of the attribution
+  std::string waterfall;    // FormatWaterfall of the trace trailer, when there is one
+};
+
+// Places one order with `budget`; when `cancel_after` is set, cancels the
+// call then (TryCancel) and waits for it to end.
+OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order,
+                        absl::Duration budget,
+                        absl::optional<absl::Duration> cancel_after = absl::nullopt);
+
+absl::StatusOr<demo::Stats> GetStats(const std::string& admin, bool reset = false);
+absl::StatusOr<demo::Faults> SetFaults(const std::string& admin, const demo::Faults& faults);
+absl::StatusOr<demo::Faults> GetFaults(const std::string& admin);
+
+struct LoadOptions {
+  std::string gateway;
+  double rps = 50;
+  absl::Duration duration = absl::Seconds(5);
+  absl::Duration budget = absl::Milliseconds(800);
+  int concurrency = 256;
+  std::vector<std::string> admin;  // processes to read GetStats from, before and after
+  std::vector<ItemSpec> items = {{"sku-1", 1}};
+  bool progress = true;
+  std::string key_prefix;  // "" = load-<unix micros>
+};
+
+// Open loop: starts calls at `rps` whatever their latency (the callback API:
+// no thread per call), up to `concurrency` in flight (more are counted as
+// not sent). Prints a live progress line to `err`.
+absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& options, std::ostream& err);
+
+struct ChainTargets {
+  std::string gateway, orders, ledger;
+};
+
+struct ScenarioOptions {
+  ChainTargets hopbudget;
+  ChainTargets baseline;
+  int orders_per_scenario = 3;
+  std::vector<std::string> only;  // scenario letters (a..d); empty = all
+};
+
+// Runs the scenarios in both modes and prints the side-by-side tables and
+// the checks. Returns 0 when every check passed, 1 otherwise.
+int RunScenarios(const ScenarioOptions& options, std::ostream& out);
+
+}  // namespace hopbudget::chainctl
+
+#endif  // HOPBUDGET_CHAINCTL_CHAIN_H_

@@ -1,0 +1,62 @@
+// Copyright hopbudget authors.
+#include "accounting.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace hopbudget::demo {
+
+absl::optional<absl::Time> ParseClientDeadline(absl::string_view value) {
+  if (value.empty() || value.size() > 19) return absl::nullopt;
+  for (char c : value) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return absl::nullopt;
+  }
+  int64_t us = 0;
+  if (!absl::SimpleAtoi(value, &us)) return absl::nullopt;
+  return absl::FromUnixMicros(us);
+}
+
+std::string FormatClientDeadline(absl::Time deadline) {
+  return absl::StrCat(std::max<int64_t>(0, absl::ToUnixMicros(deadline)));
+}
+
+std::shared_ptr<DeadlineAccounting::Work> DeadlineAccounting::Begin(
+    absl::optional<absl::Time> client_deadline) {
+  const absl::Time now = clock_->Now();
+  std::shared_ptr<Work> work(new Work(this, now, client_deadline));
+  absl::MutexLock lock(&mu_);
+  ++totals_.calls;
+  ++totals_.in_flight;
+  if (work->started_late()) ++totals_.started_after_deadline;
+  return work;
+}
+
+DeadlineAccounting::Work::~Work() { owner_->End(*this); }
+
+void DeadlineAccounting::End(const Work& work) {
+  const absl::Time end = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  --totals_.in_flight;
+  totals_.last_end = std::max(totals_.last_end, end);
+  if (work.deadline_.has_value()) {
+    const absl::Time from = std::max(work.start_, *work.deadline_);
+    if (end > from) totals_.work_after_deadline += end - from;
+  }
+}
+
+AccountingSnapshot DeadlineAccounting::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  return totals_;
+}
+
+void DeadlineAccounting::Reset() {
+  absl::MutexLock lock(&mu_);
+  const int64_t in_flight = totals_.in_flight;
+  totals_ = AccountingSnapshot{};
+  totals_.in_flight = in_flight;
+}
+
+}  // namespace hopbudget::demo

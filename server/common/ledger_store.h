@@ -1,0 +1,71 @@
+// Copyright hopbudget authors.
+//
+// ledger_store.h: the ledger's SQLite table, with exactly-once commits per
+// idempotency key.
+//
+//   auto store = hopbudget::demo::LedgerStore::Open("/tmp/ledger.db");
+//   if (!store.ok()) return store.status();
+//   absl::StatusOr<hopbudget::demo::CommitResult> r =
+//       (*store)->Commit("order-42", "sku-1 x2", absl::Now());
+//   // r->replayed: the key was committed before; r->order_id is the original
+//
+// Schema: orders(order_id INTEGER PRIMARY KEY, idem_key TEXT UNIQUE NOT NULL,
+// items TEXT, committed_unix_us INTEGER). The database is in WAL mode
+// (readers, e.g. a test reading the file, never block the writer).
+// Exactly once: the lookup and the insert run in one BEGIN IMMEDIATE
+// transaction, so two commits of the same key, concurrent or not, in this
+// process or another, write one row; the second answers the first's result.
+//
+// Thread safety: all methods may be called concurrently (one connection,
+// serialized by a mutex; a transaction is a few statements).
+#ifndef HOPBUDGET_DEMO_LEDGER_STORE_H_
+#define HOPBUDGET_DEMO_LEDGER_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+struct sqlite3;
+
+namespace hopbudget::demo {
+
+struct CommitResult {
+  int64_t order_id = 0;
+  bool replayed = false;  // the key was there already: this is the original result
+  absl::Time committed;   // when the original commit happened
+};
+
+class LedgerStore {
+ public:
+  // Opens (creating if needed) the database at `path`: WAL mode, the table.
+  // InvalidArgument for an empty path; Unavailable when SQLite fails (the
+  // message has SQLite's reason).
+  static absl::StatusOr<std::unique_ptr<LedgerStore>> Open(const std::string& path);
+  ~LedgerStore();
+
+  // Commits `key` once. InvalidArgument for an empty key or one over 128
+  // bytes; Unavailable when SQLite fails (nothing is written then).
+  absl::StatusOr<CommitResult> Commit(const std::string& key, const std::string& items,
+                                      absl::Time now);
+
+  // Rows in total, and rows with `key` (0 or 1).
+  absl::StatusOr<int64_t> CountRows();
+  absl::StatusOr<int64_t> CountKey(const std::string& key);
+
+ private:
+  explicit LedgerStore(sqlite3* db) : db_(db) {}
+  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace hopbudget::demo
+
+#endif  // HOPBUDGET_DEMO_LEDGER_STORE_H_

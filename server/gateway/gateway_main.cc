@@ -1,0 +1,90 @@
+// Copyright hopbudget authors.
+//
+// gateway: the demo chain's client-facing edge. Takes the client's budget,
+// caps it by its own per-request budget (--request-cap), and calls orders.
+//
+//   gateway --port=0 --orders=127.0.0.1:PORT [--mode=baseline --baseline-timeout=1s]
+#include <atomic>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "demo/demo.grpc.pb.h"
+#include "hopbudget/client.h"
+#include "server/common/demo_server.h"
+
+namespace hopbudget::demo {
+namespace {
+
+class GatewayService final : public Gateway::Service {
+ public:
+  GatewayService(DemoProcess& process, std::unique_ptr<Orders::Stub> orders)
+      : process_(process), orders_(std::move(orders)) {}
+
+  grpc::Status PlaceOrder(grpc::ServerContext* ctx, const Order* request,
+                          OrderResult* reply) override {
+    CallStart call = process_.Begin(*ctx);
+    if (call.done) return call.status;
+    Order order = *request;
+    if (order.key().empty()) {
+      // An order without a key gets one here, so retries below are idempotent.
+      order.set_key(absl::StrCat("gw-", absl::ToUnixMicros(absl::Now()), "-", ++next_key_));
+    }
+    std::unique_ptr<grpc::ClientContext> out = process_.NewOutgoingContext(*ctx);
+    // Passed on unchanged: a DEADLINE_EXCEEDED keeps the attribution of the
+    // hop where the budget fired.
+    grpc::Status status = orders_->CreateOrder(out.get(), order, reply);
+    if (process_.flags().verbose) {
+      std::cerr << "gateway: " << order.key() << " -> " << status.error_code() << " "
+                << status.error_message() << "\n";
+    }
+    return status;
+  }
+
+ private:
+  DemoProcess& process_;
+  std::unique_ptr<Orders::Stub> orders_;
+  std::atomic<int64_t> next_key_{0};
+};
+
+int Main(int argc, char** argv) {
+  BlockShutdownSignals();
+  CommonFlags common;
+  common.name = "gateway";
+  common.request_cap = absl::Seconds(2);
+  std::string orders_target;
+  FlagSet flags("gateway");
+  RegisterCommonFlags(flags, &common);
+  flags.String("orders", &orders_target, "orders service HOST:PORT (required)");
+  FaultConfig faults;
+  absl::Status s = flags.Parse(argc, argv);
+  if (s.ok() && orders_target.empty()) s = absl::InvalidArgumentError("--orders is required");
+  if (s.ok()) s = FinishCommonFlags(&common, &faults);
+  if (!s.ok()) {
+    std::cerr << "gateway: " << s.message() << "\n" << flags.Usage();
+    return 2;
+  }
+  std::shared_ptr<grpc::Channel> channel;
+  if (common.mode == Mode::kHopbudget) {
+    ClientOptions options;
+    options.hop = common.name;
+    auto c = CreateChannel(orders_target, grpc::InsecureChannelCredentials(), options);
+    if (!c.ok()) {
+      std::cerr << "gateway: " << c.status().message() << "\n";
+      return 2;
+    }
+    channel = *std::move(c);
+  } else {
+    channel = grpc::CreateChannel(orders_target, grpc::InsecureChannelCredentials());
+  }
+  DemoProcess process(common, faults);
+  GatewayService service(process, Orders::NewStub(channel));
+  return process.Serve({&service}, nullptr);
+}
+
+}  // namespace
+}  // namespace hopbudget::demo
+
+int main(int argc, char** argv) { return hopbudget::demo::Main(argc, argv); }

@@ -1,0 +1,203 @@
+// Copyright hopbudget authors.
+//
+// ledger: commits orders to SQLite (WAL mode), exactly once per idempotency
+// key, answering the original result for a repeated key.
+//   hopbudget mode: the commit runs as shield-plus-bound work
+//     (hopbudget::Shield): a caller that leaves does not abandon a commit,
+//     and a commit held up (--slow-commit, a dead peer) is stopped at its
+//     bound (--shield-bound) instead of running forever. Shutdown drains it.
+//   baseline mode: the commit runs on the handler's thread and cannot be
+//     interrupted: shielded, but without a bound.
+//
+//   ledger --port=0 --db=/tmp/ledger.db [--shield-bound=2s --slow-commit=5s]
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "demo/demo.grpc.pb.h"
+#include "hopbudget/shield.h"
+#include "hopbudget/shield_grpc.h"
+#include "server/common/demo_server.h"
+#include "server/common/ledger_store.h"
+
+namespace hopbudget::demo {
+namespace {
+
+std::string ItemsText(const Order& order) {
+  std::string out;
+  for (const Item& item : order.items()) {
+    absl::StrAppend(&out, out.empty() ? "" : ", ", item.sku(), " x", item.quantity());
+  }
+  return out;
+}
+
+void FillReply(const CommitResult& r, const std::string& key, OrderResult* reply) {
+  reply->set_order_id(r.order_id);
+  reply->set_key(key);
+  reply->set_replayed(r.replayed);
+  reply->set_committed_unix_us(absl::ToUnixMicros(r.committed));
+}
+
+class LedgerService final : public Ledger::Service {
+ public:
+  LedgerService(DemoProcess& process, LedgerStore& store, Shield& shield, absl::Duration bound)
+      : process_(process), store_(store), shield_(shield), bound_(bound),
+        reaper_([this] { Reap(); }) {}
+
+  ~LedgerService() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    reaper_.join();
+  }
+
+  grpc::Status Commit(grpc::ServerContext* ctx, const Order* request,
+                      OrderResult* reply) override {
+    CallStart call = process_.Begin(*ctx);
+    if (call.done) return call.status;
+    if (request->key().empty() || request->key().size() > 128) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
+    }
+    const absl::Duration slow = process_.faults().config().slow_commit;
+    if (process_.mode() == Mode::kBaseline) {
+      // Shielded without a bound: nothing can stop it, whatever the caller does.
+      if (slow > absl::ZeroDuration()) absl::SleepFor(slow);
+      absl::StatusOr<CommitResult> r = store_.Commit(request->key(), ItemsText(*request), absl::Now());
+      if (!r.ok()) return ToGrpcStatus(r.status());
+      process_.CountCommit(r->replayed);
+      FillReply(*r, request->key(), reply);
+      return grpc::Status::OK;
+    }
+
+    auto slot = std::make_shared<Slot>();
+    absl::StatusOr<ShieldHandle> handle = shield_.Run(
+        "commit", bound_,
+        // Captures what outlives the Shield (process, store), not `this`:
+        // work the drain gave up on may still be returning when the service goes.
+        [&process = process_, &store = store_, key = request->key(),
+         items = ItemsText(*request), slow, slot,
+         work = call.work](ShieldContext& shielded) -> absl::Status {
+          if (slow > absl::ZeroDuration()) {
+            // A slow peer: wait, unless the bound (or a drain) asks us to stop.
+            absl::Notification stop;
+            const uint64_t id = shielded.AddStopCallback([&stop] { stop.Notify(); });
+            const bool stopped = stop.WaitForNotificationWithTimeout(slow);
+            shielded.RemoveStopCallback(id);
+            if (stopped) {
+              process.CountCommitStopped();
+              return absl::DeadlineExceededError("commit stopped before it wrote");
+            }
+          }
+          absl::StatusOr<CommitResult> r = store.Commit(key, items, absl::Now());
+          if (!r.ok()) return r.status();
+          process.CountCommit(r->replayed);
+          absl::MutexLock lock(&slot->mu);
+          slot->result = *r;
+          return absl::OkStatus();
+        });
+    if (!handle.ok()) return ToGrpcStatus(handle.status());
+    grpc::Status status = AwaitShielded(*ctx, *handle);
+    if (status.ok()) {
+      absl::MutexLock lock(&slot->mu);
+      FillReply(slot->result, request->key(), reply);
+    } else if (!handle->done()) {
+      Adopt(*handle);  // the caller left; the commit goes on and someone reads its outcome
+    }
+    return status;
+  }
+
+ private:
+  struct Slot {
+    absl::Mutex mu;
+    CommitResult result;
+  };
+
+  void Adopt(const ShieldHandle& handle) {
+    absl::MutexLock lock(&mu_);
+    adopted_.push_back(handle);
+  }
+
+  // One thread reads the outcome of every commit whose caller left (each
+  // ends by its bound), so none goes unobserved.
+  void Reap() {
+    while (true) {
+      absl::optional<ShieldHandle> next;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](LedgerService* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+              return s->stopping_ || !s->adopted_.empty();
+            },
+            this));
+        if (adopted_.empty()) return;  // stopping, nothing left
+        next = adopted_.front();
+        adopted_.pop_front();
+      }
+      absl::optional<ShieldRecord> r = next->Wait();
+      if (r.has_value() && process_.flags().verbose) {
+        std::cerr << "ledger: commit whose caller left ended: "
+                  << ShieldOutcomeName(r->outcome) << " " << r->status << "\n";
+      }
+    }
+  }
+
+  DemoProcess& process_;
+  LedgerStore& store_;
+  Shield& shield_;
+  const absl::Duration bound_;
+  absl::Mutex mu_;
+  std::deque<ShieldHandle> adopted_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread reaper_;
+};
+
+int Main(int argc, char** argv) {
+  BlockShutdownSignals();
+  CommonFlags common;
+  common.name = "ledger";
+  common.request_cap = absl::Seconds(5);
+  std::string db_path;
+  absl::Duration bound = absl::Seconds(2);
+  int shield_threads = 8;
+  int shield_max_in_flight = 256;
+  FlagSet flags("ledger");
+  RegisterCommonFlags(flags, &common);
+  flags.String("db", &db_path, "SQLite database file (required; created if missing)");
+  flags.Duration("shield-bound", &bound, "hopbudget mode: most time one commit may take");
+  flags.Int("shield-threads", &shield_threads, "threads that run commits", 1, 256);
+  flags.Int("shield-max-in-flight", &shield_max_in_flight,
+            "commits in flight at most (more are refused)", 1, 100000);
+  FaultConfig faults;
+  absl::Status s = flags.Parse(argc, argv);
+  if (s.ok() && db_path.empty()) s = absl::InvalidArgumentError("--db is required");
+  if (s.ok() && bound <= absl::ZeroDuration()) s = absl::InvalidArgumentError("--shield-bound must be > 0");
+  if (s.ok()) s = FinishCommonFlags(&common, &faults);
+  if (!s.ok()) {
+    std::cerr << "ledger: " << s.message() << "\n" << flags.Usage();
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<LedgerStore>> store = LedgerStore::Open(db_path);
+  if (!store.ok()) {
+    std::cerr << "ledger: " << store.status().message() << "\n";
+    return 1;
+  }
+  DemoProcess process(common, faults);
+  ShieldOptions shield_options;
+  shield_options.threads = shield_threads;
+  shield_options.max_in_flight = shield_max_in_flight;
+  Shield shield(shield_options);  // destroyed before the store and the process
+  LedgerService service(process, **store, shield, bound);
+  return process.Serve({&service}, &shield);
+}
+
+}  // namespace
+}  // namespace hopbudget::demo
+
+int main(int argc, char** argv) { return hopbudget::demo::Main(argc, argv); }

@@ -1,0 +1,150 @@
+// Copyright hopbudget authors.
+//
+// orders: validates an order and commits it at the ledger, with retries.
+//   hopbudget mode: a retrying channel (hopbudget::CreateRetryingChannel):
+//     every attempt's budget is derived from what is left of the request.
+//   baseline mode: the loop most code has: up to --baseline-attempts
+//     attempts, each with the constant --baseline-timeout, whatever the
+//     caller has left (the seeds' incident: an outer scope shorter than
+//     attempts x timeout, so a retry after a timeout never runs in time).
+//
+//   orders --port=0 --ledger=127.0.0.1:PORT [--attempt-cap=300ms --max-attempts=3]
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "demo/demo.grpc.pb.h"
+#include "hopbudget/retry.h"
+#include "server/common/demo_server.h"
+
+namespace hopbudget::demo {
+namespace {
+
+class OrdersService final : public Orders::Service {
+ public:
+  OrdersService(DemoProcess& process, std::unique_ptr<Ledger::Stub> ledger, int baseline_attempts)
+      : process_(process), ledger_(std::move(ledger)), baseline_attempts_(baseline_attempts) {}
+
+  grpc::Status CreateOrder(grpc::ServerContext* ctx, const Order* request,
+                           OrderResult* reply) override {
+    CallStart call = process_.Begin(*ctx);
+    if (call.done) return call.status;
+    if (grpc::Status invalid = Validate(*request); !invalid.ok()) return invalid;
+
+    grpc::Status status;
+    if (process_.mode() == Mode::kHopbudget) {
+      std::unique_ptr<grpc::ClientContext> out = process_.NewOutgoingContext(*ctx);
+      status = ledger_->Commit(out.get(), *request, reply);
+    } else {
+      status = BaselineCommit(*ctx, *request, reply);
+    }
+    if (process_.flags().verbose) {
+      std::cerr << "orders: " << request->key() << " -> " << status.error_code() << " "
+                << status.error_message() << "\n";
+    }
+    return status;
+  }
+
+ private:
+  static grpc::Status Validate(const Order& order) {
+    if (order.key().empty() || order.key().size() > 128) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "order key must be 1..128 bytes");
+    }
+    if (order.items_size() == 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order has no items");
+    }
+    for (const Item& item : order.items()) {
+      if (item.sku().empty() || item.quantity() <= 0) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            absl::StrCat("bad item \"", item.sku(), "\" x", item.quantity()));
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+  // The retry loop of the seeds' incident, as typically written: constant
+  // per-attempt timeout, stop when the caller is gone (the outer scope's
+  // cancel), never looking at how much time is left.
+  grpc::Status BaselineCommit(grpc::ServerContext& ctx, const Order& order, OrderResult* reply) {
+    grpc::Status status;
+    for (int attempt = 0; attempt < baseline_attempts_; ++attempt) {
+      if (attempt > 0) {
+        if (ctx.IsCancelled()) break;  // the outer scope fired: the loop ends here
+        absl::SleepFor(absl::Milliseconds(10));
+      }
+      std::unique_ptr<grpc::ClientContext> out = process_.NewBaselineContext(ctx, attempt);
+      status = ledger_->Commit(out.get(), order, reply);
+      if (status.ok() || (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+                          status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)) {
+        break;
+      }
+    }
+    return status;
+  }
+
+  DemoProcess& process_;
+  std::unique_ptr<Ledger::Stub> ledger_;
+  const int baseline_attempts_;
+};
+
+int Main(int argc, char** argv) {
+  BlockShutdownSignals();
+  CommonFlags common;
+  common.name = "orders";
+  common.request_cap = absl::Seconds(2);
+  common.attempt_cap = absl::Milliseconds(300);
+  std::string ledger_target;
+  int max_attempts = 3;
+  int baseline_attempts = 3;
+  // Looser than gRFC A6's defaults (10, 0.1), so that retries keep running
+  // at the demo's fault rates (20 % errors would close the default bucket).
+  int throttle_max_tokens = 20;
+  double throttle_token_ratio = 0.5;
+  FlagSet flags("orders");
+  RegisterCommonFlags(flags, &common);
+  flags.String("ledger", &ledger_target, "ledger service HOST:PORT (required)");
+  flags.Int("max-attempts", &max_attempts, "hopbudget mode: attempts per commit (1..10)", 1, 10);
+  flags.Int("baseline-attempts", &baseline_attempts, "baseline mode: attempts per commit", 1, 10);
+  flags.Int("throttle-max-tokens", &throttle_max_tokens,
+            "hopbudget mode: retry throttle bucket size (gRFC A6)", 1, 1000);
+  flags.Double("throttle-token-ratio", &throttle_token_ratio,
+               "hopbudget mode: tokens a success adds back (gRFC A6)", 0.001, 1);
+  FaultConfig faults;
+  absl::Status s = flags.Parse(argc, argv);
+  if (s.ok() && ledger_target.empty()) s = absl::InvalidArgumentError("--ledger is required");
+  if (s.ok()) s = FinishCommonFlags(&common, &faults);
+  if (!s.ok()) {
+    std::cerr << "orders: " << s.message() << "\n" << flags.Usage();
+    return 2;
+  }
+  std::shared_ptr<grpc::Channel> channel;
+  if (common.mode == Mode::kHopbudget) {
+    RetryOptions options;
+    options.client.hop = common.name;
+    options.budget = PolicyOf(common);
+    options.retry.max_attempts = max_attempts;
+    options.retry.initial_backoff = absl::Milliseconds(10);
+    options.retry.max_backoff = absl::Milliseconds(100);
+    options.throttle.max_tokens = throttle_max_tokens;
+    options.throttle.token_ratio = throttle_token_ratio;
+    auto c = CreateRetryingChannel(ledger_target, grpc::InsecureChannelCredentials(), options);
+    if (!c.ok()) {
+      std::cerr << "orders: " << c.status().message() << "\n";
+      return 2;
+    }
+    channel = *std::move(c);
+  } else {
+    channel = grpc::CreateChannel(ledger_target, grpc::InsecureChannelCredentials());
+  }
+  DemoProcess process(common, faults);
+  OrdersService service(process, Ledger::NewStub(channel), baseline_attempts);
+  return process.Serve({&service}, nullptr);
+}
+
+}  // namespace
+}  // namespace hopbudget::demo
+
+int main(int argc, char** argv) { return hopbudget::demo::Main(argc, argv); }

@@ -1,0 +1,126 @@
+// Copyright hopbudget authors.
+//
+// The pure parts of the demo server runner: flags -> mode, faults and
+// policy; faults <-> proto; the extra Prometheus families. (The server
+// itself is exercised end to end in tests/e2e/.)
+#include "server/common/demo_server.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hopbudget::demo {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::Status Finish(std::vector<std::string> args, CommonFlags* c, FaultConfig* f) {
+  FlagSet flags("t");
+  c->name = "orders";
+  RegisterCommonFlags(flags, c);
+  absl::Status s = flags.Parse(args);
+  if (!s.ok()) return s;
+  return FinishCommonFlags(c, f);
+}
+
+TEST(CommonFlagsTest, DefaultsAreValid) {
+  CommonFlags c;
+  FaultConfig f;
+  ASSERT_TRUE(Finish({}, &c, &f).ok());
+  EXPECT_EQ(c.mode, Mode::kHopbudget);
+  EXPECT_EQ(f.latency.kind, LatencyKind::kNone);
+}
+
+TEST(CommonFlagsTest, ParsesModeFaultsAndPolicy) {
+  CommonFlags c;
+  FaultConfig f;
+  ASSERT_TRUE(Finish({"--mode=baseline", "--latency=exp:20ms", "--error-rate=0.1",
+                      "--hang-rate=0.05", "--hang-next=2", "--slow-commit=1s",
+                      "--baseline-timeout=700ms"},
+                     &c, &f)
+                  .ok());
+  EXPECT_EQ(c.mode, Mode::kBaseline);
+  EXPECT_EQ(f.latency.kind, LatencyKind::kExponential);
+  EXPECT_EQ(f.error_rate, 0.1);
+  EXPECT_EQ(f.hang_next, 2);
+  EXPECT_EQ(f.slow_commit, absl::Seconds(1));
+  EXPECT_EQ(c.baseline_timeout, absl::Milliseconds(700));
+  CommonFlags h;
+  ASSERT_TRUE(Finish({"--request-cap=2s", "--attempt-cap=300ms"}, &h, &f).ok());
+  BudgetPolicy p = PolicyOf(h);
+  EXPECT_EQ(p.request_cap, absl::Seconds(2));
+  EXPECT_EQ(p.attempt_cap, absl::Milliseconds(300));
+  EXPECT_EQ(PolicyOf(CommonFlags()).attempt_cap, absl::InfiniteDuration());
+}
+
+TEST(CommonFlagsTest, BadInputIsAClearError) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"--mode=fast"}, "--mode"},
+      {{"--latency=fixed"}, "--latency"},
+      {{"--error-rate=0.7", "--hang-rate=0.5"}, "> 1"},
+      {{"--name=bad name"}, "--name"},
+      {{"--request-cap=0"}, "--request-cap"},
+      {{"--baseline-timeout=0"}, "--baseline-timeout"},
+      {{"--request-cap=1s", "--attempt-cap=2s"}, "nest strictly"},
+      {{"--port=-1"}, "--port"},
+  };
+  for (const Case& k : cases) {
+    CommonFlags c;
+    FaultConfig f;
+    absl::Status s = Finish(k.args, &c, &f);
+    EXPECT_FALSE(s.ok()) << k.args[0];
+    EXPECT_THAT(s.message(), HasSubstr(k.message)) << k.args[0];
+  }
+  // A baseline never validates a policy it does not use.
+  CommonFlags c;
+  FaultConfig f;
+  EXPECT_TRUE(Finish({"--mode=baseline", "--request-cap=1s", "--attempt-cap=2s"}, &c, &f).ok());
+}
+
+TEST(FaultsProtoTest, RoundTripsAndValidates) {
+  FaultConfig c;
+  c.latency = *ParseLatencySpec("uniform:5ms-10ms");
+  c.error_rate = 0.25;
+  c.hang_rate = 0.5;
+  c.hang_next = 3;
+  c.slow_commit = absl::Milliseconds(1500);
+  absl::StatusOr<FaultConfig> back = FaultsFromProto(FaultsToProto(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(FormatLatencySpec(back->latency), "uniform:5ms-10ms");
+  EXPECT_EQ(back->error_rate, 0.25);
+  EXPECT_EQ(back->hang_rate, 0.5);
+  EXPECT_EQ(back->hang_next, 3);
+  EXPECT_EQ(back->slow_commit, absl::Milliseconds(1500));
+
+  Faults empty;  // what `chainctl faults --clear` sends
+  EXPECT_TRUE(FaultsFromProto(empty).ok());
+  Faults bad;
+  bad.set_latency("nope:1ms");
+  EXPECT_FALSE(FaultsFromProto(bad).ok());
+  bad = Faults();
+  bad.set_slow_commit_ms(-1);
+  EXPECT_FALSE(FaultsFromProto(bad).ok());
+  bad = Faults();
+  bad.set_error_rate(1.5);
+  EXPECT_FALSE(FaultsFromProto(bad).ok());
+}
+
+TEST(ExtraMetricsTest, TextFormatFamilies) {
+  CommonFlags c;
+  c.name = "ledger";
+  DemoProcess p(c, FaultConfig());
+  const std::string text = p.ExtraMetrics();
+  EXPECT_THAT(text, HasSubstr("# TYPE demo_calls_started_after_deadline_total counter\n"
+                              "demo_calls_started_after_deadline_total{hop=\"ledger\",mode=\"hopbudget\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE demo_work_after_deadline_seconds_total counter\n"
+                              "demo_work_after_deadline_seconds_total{hop=\"ledger\",mode=\"hopbudget\"} 0.000000\n"));
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_EQ(p.StatsProto().hop(), "ledger");
+  EXPECT_EQ(p.StatsProto().mode(), "hopbudget");
+}
+
+}  // namespace
+}  // namespace hopbudget::demo

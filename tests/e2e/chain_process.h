@@ -1,0 +1,53 @@
+// Copyright hopbudget authors.
+//
+// chain_process.h: starts the demo chain's real processes for end-to-end
+// tests: each on port 0, ready when it prints "<name> listening on <port>
+// metrics on <port> ...", stopped (SIGTERM, then SIGKILL) when destroyed.
+// A child also dies with the test (PR_SET_PDEATHSIG).
+#ifndef HOPBUDGET_TESTS_E2E_CHAIN_PROCESS_H_
+#define HOPBUDGET_TESTS_E2E_CHAIN_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace hopbudget::e2e {
+
+class ChainProcess {
+ public:
+  // Starts `binary` with `args` and waits (up to `ready_timeout`) for its
+  // ready line. The error names the binary and what it printed.
+  static absl::StatusOr<std::unique_ptr<ChainProcess>> Start(
+      const std::string& binary, const std::vector<std::string>& args,
+      absl::Duration ready_timeout = absl::Seconds(60));
+  ~ChainProcess();
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+  std::string address() const;
+
+ private:
+  ChainProcess() = default;
+  void CloseStdout();
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  int port_ = 0;
+  int metrics_port_ = 0;
+};
+
+// A fresh temporary directory (removed by the caller if it wants).
+std::string MakeTempDir();
+
+// GET http://127.0.0.1:<port><path> (HTTP/1.0, one connection): the body, or
+// an error naming what failed.
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
+                                    absl::Duration timeout = absl::Seconds(20));
+
+}  // namespace hopbudget::e2e
+
+#endif  // HOPBUDGET_TESTS_E2E_CHAIN_PROCESS_H_
