@@ -1,17 +1,23 @@
 // Copyright hopbudget authors.
 //
 // Micro-benchmarks of what hopbudget does on every call: budget derivation,
-// the budget header, attribution encoding, metric increments. Compare them
-// with the tens of microseconds a loopback gRPC call costs.
+// the budget header, attribution encoding, trace encoding and append, metric
+// increments, and the shared timer service (arm + cancel with N timers
+// pending). Compare them with the tens of microseconds a loopback gRPC call
+// costs.
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <vector>
 
+#include "echo/relay.pb.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/metrics.h"
+#include "hopbudget/trace.h"
 #include "hopbudget/wire.h"
+#include "timer_service.h"  // internal: the bench target adds interceptors/ to its includes
 
 namespace hopbudget {
 namespace {
@@ -82,11 +88,99 @@ void BM_DecodeStatusDetails(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeStatusDetails);
 
-void BM_MetricIncrement(benchmark::State& state) {
+// The counters every call touches: one finished call on an interned method
+// label, and (server side) the budget-at-arrival histogram.
+void BM_MetricCallEnd(benchmark::State& state) {
   static Metrics metrics;
-  for (auto _ : state) metrics.CountCallEnd(Side::kClient, MethodId{}, absl::StatusCode::kOk);
+  static const MethodId method = metrics.Method("/hopbudget.echo.Relay/Call");
+  for (auto _ : state) metrics.CountCallEnd(Side::kClient, method, absl::StatusCode::kOk);
 }
-BENCHMARK(BM_MetricIncrement)->Threads(1)->Threads(2);
+BENCHMARK(BM_MetricCallEnd)->Threads(1)->Threads(2);
+
+void BM_MetricBudgetAtArrival(benchmark::State& state) {
+  static Metrics metrics;
+  static const MethodId method = metrics.Method("/hopbudget.echo.Relay/Call");
+  for (auto _ : state) metrics.ObserveBudgetAtArrival(method, absl::Milliseconds(734));
+}
+BENCHMARK(BM_MetricBudgetAtArrival)->Threads(1)->Threads(2);
+
+// Once per call in each interceptor: interning the method label, for a
+// method of the generated code (linked in: the relay proto) ...
+void BM_MetricMethodLookup(benchmark::State& state) {
+  benchmark::DoNotOptimize(echo::RelayRequest::descriptor());  // links the relay descriptors
+  static Metrics metrics;
+  for (auto _ : state) benchmark::DoNotOptimize(metrics.Method("/hopbudget.echo.Relay/Call"));
+}
+BENCHMARK(BM_MetricMethodLookup);
+
+// ... and for a method the descriptor pool does not know (a generic stub, a
+// service whose generated code is not linked): labelled "other".
+void BM_MetricMethodLookupUnknown(benchmark::State& state) {
+  static Metrics metrics;
+  for (auto _ : state) benchmark::DoNotOptimize(metrics.Method("/not.Linked/Method"));
+}
+BENCHMARK(BM_MetricMethodLookupUnknown);
+
+// Only on DEADLINE_EXCEEDED.
+void BM_MetricDeadlineExceeded(benchmark::State& state) {
+  static Metrics metrics;
+  for (auto _ : state) {
+    metrics.CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt, "orders");
+  }
+}
+BENCHMARK(BM_MetricDeadlineExceeded);
+
+BudgetTrace TraceOfHops(int hops) {
+  BudgetTrace t;
+  for (int i = 0; i < hops; ++i) {
+    HopTrace h;
+    h.hop = "hop-" + std::to_string(i);
+    h.budget_at_arrival = absl::Milliseconds(800 - 100 * i);
+    h.spent = absl::Microseconds(12345);
+    h.attempts = 1;
+    h.source = DeadlineSource::kNone;
+    t.hops.push_back(h);
+  }
+  return t;
+}
+
+// A hop's trailer: its own entry plus what came back from downstream.
+void BM_TraceAppendEncode(benchmark::State& state) {
+  const BudgetTrace downstream = TraceOfHops(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    BudgetTrace mine = TraceOfHops(1);
+    AppendTrace(mine, downstream);
+    benchmark::DoNotOptimize(EncodeTrace(mine));
+  }
+}
+BENCHMARK(BM_TraceAppendEncode)->Arg(1)->Arg(3)->Arg(15);
+
+void BM_TraceDecode(benchmark::State& state) {
+  const std::string bytes = EncodeTrace(TraceOfHops(static_cast<int>(state.range(0))));
+  for (auto _ : state) benchmark::DoNotOptimize(DecodeTrace(bytes));
+}
+BENCHMARK(BM_TraceDecode)->Arg(1)->Arg(3)->Arg(15);
+
+// Arming and cancelling one timer on the shared timer service while
+// `range(0)` other timers (distinct deadlines, far in the future) are
+// pending: the cost hopbudget adds to a call that needs its own timer (a
+// request cap tighter than the caller's deadline), as concurrency grows.
+// Uses a private service without a thread so that nothing fires meanwhile.
+void BM_TimerArmCancel(benchmark::State& state) {
+  internal::TimerService timers(Clock::Real(), {/*start_thread=*/false});
+  const absl::Time base = absl::Now() + absl::Hours(1);
+  std::vector<internal::TimerService::TimerId> pending;
+  for (int64_t i = 0; i < state.range(0); ++i) {
+    pending.push_back(timers.Schedule(base + absl::Microseconds(i), [] {}));
+  }
+  int64_t i = 0;
+  for (auto _ : state) {
+    auto id = timers.Schedule(base + absl::Microseconds(7 * (i++ % 10007)), [] {});
+    benchmark::DoNotOptimize(timers.Cancel(id));
+  }
+  for (auto id : pending) timers.Cancel(id);
+}
+BENCHMARK(BM_TimerArmCancel)->Arg(1)->Arg(100)->Arg(1000)->Arg(10000);
 
 }  // namespace
 }  // namespace hopbudget

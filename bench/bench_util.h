@@ -1,0 +1,216 @@
+// Copyright hopbudget authors.
+//
+// bench_util.h: small helpers shared by the benchmark binaries (not part of
+// the library): flag parsing with clear errors, latency statistics, the
+// three server/client modes of the overhead benchmark, /proc readers, and
+// the output format.
+//
+// Output format: every binary prints a human-readable table and, for the
+// script, one line per measured result:
+//   RESULT bench=<name> key=value key=value ...
+// Values never contain spaces. scripts/bench.sh collects these lines and
+// bench_report turns them into the markdown report.
+//
+// Clocks: latencies are measured with std::chrono::steady_clock. Lateness
+// against a deadline uses absl::Now() because deadlines are absl::Time (the
+// realtime clock); over the few milliseconds measured, a clock step is
+// unlikely, and a slewing clock changes a 10 ms interval by < 1 us.
+#ifndef HOPBUDGET_BENCH_BENCH_UTIL_H_
+#define HOPBUDGET_BENCH_BENCH_UTIL_H_
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/client_interceptor.h>
+#include <grpcpp/support/server_interceptor.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+
+namespace hopbudget {
+namespace bench {
+
+// --name=value flags. Unknown flags and bad values are fatal with a message
+// naming the flag, so a typo in the script never silently measures the
+// wrong thing.
+class Flags {
+ public:
+  Flags(int argc, char** argv, std::vector<std::string> known) : known_(std::move(known)) {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--help" || arg == "-h") {
+        std::fprintf(stderr, "flags:");
+        for (const auto& k : known_) std::fprintf(stderr, " --%s=", k.c_str());
+        std::fprintf(stderr, "\n");
+        std::exit(0);
+      }
+      if (arg.rfind("--", 0) != 0 || arg.find('=') == std::string::npos) {
+        Die(absl::StrCat("bad argument '", arg, "': expected --name=value"));
+      }
+      const size_t eq = arg.find('=');
+      std::string name = arg.substr(2, eq - 2);
+      if (std::find(known_.begin(), known_.end(), name) == known_.end()) {
+        Die(absl::StrCat("unknown flag --", name));
+      }
+      values_[name] = arg.substr(eq + 1);
+    }
+  }
+  std::string Str(const std::string& name, const std::string& def) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? def : it->second;
+  }
+  std::string OneOf(const std::string& name, const std::string& def,
+                    const std::vector<std::string>& allowed) const {
+    std::string v = Str(name, def);
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      Die(absl::StrCat("--", name, "=", v, ": must be one of ", absl::StrJoin(allowed, "|")));
+    }
+    return v;
+  }
+  int64_t Int(const std::string& name, int64_t def, int64_t min, int64_t max) const {
+    auto it = values_.find(name);
+    if (it == values_.end()) return def;
+    int64_t v;
+    if (!absl::SimpleAtoi(it->second, &v) || v < min || v > max) {
+      Die(absl::StrCat("--", name, "=", it->second, ": must be an integer in [", min, ", ",
+                       max, "]"));
+    }
+    return v;
+  }
+  absl::Duration Dur(const std::string& name, absl::Duration def) const {
+    auto it = values_.find(name);
+    if (it == values_.end()) return def;
+    absl::Duration d;
+    if (!absl::ParseDuration(it->second, &d) || d <= absl::ZeroDuration() ||
+        d == absl::InfiniteDuration()) {
+      Die(absl::StrCat("--", name, "=", it->second,
+                       ": must be a positive duration such as 500ms or 2s"));
+    }
+    return d;
+  }
+  [[noreturn]] static void Die(const std::string& msg) {
+    std::fprintf(stderr, "error: %s\n", msg.c_str());
+    std::exit(2);
+  }
+
+ private:
+  std::vector<std::string> known_;
+  std::map<std::string, std::string> values_;
+};
+
+// --deadlock-detection=default|off. absl::Mutex checks lock ordering for
+// deadlocks (a graph of every mutex held while another is taken) when absl
+// was built without NDEBUG, as Debian's libabsl is; every process pays for it,
+// gRPC's own locks included. `off` measures what a build with NDEBUG absl
+// would see. Call before any thread starts.
+inline void ApplyDeadlockDetectionFlag(const Flags& flags) {
+  if (flags.OneOf("deadlock-detection", "default", {"default", "off"}) == "off") {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
+}
+
+// Percentiles of a sample (nearest rank). Sorts `v`.
+struct Stats {
+  size_t n = 0;
+  double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
+};
+inline Stats Summarize(std::vector<double>& v) {
+  Stats s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  auto rank = [&v](double q) {
+    size_t i = static_cast<size_t>(q * static_cast<double>(v.size()));
+    return v[std::min(i, v.size() - 1)];
+  };
+  s.p50 = rank(0.50);
+  s.p90 = rank(0.90);
+  s.p99 = rank(0.99);
+  s.max = v.back();
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  return s;
+}
+
+// The median (mean of the two middle values for an even count). Sorts `v`.
+inline double Median(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+inline std::string Fixed(double v, int digits = 3) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+// Seconds on the steady clock since an arbitrary epoch.
+inline double MonoSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A field of /proc/self/status ("VmRSS", "Threads"), as a number (kB for Vm*).
+inline int64_t ProcStatus(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) {
+      int64_t v = 0;
+      std::vector<std::string> parts = absl::StrSplit(line.substr(field.size() + 1), ' ',
+                                                        absl::SkipWhitespace());
+      if (!parts.empty() && absl::SimpleAtoi(parts[0], &v)) return v;
+    }
+  }
+  return -1;
+}
+
+// The floor of any interceptor-based middleware: interceptors that are
+// installed, are called at every hook point, and do nothing.
+class NoopClientInterceptor : public grpc::experimental::Interceptor {
+ public:
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    methods->Proceed();
+  }
+};
+class NoopClientFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo* /*info*/) override {
+    return new NoopClientInterceptor;
+  }
+};
+class NoopServerInterceptor : public grpc::experimental::Interceptor {
+ public:
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    methods->Proceed();
+  }
+};
+class NoopServerFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* /*info*/) override {
+    return new NoopServerInterceptor;
+  }
+};
+
+}  // namespace bench
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_BENCH_BENCH_UTIL_H_

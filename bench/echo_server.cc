@@ -1,0 +1,84 @@
+// Copyright hopbudget authors.
+//
+// echo_server: the server process of the overhead benchmark. Serves
+// hopbudget.echo.Relay/Call as a plain echo (no work, no relay) with the sync
+// or the callback API, in one of the modes of bench_modes.h, on 127.0.0.1.
+// Prints "PORT <n>" once it listens, then serves until SIGTERM or SIGINT.
+//
+//   echo_server --api=callback --mode=hopbudget [--port=0]
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "bench_modes.h"
+#include "bench_util.h"
+#include "echo/relay.grpc.pb.h"
+
+namespace hopbudget {
+namespace bench {
+namespace {
+
+class SyncEcho final : public echo::Relay::Service {
+  grpc::Status Call(grpc::ServerContext* /*ctx*/, const echo::RelayRequest* req,
+                    echo::RelayReply* reply) override {
+    reply->set_payload(req->payload());
+    return grpc::Status::OK;
+  }
+};
+
+class CallbackEcho final : public echo::Relay::CallbackService {
+  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx, const echo::RelayRequest* req,
+                                 echo::RelayReply* reply) override {
+    reply->set_payload(req->payload());
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
+int Main(int argc, char** argv) {
+  Flags flags(argc, argv, {"api", "mode", "port", "deadlock-detection"});
+  ApplyDeadlockDetectionFlag(flags);
+  const std::string api = flags.OneOf("api", "callback", {"sync", "callback"});
+  const std::string mode = flags.OneOf("mode", "plain", ModeNames());
+  const int port_flag = static_cast<int>(flags.Int("port", 0, 0, 65535));
+
+  // Block the stop signals before gRPC starts threads, so that they inherit
+  // the mask and only sigwait() below receives them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  std::unique_ptr<grpc::Service> service;
+  if (api == "sync") {
+    service = std::make_unique<SyncEcho>();
+  } else {
+    service = std::make_unique<CallbackEcho>();
+  }
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_flag),
+                           grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service.get());
+  InstallServerMode(mode, builder, "echo", BenchServerPolicy());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) Flags::Die("could not start the server");
+  std::printf("PORT %d\n", port);
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&stop, &sig);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server->Wait();
+  return 0;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace hopbudget
+
+int main(int argc, char** argv) { return hopbudget::bench::Main(argc, argv); }

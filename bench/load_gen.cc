@@ -1,0 +1,207 @@
+// Copyright hopbudget authors.
+//
+// load_gen: the client process of the overhead benchmark. A closed loop over
+// the callback client API: `--inflight` calls are outstanding at all times
+// (each completion issues the next call), on one channel built in `--mode`
+// (bench_modes.h). Every call carries a 1 s deadline, in every mode, so the
+// only difference between modes is the interceptors. Runs `--warmup`, then
+// measures for `--duration`: calls that started and ended inside that window
+// count. With --server-pid it also reports CPU time per call (user + sys of
+// this process and of the server, over the window, divided by the calls that
+// ended in it): far less sensitive to other load on the machine than QPS and
+// latency. Prints a table row and a RESULT line:
+//
+//   load_gen --target=127.0.0.1:PORT --mode=plain --inflight=32 --duration=5s
+//            [--warmup=1s] [--server-pid=PID] [--api=callback --round=1]
+#include <grpcpp/grpcpp.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "bench_modes.h"
+#include "bench_util.h"
+#include "echo/relay.grpc.pb.h"
+
+namespace hopbudget {
+namespace bench {
+namespace {
+
+// CPU seconds (user + sys) of this process.
+double SelfCpu() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+// CPU seconds (utime + stime) of process `pid` from /proc; -1 if unreadable.
+double ProcCpu(int pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return -1;
+  std::vector<std::string> f = absl::StrSplit(stat.substr(paren + 2), ' ');
+  // After ")": field 3 (state) is f[0], so utime (14) is f[11], stime (15) f[12].
+  int64_t ut = 0, st = 0;
+  if (f.size() < 13 || !absl::SimpleAtoi(f[11], &ut) || !absl::SimpleAtoi(f[12], &st)) return -1;
+  return static_cast<double>(ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Sleeps until MonoSeconds() >= t.
+void SleepUntil(double t) {
+  const double d = t - MonoSeconds();
+  if (d > 0) absl::SleepFor(absl::Seconds(d));
+}
+
+class ClosedLoop {
+ public:
+  ClosedLoop(echo::Relay::Stub* stub, int inflight, double measure_start, double measure_end)
+      : stub_(stub), slots_(inflight), measure_start_(measure_start), measure_end_(measure_end) {
+    for (auto& s : slots_) {
+      s.req.set_payload("0123456789abcdef");
+      s.lat.reserve(1 << 16);
+    }
+  }
+
+  // Starts every slot, calls `window_start` and `window_end` (on this thread)
+  // at the window's edges, waits until every outstanding call has come back.
+  template <typename F, typename G>
+  void Run(F window_start, G window_end) {
+    {
+      absl::MutexLock lock(&mu_);
+      active_ = static_cast<int>(slots_.size());
+    }
+    for (auto& s : slots_) Issue(&s);
+    SleepUntil(measure_start_);
+    window_start();
+    SleepUntil(measure_end_);
+    window_end();
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(+[](int* active) { return *active == 0; }, &active_));
+  }
+
+  std::vector<double> Latencies() const {
+    std::vector<double> all;
+    for (const auto& s : slots_) all.insert(all.end(), s.lat.begin(), s.lat.end());
+    return all;
+  }
+  int64_t errors() const { return errors_.load(); }
+  int64_t ended_in_window() const { return ended_in_window_.load(); }
+
+ private:
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    echo::RelayRequest req;
+    echo::RelayReply reply;
+    double start = 0;
+    std::vector<double> lat;  // seconds; only this slot's callback touches it
+  };
+
+  void Issue(Slot* s) {
+    s->ctx = std::make_unique<grpc::ClientContext>();
+    s->ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    s->reply.Clear();
+    s->start = MonoSeconds();
+    stub_->async()->Call(s->ctx.get(), &s->req, &s->reply,
+                         [this, s](grpc::Status status) { Done(s, status); });
+  }
+
+  void Done(Slot* s, const grpc::Status& status) {
+    const double now = MonoSeconds();
+    if (now >= measure_start_ && now <= measure_end_) ended_in_window_++;
+    if (!status.ok()) {
+      errors_++;
+    } else if (s->start >= measure_start_ && now <= measure_end_) {
+      s->lat.push_back(now - s->start);
+    }
+    if (now < measure_end_) {
+      Issue(s);
+      return;
+    }
+    absl::MutexLock lock(&mu_);
+    --active_;
+  }
+
+  echo::Relay::Stub* stub_;
+  std::vector<Slot> slots_;
+  const double measure_start_;
+  const double measure_end_;
+  std::atomic<int64_t> errors_{0};
+  std::atomic<int64_t> ended_in_window_{0};
+  absl::Mutex mu_;
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+int Main(int argc, char** argv) {
+  Flags flags(argc, argv,
+              {"target", "mode", "inflight", "duration", "warmup", "api", "round", "server-pid",
+               "deadlock-detection"});
+  ApplyDeadlockDetectionFlag(flags);
+  const std::string target = flags.Str("target", "");
+  if (target.empty()) Flags::Die("--target=host:port is required");
+  const std::string mode = flags.OneOf("mode", "plain", ModeNames());
+  const int inflight = static_cast<int>(flags.Int("inflight", 1, 1, 10000));
+  const absl::Duration duration = flags.Dur("duration", absl::Seconds(5));
+  const absl::Duration warmup = flags.Dur("warmup", absl::Seconds(1));
+  const std::string api = flags.Str("api", "?");
+  const int round = static_cast<int>(flags.Int("round", 1, 0, 1000));
+  const int server_pid = static_cast<int>(flags.Int("server-pid", 0, 0, 1 << 30));
+  if (server_pid > 0 && ProcCpu(server_pid) < 0) {
+    Flags::Die(absl::StrCat("--server-pid=", server_pid, ": cannot read /proc/", server_pid,
+                            "/stat"));
+  }
+
+  std::shared_ptr<grpc::Channel> channel = MakeClientChannel(mode, target);
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
+    Flags::Die(absl::StrCat("could not connect to ", target));
+  }
+  std::unique_ptr<echo::Relay::Stub> stub = echo::Relay::NewStub(channel);
+
+  const double start = MonoSeconds() + absl::ToDoubleSeconds(warmup);
+  const double end = start + absl::ToDoubleSeconds(duration);
+  ClosedLoop loop(stub.get(), inflight, start, end);
+  double self0 = 0, self1 = 0, server0 = 0, server1 = 0;
+  loop.Run(
+      [&] {
+        self0 = SelfCpu();
+        if (server_pid > 0) server0 = ProcCpu(server_pid);
+      },
+      [&] {
+        self1 = SelfCpu();
+        if (server_pid > 0) server1 = ProcCpu(server_pid);
+      });
+  const double ended = static_cast<double>(std::max<int64_t>(1, loop.ended_in_window()));
+  const double client_cpu_us = (self1 - self0) * 1e6 / ended;
+  const double server_cpu_us = server_pid > 0 ? (server1 - server0) * 1e6 / ended : 0;
+
+  std::vector<double> lat = loop.Latencies();
+  const Stats s = Summarize(lat);
+  const double qps = static_cast<double>(s.n) / absl::ToDoubleSeconds(duration);
+  std::printf("%-9s %-10s inflight=%-3d round=%-2d qps=%9.0f p50=%7.1fus p99=%7.1fus "
+              "cpu/call=%6.1fus (client %.1f + server %.1f) errors=%lld\n",
+              api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6,
+              client_cpu_us + server_cpu_us, client_cpu_us, server_cpu_us,
+              static_cast<long long>(loop.errors()));
+  std::printf("RESULT bench=overhead api=%s mode=%s inflight=%d round=%d qps=%.1f p50_us=%.1f "
+              "p99_us=%.1f calls=%zu errors=%lld cpu_us_per_call=%.2f client_cpu_us=%.2f "
+              "server_cpu_us=%.2f\n",
+              api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6, s.n,
+              static_cast<long long>(loop.errors()), client_cpu_us + server_cpu_us,
+              client_cpu_us, server_cpu_us);
+  return loop.errors() == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace hopbudget
+
+int main(int argc, char** argv) { return hopbudget::bench::Main(argc, argv); }

@@ -1,0 +1,483 @@
+#!/usr/bin/env bash
+# Builds the benchmarks (build/bench, RelWithDebInfo), runs them all and
+# writes a markdown report and a PNG chart; prints the tables at the end.
+#
+#   ./scripts/bench.sh              # full run (< 15 min on 2 cores, build included)
+#   ./scripts/bench.sh --quick      # smoke run, about 2 minutes once built
+#   ./scripts/bench.sh --out DIR    # report directory (default build/bench-report)
+#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain
+#   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
+#   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
+#                                    # in the overhead processes (see bench/bench_util.h)
+#
+# Numbers are only comparable within one run: every comparison is made
+# inside the run (modes alternate round by round). Run it on a quiet
+# machine; the report records the load average before and after.
+# Benchmarks never assert on times: this script fails only when a benchmark
+# cannot run at all.
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+cd "$(hopbudget_root)"
+
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+
+quick=0
+out=build/bench-report
+only="overhead,precision,cancel,scale,micro,chain"
+build_dir=build/bench
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --out)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "error: --out needs a directory" >&2; exit 2; }
+      out="$2"; shift ;;
+    --out=*) out="${1#--out=}"; [ -n "$out" ] || { echo "error: --out needs a directory" >&2; exit 2; } ;;
+    --only)
+      [ $# -ge 2 ] || { echo "error: --only needs a list" >&2; exit 2; }
+      only="$2"; shift ;;
+    --only=*) only="${1#--only=}" ;;
+    --build-dir)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "error: --build-dir needs a directory" >&2; exit 2; }
+      build_dir="$2"; shift ;;
+    --build-dir=*) build_dir="${1#--build-dir=}" ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "error: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+for s in ${only//,/ }; do
+  case "$s" in overhead|precision|cancel|scale|micro|chain) ;;
+    *) echo "error: --only: unknown section '$s' (overhead,precision,cancel,scale,micro,chain)" >&2
+       exit 2 ;;
+  esac
+done
+wants() { [[ ",$only," == *",$1,"* ]]; }
+
+# ---------------------------------------------------------------- settings
+if [ "$quick" = 1 ]; then
+  rounds=2; duration=1s; warmup=300ms
+  precision_calls=100; cancel_calls=100
+  scale_rounds=(20 3 2 1)        # for concurrency 1 100 1000 10000
+  micro_min_time=0.02
+  chain_duration=2s; chain_ramp_step=1500ms; chain_gap=1; chain_ramp_start=100
+else
+  rounds=3; duration=3s; warmup=1s
+  precision_calls=500; cancel_calls=500
+  scale_rounds=(100 10 3 2)
+  micro_min_time=0.2
+  chain_duration=8s; chain_ramp_step=3s; chain_gap=2; chain_ramp_start=50
+fi
+scale_levels=(1 100 1000 10000)
+deadlock="${BENCH_DEADLOCK_DETECTION:-default}"
+case "$deadlock" in default|off) ;; *)
+  echo "error: BENCH_DEADLOCK_DETECTION=$deadlock: must be default or off" >&2; exit 2 ;;
+esac
+
+# ---------------------------------------------------------------- build
+ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" gnuplot-nox jq
+cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOPBUDGET_BUILD_TESTS=OFF
+            -DHOPBUDGET_BUILD_EXAMPLES=OFF -DHOPBUDGET_BUILD_BENCHMARKS=ON)
+bench_targets=(bench_report)
+wants overhead && bench_targets+=(echo_server load_gen)
+wants precision && bench_targets+=(precision_bench)
+wants cancel && bench_targets+=(cancel_bench)
+wants scale && bench_targets+=(scale_bench)
+wants micro && bench_targets+=(micro_bench)
+if wants chain; then
+  bench_targets+=(gateway orders ledger chainctl)
+  cmake_args+=(-DHOPBUDGET_BUILD_DEMO=ON -DHOPBUDGET_BUILD_HTTP=ON)
+else
+  cmake_args+=(-DHOPBUDGET_BUILD_DEMO=OFF -DHOPBUDGET_BUILD_HTTP=OFF)
+fi
+echo "==> configuring $build_dir"
+cmake -S . -B "$build_dir" -G Ninja "${cmake_args[@]}" >/dev/null
+echo "==> building ${bench_targets[*]}"
+cmake --build "$build_dir" -j "$(jobs)" --target "${bench_targets[@]}"
+bin="$build_dir/bench"
+
+mkdir -p "$out"
+raw="$out/raw"
+rm -rf "$raw"
+mkdir -p "$raw"
+
+# Processes this script started and has not stopped yet: stopped on exit
+# whatever happens (only these, by pid).
+pids=()
+stop_pids() {
+  local p
+  for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]+"${pids[@]}"}"; do wait "$p" 2>/dev/null || true; done
+  pids=()
+}
+trap stop_pids EXIT
+
+# wait_for_line FILE REGEX SECONDS: waits until FILE has a line matching REGEX.
+wait_for_line() {
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do
+    grep -qE "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+started_at="$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+t_start=$SECONDS
+
+# ---------------------------------------------------------------- 1. overhead
+# Separate server and load-generator processes on loopback. Each round runs
+# the modes a, b, c back to back for each API (c, b, a in even rounds), so
+# that slow drifts of the machine hit every mode alike; ratios are taken
+# within a round.
+run_overhead() {
+  local round api mode modes inflight port spid log="$raw/overhead.txt"
+  : >"$log"
+  for ((round = 1; round <= rounds; round++)); do
+    modes="plain noop hopbudget budget-only"
+    [ $((round % 2)) = 0 ] && modes="budget-only hopbudget noop plain"
+    for api in sync callback; do
+      for mode in $modes; do
+        "$bin/echo_server" --api="$api" --mode="$mode" --deadlock-detection="$deadlock" \
+          >"$raw/echo_server.out" 2>&1 &
+        spid=$!
+        pids+=("$spid")
+        if ! wait_for_line "$raw/echo_server.out" '^PORT [0-9]+' 10; then
+          echo "error: echo_server did not start:" >&2
+          cat "$raw/echo_server.out" >&2
+          exit 1
+        fi
+        port="$(awk '/^PORT/{print $2; exit}' "$raw/echo_server.out")"
+        for inflight in 1 32; do
+          "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$mode" \
+            --inflight="$inflight" --duration="$duration" --warmup="$warmup" \
+            --round="$round" --server-pid="$spid" --deadlock-detection="$deadlock" \
+            | tee -a "$log" | grep -v '^RESULT' || true
+        done
+        stop_pids
+      done
+    done
+  done
+}
+
+# ---------------------------------------------------------------- 2..5
+run_precision() {
+  "$bin/precision_bench" --calls="$precision_calls" | tee "$raw/precision.txt"
+}
+run_cancel() {
+  "$bin/cancel_bench" --calls="$cancel_calls" | tee "$raw/cancel.txt"
+}
+run_scale() {
+  local i n mode log="$raw/scale.txt"
+  : >"$log"
+  # Raise the fd limit if we may (one channel carries every stream, so a few
+  # fds suffice; this only guards against a very low default).
+  ulimit -n 65536 2>/dev/null || true
+  for i in "${!scale_levels[@]}"; do
+    n="${scale_levels[$i]}"
+    for mode in plain noop hopbudget; do
+      "$bin/scale_bench" --mode="$mode" --concurrency="$n" --rounds="${scale_rounds[$i]}" \
+        | tee -a "$log" | grep -E '^(Scale|RESULT)' || true
+    done
+  done
+}
+run_micro() {
+  "$bin/micro_bench" --benchmark_min_time="$micro_min_time" \
+    --benchmark_out="$raw/micro.json" --benchmark_out_format=json | tee "$raw/micro.txt"
+}
+
+# ---------------------------------------------------------------- 4. chain
+# Saved work under overload on the demo chain (server/: gateway -> orders ->
+# ledger, driven by client/chainctl). Two chains run side by side, started
+# like scripts/demo.sh does: a hopbudget one and a baseline one (constant
+# 1 s timeout per hop, a naive retry loop), with a latency mix injected at
+# every hop. Capacity is measured first on the baseline chain (an open-loop
+# ramp, doubling the rate until fewer than 70 % of the calls succeed; the
+# capacity is the highest goodput seen); then each load level (0.5x, 1x, 2x,
+# 4x capacity) runs on the baseline chain, then on the hopbudget chain.
+chain_budget=500ms
+chain_latency_gateway=uniform:1ms-5ms
+chain_latency_orders=uniform:5ms-15ms
+chain_latency_ledger=exp:20ms
+run_chain() {
+  local sbin="$build_dir/server" chainctl="$build_dir/client/chainctl/chainctl"
+  local work="$raw/chain"
+  mkdir -p "$work"
+  local -A P
+  local port="" line=""
+  # start LABEL BINARY ARGS...: a service on free ports; sets P[LABEL].
+  start_service() {
+    local label=$1 binary=$2
+    shift 2
+    "$sbin/$binary" --port=0 --metrics-port=0 --seed=42 "$@" \
+      >"$work/$label.out" 2>"$work/$label.err" &
+    pids+=($!)
+    if ! wait_for_line "$work/$label.out" " listening on " 10; then
+      echo "error: $label did not start:" >&2
+      cat "$work/$label.err" >&2
+      exit 1
+    fi
+    line="$(grep -m1 " listening on " "$work/$label.out")"
+    P[$label]="$(awk '{print $4}' <<<"$line")"
+  }
+  start_service hb-ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
+    --latency="$chain_latency_ledger"
+  start_service hb-orders orders --name=orders --ledger="127.0.0.1:${P[hb-ledger]}" \
+    --attempt-cap=300ms --max-attempts=3 --latency="$chain_latency_orders"
+  start_service hb-gateway gateway --name=gateway --orders="127.0.0.1:${P[hb-orders]}" \
+    --request-cap=2s --latency="$chain_latency_gateway"
+  start_service bl-ledger ledger --name=ledger --mode=baseline --db="$work/baseline.db" \
+    --latency="$chain_latency_ledger"
+  start_service bl-orders orders --name=orders --mode=baseline \
+    --ledger="127.0.0.1:${P[bl-ledger]}" --baseline-timeout=1s --baseline-attempts=3 \
+    --latency="$chain_latency_orders"
+  start_service bl-gateway gateway --name=gateway --mode=baseline \
+    --orders="127.0.0.1:${P[bl-orders]}" --baseline-timeout=1s --latency="$chain_latency_gateway"
+  local hb_admin="127.0.0.1:${P[hb-gateway]},127.0.0.1:${P[hb-orders]},127.0.0.1:${P[hb-ledger]}"
+  local bl_admin="127.0.0.1:${P[bl-gateway]},127.0.0.1:${P[bl-orders]},127.0.0.1:${P[bl-ledger]}"
+
+  # load MODE RPS DURATION FILE: one open-loop run on the chain of MODE.
+  load() {
+    local gw admin
+    if [ "$1" = hopbudget ]; then gw="${P[hb-gateway]}" admin="$hb_admin"; else
+      gw="${P[bl-gateway]}" admin="$bl_admin"; fi
+    "$chainctl" load --gateway "127.0.0.1:$gw" --rps "$2" --duration "$3" \
+      --budget "$chain_budget" --concurrency 4096 --admin "$admin" --json "$4" --quiet \
+      >"$4.txt" 2>&1 || { echo "error: chainctl load failed:" >&2; cat "$4.txt" >&2; exit 1; }
+  }
+  secs() { awk -v d="$1" 'BEGIN { if (d ~ /ms$/) print substr(d, 1, length(d) - 2) / 1000;
+                                   else print substr(d, 1, length(d) - 1) }'; }
+
+  # ok_ratio FILE: OK / sent of a run (0 when nothing was sent).
+  ok_ratio() { jq -r 'if .sent > 0 then .ok / .sent else 0 end' "$1"; }
+  # Capacity: the highest rate at which >= 90 % of the calls succeed, on the
+  # baseline chain: a doubling ramp, then two bisection steps.
+  local rps=$chain_ramp_start lo=0 hi=0 mid ratio i
+  echo "capacity ramp (baseline chain, $chain_ramp_step per step, budget $chain_budget):"
+  while [ "$rps" -le 6400 ]; do
+    load baseline "$rps" "$chain_ramp_step" "$work/ramp-$rps.json"
+    ratio="$(ok_ratio "$work/ramp-$rps.json")"
+    echo "  offered $rps/s -> OK ratio $ratio"
+    sleep "$chain_gap"
+    if awk -v r="$ratio" 'BEGIN { exit !(r < 0.9) }'; then hi=$rps; break; fi
+    lo=$rps
+    rps=$((rps * 2))
+  done
+  if [ "$hi" -gt 0 ] && [ "$lo" -gt 0 ]; then
+    for i in 1 2; do
+      mid=$(((lo + hi) / 2))
+      load baseline "$mid" "$chain_ramp_step" "$work/ramp-$mid.json"
+      ratio="$(ok_ratio "$work/ramp-$mid.json")"
+      echo "  offered $mid/s -> OK ratio $ratio"
+      sleep "$chain_gap"
+      if awk -v r="$ratio" 'BEGIN { exit !(r < 0.9) }'; then hi=$mid; else lo=$mid; fi
+    done
+  fi
+  local capacity=$((lo > 0 ? lo : 25))
+  echo "capacity: $capacity/s"
+  echo "$capacity" >"$work/capacity"
+
+  # Each level runs on both chains; the order alternates from level to level
+  # and a gap follows each run, so that one chain's leftover work (the
+  # baseline's goes on after its client left) does not load the other's run.
+  local factor mode rate d_s order=0 modes
+  d_s="$(secs "$chain_duration")"
+  for factor in 0.5 1 2 4; do
+    rate="$(awk -v c="$capacity" -v f="$factor" 'BEGIN { r = int(c * f + 0.5); print r < 1 ? 1 : r }')"
+    modes="baseline hopbudget"
+    [ $((order % 2)) = 1 ] && modes="hopbudget baseline"
+    order=$((order + 1))
+    for mode in $modes; do
+      load "$mode" "$rate" "$chain_duration" "$work/load-$factor-$mode.json"
+      jq -c --arg mode "$mode" --arg factor "$factor" --arg rate "$rate" --arg d "$d_s" '
+        {mode: $mode, factor: ($factor | tonumber), rate: ($rate | tonumber),
+         sent, ok, not_sent, goodput: (.ok / ($d | tonumber)),
+         de: (.errors_by_code.DEADLINE_EXCEEDED // 0), retries,
+         p50: .latency_ms.p50, p99: .latency_ms.p99,
+         late: .calls_started_after_deadline, work: .work_after_deadline_ms,
+         per_hop: ([.per_hop[]? | "\(.hop) \(.work_after_deadline_ms | round)"] | join(", "))}' \
+        "$work/load-$factor-$mode.json" | tee -a "$work/levels.jsonl"
+      sleep "$chain_gap"
+    done
+  done
+  stop_pids
+
+  # The report's section, the chart's data and a RESULT line per run.
+  jq -r '"RESULT bench=chain mode=\(.mode) factor=\(.factor) rate=\(.rate) sent=\(.sent) " +
+         "ok=\(.ok) goodput=\(.goodput) work_after_deadline_ms=\(.work) " +
+         "calls_started_after_deadline=\(.late)"' "$work/levels.jsonl" >"$raw/chain.txt"
+  jq -s -r --arg d "$d_s" '
+    group_by(.factor)[] | (map(select(.mode == "baseline"))[0]) as $b |
+    (map(select(.mode == "hopbudget"))[0]) as $h |
+    "\($b.factor) \($b.goodput) \($h.goodput) \($b.work / 1000 / ($d | tonumber)) \($h.work / 1000 / ($d | tonumber))"' \
+    "$work/levels.jsonl" >"$raw/chain.dat"
+  {
+    echo "Two demo chains side by side (gateway -> orders -> ledger, separate processes,"
+    echo "sync API): **baseline** (constant 1 s timeout per hop, naive retry loop of 3 x 1 s,"
+    echo "no cancellation) and **hopbudget** (as in scripts/demo.sh: request cap 2 s, attempt"
+    echo "cap 300 ms x 3, shield bound 600 ms). Latency mix injected: gateway"
+    echo "$chain_latency_gateway, orders $chain_latency_orders, ledger $chain_latency_ledger."
+    echo "Client budget $chain_budget, open loop (\`chainctl load\`), $chain_duration per run."
+    echo "Measured capacity (baseline chain: the highest rate with >= 90 % OK, from a doubling"
+    echo "ramp of $chain_ramp_step steps and two bisection steps): **$capacity/s**."
+    echo "Goodput = OK responses (all within the client budget) per second. Work after"
+    echo "deadline = handler time spent past the client deadline, summed over the hops"
+    echo "(each service's accounting, read 1.5 s after the run: baseline work still running"
+    echo "then is not counted, so the baseline figure is a lower bound)."
+    echo
+    echo "| load | offered/s | mode | sent | not sent | OK | goodput/s | DEADLINE_EXCEEDED | retries | p50 (ms) | p99 (ms) | calls started after deadline | work after deadline (ms) | by hop (ms) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    jq -r '"| \(.factor)x | \(.rate) | \(.mode) | \(.sent) | \(.not_sent) | \(.ok) | \(.goodput * 10 | round / 10) | \(.de) | \(.retries) | \(.p50 * 10 | round / 10) | \(.p99 * 10 | round / 10) | \(.late) | \(.work | round) | \(.per_hop) |"' \
+      "$work/levels.jsonl"
+    echo
+    jq -s -r '
+      (map(select(.mode == "baseline") | .work) | add) as $b |
+      (map(select(.mode == "hopbudget") | .work) | add) as $h |
+      if $b > 0 then
+        "Work after the deadline, all levels: hopbudget \($h | round) ms vs baseline \($b | round) ms = " +
+        "**\($h / $b * 1000 | round / 10) %** of the baseline (target <= 1 %: " +
+        (if $h <= 0.01 * $b then "met" else "**missed**" end) + ")."
+      else "The baseline did no work after the deadline in this run: no ratio." end' \
+      "$work/levels.jsonl"
+    echo
+    echo "<!-- chart -->"
+  } >"$raw/chain.md"
+}
+
+# ---------------------------------------------------------------- run
+section() { echo; echo "=== $1 ($(date -u +%H:%M:%S), $((SECONDS - t_start)) s in)"; }
+if wants overhead; then section "overhead"; run_overhead; fi
+if wants precision; then section "enforcement precision"; run_precision; fi
+if wants cancel; then section "cancellation across three hops"; run_cancel; fi
+if wants scale; then section "scale"; run_scale; fi
+if wants micro; then section "micro-benchmarks"; run_micro; fi
+if wants chain; then section "saved work on the demo chain"; run_chain; fi
+load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+elapsed=$((SECONDS - t_start))
+
+# ---------------------------------------------------------------- report
+report="$out/report.md"
+cpu_model="$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)"
+mem_total="$(awk '/^MemTotal/{printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
+grpc_version="$(dpkg-query -W -f='${Version}' libgrpc++-dev 2>/dev/null ||
+                pkg-config --modversion grpc++ 2>/dev/null || echo unknown)"
+git_rev="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+results() { cat "$raw"/*.txt 2>/dev/null | grep '^RESULT' || true; }
+micro_table() {
+  if [ ! -s "$raw/micro.json" ]; then echo "_not run_"; return; fi
+  echo "| benchmark | time (ns) | CPU (ns) | iterations |"
+  echo "| --- | --- | --- | --- |"
+  jq -r '.benchmarks[] | "| \(.name) | \(.real_time | . * 10 | round / 10) | \(.cpu_time | . * 10 | round / 10) | \(.iterations) |"' \
+    "$raw/micro.json"
+}
+
+{
+  echo "# hopbudget benchmarks"
+  echo
+  echo "Generated by \`scripts/bench.sh$([ "$quick" = 1 ] && echo ' --quick')\` on $started_at"
+  echo "(commit $git_rev, $( [ "$quick" = 1 ] && echo 'QUICK smoke run: short rounds, numbers are indicative only' || echo 'full run'))."
+  echo
+  echo "| machine | |"
+  echo "| --- | --- |"
+  echo "| CPUs (nproc) | $(nproc) |"
+  echo "| CPU model | ${cpu_model:-unknown} |"
+  echo "| RAM | $mem_total |"
+  echo "| kernel | $(uname -r) |"
+  echo "| gRPC (libgrpc++-dev) | $grpc_version |"
+  echo "| load average before / after | $load_before / $load_after |"
+  echo "| benchmark time | ${elapsed} s (build excluded) |"
+  echo
+  echo "Client and server share the machine's cores, so absolute numbers say little;"
+  echo "the ratios between modes measured in the same round are the result."
+  echo
+  echo "## 1. Overhead per call"
+  echo
+  echo "Echo server (\`bench/echo_server\`) and closed-loop load generator (\`bench/load_gen\`,"
+  echo "callback client API, one channel) in separate processes over loopback; every call has"
+  echo "a 1 s deadline in every mode. Modes: (a) no interceptors, (b) a no-op client + server"
+  echo "interceptor pair, (c) hopbudget: server interceptor, retrying channel with the budget"
+  echo "interceptor (3 attempts, 500 ms attempt cap: configured, never triggered), budget header"
+  echo "sent; (d) as (c) but a plain budget-interceptor channel (\`CreateChannel\`) instead of the"
+  echo "retrying channel, to split the cost. $rounds rounds x (sync, callback) x (a, b, c, d),"
+  echo "$duration per run after $warmup warm-up. CPU per call = user + sys time of both processes"
+  echo "over the window / calls. absl::Mutex deadlock detection: $deadlock (Debian's libabsl is"
+  echo "built without NDEBUG, so it is on by default in every process, gRPC's locks included)."
+
+  echo
+  results | "$bin/bench_report" --section=overhead 2>"$raw/headline.txt"
+  echo
+  echo "## 2. Enforcement precision"
+  echo
+  echo "How late after its budget expires a blocking call returns DEADLINE_EXCEEDED to its"
+  echo "caller (\`bench/precision_bench\`, in-process callback server whose handler hangs"
+  echo "until cancelled; calls one at a time). Lateness = return time - deadline, on"
+  echo "\`absl::Now()\` because deadlines are \`absl::Time\`. For \`attempt\` the deadline is taken"
+  echo "as call start + attempt cap, an upper bound. \`client\` is gRPC's own deadline timer"
+  echo "with hopbudget's interceptor installed, the reference for the other two."
+  echo
+  results | "$bin/bench_report" --section=precision
+  echo
+  echo "## 3. Cancellation across three hops"
+  echo
+  echo "client -> A -> B -> C, three real gRPC servers **in one process** (callback API,"
+  echo "hopbudget installed; A and B relay with \`NewDownstreamContext()\`). Time from the"
+  echo "client's \`TryCancel()\` to C's reactor \`OnCancel()\`, steady clock."
+  echo
+  results | "$bin/bench_report" --section=cancel
+  echo
+  echo "## 4. Saved work under overload (demo chain)"
+  echo
+  if [ -s "$raw/chain.md" ]; then cat "$raw/chain.md"; else echo "**Not run (--only left it out).**"; fi
+  echo
+  echo "## 5. Scale: ${scale_levels[*]} concurrent calls"
+  echo
+  echo "\`bench/scale_bench\`, one process per mode and concurrency: a callback server parks"
+  echo "each call until cancelled; a callback-API client keeps N calls in flight on one"
+  echo "channel with distinct deadlines. plain (and no-op pair): each call ends at its client deadline."
+  echo "hopbudget: the server's request cap is tighter than the client deadline, so every"
+  echo "call arms hopbudget's shared timer and ends when it fires (the worst case: one"
+  echo "hopbudget timer per call; on the common path none is armed). The timer's own cost"
+  echo "as pending timers grow is \`BM_TimerArmCancel/N\` in the micro-benchmarks."
+  echo
+  results | "$bin/bench_report" --section=scale
+  echo
+  echo "## 6. Micro-benchmarks"
+  echo
+  echo "Google Benchmark (\`bench/micro_bench\`), min time ${micro_min_time}s per benchmark."
+  echo
+  micro_table
+  echo
+  echo "## Raw data"
+  echo
+  echo "Every binary's output is in \`raw/\` next to this report (RESULT lines are the"
+  echo "machine-readable form)."
+} >"$report"
+
+if [ -s "$raw/chain.dat" ]; then
+  gnuplot <<EOF
+set terminal pngcairo size 900,560 noenhanced font ",10"
+set output "$out/chart.png"
+set title "Demo chain under load: goodput and work after the client deadline"
+set xlabel "offered load (x measured capacity)"
+set ylabel "goodput (ok within budget, 1/s)"
+set y2label "work after the client deadline (handler-seconds per second)"
+set ytics nomirror
+set y2tics
+set key below
+set logscale x 2
+set xtics ("0.5x" 0.5, "1x" 1, "2x" 2, "4x" 4)
+set grid
+plot "$raw/chain.dat" using 1:2 with linespoints lw 2 title "goodput, baseline", \
+     "$raw/chain.dat" using 1:3 with linespoints lw 2 title "goodput, hopbudget", \
+     "$raw/chain.dat" using 1:4 axes x1y2 with linespoints dt 2 lw 2 title "work after deadline, baseline", \
+     "$raw/chain.dat" using 1:5 axes x1y2 with linespoints dt 2 lw 2 title "work after deadline, hopbudget"
+EOF
+  sed -i 's|^<!-- chart -->$|![goodput and wasted work against offered load](chart.png)|' "$report"
+fi
+
+echo
+echo "=================================================================="
+cat "$report"
+echo
+echo "==> report: $report$([ -f "$out/chart.png" ] && echo ", chart: $out/chart.png")"
+echo "==> $(cat "$raw/headline.txt" 2>/dev/null | tr '\n' ' ')"
