@@ -4,6 +4,7 @@
 // free ports, a real client, and the ledger's SQLite file read back.
 // Margins are wide on purpose: this runs under ctest -j2 on a loaded 2-core
 // machine, and under ASan.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <sys/wait.h>
@@ -317,6 +318,91 @@ TEST(ChainE2eTest, EveryHopServesMetricsAndDeadlinez) {
     absl::StatusOr<std::string> deadlinez = HttpGet(p->metrics_port(), "/deadlinez.json");
     ASSERT_TRUE(deadlinez.ok()) << deadlinez.status();
     EXPECT_THAT(*deadlinez, ::testing::HasSubstr(absl::StrCat("\"hop\":\"", hop, "\"")));
+  }
+}
+
+// The bytes of a unary call to `method` with a serialized `request`, through
+// the generic stub (no generated code needed for gRPC's own services).
+absl::StatusOr<std::string> GenericUnary(const std::string& address, const std::string& method,
+                                         const std::string& request) {
+  grpc::GenericStub stub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  grpc::Slice slice(request);
+  grpc::ByteBuffer in(&slice, 1), out;
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &in, &out, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  if (!status.ok()) return absl::UnknownError(status.error_message());
+  std::vector<grpc::Slice> slices;
+  if (!out.Dump(&slices).ok()) return absl::InternalError("cannot read the response");
+  std::string bytes;
+  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return bytes;
+}
+
+// One request on a bidi stream, the first response's bytes (async generic
+// API: gRPC's reflection service is a bidi stream).
+absl::StatusOr<std::string> GenericFirstResponse(const std::string& address,
+                                                 const std::string& method,
+                                                 const std::string& request) {
+  grpc::GenericStub stub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  auto call = stub.PrepareCall(&ctx, method, &cq);
+  auto step = [&cq](auto start) {
+    start();
+    void* tag = nullptr;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && ok;
+  };
+  grpc::Slice slice(request);
+  grpc::ByteBuffer in(&slice, 1), out;
+  bool ok = step([&] { call->StartCall(reinterpret_cast<void*>(1)); }) &&
+            step([&] { call->Write(in, reinterpret_cast<void*>(2)); }) &&
+            step([&] { call->WritesDone(reinterpret_cast<void*>(3)); }) &&
+            step([&] { call->Read(&out, reinterpret_cast<void*>(4)); });
+  ctx.TryCancel();
+  grpc::Status status;
+  step([&] { call->Finish(&status, reinterpret_cast<void*>(5)); });
+  cq.Shutdown();
+  void* tag;
+  bool drained_ok;
+  while (cq.Next(&tag, &drained_ok)) {
+  }
+  if (!ok) return absl::UnavailableError("the stream failed: " + status.error_message());
+  std::vector<grpc::Slice> slices;
+  if (!out.Dump(&slices).ok()) return absl::InternalError("cannot read the response");
+  std::string bytes;
+  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return bytes;
+}
+
+TEST(ChainE2eTest, EveryHopAnswersHealthChecksAndReflection) {
+  START_CHAIN(chain, ChainOptions());
+  for (auto [p, service] :
+       {std::pair<ChainProcess*, std::string>{&chain.gateway(), "hopbudget.demo.Gateway"},
+        {&chain.orders(), "hopbudget.demo.Orders"},
+        {&chain.ledger(), "hopbudget.demo.Ledger"}}) {
+    // grpc.health.v1.HealthCheckRequest{} is empty; the answer
+    // HealthCheckResponse{status: SERVING} is field 1 = 1.
+    absl::StatusOr<std::string> health =
+        GenericUnary(p->address(), "/grpc.health.v1.Health/Check", "");
+    ASSERT_TRUE(health.ok()) << service << ": " << health.status();
+    EXPECT_EQ(*health, std::string("\x08\x01", 2)) << service;
+    // ServerReflectionRequest{list_services: ""} (field 7); the answer lists
+    // the service names as strings.
+    absl::StatusOr<std::string> listed = GenericFirstResponse(
+        p->address(), "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        std::string("\x3a\x00", 2));
+    ASSERT_TRUE(listed.ok()) << service << ": " << listed.status();
+    EXPECT_THAT(*listed, ::testing::HasSubstr(service));
+    EXPECT_THAT(*listed, ::testing::HasSubstr("hopbudget.demo.Admin"));
   }
 }
 
