@@ -156,11 +156,13 @@ TEST(ChainTest, ClientBudgetFiresAtTheDeepestHopFirst) {
 
 TEST(ChainTest, ExhaustedBudgetFailsFastAtTheHopWithoutCallingFurther) {
   HopConfig orders = Hop("orders");
-  orders.policy.min_attempt_budget = absl::Milliseconds(100);
+  orders.policy.min_attempt_budget = absl::Milliseconds(200);
   Chain chain(Hop("gateway"), orders);
   echo::RelayReply reply;
-  // 300 ms budget, orders works 250 ms: < 100 ms left for ledger.
-  grpc::Status s = chain.Call(absl::Milliseconds(300), {Work(0), Work(250), Work(0)}, &reply);
+  // 600 ms budget, orders works 450 ms: < 200 ms left for ledger. The
+  // answer comes ~150 ms before the client's own deadline, which must not
+  // fire first even on a slow (sanitized, loaded) machine.
+  grpc::Status s = chain.Call(absl::Milliseconds(600), {Work(0), Work(450), Work(0)}, &reply);
   ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   absl::optional<Attribution> a = AttributionOf(s);
   ASSERT_TRUE(a.has_value()) << s.error_message();
@@ -171,10 +173,12 @@ TEST(ChainTest, ExhaustedBudgetFailsFastAtTheHopWithoutCallingFurther) {
 
 TEST(ChainTest, HopWithHigherMinimumRefusesOnArrival) {
   HopConfig ledger = Hop("ledger");
-  ledger.policy.min_attempt_budget = absl::Milliseconds(150);
+  ledger.policy.min_attempt_budget = absl::Milliseconds(250);
   Chain chain(Hop("gateway"), Hop("orders"), ledger);
   echo::RelayReply reply;
-  grpc::Status s = chain.Call(absl::Milliseconds(300), {Work(0), Work(200), Work(0)}, &reply);
+  // ledger gets ~190 ms of 600 (orders works 400): refused, ~200 ms before
+  // the client's own deadline.
+  grpc::Status s = chain.Call(absl::Milliseconds(600), {Work(0), Work(400), Work(0)}, &reply);
   ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   absl::optional<Attribution> a = AttributionOf(s);
   ASSERT_TRUE(a.has_value()) << s.error_message();
