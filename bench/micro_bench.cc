@@ -17,6 +17,8 @@
 #include "hopbudget/metrics.h"
 #include "hopbudget/trace.h"
 #include "hopbudget/wire.h"
+#include "absl/synchronization/mutex.h"
+#include "call_mutex.h"     // internal
 #include "timer_service.h"  // internal: the bench target adds interceptors/ to its includes
 
 namespace hopbudget {
@@ -96,6 +98,27 @@ void BM_MetricCallEnd(benchmark::State& state) {
   for (auto _ : state) metrics.CountCallEnd(Side::kClient, method, absl::StatusCode::kOk);
 }
 BENCHMARK(BM_MetricCallEnd)->Threads(1)->Threads(2);
+
+// Why per-call state uses internal::CallMutex: a mutex made and locked once
+// per call. Debian's abseil runs absl::Mutex's debug deadlock detection,
+// which registers every new mutex in a process-wide graph.
+void BM_PerCallAbslMutex(benchmark::State& state) {
+  for (auto _ : state) {
+    absl::Mutex mu;
+    absl::MutexLock lock(&mu);
+    benchmark::DoNotOptimize(&mu);
+  }
+}
+BENCHMARK(BM_PerCallAbslMutex)->Threads(1)->Threads(2);
+
+void BM_PerCallCallMutex(benchmark::State& state) {
+  for (auto _ : state) {
+    internal::CallMutex mu;
+    internal::CallMutexLock lock(&mu);
+    benchmark::DoNotOptimize(&mu);
+  }
+}
+BENCHMARK(BM_PerCallCallMutex)->Threads(1)->Threads(2);
 
 void BM_MetricBudgetAtArrival(benchmark::State& state) {
   static Metrics metrics;
