@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
 #include "timer_service.h"
 
@@ -22,6 +23,16 @@ namespace internal {
 constexpr size_t kMaxNameLength = 64;
 
 enum class StopReason { kBound, kDrain };
+
+// True when `work_status` is a DEADLINE_EXCEEDED attributed to a shield bound
+// as long as `bound` (NewShieldedContext tags downstream calls that way; the
+// wire carries whole milliseconds).
+bool IsThisShieldsBound(const absl::Status& work_status, absl::Duration bound) {
+  if (!absl::IsDeadlineExceeded(work_status)) return false;
+  absl::optional<Attribution> a = ParseAttributionMessage(work_status.message());
+  return a.has_value() && a->source == DeadlineSource::kShield &&
+         absl::ToInt64Milliseconds(a->budget) == absl::ToInt64Milliseconds(bound);
+}
 
 // What outlives the Shield: the counters, and the end state of every
 // operation, which handles read after the Shield is gone. One mutex guards it
@@ -462,8 +473,12 @@ class Shield::Impl {
     record.ended = ended;
     record.bound = op.bound;
     // The clock decides even when the timer has not run yet (it is late under
-    // load, or manual in tests): returning at the deadline is too late.
-    if (!start || bound_fired || ended >= op.deadline) {
+    // load, or manual in tests): returning at the deadline is too late. A
+    // downstream call that carried the bound as its deadline may end a little
+    // before our clock reaches it (the callee's timer runs on its own clock):
+    // its attributed DEADLINE_EXCEEDED says the bound fired all the same.
+    if (!start || bound_fired || ended >= op.deadline ||
+        internal::IsThisShieldsBound(work_status, op.bound)) {
       record.outcome = ShieldOutcome::kExceededBound;
       const std::string detail =
           start ? absl::StrCat("returned after ", FormatBudget(ended - op.started),

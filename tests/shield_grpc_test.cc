@@ -169,7 +169,7 @@ TEST(ShieldGrpcTest, HangingShieldedCallStopsAtTheBoundAttributedToTheShield) {
   });
   ASSERT_TRUE(handle.ok());
   ShieldRecord record = *handle->Wait();
-  EXPECT_EQ(record.outcome, ShieldOutcome::kExceededBound);
+  EXPECT_EQ(record.outcome, ShieldOutcome::kExceededBound) << record.status;
   EXPECT_EQ(downstream.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   absl::optional<Attribution> a = AttributionOf(downstream);
   ASSERT_TRUE(a.has_value()) << downstream.error_message();

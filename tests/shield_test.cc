@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "hopbudget/attribution.h"
 
 namespace hopbudget {
 namespace {
@@ -187,6 +188,39 @@ TEST_F(ShieldTest, ReturningAtTheBoundIsExceededEvenBeforeTheTimerRuns) {
   ASSERT_TRUE(record.has_value());
   EXPECT_EQ(record->outcome, ShieldOutcome::kExceededBound);
   EXPECT_THAT(record->status.message(), HasSubstr("work status: OK"));
+}
+
+// A downstream call whose deadline is the bound can come back a little
+// before our clock reaches the bound: the callee's timer runs on its clock.
+// Its DEADLINE_EXCEEDED, attributed to this shield, means the bound fired.
+TEST_F(ShieldTest, DownstreamCutByThisBoundJustBeforeOurClockIsExceeded) {
+  Shield shield(Manual());
+  const absl::Duration bound = absl::Milliseconds(200);
+  const Attribution ours{DeadlineSource::kShield, "orders", bound, bound};
+  absl::StatusOr<ShieldHandle> cut = shield.Run("commit", bound, [&](ShieldContext& ctx) {
+    clock_.Set(ctx.deadline() - absl::Microseconds(300));
+    return absl::DeadlineExceededError(FormatAttributionMessage(ours));
+  });
+  ASSERT_TRUE(cut.ok());
+  absl::optional<ShieldRecord> record = cut->Wait();
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->outcome, ShieldOutcome::kExceededBound);
+  EXPECT_THAT(record->status.message(), HasSubstr("source=shield"));
+
+  // Any other deadline is the work's own failure.
+  const Attribution theirs{DeadlineSource::kRequest, "ledger", absl::Milliseconds(50),
+                           absl::Milliseconds(50)};
+  const Attribution other_shield{DeadlineSource::kShield, "ledger", absl::Milliseconds(150),
+                                 absl::Milliseconds(150)};
+  for (const Attribution& a : {theirs, other_shield}) {
+    absl::StatusOr<ShieldHandle> failed = shield.Run("commit", bound, [&](ShieldContext&) {
+      return absl::DeadlineExceededError(FormatAttributionMessage(a));
+    });
+    ASSERT_TRUE(failed.ok());
+    record = failed->Wait();
+    ASSERT_TRUE(record.has_value());
+    EXPECT_EQ(record->outcome, ShieldOutcome::kFailed) << FormatAttributionMessage(a);
+  }
 }
 
 TEST_F(ShieldTest, StopCallbackAddedAfterStopRunsAtOnce) {
