@@ -331,7 +331,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
         const RetryDecision d =
             DecideRetry(shared_.budget, shared_.retry, attempt_, result,
                         shared_.throttle.RetryAllowed(), logical_deadline_, shared_.clock->Now(),
-                        absl::Uniform(bitgen_, 0.0, 1.0));
+                        JitterDrawLocked(result.code));
         shared_.metrics->CountRetryDecision(d.outcome);
         if (d.outcome != RetryOutcome::kRetry) {
           if (d.outcome == RetryOutcome::kNoRoom &&
@@ -363,6 +363,14 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     } else {
       DeliverAll(std::move(finished));
     }
+  }
+
+  // The jitter draw DecideRetry() takes; a success is never retried, so it
+  // draws nothing.
+  double JitterDrawLocked(absl::StatusCode code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (code == absl::StatusCode::kOk) return 0.0;
+    if (!bitgen_.has_value()) bitgen_.emplace();
+    return absl::Uniform(*bitgen_, 0.0, 1.0);
   }
 
   void OnBackoffDone() {
@@ -532,7 +540,9 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
   internal::TimerService::TimerId backoff_timer_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);
+  // Seeded on the first failure: seeding draws from absl's shared entropy
+  // pool, which most calls, ending OK, never need.
+  absl::optional<absl::BitGen> bitgen_ ABSL_GUARDED_BY(mu_);
   std::deque<InterceptorBatchMethods*> pending_ ABSL_GUARDED_BY(mu_);
   std::deque<grpc::ByteBuffer> ready_ ABSL_GUARDED_BY(mu_);  // responses not yet delivered
   bool committed_ ABSL_GUARDED_BY(mu_) = false;     // a streaming response arrived
