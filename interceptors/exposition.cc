@@ -82,27 +82,6 @@ std::string CodeName(int code) {
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
 }
 
-// JSON string literal.
-std::string Json(absl::string_view v) {
-  std::string out = "\"";
-  for (unsigned char c : v) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string JsonMillis(absl::Duration d) {
   if (d == absl::InfiniteDuration()) return "null";
   return absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(d));
@@ -111,6 +90,67 @@ std::string JsonMillis(absl::Duration d) {
 std::string SourceLabel(DeadlineSource s) { return std::string(DeadlineSourceName(s)); }
 
 }  // namespace
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (c < 0x20 || c == 0x7f) {
+            out += absl::StrFormat("\\u%04x", c);
+          } else {
+            out.push_back(static_cast<char>(c));
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence (RFC 3629: no overlong forms, no
+    // surrogates, nothing above U+10FFFF) is copied; anything else becomes
+    // U+FFFD, one per byte.
+    int len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool valid = len > 0 && i + len <= s.size() && !(c == 0xC0 || c == 0xC1 || c > 0xF4);
+    if (valid) {
+      // The second byte's range narrows after these lead bytes.
+      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      unsigned char lo = 0x80, hi = 0xBF;
+      if (c == 0xE0) lo = 0xA0;       // overlong 3-byte
+      if (c == 0xED) hi = 0x9F;       // UTF-16 surrogates
+      if (c == 0xF0) lo = 0x90;       // overlong 4-byte
+      if (c == 0xF4) hi = 0x8F;       // above U+10FFFF
+      valid = c1 >= lo && c1 <= hi;
+    }
+    for (int k = 2; valid && k < len; ++k) {
+      valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    }
+    if (valid) {
+      out.append(s.data() + i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  out += "\"";
+  return out;
+}
 
 absl::string_view RetrySkipReason(RetryOutcome outcome) {
   switch (outcome) {
@@ -274,31 +314,31 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
 
 std::string FormatDeadlinezJson(const MetricsSnapshot& s, const std::vector<RecentCall>& recent,
                                 absl::string_view hop, absl::Time now) {
-  std::string out = absl::StrCat("{\"hop\":", Json(hop),
+  std::string out = absl::StrCat("{\"hop\":", JsonString(hop),
                                  ",\"now_unix_ms\":", absl::ToUnixMillis(now), ",\"recent\":[");
   for (size_t i = 0; i < recent.size(); ++i) {
     const RecentCall& c = recent[i];
-    absl::StrAppend(&out, i == 0 ? "" : ",", "{\"method\":", Json(c.method),
+    absl::StrAppend(&out, i == 0 ? "" : ",", "{\"method\":", JsonString(c.method),
                     ",\"start_unix_ms\":",
                     absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(c.start - absl::UnixEpoch())),
-                    ",\"code\":", Json(absl::StatusCodeToString(c.code)),
-                    ",\"source\":", Json(DeadlineSourceName(c.source)), ",\"trace\":[");
+                    ",\"code\":", JsonString(absl::StatusCodeToString(c.code)),
+                    ",\"source\":", JsonString(DeadlineSourceName(c.source)), ",\"trace\":[");
     for (size_t j = 0; j < c.trace.hops.size(); ++j) {
       const HopTrace& h = c.trace.hops[j];
-      absl::StrAppend(&out, j == 0 ? "" : ",", "{\"hop\":", Json(h.hop),
+      absl::StrAppend(&out, j == 0 ? "" : ",", "{\"hop\":", JsonString(h.hop),
                       ",\"budget_ms\":", JsonMillis(h.budget_at_arrival),
                       ",\"spent_ms\":", JsonMillis(h.spent), ",\"attempts\":", h.attempts,
-                      ",\"code\":", Json(absl::StatusCodeToString(h.code)),
-                      ",\"source\":", Json(DeadlineSourceName(h.source)), "}");
+                      ",\"code\":", JsonString(absl::StatusCodeToString(h.code)),
+                      ",\"source\":", JsonString(DeadlineSourceName(h.source)), "}");
     }
     absl::StrAppend(&out, "],\"truncated\":", c.trace.truncated ? "true" : "false", "}");
   }
   out += "],\"timeouts_by_source\":{";
   for (int side = 0; side < kSideCount; ++side) {
-    absl::StrAppend(&out, side == 0 ? "" : ",", Json(kSideNames[side]), ":{");
+    absl::StrAppend(&out, side == 0 ? "" : ",", JsonString(kSideNames[side]), ":{");
     for (int src = 1; src < kDeadlineSourceCount; ++src) {
       absl::StrAppend(&out, src == 1 ? "" : ",",
-                      Json(DeadlineSourceName(static_cast<DeadlineSource>(src))), ":",
+                      JsonString(DeadlineSourceName(static_cast<DeadlineSource>(src))), ":",
                       s.deadline_exceeded_by_source[side][src]);
     }
     out += "}";

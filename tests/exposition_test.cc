@@ -72,6 +72,31 @@ TEST(PrometheusTextTest, SkipReasonsCoverEveryNonRetryOutcome) {
   }
 }
 
+TEST(JsonStringTest, EscapesQuotesBackslashesAndControls) {
+  EXPECT_EQ(JsonString(""), "\"\"");
+  EXPECT_EQ(JsonString("a\"b\\c\nd\re\tf\x01\x7f"),
+            "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001\\u007f\"");
+}
+
+TEST(JsonStringTest, KeepsValidUtf8AndReplacesInvalidBytes) {
+  EXPECT_EQ(JsonString("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            "\"h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80\"");
+  EXPECT_EQ(JsonString("bad\xFF\xC3"), "\"bad\xEF\xBF\xBD\xEF\xBF\xBD\"");  // stray, cut short
+  EXPECT_EQ(JsonString("\xC0\xAF"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");         // overlong
+  EXPECT_EQ(JsonString("\xE0\x80\xAF"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // overlong
+  EXPECT_EQ(JsonString("\xED\xA0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // surrogate
+  EXPECT_EQ(JsonString("\xF4\x90\x80\x80"),
+            "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // U+110000
+  EXPECT_EQ(JsonString("\xF5\x80\x80\x80"),
+            "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // beyond U+10FFFF
+}
+
+TEST(DeadlinezJsonTest, HopWithInvalidUtf8StillGivesValidJson) {
+  MetricsSnapshot empty;
+  const std::string json = FormatDeadlinezJson(empty, {}, "we\"ird\xFF", absl::UnixEpoch());
+  EXPECT_THAT(json, ::testing::StartsWith("{\"hop\":\"we\\\"ird\xEF\xBF\xBD\""));
+}
+
 TEST(DeadlinezJsonTest, EmptyRegistryGivesAnEmptyRecentList) {
   Metrics m;
   const std::string json =

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "hopbudget/exposition.h"
 
 namespace hopbudget::chainctl {
 
@@ -73,34 +74,6 @@ std::string FormatSummaryTable(const LoadSummary& s) {
         absl::StrFormat("%d / %.1f ms / %d", d.calls_started_after_deadline,
                         d.work_after_deadline_ms, d.retries));
   }
-  return out;
-}
-
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, absl::StrFormat("\\u%04x", static_cast<unsigned char>(c)));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += "\"";
   return out;
 }
 

