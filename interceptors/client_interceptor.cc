@@ -315,9 +315,12 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       origin = ParseAttributionMessage(status->error_message());
       if (origin.has_value()) Rewrite(status, *origin);
     }
-    if (origin.has_value() && origin->source == DeadlineSource::kClient &&
+    if (origin.has_value() &&
+        (origin->source == DeadlineSource::kClient ||
+         origin->source == DeadlineSource::kArrivedExpired) &&
         deadline_source_ == DeadlineSource::kAttempt && ours_passed) {
-      // A callee saw "its client deadline" pass, and that deadline was this
+      // A callee saw "its client deadline" pass, or refused the call because
+      // it arrived with (almost) nothing left, and that deadline was this
       // hop's attempt budget: the attempt budget fired, and the retrying
       // channel must see it as such to retry. (Racing the callee: whichever
       // of gRPC's local deadline and the callee's answer arrives first.)

@@ -16,6 +16,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
+#include "hopbudget/exposition.h"
 #include "hopbudget/retry.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
@@ -462,6 +463,70 @@ TEST(RetryTest, CalleeReportingOurAttemptDeadlineAsItsClientDeadlineIsRetried) {
   EXPECT_EQ(service.calls_.load(), 2);
   const MetricsSnapshot m = metrics.Snapshot();
   EXPECT_EQ(m.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt, "orders"), 1u);
+  EXPECT_EQ(m.retry_decision(RetryOutcome::kRetry), 1u);
+  ledger->Shutdown();
+}
+
+// Real time, except that the read after Arm() first sleeps `delay`: the
+// server interceptor reads the clock when a call arrives, so the armed call
+// is seen `delay` late, as if it had spent that long in transit.
+class LateArrivalClock final : public Clock {
+ public:
+  explicit LateArrivalClock(absl::Duration delay) : delay_(delay) {}
+  void Arm() { armed_.store(true); }
+  absl::Time Now() const override {
+    if (armed_.exchange(false)) absl::SleepFor(delay_);
+    return absl::Now();
+  }
+
+ private:
+  const absl::Duration delay_;
+  mutable std::atomic<bool> armed_{false};
+};
+
+class AnswersOk final : public echo::Relay::Service {
+ public:
+  grpc::Status Call(grpc::ServerContext*, const echo::RelayRequest*, echo::RelayReply*) override {
+    return grpc::Status::OK;
+  }
+};
+
+// The first attempt reaches the ledger with about 8 ms of its 200 ms
+// attempt budget left, below the ledger's 50 ms minimum: the ledger refuses
+// it as arrived-expired. That budget was orders' attempt budget, spent in
+// transit, so orders must retry it like any attempt budget that fired. (Were
+// the machine so slow that the refusal came after orders' own deadline,
+// gRPC's local deadline would answer instead: the same verdict.)
+TEST(RetryTest, AttemptArrivingExpiredAtTheCalleeIsRetried) {
+  AnswersOk service;
+  ServerOptions server_options;
+  server_options.hop = "ledger";
+  server_options.policy.min_attempt_budget = absl::Milliseconds(50);
+  LateArrivalClock late(absl::Milliseconds(192));
+  server_options.clock = &late;
+  auto factory = MakeServerInterceptorFactory(server_options);
+  ASSERT_TRUE(factory.ok());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  std::unique_ptr<grpc::Server> ledger = builder.BuildAndStart();
+
+  Metrics metrics;
+  auto stub = RetryingStub("127.0.0.1:" + std::to_string(port),
+                           Options(&metrics, absl::Seconds(5), absl::Milliseconds(200)));
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Seconds(5));
+  echo::RelayReply reply;
+  late.Arm();
+  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  const MetricsSnapshot m = metrics.Snapshot();
+  EXPECT_EQ(m.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt, "orders"), 1u)
+      << FormatPrometheusText(m, "orders");
   EXPECT_EQ(m.retry_decision(RetryOutcome::kRetry), 1u);
   ledger->Shutdown();
 }
