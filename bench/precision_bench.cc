@@ -192,7 +192,13 @@ int Main(int argc, char** argv) {
                                   : a.has_value() && a->source == c.expected;
       if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || !attributed ||
           deadline == absl::InfinitePast()) {
-        row.wrong++;
+        if (row.wrong++ == 0) {
+          std::fprintf(stderr, "precision_bench: %s call %d after %s: %s: %s\n", c.source.c_str(), i,
+                       absl::FormatDuration(done - start).c_str(),
+                       absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))
+                           .c_str(),
+                       status.error_message().c_str());
+        }
         continue;
       }
       late_ms.push_back(absl::ToDoubleMilliseconds(done - deadline));
