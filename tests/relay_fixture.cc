@@ -376,6 +376,26 @@ grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayReq
   return grpc::Status::OK;
 }
 
+std::unique_ptr<grpc::Server> ServeBehindHopbudget(grpc::Service* service,
+                                                   const ServerOptions& options,
+                                                   std::string* address) {
+  auto factory = MakeServerInterceptorFactory(options);
+  if (!factory.ok()) {
+    ADD_FAILURE() << factory.status();
+    return nullptr;
+  }
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service);
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  *address = "127.0.0.1:" + std::to_string(port);
+  return server;
+}
+
 std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target, bool with_interceptor,
                                            Metrics* metrics) {
   if (!with_interceptor) {

@@ -22,6 +22,7 @@
 #include "hopbudget/budget.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry.h"
+#include "hopbudget/server.h"
 
 namespace hopbudget {
 namespace testing {
@@ -106,6 +107,13 @@ class RelayHop {
 std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target,
                                            bool with_interceptor = true,
                                            Metrics* metrics = nullptr);
+
+// Serves `service` on a free loopback port behind hopbudget's server
+// interceptor made from `options`; *address is set to "127.0.0.1:port".
+// Fails the test (and returns nullptr) when the options are refused.
+std::unique_ptr<grpc::Server> ServeBehindHopbudget(grpc::Service* service,
+                                                   const ServerOptions& options,
+                                                   std::string* address);
 
 // Gives the call made with `ctx` `budget` from now.
 void SetBudget(grpc::ClientContext& ctx, absl::Duration budget);

@@ -441,19 +441,13 @@ TEST(RetryTest, CalleeReportingOurAttemptDeadlineAsItsClientDeadlineIsRetried) {
   ServerOptions server_options;
   server_options.hop = "ledger";
   server_options.clock = &ahead;
-  auto factory = MakeServerInterceptorFactory(server_options);
-  ASSERT_TRUE(factory.ok());
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-  creators.push_back(*std::move(factory));
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  builder.experimental().SetInterceptorCreators(std::move(creators));
-  std::unique_ptr<grpc::Server> ledger = builder.BuildAndStart();
+  std::string address;
+  std::unique_ptr<grpc::Server> ledger =
+      testing::ServeBehindHopbudget(&service, server_options, &address);
+  ASSERT_NE(ledger, nullptr);
 
   Metrics metrics;
-  auto stub = RetryingStub("127.0.0.1:" + std::to_string(port),
+  auto stub = RetryingStub(address,
                            Options(&metrics, absl::Seconds(5), absl::Milliseconds(200)));
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(5));
@@ -504,19 +498,13 @@ TEST(RetryTest, AttemptArrivingExpiredAtTheCalleeIsRetried) {
   server_options.policy.min_attempt_budget = absl::Milliseconds(50);
   LateArrivalClock late(absl::Milliseconds(192));
   server_options.clock = &late;
-  auto factory = MakeServerInterceptorFactory(server_options);
-  ASSERT_TRUE(factory.ok());
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-  creators.push_back(*std::move(factory));
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  builder.experimental().SetInterceptorCreators(std::move(creators));
-  std::unique_ptr<grpc::Server> ledger = builder.BuildAndStart();
+  std::string address;
+  std::unique_ptr<grpc::Server> ledger =
+      testing::ServeBehindHopbudget(&service, server_options, &address);
+  ASSERT_NE(ledger, nullptr);
 
   Metrics metrics;
-  auto stub = RetryingStub("127.0.0.1:" + std::to_string(port),
+  auto stub = RetryingStub(address,
                            Options(&metrics, absl::Seconds(5), absl::Milliseconds(200)));
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(5));

@@ -40,18 +40,7 @@ absl::Status CommitFor(ShieldContext& work, absl::Duration d) {
 std::unique_ptr<grpc::Server> StartOrders(grpc::Service* service, std::string* address) {
   ServerOptions options;
   options.hop = "orders";
-  auto factory = MakeServerInterceptorFactory(options);
-  EXPECT_TRUE(factory.ok());
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-  creators.push_back(*std::move(factory));
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(service);
-  builder.experimental().SetInterceptorCreators(std::move(creators));
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  *address = "127.0.0.1:" + std::to_string(port);
-  return server;
+  return testing::ServeBehindHopbudget(service, options, address);
 }
 
 // An "orders" service whose Call runs steps[0].work_ms of shielded commit,
