@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -435,30 +436,40 @@ class GivesUpAtItsDeadline final : public echo::Relay::Service {
   std::atomic<int> calls_{0};
 };
 
-TEST(RetryTest, CalleeReportingOurAttemptDeadlineAsItsClientDeadlineIsRetried) {
-  GivesUpAtItsDeadline service;
-  AheadClock ahead;
-  ServerOptions server_options;
-  server_options.hop = "ledger";
-  server_options.clock = &ahead;
+// Orders calls `ledger_service` (hop "ledger", served with `ledger_options`)
+// through its retrying channel, 5 s for the call and 200 ms per attempt,
+// running `before_call` first. The first attempt must end with orders'
+// attempt budget firing, and the retry must succeed.
+void ExpectOneRetryAfterTheAttemptBudget(grpc::Service* ledger_service,
+                                         ServerOptions ledger_options,
+                                         const std::function<void()>& before_call = [] {}) {
+  ledger_options.hop = "ledger";
   std::string address;
   std::unique_ptr<grpc::Server> ledger =
-      testing::ServeBehindHopbudget(&service, server_options, &address);
+      testing::ServeBehindHopbudget(ledger_service, ledger_options, &address);
   ASSERT_NE(ledger, nullptr);
-
   Metrics metrics;
-  auto stub = RetryingStub(address,
-                           Options(&metrics, absl::Seconds(5), absl::Milliseconds(200)));
+  auto stub = RetryingStub(address, Options(&metrics, absl::Seconds(5), absl::Milliseconds(200)));
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(5));
   echo::RelayReply reply;
+  before_call();
   grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
   EXPECT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(service.calls_.load(), 2);
   const MetricsSnapshot m = metrics.Snapshot();
-  EXPECT_EQ(m.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt, "orders"), 1u);
+  EXPECT_EQ(m.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt, "orders"), 1u)
+      << FormatPrometheusText(m, "orders");
   EXPECT_EQ(m.retry_decision(RetryOutcome::kRetry), 1u);
   ledger->Shutdown();
+}
+
+TEST(RetryTest, CalleeReportingOurAttemptDeadlineAsItsClientDeadlineIsRetried) {
+  GivesUpAtItsDeadline service;
+  AheadClock ahead;
+  ServerOptions ledger_options;
+  ledger_options.clock = &ahead;
+  ExpectOneRetryAfterTheAttemptBudget(&service, ledger_options);
+  EXPECT_EQ(service.calls_.load(), 2);
 }
 
 // Real time, except that the read after Arm() first sleeps `delay`: the
@@ -493,30 +504,11 @@ class AnswersOk final : public echo::Relay::Service {
 // gRPC's local deadline would answer instead: the same verdict.)
 TEST(RetryTest, AttemptArrivingExpiredAtTheCalleeIsRetried) {
   AnswersOk service;
-  ServerOptions server_options;
-  server_options.hop = "ledger";
-  server_options.policy.min_attempt_budget = absl::Milliseconds(50);
   LateArrivalClock late(absl::Milliseconds(192));
-  server_options.clock = &late;
-  std::string address;
-  std::unique_ptr<grpc::Server> ledger =
-      testing::ServeBehindHopbudget(&service, server_options, &address);
-  ASSERT_NE(ledger, nullptr);
-
-  Metrics metrics;
-  auto stub = RetryingStub(address,
-                           Options(&metrics, absl::Seconds(5), absl::Milliseconds(200)));
-  grpc::ClientContext ctx;
-  testing::SetBudget(ctx, absl::Seconds(5));
-  echo::RelayReply reply;
-  late.Arm();
-  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  const MetricsSnapshot m = metrics.Snapshot();
-  EXPECT_EQ(m.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt, "orders"), 1u)
-      << FormatPrometheusText(m, "orders");
-  EXPECT_EQ(m.retry_decision(RetryOutcome::kRetry), 1u);
-  ledger->Shutdown();
+  ServerOptions ledger_options;
+  ledger_options.policy.min_attempt_budget = absl::Milliseconds(50);
+  ledger_options.clock = &late;
+  ExpectOneRetryAfterTheAttemptBudget(&service, ledger_options, [&] { late.Arm(); });
 }
 
 }  // namespace
