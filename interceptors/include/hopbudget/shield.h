@@ -118,7 +118,10 @@ absl::Status ValidateShieldOptions(const ShieldOptions& options);
 enum class ShieldOutcome {
   kCompleted,      // the work returned OK before its bound passed
   kFailed,         // the work returned an error before its bound passed
-  kExceededBound,  // the bound passed before the work returned (or started)
+  kExceededBound,  // the bound passed before the work returned (or started),
+                   // or the work returned the DEADLINE_EXCEEDED of a downstream
+                   // call that carried this bound (NewShieldedContext): that
+                   // callee's clock may see the bound pass a little before ours
 };
 
 inline constexpr int kShieldOutcomeCount = 3;
