@@ -152,9 +152,12 @@ absl::StatusOr<std::string> DumpDom(const std::string& url, int virtual_time_ms,
   return dom;
 }
 
-int CountElements(const std::string& dom, const std::vector<std::string>& attrs) {
-  int count = 0;
-  size_t pos = 0;
+namespace {
+
+// The position just past the '>' of the next opening tag at or after `pos`
+// that has every one of `attrs`, or npos.
+size_t NextMatchingTag(const std::string& dom, const std::vector<std::string>& attrs,
+                       size_t pos) {
   while ((pos = dom.find('<', pos)) != std::string::npos) {
     const size_t end = dom.find('>', pos);
     if (end == std::string::npos) break;
@@ -163,24 +166,26 @@ int CountElements(const std::string& dom, const std::vector<std::string>& attrs)
     if (tag.size() < 2 || tag[1] == '/' || tag[1] == '!') continue;
     bool all = true;
     for (const std::string& a : attrs) all = all && TagHas(tag, a);
-    if (all) ++count;
+    if (all) return end + 1;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+int CountElements(const std::string& dom, const std::vector<std::string>& attrs) {
+  int count = 0;
+  for (size_t pos = NextMatchingTag(dom, attrs, 0); pos != std::string::npos;
+       pos = NextMatchingTag(dom, attrs, pos)) {
+    ++count;
   }
   return count;
 }
 
 std::string TextOf(const std::string& dom, const std::vector<std::string>& attrs) {
-  size_t pos = 0;
-  while ((pos = dom.find('<', pos)) != std::string::npos) {
-    const size_t end = dom.find('>', pos);
-    if (end == std::string::npos) break;
-    const std::string tag = dom.substr(pos, end - pos);
-    pos = end;
-    if (tag.size() < 2 || tag[1] == '/' || tag[1] == '!') continue;
-    bool all = true;
-    for (const std::string& a : attrs) all = all && TagHas(tag, a);
-    if (all) return dom.substr(end + 1, dom.find('<', end) - end - 1);
-  }
-  return "";
+  const size_t pos = NextMatchingTag(dom, attrs, 0);
+  if (pos == std::string::npos) return "";
+  return dom.substr(pos, dom.find('<', pos) - pos);
 }
 
 }  // namespace hopbudget::testing
