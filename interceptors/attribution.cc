@@ -16,7 +16,12 @@ namespace hopbudget {
 namespace {
 
 constexpr int kDeadlineExceededCode = 4;  // google.rpc.Code.DEADLINE_EXCEEDED
-constexpr char kMessagePrefix[] = "hopbudget: ";
+constexpr char kMessagePrefix[] = "hopbudget/1: ";
+// hopbudget 0.1 wrote the same fields unversioned.
+constexpr char kLegacyMessagePrefix[] = "hopbudget: ";
+constexpr char kVersionedMarker[] = "hopbudget/";
+constexpr char kLegacyMarker[] = "hopbudget: source=";
+constexpr size_t kMaxMessageBytesRead = 256;
 
 bool IsHopChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -117,8 +122,12 @@ std::string FormatAttributionMessage(const Attribution& a) {
 }
 
 absl::optional<Attribution> ParseAttributionMessage(absl::string_view message) {
-  if (!absl::ConsumePrefix(&message, kMessagePrefix)) return absl::nullopt;
-  if (message.size() > 256) message = message.substr(0, 256);
+  if (!absl::ConsumePrefix(&message, kMessagePrefix) &&
+      !(absl::StartsWith(message, kLegacyMarker) &&
+        absl::ConsumePrefix(&message, kLegacyMessagePrefix))) {
+    return absl::nullopt;
+  }
+  if (message.size() > kMaxMessageBytesRead) message = message.substr(0, kMaxMessageBytesRead);
   std::vector<absl::string_view> fields = absl::StrSplit(message, ' ');
   Attribution a;
   bool have_source = false, have_budget = false, have_elapsed = false;
@@ -150,6 +159,61 @@ absl::optional<Attribution> ParseAttributionMessage(absl::string_view message) {
   }
   if (!(have_source && have_budget && have_elapsed)) return absl::nullopt;
   return a;
+}
+
+absl::string_view AttributionParseName(AttributionParse p) {
+  switch (p) {
+    case AttributionParse::kAbsent: return "absent";
+    case AttributionParse::kOk: return "ok";
+    case AttributionParse::kMalformed: return "malformed";
+  }
+  return "unknown";
+}
+
+std::ostream& operator<<(std::ostream& os, AttributionParse p) {
+  return os << AttributionParseName(p);
+}
+
+ParsedAttribution ReadAttributionMessage(absl::string_view message) {
+  ParsedAttribution out;
+  if (!absl::StartsWith(message, kVersionedMarker) && !absl::StartsWith(message, kLegacyMarker)) {
+    return out;
+  }
+  if (absl::optional<Attribution> a = ParseAttributionMessage(message)) {
+    out.result = AttributionParse::kOk;
+    out.value = *std::move(a);
+  } else {
+    out.result = AttributionParse::kMalformed;
+  }
+  return out;
+}
+
+ParsedAttribution ReadStatusDetails(absl::string_view bytes) {
+  ParsedAttribution out;
+  if (bytes.empty()) return out;
+  if (absl::optional<Attribution> a = DecodeStatusDetails(bytes)) {
+    out.result = AttributionParse::kOk;
+    out.value = *std::move(a);
+  } else {
+    out.result = AttributionParse::kMalformed;
+  }
+  return out;
+}
+
+ParsedAttribution ReadAttributionTrailers(const AttributionTrailers& t) {
+  ParsedAttribution out;
+  if (!t.source && !t.hop && !t.budget_ms && !t.elapsed_ms) return out;
+  out.result = AttributionParse::kMalformed;
+  if (!t.source || !t.budget_ms || !t.elapsed_ms) return out;
+  absl::optional<DeadlineSource> source = ParseDeadlineSource(*t.source);
+  if (!source.has_value() || !IsWireSource(*source)) return out;
+  if (t.hop && !IsValidHop(*t.hop)) return out;
+  absl::optional<absl::Duration> budget = Millis(*t.budget_ms);
+  absl::optional<absl::Duration> elapsed = Millis(*t.elapsed_ms);
+  if (!budget || !elapsed) return out;
+  out.result = AttributionParse::kOk;
+  out.value = {*source, t.hop ? std::string(*t.hop) : std::string(), *budget, *elapsed};
+  return out;
 }
 
 }  // namespace hopbudget

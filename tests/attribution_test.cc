@@ -74,13 +74,19 @@ TEST(StatusDetailsTest, RefusesMalformedNumbers) {
 
 TEST(AttributionMessageTest, FormatsAllFields) {
   EXPECT_EQ(FormatAttributionMessage(Sample()),
-            "hopbudget: source=attempt hop=orders budget_ms=300 elapsed_ms=301");
+            "hopbudget/1: source=attempt hop=orders budget_ms=300 elapsed_ms=301");
 }
 
 TEST(AttributionMessageTest, OmitsUnknownHop) {
   EXPECT_EQ(FormatAttributionMessage({DeadlineSource::kDownstream, "", absl::ZeroDuration(),
                                       absl::ZeroDuration()}),
-            "hopbudget: source=downstream budget_ms=0 elapsed_ms=0");
+            "hopbudget/1: source=downstream budget_ms=0 elapsed_ms=0");
+}
+
+TEST(AttributionMessageTest, ReadsTheUnversionedFormOfHopbudget01) {
+  EXPECT_EQ(ParseAttributionMessage(
+                "hopbudget: source=attempt hop=orders budget_ms=300 elapsed_ms=301"),
+            Sample());
 }
 
 TEST(AttributionMessageTest, RoundTripsAndIgnoresTrailingText) {
@@ -99,9 +105,83 @@ TEST(AttributionMessageTest, RefusesAnythingElse) {
            "hopbudget: budget_ms=1 source=attempt elapsed_ms=1",
            "hopbudget: source=attempt budget_ms=1 budget_ms=2 elapsed_ms=1",
            "hopbudget:  source=attempt budget_ms=1 elapsed_ms=1",
+           "hopbudget/1: source=attempt budget_ms=1",
+           "hopbudget/1:source=attempt budget_ms=1 elapsed_ms=1",
+           "hopbudget/2: source=attempt budget_ms=1 elapsed_ms=1",
+           "hopbudget/1: source=attempt budget_ms=1 elapsed_ms=abc",
+           "hopbudget/1: source=evil budget_ms=-1 elapsed_ms=abc",
+           "hopbudget/1: source=attempt budget_ms=99999999999999 elapsed_ms=1",
        }) {
     EXPECT_FALSE(ParseAttributionMessage(bad).has_value()) << bad;
   }
+}
+
+// A table of messages and how each reads: absent (not an attribution
+// message at all, never counted), ok, or malformed (ignored and counted).
+TEST(ReadAttributionMessageTest, TellsAbsentFromMalformed) {
+  struct Case {
+    const char* message;
+    AttributionParse want;
+  };
+  const Case cases[] = {
+      {"", AttributionParse::kAbsent},
+      {"Deadline Exceeded", AttributionParse::kAbsent},
+      {"hopbudget: shield: commit ended unobserved", AttributionParse::kAbsent},
+      {"hopbudget/1: source=attempt hop=orders budget_ms=300 elapsed_ms=301",
+       AttributionParse::kOk},
+      {"hopbudget: source=attempt hop=orders budget_ms=300 elapsed_ms=301",
+       AttributionParse::kOk},
+      {"hopbudget/1: source=attempt hop=orders budget_ms=300 elapsed_ms=301 (slow ledger)",
+       AttributionParse::kOk},
+      {"hopbudget: source=evil budget_ms=-1 elapsed_ms=abc", AttributionParse::kMalformed},
+      {"hopbudget/1: source=request budget_ms=1e9 elapsed_ms=1", AttributionParse::kMalformed},
+      {"hopbudget/7: anything", AttributionParse::kMalformed},
+      {"hopbudget/", AttributionParse::kMalformed},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ReadAttributionMessage(c.message).result, c.want) << c.message;
+  }
+  EXPECT_EQ(ReadAttributionMessage(FormatAttributionMessage(Sample())).value, Sample());
+}
+
+TEST(ReadStatusDetailsTest, EmptyIsAbsentGarbageIsMalformed) {
+  EXPECT_EQ(ReadStatusDetails("").result, AttributionParse::kAbsent);
+  EXPECT_EQ(ReadStatusDetails("\xff\xff").result, AttributionParse::kMalformed);
+  ParsedAttribution ok = ReadStatusDetails(EncodeStatusDetails(Sample(), "m"));
+  EXPECT_EQ(ok.result, AttributionParse::kOk);
+  EXPECT_EQ(ok.value, Sample());
+}
+
+// The plain trailers: each value untrusted, every combination decided.
+TEST(ReadAttributionTrailersTest, EveryValueIsChecked) {
+  const std::string long_hop(300, 'h');
+  struct Case {
+    const char* name;
+    AttributionTrailers trailers;
+    AttributionParse want;
+  };
+  const Case cases[] = {
+      {"none", {}, AttributionParse::kAbsent},
+      {"complete", {"attempt", "orders", "300", "301"}, AttributionParse::kOk},
+      {"no hop", {"downstream", absl::nullopt, "0", "0"}, AttributionParse::kOk},
+      {"negative budget", {"attempt", "orders", "-1", "301"}, AttributionParse::kMalformed},
+      {"exponent elapsed", {"attempt", "orders", "300", "1e9"}, AttributionParse::kMalformed},
+      {"300-character hop", {"attempt", long_hop, "300", "301"}, AttributionParse::kMalformed},
+      {"unknown source", {"evil", "orders", "300", "301"}, AttributionParse::kMalformed},
+      {"source none", {"none", "orders", "300", "301"}, AttributionParse::kMalformed},
+      {"budget alone", {absl::nullopt, absl::nullopt, "300", absl::nullopt},
+       AttributionParse::kMalformed},
+      {"no elapsed", {"attempt", "orders", "300", absl::nullopt}, AttributionParse::kMalformed},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ReadAttributionTrailers(c.trailers).result, c.want) << c.name;
+  }
+  EXPECT_EQ(ReadAttributionTrailers({"attempt", "orders", "300", "301"}).value, Sample());
+}
+
+TEST(AttributionParseTest, PrintsItsName) {
+  EXPECT_EQ(::testing::PrintToString(AttributionParse::kMalformed), "malformed");
+  EXPECT_EQ(AttributionParseName(AttributionParse::kAbsent), "absent");
 }
 
 TEST(ValidateHopNameTest, AcceptsAndRefuses) {

@@ -9,9 +9,27 @@
 //     DeadlineSourceReason(source) and metadata {hop, source, budget_ms,
 //     elapsed_ms}. Decodable by any google.rpc tooling.
 //   - the `hopbudget-*` trailers listed in wire.h, for humans and proxies;
-//   - the status message, "hopbudget: source=attempt hop=orders budget_ms=300
-//     elapsed_ms=301", which is the only form that survives when a server has
-//     to cancel a call (grpc_call_cancel_with_status sends no custom trailers).
+//   - the status message, "hopbudget/1: source=attempt hop=orders
+//     budget_ms=300 elapsed_ms=301", which is the only form that survives
+//     when a server has to cancel a call (grpc_call_cancel_with_status sends
+//     no custom trailers; see README "On the wire" for which answers carry
+//     which forms).
+//
+// The status message grammar, version 1 (ABNF, RFC 5234; SP is one space):
+//   message  = "hopbudget/1: " fields [ SP note ]
+//   fields   = "source=" source [ SP "hop=" hop ]
+//              SP "budget_ms=" millis SP "elapsed_ms=" millis
+//   source   = "client" / "request" / "attempt" / "idle" /
+//              "exhausted-before-call" / "arrived-expired" / "shield" /
+//              "downstream"
+//   hop      = 1*64( ALPHA / DIGIT / "." / "_" / "-" )
+//   millis   = 1*13DIGIT   ; whole milliseconds, at most 100 years
+//   note     = *OCTET      ; free text (often the original message in
+//                          ; parentheses), ignored by parsers
+// Parsers read at most the first 256 bytes. A message that starts with
+// "hopbudget/" but does not match (another version, a bad field) is
+// malformed: ignored and counted. The unversioned "hopbudget: source=..."
+// form of hopbudget 0.1 is read as version 1.
 //
 // Decoding treats its input as untrusted: anything not exactly our shape
 // (wrong domain, unknown reason, hop name with odd characters, oversized) is
@@ -27,6 +45,7 @@
 #ifndef HOPBUDGET_ATTRIBUTION_H_
 #define HOPBUDGET_ATTRIBUTION_H_
 
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -68,14 +87,62 @@ std::string EncodeStatusDetails(const Attribution& a, absl::string_view message)
 // with an ErrorInfo of domain "hopbudget" whose reason and hop name are valid.
 absl::optional<Attribution> DecodeStatusDetails(absl::string_view bytes);
 
-// "hopbudget: source=attempt hop=orders budget_ms=300 elapsed_ms=301"
+// "hopbudget/1: source=attempt hop=orders budget_ms=300 elapsed_ms=301"
 // (hop= is omitted when unknown).
 std::string FormatAttributionMessage(const Attribution& a);
 
 // Inverse of FormatAttributionMessage, from the start of a status message;
 // anything after the four fields is ignored. nullopt unless the message
-// starts with "hopbudget: " and every field is well formed.
+// matches the grammar above.
 absl::optional<Attribution> ParseAttributionMessage(absl::string_view message);
+
+// How one form of attribution read off an answer turned out.
+enum class AttributionParse {
+  kAbsent,     // the answer does not carry this form
+  kOk,         // `value` holds it
+  kMalformed,  // present but not valid: ignore it, count it
+};
+
+// "absent", "ok", "malformed".
+absl::string_view AttributionParseName(AttributionParse p);
+
+// For absl::StrCat and absl::StrFormat("%v") (Abseil releases that read
+// AbslStringify), and for GoogleTest and streams.
+template <typename Sink>
+void AbslStringify(Sink& sink, AttributionParse p) {
+  sink.Append(AttributionParseName(p));
+}
+std::ostream& operator<<(std::ostream& os, AttributionParse p);
+
+struct ParsedAttribution {
+  AttributionParse result = AttributionParse::kAbsent;
+  Attribution value;  // meaningful when result == kOk
+};
+
+// Reads the status message form: kAbsent when the message is not an
+// attribution message at all (does not start with "hopbudget/" or the 0.1
+// prefix "hopbudget: source="), kMalformed when it claims to be one but does
+// not parse.
+ParsedAttribution ReadAttributionMessage(absl::string_view message);
+
+// Reads `grpc-status-details-bin`: kAbsent when empty, kMalformed when it is
+// not a google.rpc.Status with a valid hopbudget ErrorInfo.
+ParsedAttribution ReadStatusDetails(absl::string_view bytes);
+
+// The plain `hopbudget-*` trailers of one answer; nullopt for a trailer the
+// answer did not carry. Each value is untrusted.
+struct AttributionTrailers {
+  absl::optional<absl::string_view> source;
+  absl::optional<absl::string_view> hop;
+  absl::optional<absl::string_view> budget_ms;
+  absl::optional<absl::string_view> elapsed_ms;
+};
+
+// kAbsent when none of the four is present; kOk when `source`, `budget_ms`
+// and `elapsed_ms` are present and every present value is valid (a known
+// origin source, a valid hop name, whole milliseconds in range); kMalformed
+// otherwise.
+ParsedAttribution ReadAttributionTrailers(const AttributionTrailers& trailers);
 
 }  // namespace hopbudget
 
