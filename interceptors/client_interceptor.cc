@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "attributed_status.h"
 #include "call_mutex.h"
 #include "grpc_glue.h"
 #include "hopbudget/client.h"
@@ -123,6 +124,9 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     deadline_budget_ = from_helper && tagged.budget != absl::InfiniteDuration()
                            ? tagged.budget
                            : deadline_ - start_;
+    budget_start_ = from_helper && tagged.budget_start != absl::InfinitePast()
+                        ? tagged.budget_start
+                        : start_;
     absl::Time enforce = absl::InfiniteFuture();
     if (!from_helper) CheckLeak(now, &enforce);
     const absl::Time effective = std::min(deadline_, enforce);
@@ -183,10 +187,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     shared_.metrics->CountCallEnd(Side::kClient, method_, absl::StatusCode::kDeadlineExceeded);
     Attribution a{DeadlineSource::kExhaustedBeforeCall, shared_.hop,
                   std::max(remaining, absl::ZeroDuration()), absl::ZeroDuration()};
-    hijack_message_ = FormatAttributionMessage(a);
-    hijack_details_ = EncodeStatusDetails(a, hijack_message_);
-    hijack_trailers_ = {std::string(DeadlineSourceName(a.source)), a.hop,
-                        absl::StrCat(absl::ToInt64Milliseconds(a.budget)), "0"};
+    hijack_status_ = internal::AttributedStatus(a);
+    hijack_trailers_ = internal::AttributionTrailerPairs(a);
   }
 
   // After Hijack() nothing reaches the network: answer every later batch here.
@@ -198,13 +200,9 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       m->FailHijackedRecvMessage();
     }
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_STATUS)) {
-      *m->GetRecvStatus() = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                                         hijack_message_, hijack_details_);
+      *m->GetRecvStatus() = hijack_status_;
       auto* trailers = m->GetRecvTrailingMetadata();
-      const char* keys[] = {kSourceTrailer, kHopTrailer, kBudgetTrailer, kElapsedTrailer};
-      for (size_t i = 0; i < hijack_trailers_.size(); ++i) {
-        trailers->emplace(keys[i], hijack_trailers_[i]);
-      }
+      for (const internal::TrailerPair& p : hijack_trailers_) trailers->emplace(p.key, p.value);
     }
     m->Proceed();
   }
@@ -247,6 +245,14 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       ArmTimer(NextTimerAt());
       return;
     }
+    // Measured now: the failed read that the cancel causes counts as
+    // activity too.
+    fired_elapsed_ns_.store(
+        absl::ToInt64Nanoseconds(
+            fire == DeadlineSource::kIdle
+                ? now - absl::FromUnixNanos(last_activity_ns_.load(std::memory_order_relaxed))
+                : now - start_),
+        std::memory_order_relaxed);
     fired_.store(fire, std::memory_order_release);
     info_->client_context()->TryCancel();
   }
@@ -291,9 +297,12 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     const absl::Time now = shared_.clock->Now();
     const DeadlineSource fired = fired_.load(std::memory_order_acquire);
     if (fired != DeadlineSource::kNone && status->error_code() == grpc::StatusCode::CANCELLED) {
-      // Our own cancel: convert it. Budget = the one that fired.
-      absl::Duration budget = fired == DeadlineSource::kIdle ? idle_ : enforce_budget_;
-      Rewrite(status, {fired, shared_.hop, budget, now - start_});
+      // Our own cancel: convert it. Budget = the one that fired, elapsed
+      // from its start (the last stream activity for an idle budget) until
+      // it fired.
+      Rewrite(status,
+              {fired, shared_.hop, fired == DeadlineSource::kIdle ? idle_ : enforce_budget_,
+               absl::Nanoseconds(fired_elapsed_ns_.load(std::memory_order_relaxed))});
       shared_.metrics->CountDeadlineExceeded(Side::kClient, fired, shared_.hop);
       return;
     }
@@ -309,11 +318,21 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
         std::max(absl::Milliseconds(5), (deadline_ - start_) / 10);
     const bool ours_passed = deadline_ != absl::InfiniteFuture() && now + slack >= deadline_;
 
-    absl::optional<Attribution> origin = DecodeStatusDetails(status->error_details());
-    if (!origin.has_value()) {
-      if (!status->error_details().empty()) shared_.metrics->CountBadAttribution();
-      origin = ParseAttributionMessage(status->error_message());
-      if (origin.has_value()) Rewrite(status, *origin);
+    // Every form the callee sent is untrusted: each malformed one is
+    // counted and ignored. The details are preferred, then the message,
+    // then the plain trailers.
+    const ParsedAttribution forms[] = {
+        ReadStatusDetails(status->error_details()),
+        ReadAttributionMessage(status->error_message()),
+        ReadAttributionTrailers(internal::AttributionTrailersOf(*m->GetRecvTrailingMetadata())),
+    };
+    absl::optional<Attribution> origin;
+    for (const ParsedAttribution& form : forms) {
+      if (form.result == AttributionParse::kMalformed) shared_.metrics->CountBadAttribution();
+      if (form.result == AttributionParse::kOk && !origin.has_value()) origin = form.value;
+    }
+    if (origin.has_value() && forms[0].result != AttributionParse::kOk) {
+      Rewrite(status, *origin);  // the details this answer lacked
     }
     if (origin.has_value() &&
         (origin->source == DeadlineSource::kClient ||
@@ -324,7 +343,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       // hop's attempt budget: the attempt budget fired, and the retrying
       // channel must see it as such to retry. (Racing the callee: whichever
       // of gRPC's local deadline and the callee's answer arrives first.)
-      Rewrite(status, {DeadlineSource::kAttempt, shared_.hop, deadline_budget_, now - start_});
+      Rewrite(status, {DeadlineSource::kAttempt, shared_.hop, deadline_budget_,
+                       now - budget_start_});
       shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt,
                                              shared_.hop);
       return;
@@ -340,7 +360,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     if (ours_passed) {
       const DeadlineSource source =
           deadline_source_ == DeadlineSource::kNone ? DeadlineSource::kClient : deadline_source_;
-      Rewrite(status, {source, shared_.hop, deadline_budget_, now - start_});
+      Rewrite(status, {source, shared_.hop, deadline_budget_, now - budget_start_});
       shared_.metrics->CountDeadlineExceeded(Side::kClient, source, shared_.hop);
     } else {
       Rewrite(status, {DeadlineSource::kDownstream, "", absl::ZeroDuration(),
@@ -350,13 +370,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   }
 
   static void Rewrite(grpc::Status* status, const Attribution& a) {
-    std::string message = FormatAttributionMessage(a);
-    if (!status->error_message().empty() &&
-        !ParseAttributionMessage(status->error_message()).has_value()) {
-      absl::StrAppend(&message, " (", status->error_message(), ")");
-    }
-    *status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, message,
-                           EncodeStatusDetails(a, message));
+    *status = internal::AttributedStatus(a, status->error_message());
   }
 
   const ClientShared& shared_;
@@ -370,6 +384,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   absl::Time deadline_ = absl::InfiniteFuture();
   DeadlineSource deadline_source_ = DeadlineSource::kNone;
   absl::Duration deadline_budget_ = absl::InfiniteDuration();  // length, for attribution
+  absl::Time budget_start_;  // when that budget started: elapsed is measured from it
   absl::Time enforce_deadline_ = absl::InfiniteFuture();
   DeadlineSource enforce_source_ = DeadlineSource::kNone;
   absl::Duration enforce_budget_ = absl::ZeroDuration();
@@ -380,11 +395,11 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   internal::TimerService::TimerId timer_ ABSL_GUARDED_BY(timer_mu_) = 0;
   std::atomic<bool> done_{false};
   std::atomic<DeadlineSource> fired_{DeadlineSource::kNone};
+  std::atomic<int64_t> fired_elapsed_ns_{0};  // written before fired_
 
   bool hijacked_ = false;
-  std::string hijack_message_;
-  std::string hijack_details_;
-  std::vector<std::string> hijack_trailers_;  // lives as long as the call
+  grpc::Status hijack_status_;
+  std::vector<internal::TrailerPair> hijack_trailers_;  // lives as long as the call
 };
 
 class ClientFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {

@@ -16,6 +16,18 @@ namespace {
 
 thread_local const InboundBudget* tls_inbound = nullptr;
 
+std::string UnixMicrosOrEmpty(absl::Time t) {
+  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) return std::string();
+  return absl::StrCat(absl::ToUnixMicros(t));
+}
+
+// "" (unknown) and anything unparseable give InfinitePast().
+absl::Time ParseUnixMicros(absl::string_view v) {
+  int64_t us = 0;
+  if (v.empty() || !absl::SimpleAtoi(v, &us)) return absl::InfinitePast();
+  return absl::FromUnixMicros(us);
+}
+
 }  // namespace
 
 namespace internal {
@@ -33,6 +45,10 @@ std::string FormatSourceTag(const SourceTag& tag) {
                     "/", DeadlineSourceName(tag.logical_source), "/",
                     FormatBudgetHeader(tag.logical_budget), "/", tag.inbound_key, "/",
                     tag.inbound_id);
+    if (tag.budget_start != absl::InfinitePast() || tag.logical_start != absl::InfinitePast()) {
+      absl::StrAppend(&out, "/", UnixMicrosOrEmpty(tag.budget_start), "/",
+                      UnixMicrosOrEmpty(tag.logical_start));
+    }
   }
   return out;
 }
@@ -47,12 +63,16 @@ SourceTag ParseSourceTag(absl::string_view tag) {
     ParsedBudget budget = ParseBudgetHeader(parts[1]);
     if (budget.result == HeaderParse::kOk) out.budget = budget.budget;
   }
-  if (parts.size() == 7) {
+  if (parts.size() == 7 || parts.size() == 9) {
     if (!absl::SimpleAtoi(parts[5], &out.inbound_key) ||
         !absl::SimpleAtoi(parts[6], &out.inbound_id)) {
       out.inbound_key = 0;
       out.inbound_id = 0;
     }
+  }
+  if (parts.size() == 9) {
+    out.budget_start = ParseUnixMicros(parts[7]);
+    out.logical_start = ParseUnixMicros(parts[8]);
   }
   if (parts.size() >= 5) {
     int64_t us = 0;
@@ -101,7 +121,8 @@ std::unique_ptr<grpc::ClientContext> NewDownstreamContext(
     if (parent != absl::InfiniteFuture()) parent_source = DeadlineSource::kClient;
   }
 
-  const CallDeadline call = DeriveCallDeadline(policy, parent, parent_source, clock.Now());
+  const absl::Time now = clock.Now();
+  const CallDeadline call = DeriveCallDeadline(policy, parent, parent_source, now);
   if (call.deadline != absl::InfiniteFuture()) {
     ctx->set_deadline(absl::ToChronoTime(call.deadline));
   }
@@ -122,6 +143,11 @@ std::unique_ptr<grpc::ClientContext> NewDownstreamContext(
   tag.logical_budget = budget != nullptr ? budget->budget_on_arrival() : call.budget;
   if (budget != nullptr && budget->refused()) tag.logical_deadline = absl::InfinitePast();
   if (budget != nullptr) tag.inbound_key = internal::InboundKey(*budget, &tag.inbound_id);
+  // The inbound budget started when the call arrived; an attempt budget
+  // starts now.
+  const absl::Time arrival = budget != nullptr ? budget->arrival() : now;
+  tag.logical_start = arrival;
+  tag.budget_start = call.source == DeadlineSource::kAttempt ? now : arrival;
   ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
   return ctx;
 }

@@ -213,8 +213,12 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
     }
   };
   per_method("hopbudget_budget_at_arrival_seconds",
-             "Budget an inbound call had when it arrived (calls with a deadline).",
+             "Budget the caller gave an inbound call, before this hop's caps (calls with a "
+             "deadline).",
              &MethodSnapshot::budget_at_arrival);
+  per_method("hopbudget_request_budget_seconds",
+             "Request budget of an inbound call after this hop's caps (bounded calls).",
+             &MethodSnapshot::request_budget);
   per_method("hopbudget_budget_remaining_seconds",
              "Budget an inbound call had left when it was answered.",
              &MethodSnapshot::budget_remaining);

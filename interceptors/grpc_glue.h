@@ -31,9 +31,13 @@ inline constexpr char kInternalSourceKey[] = "hopbudget-internal-source";
 // A tag may also carry the logical deadline the call derives from (the
 // parent's remainder, request deadline - hop reserve) and its source: a
 // retrying channel derives each attempt from it, since the context's own
-// deadline is already one attempt's. Format:
+// deadline is already one attempt's. And when each budget started, so that
+// attribution reports the time elapsed since the start of the budget that
+// fired (a request budget started when the inbound call arrived, not when
+// the last attempt did). Format:
 //   SOURCE/BUDGET_US[/LOGICAL_UNIX_US/LOGICAL_SOURCE/LOGICAL_BUDGET_US
-//                    /INBOUND_KEY/INBOUND_ID]
+//                    /INBOUND_KEY/INBOUND_ID[/BUDGET_START_UNIX_US
+//                    /LOGICAL_START_UNIX_US]]
 struct SourceTag {
   DeadlineSource source = DeadlineSource::kNone;
   absl::Duration budget = absl::InfiniteDuration();
@@ -44,6 +48,10 @@ struct SourceTag {
   // The inbound call the logical call serves (0: none).
   uintptr_t inbound_key = 0;
   uint64_t inbound_id = 0;
+  // When `budget` and `logical_budget` started; InfinitePast() when unknown
+  // (then the call's own start stands in).
+  absl::Time budget_start = absl::InfinitePast();
+  absl::Time logical_start = absl::InfinitePast();
 };
 std::string FormatSourceTag(const SourceTag& tag);
 // Unparseable tags give kNone with an infinite budget.

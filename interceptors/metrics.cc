@@ -43,6 +43,7 @@ struct MethodCells {
   std::array<std::array<std::atomic<uint64_t>, kStatusCodeCount>, kSideCount> calls{};
   std::atomic<uint64_t> without_deadline{0};
   HistogramCells<kBudgetBuckets> at_arrival;
+  HistogramCells<kBudgetBuckets> request_budget;
   HistogramCells<kBudgetBuckets> remaining;
   HistogramCells<kMaxAttemptBuckets + 1> attempts;
   std::array<std::atomic<uint64_t>, kStatusCodeCount> retries{};
@@ -152,6 +153,13 @@ void Metrics::ObserveBudgetAtArrival(MethodId method, absl::Duration budget) {
   }
   budget = std::max(budget, absl::ZeroDuration());
   m.at_arrival.Observe(internal::BudgetBucket(budget), internal::Micros(budget));
+}
+
+void Metrics::ObserveRequestBudget(MethodId method, absl::Duration budget) {
+  if (budget == absl::InfiniteDuration()) return;
+  budget = std::max(budget, absl::ZeroDuration());
+  cells_->methods[method.index].request_budget.Observe(internal::BudgetBucket(budget),
+                                                       internal::Micros(budget));
 }
 
 void Metrics::ObserveBudgetRemaining(MethodId method, absl::Duration remaining) {
@@ -266,12 +274,14 @@ MetricsSnapshot Metrics::Snapshot() const {
     }
     ms.calls_without_deadline = m.without_deadline.load(kRelaxed);
     ms.budget_at_arrival = m.at_arrival.Snapshot(budget_bounds);
+    ms.request_budget = m.request_budget.Snapshot(budget_bounds);
     ms.budget_remaining = m.remaining.Snapshot(budget_bounds);
     ms.attempts = m.attempts.Snapshot(attempt_bounds);
     for (int b = 0; b < kMaxAttemptBuckets; ++b) s.attempts_per_call[b] += ms.attempts.counts[b];
     s.attempts_per_call[kMaxAttemptBuckets - 1] += ms.attempts.counts[kMaxAttemptBuckets];
     Copy(m.retries, ms.retries);
-    total += ms.calls_without_deadline + ms.budget_at_arrival.count + ms.budget_remaining.count +
+    total += ms.calls_without_deadline + ms.budget_at_arrival.count + ms.request_budget.count +
+             ms.budget_remaining.count +
              ms.attempts.count;
     for (uint64_t n : ms.retries) total += n;
     if (i == 0 && total == 0) continue;  // "other" only when something folded into it

@@ -185,15 +185,18 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     // NewDownstreamContext() found nothing left by the hop's own policy: the
     // first attempt carries that verdict, and fails without the network.
     logical_exhausted_ = tag.source == DeadlineSource::kExhaustedBeforeCall;
+    const absl::Time now = shared_.clock->Now();
     if (tag.has_logical) {
       logical_deadline_ = tag.logical_deadline;
       logical_source_ = tag.logical_source;
       logical_budget_ = tag.logical_budget;
+      logical_start_ = tag.logical_start != absl::InfinitePast() ? tag.logical_start : now;
     } else {
       logical_deadline_ = internal::ToAbslTime(info_->client_context()->deadline());
       logical_source_ = logical_deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone
                                                                     : DeadlineSource::kClient;
-      logical_budget_ = logical_deadline_ - shared_.clock->Now();
+      logical_budget_ = logical_deadline_ - now;
+      logical_start_ = now;
     }
     inbound_key_ = tag.inbound_key;
     inbound_id_ = tag.inbound_id;
@@ -263,6 +266,8 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     tag.logical_budget = logical_budget_;
     tag.inbound_key = inbound_key_;
     tag.inbound_id = inbound_id_;
+    tag.logical_start = logical_start_;
+    tag.budget_start = call.source == DeadlineSource::kAttempt ? now : logical_start_;
     ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
     attempts_.push_back(std::move(ctx));  // kept until the logical call ends
     return attempts_.back().get();
@@ -525,6 +530,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   absl::Time logical_deadline_ = absl::InfiniteFuture();
   DeadlineSource logical_source_ = DeadlineSource::kNone;
   absl::Duration logical_budget_ = absl::InfiniteDuration();
+  absl::Time logical_start_;  // when the logical budget started
   bool logical_exhausted_ = false;
   uintptr_t inbound_key_ = 0;  // the inbound call this one serves, if any
   uint64_t inbound_id_ = 0;

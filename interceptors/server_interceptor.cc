@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "attributed_status.h"
 #include "call_mutex.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
@@ -161,10 +162,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
       // deadline, or by our own refusal or request cap.
       if (!answered_) {
         DeadlineSource fired = DeadlineSource::kNone;
-        if (request_fired_.load(std::memory_order_acquire)) {
-          fired = DeadlineSource::kRequest;
-        } else if (budget_->refused()) {
+        if (budget_->refused()) {
           fired = DeadlineSource::kArrivedExpired;
+        } else if (request_fired_.load(std::memory_order_acquire)) {
+          fired = DeadlineSource::kRequest;
         } else if (budget_->deadline() <= shared_.clock->Now()) {
           // gRPC enforced the caller's deadline: counted here, nobody else
           // saw it at this hop.
@@ -206,40 +207,79 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     budget_.emplace(internal::InboundBudgetAccess::Make(rb, &shared_.hop, &shared_.policy,
                                                         shared_.clock, ctx_));
     InboundRegistry::Get().Insert(ctx_, InboundEntry{&*budget_, &downstream_});
+    // What the caller brought, before this hop's caps; then what this hop
+    // allows itself.
     shared_.metrics->ObserveBudgetAtArrival(
+        method_, inbound == absl::InfiniteFuture() ? absl::InfiniteDuration()
+                                                   : inbound - arrival_);
+    shared_.metrics->ObserveRequestBudget(
         method_, rb.deadline == absl::InfiniteFuture() ? absl::InfiniteDuration()
                                                        : rb.budget_on_arrival);
 
     if (rb.outcome != ArrivalOutcome::kAccepted) {
       shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kArrivedExpired,
                                              shared_.hop);
-      Attribution a{DeadlineSource::kArrivedExpired, shared_.hop,
-                    NonNegative(rb.budget_on_arrival), absl::ZeroDuration()};
-      grpc_call_cancel_with_status(ctx_->c_call(), GRPC_STATUS_DEADLINE_EXCEEDED,
-                                   FormatAttributionMessage(a).c_str(), nullptr);
+      if (rb.budget_on_arrival <= absl::ZeroDuration()) {
+        // The caller's deadline has passed too: no answer can reach it in
+        // time, so none is waited for.
+        CancelNow();
+        return;
+      }
+      // The handler sees refused() and returns; its answer goes out through
+      // OnSendStatus with the attribution in every form. Only a cancel can
+      // answer for a handler that does not return, and a cancel carries the
+      // message form alone: it is the backstop, halfway to the deadline.
+      ArmTimer(arrival_ + rb.budget_on_arrival / 2);
       return;
     }
     if (rb.source == DeadlineSource::kRequest) {
       // The cap is tighter than the caller's deadline: gRPC will not enforce
       // it, so the shared timer service does.
-      shared_.metrics->CountTimerArmed();
-      grpc_call* call = ctx_->c_call();
-      grpc_call_ref(call);
-      timer_call_ = call;
-      timer_ = shared_.timers->Schedule(rb.deadline, [this] { OnRequestBudgetFired(); });
+      ArmTimer(rb.deadline);
     }
   }
 
-  void OnRequestBudgetFired() {
-    request_fired_.store(true, std::memory_order_release);
+  void ArmTimer(absl::Time at) {
+    shared_.metrics->CountTimerArmed();
+    grpc_call* call = ctx_->c_call();
+    grpc_call_ref(call);
+    timer_call_ = call;
+    timer_ = shared_.timers->Schedule(at, [this] { OnTimer(); });
+  }
+
+  // The attribution of a call this hop ends itself: refused on arrival, or
+  // cut at its request budget.
+  Attribution OwnCut(absl::Time now) const {
     const RequestBudget& rb = budget_->request_budget();
-    Attribution a{DeadlineSource::kRequest, shared_.hop, rb.budget_on_arrival,
-                  shared_.clock->Now() - arrival_};
+    if (budget_->refused()) {
+      return {DeadlineSource::kArrivedExpired, shared_.hop, NonNegative(rb.budget_on_arrival),
+              absl::ZeroDuration()};
+    }
+    return {DeadlineSource::kRequest, shared_.hop, rb.budget_on_arrival, now - arrival_};
+  }
+
+  // Cancels the call with this hop's own cut. gRPC core sends a cancel's
+  // status and message only (grpc_call_cancel_with_status takes no
+  // trailers): the message form is all the caller gets.
+  void CancelNow() {
+    request_fired_.store(true, std::memory_order_release);
+    grpc_call_cancel_with_status(ctx_->c_call(), GRPC_STATUS_DEADLINE_EXCEEDED,
+                                 FormatAttributionMessage(OwnCut(shared_.clock->Now())).c_str(),
+                                 nullptr);
+  }
+
+  // Runs on the timer thread: the request cap, or the backstop of a refusal.
+  void OnTimer() {
+    request_fired_.store(true, std::memory_order_release);
     // Counted before the cancel: once the caller has its answer, the count
-    // must already be visible.
-    shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, shared_.hop);
-    grpc_call_cancel_with_status(timer_call_, GRPC_STATUS_DEADLINE_EXCEEDED,
-                                 FormatAttributionMessage(a).c_str(), nullptr);
+    // must already be visible. A refusal was counted on arrival.
+    if (!budget_->refused()) {
+      shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest,
+                                             shared_.hop);
+    }
+    grpc_call_cancel_with_status(
+        timer_call_, GRPC_STATUS_DEADLINE_EXCEEDED,
+        FormatAttributionMessage(OwnCut(shared_.clock->Now())).c_str(), nullptr);
     ReleaseCall();
   }
 
@@ -263,11 +303,19 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     const grpc::Status status = m->GetSendStatus();
     DeadlineSource fired = DeadlineSource::kNone;
     absl::StatusCode code = static_cast<absl::StatusCode>(status.error_code());
-    if (request_fired_.load(std::memory_order_acquire) || budget_->refused()) {
+    if (request_fired_.load(std::memory_order_acquire)) {
       // Our cancel already answered DEADLINE_EXCEEDED: whatever the handler
       // says now does not reach the caller.
       code = absl::StatusCode::kDeadlineExceeded;
       fired = budget_->refused() ? DeadlineSource::kArrivedExpired : DeadlineSource::kRequest;
+    } else if (budget_->refused()) {
+      // Refused on arrival, and the handler answered before the backstop:
+      // the refusal goes out in every form, whatever the handler said.
+      code = absl::StatusCode::kDeadlineExceeded;
+      fired = DeadlineSource::kArrivedExpired;
+      const Attribution a = OwnCut(shared_.clock->Now());
+      m->ModifySendStatus(internal::AttributedStatus(a));
+      internal::AddAttributionTrailers(a, m->GetSendTrailingMetadata());
     } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       fired = Attribute(m, status);
     } else if (status.error_code() == grpc::StatusCode::CANCELLED &&
@@ -313,47 +361,31 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
                            const grpc::Status& status) {
     const RequestBudget& rb = budget_->request_budget();
     const absl::Time now = shared_.clock->Now();
+    // What the handler relays is untrusted like any input: each malformed
+    // form is counted and ignored.
+    const ParsedAttribution forms[] = {
+        ReadStatusDetails(status.error_details()),
+        ReadAttributionMessage(status.error_message()),
+    };
+    absl::optional<Attribution> relayed;
+    for (const ParsedAttribution& form : forms) {
+      if (form.result == AttributionParse::kMalformed) shared_.metrics->CountBadAttribution();
+      if (form.result == AttributionParse::kOk && !relayed.has_value()) relayed = form.value;
+    }
     Attribution a;
-    DeadlineSource local;
-    bool relayed = false;
-    if (auto d = DecodeStatusDetails(status.error_details())) {
-      a = *std::move(d);
-      relayed = true;
-    } else if (auto m2 = ParseAttributionMessage(status.error_message())) {
-      a = *std::move(m2);
-      relayed = true;
-    } else if (rb.outcome != ArrivalOutcome::kAccepted) {
-      a = {DeadlineSource::kArrivedExpired, shared_.hop, NonNegative(rb.budget_on_arrival),
-           absl::ZeroDuration()};
-    } else if (request_fired_.load(std::memory_order_acquire) || now >= rb.deadline) {
+    if (relayed.has_value()) {
+      a = *std::move(relayed);
+    } else if (now >= rb.deadline) {
       a = {rb.source, shared_.hop, rb.budget_on_arrival, now - arrival_};
     } else {
       // The handler answered DEADLINE_EXCEEDED without the detail of the
       // downstream call that produced it: origin unknown.
       a = {DeadlineSource::kDownstream, "", absl::ZeroDuration(), absl::ZeroDuration()};
     }
-    local = relayed ? DeadlineSource::kDownstream : a.source;
-    // Arrival refusals and request-cap firings were counted when they fired.
-    if (!(rb.outcome != ArrivalOutcome::kAccepted && local == DeadlineSource::kArrivedExpired) &&
-        !(request_fired_.load(std::memory_order_acquire) && local == DeadlineSource::kRequest)) {
-      shared_.metrics->CountDeadlineExceeded(Side::kServer, local, a.hop);
-    }
-
-    std::string message = FormatAttributionMessage(a);
-    if (relayed) {
-      message = status.error_message();
-    } else if (!status.error_message().empty()) {
-      absl::StrAppend(&message, " (", status.error_message(), ")");
-    }
-    m->ModifySendStatus(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, message,
-                                     EncodeStatusDetails(a, message)));
-    auto* trailers = m->GetSendTrailingMetadata();
-    trailers->emplace(kSourceTrailer, std::string(DeadlineSourceName(a.source)));
-    if (!a.hop.empty()) trailers->emplace(kHopTrailer, a.hop);
-    trailers->emplace(kBudgetTrailer, absl::StrCat(absl::ToInt64Milliseconds(NonNegative(
-                                          std::min(a.budget, kMaxHeaderBudget)))));
-    trailers->emplace(kElapsedTrailer, absl::StrCat(absl::ToInt64Milliseconds(NonNegative(
-                                           std::min(a.elapsed, kMaxHeaderBudget)))));
+    shared_.metrics->CountDeadlineExceeded(
+        Side::kServer, relayed.has_value() ? DeadlineSource::kDownstream : a.source, a.hop);
+    m->ModifySendStatus(internal::AttributedStatus(a, status.error_message()));
+    internal::AddAttributionTrailers(a, m->GetSendTrailingMetadata());
     return a.source;
   }
 

@@ -8,6 +8,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "attributed_status.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/server.h"
@@ -19,19 +20,13 @@ namespace {
 // other way to learn of a cancel.
 constexpr absl::Duration kCancelPollInterval = absl::Milliseconds(2);
 
-grpc::Status DeadlineStatus(const Attribution& a) {
-  const std::string message = FormatAttributionMessage(a);
-  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, message,
-                      EncodeStatusDetails(a, message));
-}
-
 // The answer for a record: its status, an exceeded bound attributed to the
 // shield at this hop.
 grpc::Status StatusOfRecord(const ShieldRecord& r, const InboundBudget* budget) {
   if (r.outcome == ShieldOutcome::kExceededBound) {
     Attribution a{DeadlineSource::kShield, budget != nullptr ? budget->hop() : "", r.bound,
                   r.ended - r.started};
-    return DeadlineStatus(a);
+    return internal::AttributedStatus(a);
   }
   return ToGrpcStatus(r.status);
 }
@@ -49,7 +44,7 @@ grpc::Status StatusWhenCallEnded(const grpc::ServerContextBase& inbound,
                 budget != nullptr ? budget->hop() : "",
                 budget != nullptr ? budget->budget_on_arrival() : absl::ZeroDuration(),
                 budget != nullptr ? absl::Now() - budget->arrival() : absl::ZeroDuration()};
-  return DeadlineStatus(a);
+  return internal::AttributedStatus(a);
 }
 
 // Answers a callback-API unary call from shielded work. Exactly one of the
@@ -124,6 +119,16 @@ std::unique_ptr<grpc::ClientContext> NewShieldedContext(const ShieldContext& wor
   internal::SourceTag tag;
   tag.source = DeadlineSource::kShield;
   tag.budget = work.bound();
+  // The logical call is the shield's bound too: a retrying channel derives
+  // its attempts from it, and attribution measures from the work's start.
+  tag.has_logical = true;
+  tag.logical_deadline = work.deadline();
+  tag.logical_source = DeadlineSource::kShield;
+  tag.logical_budget = work.bound();
+  if (work.deadline() != absl::InfiniteFuture()) {
+    tag.budget_start = work.deadline() - work.bound();
+    tag.logical_start = tag.budget_start;
+  }
   ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
   return ctx;
 }

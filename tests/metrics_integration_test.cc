@@ -52,6 +52,31 @@ TEST(MetricsIntegrationTest, SuccessfulCallsAreCountedByMethodCodeAndBudget) {
                                                       absl::StatusCode::kOk), 3u);
 }
 
+// The arrival metrics say what the caller brought; the request budget, what
+// the hop allowed itself after its cap.
+TEST(MetricsIntegrationTest, ArrivalMetricsSayWhatTheCallerBroughtBeforeTheCap) {
+  HopConfig config = Hop("ledger");
+  config.policy.request_cap = absl::Milliseconds(300);
+  RelayHop ledger(config);
+  auto stub = testing::NewStub(ledger.address(), true);
+  ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(2), {Work(0)}).ok());
+  {
+    grpc::ClientContext no_deadline;
+    echo::RelayReply reply;
+    ASSERT_TRUE(stub->Call(&no_deadline, Request({Work(0)}), &reply).ok());
+  }
+  ledger.Shutdown();
+  const MethodSnapshot* m = ledger.metrics().Snapshot().method(kCall);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->calls_without_deadline, 1u) << "the cap does not hide a caller without a deadline";
+  // The caller's 2 s, in the le=2.5 bucket, and only the call that had one.
+  EXPECT_EQ(m->budget_at_arrival.count, 1u);
+  EXPECT_EQ(m->budget_at_arrival.counts[10], 1u);
+  // Both calls had the 300 ms cap as their request budget: le=0.5.
+  EXPECT_EQ(m->request_budget.count, 2u);
+  EXPECT_EQ(m->request_budget.counts[8], 2u);
+}
+
 TEST(MetricsIntegrationTest, ArrivedExpiredIsCountedAtTheRefusingHop) {
   HopConfig config = Hop("ledger");
   config.policy.min_attempt_budget = absl::Milliseconds(500);

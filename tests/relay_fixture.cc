@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
+#include "hopbudget/shield_grpc.h"
 #include "hopbudget/wire.h"
 
 namespace hopbudget {
@@ -337,14 +338,27 @@ grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayReq
     cancellations_seen_++;
     return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while working");
   }
-  if (!step.raw_details().empty()) {
-    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "garbage details",
+  if (!step.raw_details().empty() || !step.raw_message().empty() ||
+      !step.raw_trailers().empty()) {
+    for (const auto& [key, value] : step.raw_trailers()) ctx.AddTrailingMetadata(key, value);
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        step.raw_message().empty() ? "garbage details" : step.raw_message(),
                         step.raw_details());
   }
   if (step.plain_deadline_exceeded()) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "careless handler");
   }
-  if (next_ != nullptr && req.steps_size() > 1) {
+  if (next_ != nullptr && req.steps_size() > 1 &&
+      (step.relay_watch_idle_ms() > 0 || step.shield_bound_ms() > 0)) {
+    echo::RelayRequest sub;
+    sub.set_payload(req.payload());
+    sub.mutable_steps()->CopyFrom(
+        google::protobuf::RepeatedPtrField<echo::Step>(req.steps().begin() + 1, req.steps().end()));
+    grpc::Status s = step.relay_watch_idle_ms() > 0 ? RelayWatch(ctx, step, sub)
+                                                    : RelayShielded(ctx, step, sub);
+    if (!s.ok()) return s;
+    *reply->add_hops() = report;
+  } else if (next_ != nullptr && req.steps_size() > 1) {
     std::unique_ptr<grpc::ClientContext> call;
     absl::optional<InboundScope> scope;
     if (step.leak()) {
@@ -374,6 +388,40 @@ grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayReq
   }
   reply->set_payload(req.payload());
   return grpc::Status::OK;
+}
+
+Shield& RelayHop::ShieldForRelays() {
+  absl::MutexLock lock(&mu_);
+  if (shield_ == nullptr) {
+    ShieldOptions options;
+    options.metrics = metrics_;
+    shield_ = std::make_unique<Shield>(options);
+  }
+  return *shield_;
+}
+
+grpc::Status RelayHop::RelayWatch(grpc::ServerContextBase& ctx, const echo::Step& step,
+                                  const echo::RelayRequest& sub) {
+  std::unique_ptr<grpc::ClientContext> call = NewDownstreamContext(ctx);
+  SetStreamIdleBudget(*call, absl::Milliseconds(step.relay_watch_idle_ms()));
+  std::unique_ptr<grpc::ClientReader<echo::RelayReply>> reader = next_->Watch(call.get(), sub);
+  echo::RelayReply message;
+  while (reader->Read(&message)) {
+  }
+  return reader->Finish();
+}
+
+grpc::Status RelayHop::RelayShielded(grpc::ServerContextBase& ctx, const echo::Step& step,
+                                     const echo::RelayRequest& sub) {
+  absl::StatusOr<ShieldHandle> work = ShieldForRelays().Run(
+      "relay", absl::Milliseconds(step.shield_bound_ms()),
+      [this, sub](ShieldContext& shielded) {
+        std::unique_ptr<grpc::ClientContext> call = NewShieldedContext(shielded);
+        echo::RelayReply reply;
+        return ToAbslStatus(next_->Call(call.get(), sub, &reply));
+      });
+  if (!work.ok()) return ToGrpcStatus(work.status());
+  return AwaitShielded(ctx, *work);
 }
 
 std::unique_ptr<grpc::Server> ServeBehindHopbudget(grpc::Service* service,

@@ -23,6 +23,7 @@
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry.h"
 #include "hopbudget/server.h"
+#include "hopbudget/shield.h"
 
 namespace hopbudget {
 namespace testing {
@@ -76,7 +77,7 @@ class RelayHop {
   // answer (after hanging until cancelled, for a hang).
   grpc::Status InjectFault(grpc::ServerContextBase& ctx, int call);
 
-  // The handler logic shared by the sync and callback services.
+  // The handler logic shared by the sync, callback and async services.
   grpc::Status Handle(grpc::ServerContextBase& ctx, const echo::RelayRequest& req,
                       echo::RelayReply* reply);
 
@@ -84,6 +85,14 @@ class RelayHop {
   class SyncService;
   class CallbackService;
   class AsyncLoop;
+
+  Shield& ShieldForRelays();
+  // The relays of Handle() other than a plain Call: through the next hop's
+  // Watch stream, or from shielded work.
+  grpc::Status RelayWatch(grpc::ServerContextBase& ctx, const echo::Step& step,
+                          const echo::RelayRequest& sub);
+  grpc::Status RelayShielded(grpc::ServerContextBase& ctx, const echo::Step& step,
+                             const echo::RelayRequest& sub);
 
   HopConfig config_;
   std::unique_ptr<Metrics> own_metrics_;
@@ -93,6 +102,8 @@ class RelayHop {
   std::unique_ptr<AsyncLoop> async_;
   std::string address_;
   std::unique_ptr<echo::Relay::Stub> next_;
+  // Runs the steps that relay from shielded work; made on first use.
+  std::unique_ptr<Shield> shield_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> calls_{0};
   std::atomic<int> refused_{0};
   std::atomic<int> cancellations_seen_{0};

@@ -10,8 +10,9 @@ HOPBUDGET_BUILD_PACKAGES=(
   libsqlite3-dev sqlite3  # the demo chain's ledger
 )
 # What the tests run besides the build: promtool checks the /metrics
-# exposition, headless Chromium renders /deadlinez.
-HOPBUDGET_TEST_PACKAGES=(prometheus chromium)
+# exposition, headless Chromium renders /deadlinez, Python grpcio calls the
+# servers as a client we did not write (tests/python/).
+HOPBUDGET_TEST_PACKAGES=(prometheus chromium python3-grpcio python3-grpc-tools)
 # The libFuzzer targets and the sanitizer runtime of clang.
 HOPBUDGET_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 

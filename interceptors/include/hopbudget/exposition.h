@@ -10,6 +10,7 @@
 //   hopbudget_calls_total{side,method,code}             counter
 //   hopbudget_deadline_exceeded_total{side,source,hop}  counter
 //   hopbudget_budget_at_arrival_seconds{method}         histogram (server)
+//   hopbudget_request_budget_seconds{method}            histogram (server)
 //   hopbudget_budget_remaining_seconds{method}          histogram (server)
 //   hopbudget_calls_without_deadline_total{method}      counter (server)
 //   hopbudget_attempts_per_call{method}                 histogram (retrying client)

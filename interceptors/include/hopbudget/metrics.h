@@ -105,8 +105,9 @@ struct MethodSnapshot {
   std::string method;  // "/pkg.Service/Method" or "other"
   // calls finished, by side and canonical code
   std::array<std::array<uint64_t, kStatusCodeCount>, kSideCount> calls{};
-  uint64_t calls_without_deadline = 0;  // server side: arrived with no deadline
-  HistogramSnapshot budget_at_arrival;  // seconds, server side
+  uint64_t calls_without_deadline = 0;  // server side: the caller set no deadline
+  HistogramSnapshot budget_at_arrival;  // seconds, server side: what the caller brought
+  HistogramSnapshot request_budget;     // seconds, server side: after this hop's caps
   HistogramSnapshot budget_remaining;   // seconds, server side at completion
   HistogramSnapshot attempts;           // per logical call, retrying client
   // retries started, by the code of the attempt that failed
@@ -191,9 +192,14 @@ class Metrics {
   void CountCallEnd(Side side, MethodId method, absl::StatusCode code);
   // `hop`: where the budget fired ("" when the origin is unknown).
   void CountDeadlineExceeded(Side side, DeadlineSource source, absl::string_view hop);
-  // Server side, once per call: InfiniteDuration() counts a call without a
-  // deadline; negative budgets count as zero.
+  // Server side, once per call: the budget the caller brought (its deadline
+  // narrowed by the exact budget header, before this hop's caps).
+  // InfiniteDuration() counts a call without a deadline; negative budgets
+  // count as zero.
   void ObserveBudgetAtArrival(MethodId method, absl::Duration budget);
+  // Server side, once per call: the effective request budget after this
+  // hop's caps. Infinite budgets are not observed; negative count as zero.
+  void ObserveRequestBudget(MethodId method, absl::Duration budget);
   void ObserveBudgetRemaining(MethodId method, absl::Duration remaining);
   void CountBadBudgetHeader(HeaderParse kind);
   void CountBadAttribution();

@@ -20,13 +20,22 @@
 //   - reads the inbound deadline when the call arrives, narrowed by the exact
 //     `hopbudget-budget-us` header (which can only shrink it), and derives the
 //     request budget (budget.h);
-//   - refuses a call that arrived expired or below `min_attempt_budget`: it
-//     cancels it at once with DEADLINE_EXCEEDED (source arrived-expired), and
-//     `InboundBudget::refused()` is true so the handler can return at once
-//     (a gRPC interceptor cannot skip the handler);
+//   - refuses a call that arrived below `min_attempt_budget`:
+//     `InboundBudget::refused()` is true, and whatever the handler answers
+//     goes out as DEADLINE_EXCEEDED (source arrived-expired) with the
+//     attribution in every form (details, trailers, message, trace). A gRPC
+//     interceptor cannot skip the handler, so the handler must check
+//     refused() first and return at once; its downstream calls fail fast
+//     anyway. A handler that has not answered halfway to the caller's
+//     deadline is cut by a cancel, which carries the status message alone. A
+//     call that arrived with its deadline already passed is cancelled at
+//     once (its caller's own deadline has fired: no answer can reach it);
 //   - when the per-request cap is tighter than the caller's deadline, cancels
 //     the call with DEADLINE_EXCEEDED (source request) when the cap expires,
-//     on the shared timer service;
+//     on the shared timer service. A cancel carries the status message
+//     alone (gRPC core sends no custom trailers with it); a handler blocked
+//     on a downstream call answers first with every form, since that call's
+//     deadline is the request deadline minus the reserve;
 //   - when the handler answers DEADLINE_EXCEEDED, attaches the attribution
 //     (attribution.h): the origin relayed from downstream if the status holds
 //     it, else this hop's own budget if it has run out, else "downstream,

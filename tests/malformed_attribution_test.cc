@@ -1,0 +1,143 @@
+// Copyright hopbudget authors.
+//
+// Malformed attribution from a peer, in each of its forms (details, status
+// message, plain trailers): ignored, counted in bad_attribution, and never
+// changing the caller's result beyond "downstream, origin unknown".
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hopbudget/client.h"
+#include "hopbudget/metrics.h"
+#include "relay_fixture.h"
+
+namespace hopbudget {
+namespace {
+
+using testing::HopConfig;
+using testing::RelayHop;
+
+struct Garbage {
+  const char* name;
+  echo::Step step;
+};
+
+echo::Step WithTrailer(const std::string& key, const std::string& value) {
+  echo::Step s;
+  (*s.mutable_raw_trailers())[key] = value;
+  return s;
+}
+
+std::vector<Garbage> EveryForm() {
+  std::vector<Garbage> out;
+  echo::Step details;
+  details.set_raw_details("\xff\x01garbage");
+  out.push_back({"details", details});
+  echo::Step message;
+  message.set_raw_message("hopbudget: source=evil budget_ms=-1 elapsed_ms=abc");
+  out.push_back({"message", message});
+  echo::Step versioned;
+  versioned.set_raw_message("hopbudget/1: source=request budget_ms=1e9 elapsed_ms=1");
+  out.push_back({"versioned message", versioned});
+  echo::Step budget = WithTrailer("hopbudget-budget-ms", "-1");
+  (*budget.mutable_raw_trailers())["hopbudget-source"] = "request";
+  (*budget.mutable_raw_trailers())["hopbudget-elapsed-ms"] = "1";
+  out.push_back({"budget trailer", budget});
+  echo::Step elapsed = WithTrailer("hopbudget-elapsed-ms", "1e9");
+  (*elapsed.mutable_raw_trailers())["hopbudget-source"] = "request";
+  (*elapsed.mutable_raw_trailers())["hopbudget-budget-ms"] = "1";
+  out.push_back({"elapsed trailer", elapsed});
+  echo::Step hop = WithTrailer("hopbudget-hop", std::string(300, 'h'));
+  (*hop.mutable_raw_trailers())["hopbudget-source"] = "request";
+  (*hop.mutable_raw_trailers())["hopbudget-budget-ms"] = "1";
+  (*hop.mutable_raw_trailers())["hopbudget-elapsed-ms"] = "1";
+  out.push_back({"hop trailer", hop});
+  out.push_back({"lone trailer", WithTrailer("hopbudget-source", "request")});
+  return out;
+}
+
+void ExpectOriginUnknown(const grpc::Status& s, const char* form) {
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << form;
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << form << ": " << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kDownstream) << form;
+  EXPECT_EQ(a->hop, "") << form;
+  EXPECT_EQ(a->budget, absl::ZeroDuration()) << form;
+}
+
+// A peer without hopbudget answers DEADLINE_EXCEEDED with garbage: the
+// client interceptor counts it and reports an unknown origin.
+TEST(MalformedAttributionTest, FromAPlainPeerIsCountedAndOriginUnknown) {
+  HopConfig plain;
+  plain.install_interceptors = false;
+  RelayHop peer(plain);
+  for (const Garbage& g : EveryForm()) {
+    Metrics metrics;
+    auto stub = testing::NewStub(peer.address(), true, &metrics);
+    grpc::ClientContext ctx;
+    testing::SetBudget(ctx, absl::Seconds(10));
+    echo::RelayReply reply;
+    grpc::Status s = stub->Call(&ctx, testing::Request({g.step}), &reply);
+    ExpectOriginUnknown(s, g.name);
+    EXPECT_EQ(metrics.Snapshot().bad_attribution, 1u) << g.name;
+  }
+}
+
+// The same garbage one hop further down: the hop that received it counts
+// it; its caller gets a clean "origin unknown" in every form.
+TEST(MalformedAttributionTest, RelayedByAHopIsCountedThereAndCleanAbove) {
+  HopConfig plain;
+  plain.install_interceptors = false;
+  RelayHop peer(plain);
+  HopConfig front_config;
+  front_config.hop = "front";
+  RelayHop front(front_config);
+  front.SetNext(peer.address());
+  for (const Garbage& g : EveryForm()) {
+    const uint64_t before = front.metrics().Snapshot().bad_attribution;
+    Metrics caller_metrics;
+    auto stub = testing::NewStub(front.address(), true, &caller_metrics);
+    grpc::ClientContext ctx;
+    testing::SetBudget(ctx, absl::Seconds(10));
+    echo::RelayReply reply;
+    grpc::Status s = stub->Call(&ctx, testing::Request({echo::Step(), g.step}), &reply);
+    ExpectOriginUnknown(s, g.name);
+    EXPECT_EQ(front.metrics().Snapshot().bad_attribution, before + 1) << g.name;
+    EXPECT_EQ(caller_metrics.Snapshot().bad_attribution, 0u) << g.name;
+    const auto& trailers = ctx.GetServerTrailingMetadata();
+    auto source = trailers.find(kSourceTrailer);
+    ASSERT_NE(source, trailers.end()) << g.name;
+    EXPECT_EQ(source->second, "downstream") << g.name;
+    EXPECT_EQ(trailers.count(kHopTrailer), 0u) << g.name;
+  }
+}
+
+// A handler behind hopbudget's server interceptor that answers with garbage
+// itself: counted by that hop, replaced by a valid attribution on the wire.
+TEST(MalformedAttributionTest, FromOwnHandlerIsCountedAndReplaced) {
+  HopConfig config;
+  config.hop = "front";
+  RelayHop front(config);
+  for (const Garbage& g : EveryForm()) {
+    const uint64_t before = front.metrics().Snapshot().bad_attribution;
+    auto stub = testing::NewStub(front.address());
+    grpc::ClientContext ctx;
+    testing::SetBudget(ctx, absl::Seconds(10));
+    echo::RelayReply reply;
+    grpc::Status s = stub->Call(&ctx, testing::Request({g.step}), &reply);
+    ExpectOriginUnknown(s, g.name);
+    // The trailers the handler set are replaced, not appended to.
+    const auto& trailers = ctx.GetServerTrailingMetadata();
+    EXPECT_EQ(trailers.count(kSourceTrailer), 1u) << g.name;
+    EXPECT_EQ(trailers.count(kBudgetTrailer), 1u) << g.name;
+    EXPECT_EQ(trailers.find(kSourceTrailer)->second, "downstream") << g.name;
+    // Garbage in the message or details is read by the interceptor; in
+    // trailers the handler set, it never reaches a reader.
+    const bool read_by_interceptor = g.step.raw_trailers().empty();
+    EXPECT_EQ(front.metrics().Snapshot().bad_attribution, before + (read_by_interceptor ? 1 : 0))
+        << g.name;
+  }
+}
+
+}  // namespace
+}  // namespace hopbudget

@@ -1,0 +1,110 @@
+// Copyright hopbudget authors.
+//
+// The servers that attribution_wire_test.py calls from Python grpcio: for
+// each server API (sync, callback, async), one "front" hop per policy below,
+// each behind hopbudget's server interceptor and relaying to a "back" hop.
+// Prints one JSON line, {"sync": {"plain": "127.0.0.1:PORT", ...}, ...}, then
+// serves until its standard input closes.
+//
+// The policies, and the sources the test produces with them:
+//   plain       hop_reserve 50 ms      client, idle, shield, downstream
+//   capped      request_cap 300 ms     request (relayed), request (cut)
+//   attempt     attempt_cap 100 ms     attempt
+//   retrying    request_cap 500 ms, a retrying channel (attempt_cap 300 ms,
+//               2 attempts)            request after a retry
+//   min-budget  min_attempt_budget 300 ms   arrived-expired,
+//                                           exhausted-before-call
+//   to-capped   relays to a back hop with request_cap 200 ms: an origin
+//               further down, re-encoded by the front
+// Every front hop keeps 50 ms of reserve, so that its answer beats the
+// Python caller's own deadline on a loaded machine.
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "relay_fixture.h"
+
+namespace hopbudget {
+namespace testing {
+namespace {
+
+struct FrontSpec {
+  std::string name;
+  BudgetPolicy policy;
+  bool retrying = false;
+  bool to_capped_back = false;
+};
+
+std::vector<FrontSpec> FrontSpecs() {
+  BudgetPolicy base;
+  base.hop_reserve = absl::Milliseconds(50);
+  std::vector<FrontSpec> specs;
+  specs.push_back({"plain", base});
+  BudgetPolicy capped = base;
+  capped.request_cap = absl::Milliseconds(300);
+  specs.push_back({"capped", capped});
+  BudgetPolicy attempt = base;
+  attempt.attempt_cap = absl::Milliseconds(100);
+  specs.push_back({"attempt", attempt});
+  BudgetPolicy retrying = base;
+  retrying.request_cap = absl::Milliseconds(500);
+  specs.push_back({"retrying", retrying, /*retrying=*/true});
+  BudgetPolicy min_budget = base;
+  min_budget.min_attempt_budget = absl::Milliseconds(300);
+  specs.push_back({"min-budget", min_budget});
+  specs.push_back({"to-capped", base, false, /*to_capped_back=*/true});
+  return specs;
+}
+
+int Run() {
+  HopConfig back_config;
+  back_config.hop = "back";
+  RelayHop back(back_config);
+  HopConfig capped_back_config;
+  capped_back_config.hop = "back";
+  capped_back_config.policy.request_cap = absl::Milliseconds(200);
+  RelayHop capped_back(capped_back_config);
+
+  RetryOptions retry;
+  retry.budget.request_cap = absl::Milliseconds(500);
+  retry.budget.attempt_cap = absl::Milliseconds(300);
+  retry.budget.hop_reserve = absl::Milliseconds(50);
+  retry.retry.max_attempts = 2;
+  retry.retry.initial_backoff = absl::Milliseconds(1);
+  retry.retry.max_backoff = absl::Milliseconds(1);
+
+  const std::pair<const char*, Api> apis[] = {
+      {"sync", Api::kSync}, {"callback", Api::kCallback}, {"async", Api::kAsync}};
+  std::vector<std::unique_ptr<RelayHop>> fronts;
+  std::vector<std::string> by_api;
+  for (const auto& [api_name, api] : apis) {
+    std::vector<std::string> entries;
+    for (const FrontSpec& spec : FrontSpecs()) {
+      HopConfig config;
+      config.hop = "front";
+      config.policy = spec.policy;
+      config.api = api;
+      fronts.push_back(std::make_unique<RelayHop>(config));
+      fronts.back()->SetNext(spec.to_capped_back ? capped_back.address() : back.address(),
+                             spec.retrying ? &retry : nullptr);
+      entries.push_back(absl::StrCat("\"", spec.name, "\": \"", fronts.back()->address(), "\""));
+    }
+    by_api.push_back(absl::StrCat("\"", api_name, "\": {", absl::StrJoin(entries, ", "), "}"));
+  }
+  std::cout << "{" << absl::StrJoin(by_api, ", ") << "}" << std::endl;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+  }
+  for (auto& front : fronts) front->Shutdown();
+  return ::testing::Test::HasFailure() ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace hopbudget
+
+int main() { return hopbudget::testing::Run(); }

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""What a caller that is not C++ sees of hopbudget's attribution.
+
+Starts attribution_server (real hopbudget servers on loopback, sync, callback
+and async APIs), calls them from Python grpcio, and decodes every answer with
+nothing but the .proto files in proto/: the google.rpc.Status in
+grpc-status-details-bin, the hopbudget-* trailers, the status message (its
+grammar is in interceptors/include/hopbudget/attribution.h) and the
+hopbudget-trace-bin trace. For each source hopbudget can produce, on each
+server API, checks code, details, trailers, hop, budget_ms and elapsed_ms
+against what the servers were configured with.
+
+Run by ctest (tests/python/CMakeLists.txt):
+  python3 attribution_wire_test.py --server PATH --proto-dir DIR
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+try:
+    import grpc
+    from grpc_tools import protoc
+except ImportError as e:  # a clear failure, never a silent skip
+    sys.exit(f"attribution_wire_test: {e}: install Debian's python3-grpcio and "
+             "python3-grpc-tools (./scripts/test.sh does) and run with /usr/bin/python3")
+
+ARGS = None
+PB = {}  # generated modules, by short name
+FRONTS = {}  # api -> policy name -> address
+SERVER = None
+
+REASONS = {
+    "client": "CLIENT_DEADLINE_EXCEEDED",
+    "request": "REQUEST_BUDGET_EXHAUSTED",
+    "attempt": "ATTEMPT_BUDGET_EXHAUSTED",
+    "idle": "STREAM_IDLE_BUDGET_EXHAUSTED",
+    "exhausted-before-call": "BUDGET_EXHAUSTED_BEFORE_CALL",
+    "arrived-expired": "ARRIVED_EXPIRED",
+    "shield": "SHIELD_BOUND_EXCEEDED",
+    "downstream": "DOWNSTREAM_DEADLINE_EXCEEDED",
+}
+
+# The status message grammar, version 1, as a regular expression.
+MESSAGE = re.compile(
+    r"^hopbudget/1: source=(?P<source>[a-z-]+)"
+    r"(?: hop=(?P<hop>[A-Za-z0-9._-]{1,64}))?"
+    r" budget_ms=(?P<budget_ms>[0-9]{1,13}) elapsed_ms=(?P<elapsed_ms>[0-9]{1,13})(?: |$)")
+
+TRAILERS = ("hopbudget-source", "hopbudget-hop", "hopbudget-budget-ms", "hopbudget-elapsed-ms")
+
+
+def compile_protos(proto_dir, out_dir):
+    import grpc_tools
+    includes = [proto_dir, os.path.join(os.path.dirname(grpc_tools.__file__), "_proto"),
+                "/usr/include"]
+    files = ["hopbudget/status.proto", "hopbudget/trace.proto", "echo/relay.proto"]
+    args = ["protoc"] + [f"-I{i}" for i in includes if os.path.isdir(i)]
+    args += [f"--python_out={out_dir}", f"--grpc_python_out={out_dir}"]
+    args += [os.path.join(proto_dir, f) for f in files]
+    if protoc.main(args) != 0:
+        sys.exit("attribution_wire_test: protoc failed on " + " ".join(files))
+    sys.path.insert(0, out_dir)
+    import importlib
+    PB["status"] = importlib.import_module("hopbudget.status_pb2")
+    PB["trace"] = importlib.import_module("hopbudget.trace_pb2")
+    PB["relay"] = importlib.import_module("echo.relay_pb2")
+    PB["relay_grpc"] = importlib.import_module("echo.relay_pb2_grpc")
+
+
+def step(**fields):
+    return PB["relay"].Step(**fields)
+
+
+def call(api, front, steps, timeout):
+    """The answer of one Relay.Call as the caller sees it: (code, message, trailers)."""
+    with grpc.insecure_channel(FRONTS[api][front]) as channel:
+        stub = PB["relay_grpc"].RelayStub(channel)
+        request = PB["relay"].RelayRequest(payload="p", steps=steps)
+        try:
+            stub.Call(request, timeout=timeout)
+            return grpc.StatusCode.OK, "", {}
+        except grpc.RpcError as e:
+            return e.code(), e.details() or "", dict(e.trailing_metadata() or ())
+
+
+def decode_details(raw):
+    """(google.rpc.Status, ErrorInfo) from grpc-status-details-bin."""
+    status = PB["status"].Status()
+    status.ParseFromString(raw)
+    infos = [d for d in status.details if d.type_url == "type.googleapis.com/google.rpc.ErrorInfo"]
+    if len(infos) != 1:
+        raise AssertionError(f"expected one ErrorInfo, got {status}")
+    info = PB["status"].ErrorInfo()
+    info.ParseFromString(infos[0].value)
+    return status, info
+
+
+class Expect:
+    """What the caller must see. `forms` is 'all' (details, trailers, message,
+    trace) or 'message' (a cancel: the status message alone)."""
+
+    def __init__(self, source, hop, budget_ms, elapsed_ms, forms="all"):
+        self.source, self.hop, self.forms = source, hop, forms
+        self.budget_ms, self.elapsed_ms = budget_ms, elapsed_ms  # (low, high), inclusive
+
+
+# Bounds: budgets that are configured are exact; budgets measured from a
+# Python timeout lose a little to grpc-timeout's rounding and transit.
+# Elapsed times may run late on a loaded 2-core machine (scheduling), never
+# early by more than gRPC's own early firing; the upper bounds still catch
+# an elapsed time measured from the wrong start (the bug this guards
+# against reported 50..73 ms where 285 ms had passed).
+def scenarios():
+  return {
+    # The client's 1 s, seen expiring at the front: its downstream call got
+    # the client deadline minus the 50 ms reserve. (grpc-timeout may round
+    # up: the front can see a little more than 1 s.)
+    "client": ("plain", [step(), step(hang=True)], 1.0,
+               Expect("client", "front", (900, 1050), (850, 1050))),
+    "request": ("capped", [step(), step(hang=True)], 10.0,
+                Expect("request", "front", (300, 300), (240, 450))),
+    "attempt": ("attempt", [step(), step(hang=True)], 10.0,
+                Expect("attempt", "front", (100, 100), (95, 300))),
+    # The first attempt is cut at its 300 ms attempt budget, the second by
+    # the request budget (500 ms less the 50 ms reserve): elapsed counts
+    # from the request's start, not from the second attempt's.
+    "request-after-retry": ("retrying", [step(), step(hang=True)], 10.0,
+                            Expect("request", "front", (500, 500), (440, 700))),
+    "idle": ("plain", [step(relay_watch_idle_ms=200), step(hang=True)], 10.0,
+             Expect("idle", "front", (200, 200), (190, 450))),
+    "exhausted-before-call": ("min-budget", [step(work_ms=700), step()], 1.0,
+                              Expect("exhausted-before-call", "front", (0, 300), (0, 0))),
+    "arrived-expired": ("min-budget", [step(), step()], 0.2,
+                        Expect("arrived-expired", "front", (100, 210), (0, 0))),
+    "shield": ("plain", [step(shield_bound_ms=150), step(hang=True)], 10.0,
+               Expect("shield", "front", (150, 150), (140, 450))),
+    # A handler that answered DEADLINE_EXCEEDED without saying why.
+    "downstream": ("plain", [step(plain_deadline_exceeded=True)], 10.0,
+                   Expect("downstream", None, (0, 0), (0, 0))),
+    # The back hop's request cap cut it (a cancel: message form only); the
+    # front re-encodes it in every form, origin kept.
+    "request-further-down": ("to-capped", [step(), step(hang=True)], 10.0,
+                             Expect("request", "back", (200, 200), (200, 450))),
+    # The front's own request cap cuts a handler that does not return: only
+    # a cancel can answer, and gRPC core sends a cancel's message alone.
+    "request-cut": ("capped", [step(hang=True)], 10.0,
+                    Expect("request", "front", (300, 300), (300, 500), forms="message")),
+  }
+
+
+SCENARIOS = {}
+
+
+class AttributionWireTest(unittest.TestCase):
+
+    def check(self, api, name):
+        front, steps, timeout, want = SCENARIOS[name]
+        code, message, trailers = call(api, front, steps, timeout)
+        self.assertEqual(code, grpc.StatusCode.DEADLINE_EXCEEDED, message)
+        # The message form: on every answer.
+        m = MESSAGE.match(message)
+        self.assertIsNotNone(m, f"status message {message!r} does not match the grammar")
+        self.assertEqual(m["source"], want.source, message)
+        self.assertEqual(m["hop"], want.hop, message)
+        budget_ms, elapsed_ms = int(m["budget_ms"]), int(m["elapsed_ms"])
+        self.assertTrue(want.budget_ms[0] <= budget_ms <= want.budget_ms[1],
+                        f"budget_ms {budget_ms} not in {want.budget_ms}: {message}")
+        self.assertTrue(want.elapsed_ms[0] <= elapsed_ms <= want.elapsed_ms[1],
+                        f"elapsed_ms {elapsed_ms} not in {want.elapsed_ms}: {message}")
+        if want.forms == "message":
+            # What gRPC 1.51 lets a server send with a cancel: no details, no
+            # custom trailers, no trace.
+            self.assertNotIn("grpc-status-details-bin", trailers)
+            for key in TRAILERS + ("hopbudget-trace-bin",):
+                self.assertNotIn(key, trailers)
+            return
+        # The details: a google.rpc.Status with one hopbudget ErrorInfo.
+        self.assertIn("grpc-status-details-bin", trailers, message)
+        status, info = decode_details(trailers["grpc-status-details-bin"])
+        self.assertEqual(status.code, 4)
+        self.assertEqual(status.message, message)
+        self.assertEqual(info.domain, "hopbudget")
+        self.assertEqual(info.reason, REASONS[want.source])
+        md = dict(info.metadata)
+        self.assertEqual(md.get("source"), want.source)
+        self.assertEqual(md.get("hop"), want.hop)
+        self.assertEqual(md.get("budget_ms"), m["budget_ms"])
+        self.assertEqual(md.get("elapsed_ms"), m["elapsed_ms"])
+        # The plain trailers say the same.
+        self.assertEqual(trailers.get("hopbudget-source"), want.source)
+        self.assertEqual(trailers.get("hopbudget-hop"), want.hop)
+        self.assertEqual(trailers.get("hopbudget-budget-ms"), m["budget_ms"])
+        self.assertEqual(trailers.get("hopbudget-elapsed-ms"), m["elapsed_ms"])
+        # The trace: the front's entry first, with the budget that fired
+        # (its origin, as the details name it).
+        self.assertIn("hopbudget-trace-bin", trailers)
+        trace = PB["trace"].BudgetTrace()
+        trace.ParseFromString(trailers["hopbudget-trace-bin"])
+        self.assertGreaterEqual(len(trace.entries), 1)
+        self.assertEqual(trace.entries[0].hop, "front")
+        self.assertEqual(trace.entries[0].code, 4)
+        self.assertEqual(trace.entries[0].source, want.source)
+
+
+def add_scenarios():
+    for api in ("sync", "callback", "async"):
+        for name in SCENARIOS:
+            def test(self, api=api, name=name):
+                self.check(api, name)
+            setattr(AttributionWireTest, f"test_{api}_{name.replace('-', '_')}", test)
+
+
+def main():
+    global ARGS, SERVER
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--proto-dir", required=True)
+    ARGS, rest = parser.parse_known_args()
+    with tempfile.TemporaryDirectory() as out:
+        compile_protos(ARGS.proto_dir, out)
+        SERVER = subprocess.Popen([ARGS.server], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        try:
+            line = SERVER.stdout.readline()
+            if not line:
+                sys.exit("attribution_wire_test: attribution_server printed nothing")
+            FRONTS.update(json.loads(line))
+            SCENARIOS.update(scenarios())
+            add_scenarios()
+            result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+        finally:
+            SERVER.stdin.close()
+            SERVER.wait(timeout=30)
+        ok = result.wasSuccessful() and SERVER.returncode == 0
+        if SERVER.returncode != 0:
+            print(f"attribution_server exited {SERVER.returncode}", file=sys.stderr)
+        sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
