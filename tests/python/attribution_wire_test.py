@@ -102,7 +102,8 @@ def decode_details(raw):
 
 class Expect:
     """What the caller must see. `forms` is 'all' (details, trailers, message,
-    trace) or 'message' (a cancel: the status message alone)."""
+    trace), 'message' (a cancel: the status message alone) or 'none' (the
+    caller's own deadline, raised by its gRPC library)."""
 
     def __init__(self, source, hop, budget_ms, elapsed_ms, forms="all"):
         self.source, self.hop, self.forms = source, hop, forms
@@ -150,6 +151,10 @@ def scenarios():
     # a cancel can answer, and gRPC core sends a cancel's message alone.
     "request-cut": ("capped", [step(hang=True)], 10.0,
                     Expect("request", "front", (300, 300), (300, 500), forms="message")),
+    # The caller's own deadline at the last hop, which has no hop below it
+    # to keep a reserve: the caller's gRPC library answers first, bare.
+    "client-at-the-last-hop": ("plain", [step(work_ms=2000)], 0.3,
+                               Expect(None, None, None, None, forms="none")),
   }
 
 
@@ -162,7 +167,12 @@ class AttributionWireTest(unittest.TestCase):
         front, steps, timeout, want = SCENARIOS[name]
         code, message, trailers = call(api, front, steps, timeout)
         self.assertEqual(code, grpc.StatusCode.DEADLINE_EXCEEDED, message)
-        # The message form: on every answer.
+        if want.forms == "none":
+            self.assertIsNone(MESSAGE.match(message), message)
+            for key in TRAILERS + ("grpc-status-details-bin", "hopbudget-trace-bin"):
+                self.assertNotIn(key, trailers)
+            return
+        # The message form: on every answer but the caller's own deadline.
         m = MESSAGE.match(message)
         self.assertIsNotNone(m, f"status message {message!r} does not match the grammar")
         self.assertEqual(m["source"], want.source, message)
