@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "attempt_result.h"
 #include "call_mutex.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
@@ -34,8 +35,7 @@ namespace {
 using grpc::experimental::InterceptionHookPoints;
 using grpc::experimental::InterceptorBatchMethods;
 
-constexpr char kPreviousAttemptsHeader[] = "grpc-previous-rpc-attempts";
-constexpr char kPushbackTrailer[] = "grpc-retry-pushback-ms";
+using internal::kPreviousAttemptsHeader;
 
 struct RetryShared {
   explicit RetryShared(RetryThrottleOptions throttle_options) : throttle(throttle_options) {}
@@ -301,20 +301,8 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   void OnAttemptDone(grpc::ClientContext* ctx, const grpc::Status& status_in,
                      StreamAttempt* stream) {
     grpc::Status status = status_in;
-    AttemptResult result;
-    result.code = static_cast<absl::StatusCode>(status.error_code());
-    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      // Only this hop's own attempt budget makes a timeout retryable.
-      absl::optional<Attribution> a = AttributionOf(status);
-      result.fired = a.has_value() && a->source == DeadlineSource::kAttempt &&
-                             a->hop == shared_.hop
-                         ? DeadlineSource::kAttempt
-                         : DeadlineSource::kDownstream;
-    }
-    const auto& trailers = ctx->GetServerTrailingMetadata();
-    if (auto it = trailers.find(kPushbackTrailer); it != trailers.end()) {
-      result.pushback = ParsePushback(absl::string_view(it->second.data(), it->second.size()));
-    }
+    AttemptResult result =
+        internal::AttemptResultOf(status, ctx->GetServerTrailingMetadata(), shared_.hop);
     switch (ThrottleEffectOf(shared_.retry, result)) {
       case ThrottleEffect::kSuccess: shared_.throttle.RecordSuccess(); break;
       case ThrottleEffect::kFailure: shared_.throttle.RecordFailure(); break;
@@ -580,20 +568,15 @@ class RetryFactory final : public grpc::experimental::ClientInterceptorFactoryIn
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
     RetryOptions options, const grpc::ChannelArguments& args) {
-  if (absl::Status s = ValidatePolicy(options.budget); !s.ok()) return s;
-  if (absl::Status s = RetryThrottle::Validate(options.throttle); !s.ok()) return s;
-  // Ranges first (with no request cap nothing can fail to fit), then the fit.
-  BudgetPolicy unbounded = options.budget;
-  unbounded.request_cap = absl::InfiniteDuration();
-  unbounded.max_inbound_budget = absl::InfiniteDuration();
-  if (absl::Status s = ValidateRetryPolicy(unbounded, options.retry).status(); !s.ok()) return s;
-  absl::StatusOr<RetryFit> fit = ValidateRetryPolicy(options.budget, options.retry);
-  bool unfit = false;
-  if (!fit.ok()) {
-    if (!options.accept_unfit_policy) return fit.status();
-    unfit = true;
+  absl::StatusOr<RetrySetup> setup = ValidateRetrySetup(
+      options.budget, options.retry, options.throttle, options.accept_unfit_policy);
+  if (!setup.ok()) return setup.status();
+  const bool unfit = *setup == RetrySetup::kUnfitAccepted;
+  if (unfit) {
     gpr_log(GPR_ERROR, "hopbudget: retry policy for %s accepted although it does not fit: %s",
-            target.c_str(), std::string(fit.status().message()).c_str());
+            target.c_str(),
+            std::string(ValidateRetryPolicy(options.budget, options.retry).status().message())
+                .c_str());
   }
   auto budget_factory = MakeClientInterceptorFactory(options.client);
   if (!budget_factory.ok()) return budget_factory.status();

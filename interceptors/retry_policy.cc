@@ -310,4 +310,19 @@ double RetryThrottle::tokens() const {
   return static_cast<double>(milli_.load(std::memory_order_relaxed)) / kMilli;
 }
 
+absl::StatusOr<RetrySetup> ValidateRetrySetup(const BudgetPolicy& budget, const RetryPolicy& retry,
+                                              const RetryThrottleOptions& throttle,
+                                              bool accept_unfit_policy) {
+  if (absl::Status s = ValidatePolicy(budget); !s.ok()) return s;
+  if (absl::Status s = RetryThrottle::Validate(throttle); !s.ok()) return s;
+  BudgetPolicy unbounded = budget;
+  unbounded.request_cap = absl::InfiniteDuration();
+  unbounded.max_inbound_budget = absl::InfiniteDuration();
+  if (absl::Status s = ValidateRetryPolicy(unbounded, retry).status(); !s.ok()) return s;
+  absl::StatusOr<RetryFit> fit = ValidateRetryPolicy(budget, retry);
+  if (fit.ok()) return RetrySetup::kFits;
+  if (!accept_unfit_policy) return fit.status();
+  return RetrySetup::kUnfitAccepted;
+}
+
 }  // namespace hopbudget

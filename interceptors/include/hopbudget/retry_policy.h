@@ -322,6 +322,20 @@ class RetryThrottle {
   std::atomic<int64_t> milli_;
 };
 
+// What a retrying channel or loop is set up with, checked as a whole.
+enum class RetrySetup {
+  kFits,           // every check passed
+  kUnfitAccepted,  // only the fit failed, and accept_unfit_policy allowed it
+};
+
+// Checks, in order: ValidatePolicy(budget), RetryThrottle::Validate,
+// ValidateRetryPolicy's ranges (with no request cap, where nothing can fail
+// to fit), then the fit against request_cap. A fit that fails is returned
+// as the error unless `accept_unfit_policy`.
+absl::StatusOr<RetrySetup> ValidateRetrySetup(const BudgetPolicy& budget, const RetryPolicy& retry,
+                                              const RetryThrottleOptions& throttle,
+                                              bool accept_unfit_policy);
+
 }  // namespace hopbudget
 
 #endif  // HOPBUDGET_RETRY_POLICY_H_

@@ -1,0 +1,184 @@
+// Copyright hopbudget authors.
+//
+// retry_loop.h: budget-aware retries around the generated stub call, one
+// real gRPC call per attempt.
+//
+// CreateRetryingChannel (retry.h) retries without touching call sites, but an
+// interceptor can only retry by hijacking every call and re-issuing it as a
+// second, generic call, which costs a second call's CPU on every call. A
+// RetryLoop is google-cloud-cpp's answer (its RetryLoop around a stub call)
+// with hopbudget's budgets: it calls your stub method once per attempt, each
+// attempt with a fresh grpc::ClientContext that the loop owns:
+//   - its deadline is derived from what remains of the logical call:
+//     min(logical deadline, now + attempt_cap) (DeriveCallDeadline); inside a
+//     handler the logical deadline is the request deadline minus this hop's
+//     reserve, as for NewDownstreamContext();
+//   - inside a handler it is a child of the inbound call, so the inbound
+//     cancel reaches the attempt at once;
+//   - attempts after the first carry `grpc-previous-rpc-attempts`.
+// Between attempts it decides with the same pure core as the retrying
+// channel (DecideRetry, RetryThrottle, pushback) and counts the same metrics.
+//
+// The stub's channel must carry hopbudget's client interceptor
+// (hopbudget::CreateChannel with ClientOptions::hop equal to
+// RetryLoopOptions::hop): it attributes each attempt's DEADLINE_EXCEEDED,
+// which is how the loop tells its own attempt budget (retried) from any other
+// (never retried), and it fails an attempt that cannot start with
+// min_attempt_budget without touching the network. Turn gRPC core retries off
+// on that channel (ChannelArguments: GRPC_ARG_ENABLE_RETRIES = 0): its retry
+// filter replaces `grpc-previous-rpc-attempts`, and two retry layers would
+// stack if a service config enabled retries.
+//
+// Edge cases: a logical call with no deadline gives attempts no deadline
+// beyond attempt_cap (infinite attempt_cap: none at all); a logical deadline
+// already passed, or an inbound call refused on arrival, gives one attempt
+// that fails fast with exhausted-before-call; max_attempts 1 never retries.
+//
+// Thread safety: a RetryLoop may be used from any number of threads at once
+// (one RetryThrottle per loop, lock-free). Each logical call is independent.
+//
+// Example, in a sync handler:
+//   absl::StatusOr<std::unique_ptr<hopbudget::RetryLoop>> loop =
+//       hopbudget::RetryLoop::Create(options);              // at start-up
+//   grpc::Status s = (*loop)->Call(hopbudget::LogicalCall::Of(*ctx),
+//       [&](grpc::ClientContext* attempt) { return stub->Commit(attempt, req, &resp); });
+// In a callback handler (no thread is held between attempts):
+//   (*loop)->Start(hopbudget::LogicalCall::Of(*ctx),
+//       [&](grpc::ClientContext* attempt, std::function<void(grpc::Status)> done) {
+//         stub->async()->Commit(attempt, &req, &resp, std::move(done));
+//       },
+//       [reactor](grpc::Status s) { reactor->Finish(s); });
+#ifndef HOPBUDGET_RETRY_LOOP_H_
+#define HOPBUDGET_RETRY_LOOP_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "hopbudget/budget.h"
+#include "hopbudget/clock.h"
+#include "hopbudget/metrics.h"
+#include "hopbudget/retry_policy.h"
+
+namespace hopbudget {
+
+namespace internal {
+class TimerService;
+}  // namespace internal
+
+struct RetryLoopOptions {
+  // This hop's name, as its channel's ClientOptions::hop: an attempt budget
+  // attributed to this hop is the only DEADLINE_EXCEEDED that is retried.
+  std::string hop;
+  // The method called, "/pkg.Service/Method", for metric labels only
+  // ("" counts under "other").
+  std::string method;
+  // attempt_cap and min_attempt_budget shape each attempt; request_cap is
+  // what ValidateRetryPolicy checks the fit against. hop_reserve is taken
+  // off the inbound deadline of a handler whose call did not pass through
+  // hopbudget's server interceptor (otherwise the inbound policy's reserve
+  // applies); a deadline given at the edge is used as it is.
+  BudgetPolicy budget;
+  RetryPolicy retry;
+  RetryThrottleOptions throttle;
+  // A policy that ValidateRetryPolicy rejects (retries that can never run)
+  // is refused unless this is set; then every call counts in
+  // Metrics::unfit_policy_calls.
+  bool accept_unfit_policy = false;
+  // Not owned; must outlive the loop. Defaults: Clock::Real(),
+  // Metrics::Default().
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;
+};
+
+// The logical call the attempts serve: the inbound call of a handler, or a
+// deadline at the edge.
+struct LogicalCall {
+  // The handler's inbound call; not owned. It must outlive the logical call
+  // (in the callback form: until `on_done` has run). nullptr at the edge.
+  const grpc::ServerContextBase* inbound = nullptr;
+  // At the edge: the logical deadline (InfiniteFuture(): none). Ignored
+  // when `inbound` is set.
+  absl::Time deadline = absl::InfiniteFuture();
+
+  static LogicalCall Of(const grpc::ServerContextBase& inbound) {
+    LogicalCall c;
+    c.inbound = &inbound;
+    return c;
+  }
+  static LogicalCall WithDeadline(absl::Time deadline) {
+    LogicalCall c;
+    c.deadline = deadline;
+    return c;
+  }
+};
+
+// One logical call in the callback form; see RetryLoop::Start.
+class RetryingCall {
+ public:
+  virtual ~RetryingCall() = default;
+  // Cancels the attempt in flight and any attempt still to come; `on_done`
+  // then runs with the attempt's CANCELLED (or at once with CANCELLED when
+  // the loop is between attempts). Safe from any thread, any number of
+  // times; does nothing once the call has ended.
+  virtual void TryCancel() = 0;
+};
+
+class RetryLoop {
+ public:
+  // Starts one attempt with `attempt_ctx` (owned by the loop, valid until
+  // the attempt ends) and returns its status.
+  using SyncAttempt = absl::FunctionRef<grpc::Status(grpc::ClientContext* attempt_ctx)>;
+  // Starts one attempt with `attempt_ctx` and arranges for `done` to be
+  // called once with its status (a generated stub's async() method does).
+  using AsyncAttempt = std::function<void(grpc::ClientContext* attempt_ctx,
+                                          std::function<void(grpc::Status)> done)>;
+
+  // Validates `options` (hop name, ValidateRetryPolicy, the throttle).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<RetryLoop>> Create(RetryLoopOptions options);
+
+  ~RetryLoop();
+  RetryLoop(const RetryLoop&) = delete;
+  RetryLoop& operator=(const RetryLoop&) = delete;
+
+  // The sync form: runs attempts on the calling thread until one succeeds or
+  // no retry follows, and returns that attempt's status (a retryable error
+  // with no room for another attempt says so in its message). Waits between
+  // attempts on this thread.
+  grpc::Status Call(const LogicalCall& call, SyncAttempt attempt);
+
+  // The callback form: starts the first attempt and returns. `on_done` runs
+  // exactly once, with the status Call() would return, on a gRPC or timer
+  // thread; backoffs wait on the shared timer service, holding no thread.
+  // `attempt` and whatever it refers to (request, response) must stay valid
+  // until `on_done` has run. The handle may be dropped at once.
+  std::shared_ptr<RetryingCall> Start(const LogicalCall& call, AsyncAttempt attempt,
+                                      absl::AnyInvocable<void(grpc::Status)> on_done);
+
+  const RetryLoopOptions& options() const { return options_; }
+
+ private:
+  friend class RetryLoopCall;
+  RetryLoop(RetryLoopOptions options, bool unfit);
+
+  const RetryLoopOptions options_;
+  const bool unfit_;
+  Clock& clock_;
+  Metrics& metrics_;
+  const MethodId method_;
+  std::unique_ptr<internal::TimerService> own_timers_;  // only for a non-real clock
+  internal::TimerService& timers_;
+  RetryThrottle throttle_;
+};
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_RETRY_LOOP_H_

@@ -1,0 +1,313 @@
+// Copyright hopbudget authors.
+//
+// The typed retry loop: one real call per attempt, decisions from the pure
+// retry core. RetryLoopCall holds what one logical call needs between
+// attempts; the sync form loops on it, the callback form chains attempts and
+// backoff timers on it.
+#include "hopbudget/retry_loop.h"
+
+#include <grpc/support/log.h>
+
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/types/optional.h"
+#include "attempt_result.h"
+#include "call_mutex.h"
+#include "grpc_glue.h"
+#include "hopbudget/attribution.h"
+#include "hopbudget/server.h"
+#include "timer_service.h"
+
+namespace hopbudget {
+
+// What one logical call carries from attempt to attempt. Not thread-safe:
+// the callback form serializes its use.
+class RetryLoopCall {
+ public:
+  RetryLoopCall(RetryLoop& loop, const LogicalCall& call) : loop_(loop), inbound_(call.inbound) {
+    const absl::Time now = loop.clock_.Now();
+    attempt_policy_ = loop.options_.budget;
+    // The logical deadline already keeps the reserve.
+    attempt_policy_.hop_reserve = absl::ZeroDuration();
+    if (loop.unfit_) loop.metrics_.CountUnfitPolicyCall();
+    const InboundBudget* budget = inbound_ != nullptr ? InboundBudget::Of(*inbound_) : nullptr;
+    if (budget != nullptr) {
+      // As NewDownstreamContext(): the request deadline less this hop's
+      // reserve, attributed to the request's budget from its arrival.
+      logical_deadline_ = budget->deadline() == absl::InfiniteFuture()
+                              ? absl::InfiniteFuture()
+                              : budget->deadline() - budget->policy().hop_reserve;
+      logical_source_ = budget->source();
+      logical_budget_ = budget->budget_on_arrival();
+      logical_start_ = budget->arrival();
+      exhausted_ = budget->refused();
+      inbound_key_ = internal::InboundKey(*budget, &inbound_id_);
+      return;
+    }
+    logical_deadline_ = inbound_ != nullptr ? internal::ToAbslTime(inbound_->deadline())
+                                            : call.deadline;
+    if (inbound_ != nullptr && logical_deadline_ != absl::InfiniteFuture()) {
+      logical_deadline_ -= loop.options_.budget.hop_reserve;
+    }
+    logical_source_ = logical_deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone
+                                                                  : DeadlineSource::kClient;
+    logical_budget_ = logical_deadline_ - now;
+    logical_start_ = now;
+  }
+
+  // The context of the next attempt, with its deadline and headers.
+  std::unique_ptr<grpc::ClientContext> NextAttempt() {
+    const absl::Time now = loop_.clock_.Now();
+    ++attempt_;
+    const CallDeadline call =
+        DeriveCallDeadline(attempt_policy_, logical_deadline_, logical_source_, now);
+    // A child of the inbound call, so that its cancel reaches the attempt.
+    std::unique_ptr<grpc::ClientContext> ctx =
+        inbound_ != nullptr ? grpc::ClientContext::FromServerContext(*inbound_)
+                            : std::make_unique<grpc::ClientContext>();
+    if (call.deadline != absl::InfiniteFuture()) {
+      ctx->set_deadline(absl::ToChronoTime(call.deadline));
+    }
+    if (attempt_ > 1) {
+      ctx->AddMetadata(internal::kPreviousAttemptsHeader, absl::StrCat(attempt_ - 1));
+    }
+    // For the budget interceptor on the channel: which budget the deadline
+    // is (for attribution), and an attempt that cannot start is failed there
+    // without the network.
+    internal::SourceTag tag;
+    tag.source = call.outcome == CallOutcome::kExhausted || exhausted_
+                     ? DeadlineSource::kExhaustedBeforeCall
+                     : call.source;
+    const bool attempt_budget = call.source == DeadlineSource::kAttempt;
+    tag.budget = attempt_budget ? call.budget : logical_budget_;
+    tag.budget_start = attempt_budget ? now : logical_start_;
+    tag.has_logical = true;
+    tag.logical_deadline = logical_deadline_;
+    tag.logical_source = logical_source_;
+    tag.logical_budget = logical_budget_;
+    tag.logical_start = logical_start_;
+    tag.inbound_key = inbound_key_;
+    tag.inbound_id = inbound_id_;
+    ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
+    return ctx;
+  }
+
+  // After an attempt ended with `status` on `ctx`: feeds the throttle and
+  // the metrics, and decides.
+  RetryDecision AfterAttempt(const grpc::Status& status, const grpc::ClientContext& ctx) {
+    const AttemptResult result =
+        internal::AttemptResultOf(status, ctx.GetServerTrailingMetadata(), loop_.options_.hop);
+    switch (ThrottleEffectOf(loop_.options_.retry, result)) {
+      case ThrottleEffect::kSuccess: loop_.throttle_.RecordSuccess(); break;
+      case ThrottleEffect::kFailure: loop_.throttle_.RecordFailure(); break;
+      case ThrottleEffect::kNone: break;
+    }
+    // A success is never retried, so it draws no jitter.
+    double draw = 0.0;
+    if (result.code != absl::StatusCode::kOk) {
+      if (!bitgen_.has_value()) bitgen_.emplace();
+      draw = absl::Uniform(*bitgen_, 0.0, 1.0);
+    }
+    const RetryDecision d =
+        DecideRetry(attempt_policy_, loop_.options_.retry, attempt_, result,
+                    loop_.throttle_.RetryAllowed(), logical_deadline_, loop_.clock_.Now(), draw);
+    loop_.metrics_.CountRetryDecision(d.outcome);
+    if (d.outcome == RetryOutcome::kRetry) {
+      loop_.metrics_.CountRetry(loop_.method_, result.code);
+      if (d.backoff_clipped) loop_.metrics_.CountBackoffClipped();
+      if (result.pushback.kind == PushbackKind::kDelay) loop_.metrics_.CountPushbackHonoured();
+    }
+    return d;
+  }
+
+  // The logical call's status, once `d` says no retry follows `status`.
+  grpc::Status Final(grpc::Status status, const RetryDecision& d) {
+    loop_.metrics_.CountAttemptsPerCall(loop_.method_, attempt_);
+    if (d.outcome == RetryOutcome::kNoRoom &&
+        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      // The error stands; say why no retry followed it.
+      return grpc::Status(status.error_code(),
+                          absl::StrCat(status.error_message(),
+                                       " (hopbudget: no budget left for a retry)"),
+                          status.error_details());
+    }
+    return status;
+  }
+
+  int attempts() const { return attempt_; }
+
+ private:
+  RetryLoop& loop_;
+  const grpc::ServerContextBase* const inbound_;
+  BudgetPolicy attempt_policy_;
+  absl::Time logical_deadline_ = absl::InfiniteFuture();
+  DeadlineSource logical_source_ = DeadlineSource::kNone;
+  absl::Duration logical_budget_ = absl::InfiniteDuration();
+  absl::Time logical_start_;
+  bool exhausted_ = false;
+  uintptr_t inbound_key_ = 0;
+  uint64_t inbound_id_ = 0;
+  int attempt_ = 0;
+  absl::optional<absl::BitGen> bitgen_;  // seeded on the first failure only
+};
+
+namespace {
+
+// One logical call of the callback form. Keeps itself alive (shared_ptr
+// captured by the attempt's completion and the backoff timer) until
+// `on_done` has run.
+class AsyncRetryingCall final : public RetryingCall,
+                                public std::enable_shared_from_this<AsyncRetryingCall> {
+ public:
+  AsyncRetryingCall(RetryLoop& loop, internal::TimerService& timers, const LogicalCall& call,
+                    RetryLoop::AsyncAttempt attempt,
+                    absl::AnyInvocable<void(grpc::Status)> on_done)
+      : state_(loop, call),
+        clock_(*(loop.options().clock != nullptr ? loop.options().clock : &Clock::Real())),
+        timers_(timers),
+        attempt_(std::move(attempt)),
+        on_done_(std::move(on_done)) {}
+
+  void StartAttempt() {
+    grpc::ClientContext* ctx = nullptr;
+    {
+      internal::CallMutexLock lock(&mu_);
+      timer_ = 0;
+      if (!cancelled_) {
+        ctx_ = state_.NextAttempt();
+        ctx = ctx_.get();
+        in_attempt_ = true;
+      }
+    }
+    if (ctx == nullptr) {
+      Done(grpc::Status(grpc::StatusCode::CANCELLED, "hopbudget: retrying call cancelled"));
+      return;
+    }
+    attempt_(ctx, [self = shared_from_this()](grpc::Status s) { self->OnAttemptDone(std::move(s)); });
+  }
+
+  void TryCancel() override {
+    grpc::ClientContext* attempt = nullptr;
+    internal::TimerService::TimerId timer = 0;
+    {
+      internal::CallMutexLock lock(&mu_);
+      if (done_ || cancelled_) return;
+      cancelled_ = true;
+      if (in_attempt_) {
+        attempt = ctx_.get();  // kept until the next attempt, which cannot start now
+      } else {
+        timer = timer_;
+      }
+    }
+    if (attempt != nullptr) {
+      attempt->TryCancel();  // its completion ends the call
+    } else if (timer != 0 &&
+               timers_.Cancel(timer) == internal::TimerService::CancelOutcome::kCancelled) {
+      Done(grpc::Status(grpc::StatusCode::CANCELLED, "hopbudget: retrying call cancelled"));
+    }  // else the timer ran: StartAttempt() saw the cancel
+  }
+
+ private:
+  void OnAttemptDone(grpc::Status status) {
+    absl::optional<grpc::Status> final;
+    bool retry_now = false;
+    {
+      internal::CallMutexLock lock(&mu_);
+      in_attempt_ = false;
+      const RetryDecision d = state_.AfterAttempt(status, *ctx_);
+      if (d.outcome != RetryOutcome::kRetry || cancelled_) {
+        final = state_.Final(std::move(status), d);
+      } else if (d.backoff <= absl::ZeroDuration()) {
+        retry_now = true;
+      } else {
+        timer_ = timers_.Schedule(clock_.Now() + d.backoff,
+                                  [self = shared_from_this()] { self->StartAttempt(); });
+      }
+    }
+    if (final.has_value()) {
+      Done(*std::move(final));
+    } else if (retry_now) {
+      StartAttempt();
+    }
+  }
+
+  void Done(grpc::Status status) {
+    {
+      internal::CallMutexLock lock(&mu_);
+      if (done_) return;
+      done_ = true;
+    }
+    auto on_done = std::move(on_done_);
+    on_done(std::move(status));
+  }
+
+  internal::CallMutex mu_;
+  RetryLoopCall state_ ABSL_GUARDED_BY(mu_);
+  Clock& clock_;
+  internal::TimerService& timers_;
+  const RetryLoop::AsyncAttempt attempt_;
+  absl::AnyInvocable<void(grpc::Status)> on_done_;
+  std::unique_ptr<grpc::ClientContext> ctx_ ABSL_GUARDED_BY(mu_);
+  internal::TimerService::TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
+  bool in_attempt_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RetryLoop>> RetryLoop::Create(RetryLoopOptions options) {
+  if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
+  absl::StatusOr<RetrySetup> setup = ValidateRetrySetup(
+      options.budget, options.retry, options.throttle, options.accept_unfit_policy);
+  if (!setup.ok()) return setup.status();
+  const bool unfit = *setup == RetrySetup::kUnfitAccepted;
+  if (unfit) {
+    gpr_log(GPR_ERROR, "hopbudget: retry policy of %s for %s accepted although it does not fit",
+            options.hop.c_str(), options.method.c_str());
+  }
+  return std::unique_ptr<RetryLoop>(new RetryLoop(std::move(options), unfit));
+}
+
+RetryLoop::RetryLoop(RetryLoopOptions options, bool unfit)
+    : options_(std::move(options)),
+      unfit_(unfit),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
+      metrics_(options_.metrics != nullptr ? *options_.metrics : Metrics::Default()),
+      method_(metrics_.Method(options_.method)),
+      // Timers must read the clock the budgets are derived from.
+      own_timers_(&clock_ == &Clock::Real() ? nullptr
+                                            : std::make_unique<internal::TimerService>(clock_)),
+      timers_(own_timers_ != nullptr ? *own_timers_ : internal::TimerService::Shared()),
+      throttle_(options_.throttle) {}
+
+RetryLoop::~RetryLoop() = default;
+
+grpc::Status RetryLoop::Call(const LogicalCall& call, SyncAttempt attempt) {
+  RetryLoopCall state(*this, call);
+  for (;;) {
+    std::unique_ptr<grpc::ClientContext> ctx = state.NextAttempt();
+    grpc::Status status = attempt(ctx.get());
+    const RetryDecision d = state.AfterAttempt(status, *ctx);
+    if (d.outcome != RetryOutcome::kRetry) return state.Final(std::move(status), d);
+    if (d.backoff > absl::ZeroDuration()) {
+      absl::Notification waited;
+      timers_.Schedule(clock_.Now() + d.backoff, [&waited] { waited.Notify(); });
+      waited.WaitForNotification();
+    }
+  }
+}
+
+std::shared_ptr<RetryingCall> RetryLoop::Start(const LogicalCall& call, AsyncAttempt attempt,
+                                               absl::AnyInvocable<void(grpc::Status)> on_done) {
+  auto retrying =
+      std::make_shared<AsyncRetryingCall>(*this, timers_, call, std::move(attempt),
+                                          std::move(on_done));
+  retrying->StartAttempt();
+  return retrying;
+}
+
+}  // namespace hopbudget
