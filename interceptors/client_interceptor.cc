@@ -472,6 +472,8 @@ absl::optional<Attribution> AttributionOf(const grpc::Status& status) {
   return ParseAttributionMessage(status.error_message());
 }
 
+void RequestTrace(grpc::ClientContext& ctx) { ctx.AddMetadata(kTraceRequestHeader, "1"); }
+
 BudgetTrace TraceOf(const grpc::ClientContext& finished_call) {
   const auto& trailers = finished_call.GetServerTrailingMetadata();
   auto it = trailers.find(kTraceTrailer);

@@ -143,6 +143,7 @@ std::unique_ptr<grpc::ClientContext> NewDownstreamContext(
   tag.logical_budget = budget != nullptr ? budget->budget_on_arrival() : call.budget;
   if (budget != nullptr && budget->refused()) tag.logical_deadline = absl::InfinitePast();
   if (budget != nullptr) tag.inbound_key = internal::InboundKey(*budget, &tag.inbound_id);
+  if (budget != nullptr && budget->trace_requested()) ctx->AddMetadata(kTraceRequestHeader, "1");
   // The inbound budget started when the call arrived; an attempt budget
   // starts now.
   const absl::Time arrival = budget != nullptr ? budget->arrival() : now;

@@ -200,18 +200,26 @@ void Metrics::CountShield(ShieldEvent event) {
 }
 void Metrics::AddShieldInFlight(int delta) { cells_->shield_in_flight.fetch_add(delta, kRelaxed); }
 
-void Metrics::RecordRecentCall(absl::StatusCode code, absl::FunctionRef<RecentCall()> make) {
-  const int64_t now = absl::ToUnixNanos(clock_.Now());
-  // Claims the right to record with a compare-exchange on the last time, so
-  // that of many calls finishing together one is kept.
-  auto claim = [now](std::atomic<int64_t>& last, absl::Duration interval) {
-    int64_t seen = last.load(kRelaxed);
-    return now - seen >= absl::ToInt64Nanoseconds(interval) &&
-           last.compare_exchange_strong(seen, now, kRelaxed);
-  };
-  const bool keep = claim(cells_->recent_last_ns, kRecentCallInterval) ||
-                    (code != absl::StatusCode::kOk &&
-                     claim(cells_->recent_last_failure_ns, kRecentFailureInterval));
+namespace {
+// Claims the right to record with a compare-exchange on the last time, so
+// that of many calls arriving or finishing together one is kept.
+bool Claim(std::atomic<int64_t>& last, int64_t now, absl::Duration interval) {
+  int64_t seen = last.load(kRelaxed);
+  return now - seen >= absl::ToInt64Nanoseconds(interval) &&
+         last.compare_exchange_strong(seen, now, kRelaxed);
+}
+}  // namespace
+
+bool Metrics::SampleOnArrival() {
+  return Claim(cells_->recent_last_ns, absl::ToUnixNanos(clock_.Now()), kRecentCallInterval);
+}
+
+void Metrics::RecordRecentCall(absl::StatusCode code, bool sampled,
+                               absl::FunctionRef<RecentCall()> make) {
+  const bool keep =
+      sampled || (code != absl::StatusCode::kOk &&
+                  Claim(cells_->recent_last_failure_ns, absl::ToUnixNanos(clock_.Now()),
+                        kRecentFailureInterval));
   if (!keep) return;
   RecentCall call = make();
   const uint64_t seq = cells_->recent_next.fetch_add(1, kRelaxed);

@@ -44,6 +44,7 @@ class RetryLoopCall {
       logical_budget_ = budget->budget_on_arrival();
       logical_start_ = budget->arrival();
       exhausted_ = budget->refused();
+      trace_requested_ = budget->trace_requested();
       inbound_key_ = internal::InboundKey(*budget, &inbound_id_);
       return;
     }
@@ -92,6 +93,7 @@ class RetryLoopCall {
     tag.inbound_key = inbound_key_;
     tag.inbound_id = inbound_id_;
     ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
+    if (trace_requested_) ctx->AddMetadata(kTraceRequestHeader, "1");
     return ctx;
   }
 
@@ -148,6 +150,7 @@ class RetryLoopCall {
   absl::Duration logical_budget_ = absl::InfiniteDuration();
   absl::Time logical_start_;
   bool exhausted_ = false;
+  bool trace_requested_ = false;
   uintptr_t inbound_key_ = 0;
   uint64_t inbound_id_ = 0;
   int attempt_ = 0;

@@ -28,11 +28,11 @@ namespace internal {
 struct InboundBudgetAccess {
   static InboundBudget Make(const RequestBudget& budget, const std::string* hop,
                             const BudgetPolicy* policy, Clock* clock,
-                            const grpc::ServerContextBase* ctx) {
+                            const grpc::ServerContextBase* ctx, bool trace_requested) {
     static std::atomic<uint64_t> next_id{1};
     return InboundBudget(budget, hop, policy, clock,
                          next_id.fetch_add(1, std::memory_order_relaxed),
-                         reinterpret_cast<uintptr_t>(ctx));
+                         reinterpret_cast<uintptr_t>(ctx), trace_requested);
   }
   static uint64_t Id(const InboundBudget& b) { return b.id_; }
   static uintptr_t Key(const InboundBudget& b) { return b.key_; }
@@ -138,6 +138,7 @@ class InboundRegistry {
 struct ServerShared {
   std::string hop;
   BudgetPolicy policy;
+  TraceMode trace;
   Clock* clock;
   Metrics* metrics;
   internal::TimerService* timers;
@@ -204,8 +205,14 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
       }
     }
     const RequestBudget rb = DeriveRequestBudget(shared_.policy, inbound, arrival_);
+    const bool caller_wants_trace = md.find(kTraceRequestHeader) != md.end();
+    send_trace_ = caller_wants_trace || shared_.trace == TraceMode::kAlways;
+    // A call kept for /deadlinez asks its downstream calls for their traces,
+    // so that its waterfall is whole.
+    sampled_ = shared_.metrics->SampleOnArrival();
     budget_.emplace(internal::InboundBudgetAccess::Make(rb, &shared_.hop, &shared_.policy,
-                                                        shared_.clock, ctx_));
+                                                        shared_.clock, ctx_,
+                                                        caller_wants_trace || sampled_));
     InboundRegistry::Get().Insert(ctx_, InboundEntry{&*budget_, &downstream_});
     // What the caller brought, before this hop's caps; then what this hop
     // allows itself.
@@ -326,12 +333,18 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
       fired = budget_->source();
       shared_.metrics->CountDeadlineExceeded(Side::kServer, fired, shared_.hop);
     }
-    const std::string trace = EncodeTrace(Finish(code, fired));
-    m->GetSendTrailingMetadata()->emplace(kTraceTrailer, trace);
+    // The trace goes out on failures and when asked for: building and
+    // serializing it is most of this interceptor's cost per call.
+    if (send_trace_ || code != absl::StatusCode::kOk) {
+      m->GetSendTrailingMetadata()->emplace(kTraceTrailer, EncodeTrace(Finish(code, fired)));
+    } else {
+      Finish(code, fired);
+    }
   }
 
-  // Counts the answer, remembers the call for /deadlinez, and returns this
-  // hop's trace: its own entry, then what its downstream calls reported.
+  // Counts the answer, remembers the call for /deadlinez (a sample), and
+  // returns this hop's trace: its own entry, then what its downstream calls
+  // reported. The trace is built only when it is used.
   BudgetTrace Finish(absl::StatusCode code, DeadlineSource fired) {
     answered_ = true;
     const absl::Time now = shared_.clock->Now();
@@ -340,20 +353,23 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     if (rb.deadline != absl::InfiniteFuture()) {
       shared_.metrics->ObserveBudgetRemaining(method_, rb.deadline - now);
     }
-    BudgetTrace trace;
-    HopTrace self;
-    self.hop = shared_.hop;
-    self.budget_at_arrival =
-        rb.deadline == absl::InfiniteFuture() ? absl::InfiniteDuration() : rb.budget_on_arrival;
-    self.spent = now - arrival_;
-    self.attempts = downstream_.calls();
-    self.code = code;
-    self.source = fired;
-    trace.hops.push_back(std::move(self));
-    downstream_.AppendTo(trace);
+    auto make_trace = [&] {
+      BudgetTrace trace;
+      HopTrace self;
+      self.hop = shared_.hop;
+      self.budget_at_arrival = rb.deadline == absl::InfiniteFuture() ? absl::InfiniteDuration()
+                                                                     : rb.budget_on_arrival;
+      self.spent = now - arrival_;
+      self.attempts = downstream_.calls();
+      self.code = code;
+      self.source = fired;
+      trace.hops.push_back(std::move(self));
+      downstream_.AppendTo(trace);
+      return trace;
+    };
     shared_.metrics->RecordRecentCall(
-        code, [&] { return RecentCall{method_name_, arrival_, code, fired, trace}; });
-    return trace;
+        code, sampled_, [&] { return RecentCall{method_name_, arrival_, code, fired, make_trace()}; });
+    return send_trace_ || code != absl::StatusCode::kOk ? make_trace() : BudgetTrace{};
   }
 
   // Attributes a DEADLINE_EXCEEDED answer; returns the source that fired.
@@ -391,13 +407,15 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   const ServerShared& shared_;
   grpc::ServerContextBase* const ctx_;
-  const std::string method_name_;
+  const char* const method_name_;  // owned by the server's method table
   const MethodId method_;
   const absl::Time arrival_;
   absl::optional<InboundBudget> budget_;
   DownstreamLog downstream_;
   // Written by the send-status hook or the destructor, which gRPC orders.
   bool answered_ = false;
+  bool send_trace_ = false;  // set on arrival
+  bool sampled_ = false;     // kept for /deadlinez whatever the outcome
   internal::TimerService::TimerId timer_ = 0;
   grpc_call* timer_call_ = nullptr;  // ref held while the timer is armed
   std::atomic<bool> request_fired_{false};
@@ -432,7 +450,7 @@ absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInter
 MakeServerInterceptorFactory(ServerOptions options) {
   if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
   if (absl::Status s = ValidatePolicy(options.policy); !s.ok()) return s;
-  ServerShared shared{std::move(options.hop), options.policy,
+  ServerShared shared{std::move(options.hop), options.policy, options.trace,
                       options.clock != nullptr ? options.clock : &Clock::Real(),
                       options.metrics != nullptr ? options.metrics : &Metrics::Default(),
                       nullptr};

@@ -579,9 +579,10 @@ TEST_F(interop, unimplemented_service) {
 // hopbudget only annotates DEADLINE_EXCEEDED answers: calls with a deadline
 // that succeed carry no hopbudget-* metadata, and a call that runs out of
 // time still ends with DEADLINE_EXCEEDED.
-// A successful answer carries the per-hop trace trailer and nothing else of
-// hopbudget's: the attribution trailers are for DEADLINE_EXCEEDED only.
-TEST_F(interop, hopbudget_adds_only_the_trace_to_successful_answers) {
+// A successful answer carries nothing of hopbudget's unless its caller asked
+// for the per-hop trace: the attribution trailers are for DEADLINE_EXCEEDED
+// only, the trace for failures and callers that ask.
+TEST_F(interop, hopbudget_adds_nothing_to_successful_answers_unless_asked) {
   {
     SCOPED_TRACE("UnaryCall, 1 s deadline");
     ClientContext ctx;
@@ -592,9 +593,19 @@ TEST_F(interop, hopbudget_adds_only_the_trace_to_successful_answers) {
     SimpleResponse response;
     ASSERT_TRUE(IsOk(stub_->UnaryCall(&ctx, request, &response)));
     EXPECT_EQ(response.payload().body().size(), 314159u);
+    EXPECT_EQ(HopbudgetKeys(ctx.GetServerTrailingMetadata()), std::vector<std::string>{});
+    EXPECT_EQ(HopbudgetKeys(ctx.GetServerInitialMetadata()), std::vector<std::string>{});
+  }
+  {
+    SCOPED_TRACE("UnaryCall, 1 s deadline, trace requested");
+    ClientContext ctx;
+    ctx.set_deadline(In(seconds(1)));
+    ctx.AddMetadata("hopbudget-trace-request", "1");
+    SimpleRequest request;
+    SimpleResponse response;
+    ASSERT_TRUE(IsOk(stub_->UnaryCall(&ctx, request, &response)));
     EXPECT_EQ(HopbudgetKeys(ctx.GetServerTrailingMetadata()),
               std::vector<std::string>{"hopbudget-trace-bin"});
-    EXPECT_EQ(HopbudgetKeys(ctx.GetServerInitialMetadata()), std::vector<std::string>{});
   }
   {
     SCOPED_TRACE("FullDuplexCall, 1 s deadline");
@@ -609,8 +620,7 @@ TEST_F(interop, hopbudget_adds_only_the_trace_to_successful_answers) {
     ASSERT_TRUE(stream->Read(&response)) << stream->Finish().error_message();
     ASSERT_TRUE(stream->WritesDone());
     ASSERT_TRUE(IsOk(stream->Finish()));
-    EXPECT_EQ(HopbudgetKeys(ctx.GetServerTrailingMetadata()),
-              std::vector<std::string>{"hopbudget-trace-bin"});
+    EXPECT_EQ(HopbudgetKeys(ctx.GetServerTrailingMetadata()), std::vector<std::string>{});
     EXPECT_EQ(HopbudgetKeys(ctx.GetServerInitialMetadata()), std::vector<std::string>{});
   }
   {

@@ -165,7 +165,8 @@ TEST(MetricsRecentTest, KeepsTheNewestCallsNewestFirst) {
   Metrics m(&clock);
   for (int i = 0; i < kRecentCallCapacity + 5; ++i) {
     clock.Advance(kRecentCallInterval);
-    m.RecordRecentCall(absl::StatusCode::kOk, [&] { return Named("m" + std::to_string(i)); });
+    m.RecordRecentCall(absl::StatusCode::kOk, m.SampleOnArrival(),
+                       [&] { return Named("m" + std::to_string(i)); });
   }
   std::vector<RecentCall> recent = m.RecentCalls();
   ASSERT_EQ(recent.size(), static_cast<size_t>(kRecentCallCapacity));
@@ -177,8 +178,9 @@ TEST(MetricsRecentTest, AtHighRatesKeepsASampleWithFailuresMoreOften) {
   FakeClock clock;
   Metrics m(&clock);
   int built = 0;
+  // Each call arrives and finishes at the same instant.
   auto record = [&](absl::StatusCode code, std::string name) {
-    m.RecordRecentCall(code, [&] {
+    m.RecordRecentCall(code, m.SampleOnArrival(), [&] {
       ++built;
       return Named(std::move(name));
     });

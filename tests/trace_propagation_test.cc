@@ -44,6 +44,7 @@ TEST_P(TraceOverApis, ThreeHopCallBringsTheWholeWaterfallInOrder) {
   auto stub = testing::NewStub(gateway.address());
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(5));
+  RequestTrace(ctx);  // a successful call answers with its trace when asked
   echo::RelayReply reply;
   ASSERT_TRUE(stub->Call(&ctx, Request({Work(20), Work(10), Work(5)}), &reply).ok());
 
@@ -82,6 +83,7 @@ TEST(TraceTest, CallWithoutDeadlineShowsNoBudgetAtEveryHop) {
   gateway.SetNext(ledger.address());
   auto stub = testing::NewStub(gateway.address());
   grpc::ClientContext ctx;
+  RequestTrace(ctx);
   echo::RelayReply reply;
   ASSERT_TRUE(stub->Call(&ctx, Request({Work(0), Work(0)}), &reply).ok());
   const BudgetTrace trace = TraceOf(ctx);
@@ -102,6 +104,7 @@ TEST(TraceTest, RetriedHopShowsEveryAttemptBelowIt) {
   auto stub = testing::NewStub(gateway.address());
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(5));
+  RequestTrace(ctx);  // the retrying channel passes the request on to every attempt
   echo::RelayReply reply;
   ASSERT_TRUE(stub->Call(&ctx, Request({Work(0), Work(0)}), &reply).ok());
   const BudgetTrace trace = TraceOf(ctx);
@@ -110,6 +113,57 @@ TEST(TraceTest, RetriedHopShowsEveryAttemptBelowIt) {
   EXPECT_EQ(trace.hops[0].attempts, 2);
   EXPECT_EQ(trace.hops[1].code, absl::StatusCode::kUnavailable);
   EXPECT_EQ(trace.hops[2].code, absl::StatusCode::kOk);
+}
+
+// The trace costs a build and a serialization per answer: a successful
+// answer carries it only when asked, a failed one always.
+TEST(TraceTest, SuccessfulCallCarriesNoTraceUnlessAsked) {
+  RelayHop gateway(Hop("gateway")), ledger(Hop("ledger"));
+  gateway.SetNext(ledger.address());
+  auto stub = testing::NewStub(gateway.address());
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Seconds(5));
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0), Work(0)}), &reply).ok());
+  EXPECT_EQ(ctx.GetServerTrailingMetadata().count(kTraceTrailer), 0u);
+  EXPECT_TRUE(TraceOf(ctx).hops.empty());
+}
+
+TEST(TraceTest, FailedCallCarriesTheTraceUnasked) {
+  RelayHop gateway(Hop("gateway")), ledger(Hop("ledger"));
+  gateway.SetNext(ledger.address());
+  auto stub = testing::NewStub(gateway.address());
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Seconds(5));
+  echo::Step careless;
+  careless.set_plain_deadline_exceeded(true);
+  echo::RelayReply reply;
+  ASSERT_EQ(stub->Call(&ctx, Request({Work(0), careless}), &reply).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(Hops(TraceOf(ctx)), (std::vector<std::string>{"gateway", "ledger"}));
+}
+
+TEST(TraceTest, TraceModeAlwaysAnswersEveryCallWithItsTrace) {
+  ServerOptions options;
+  options.hop = "ledger";
+  options.trace = TraceMode::kAlways;
+  class Echo final : public echo::Relay::Service {
+    grpc::Status Call(grpc::ServerContext*, const echo::RelayRequest*,
+                      echo::RelayReply*) override {
+      return grpc::Status::OK;
+    }
+  } service;
+  std::string address;
+  std::unique_ptr<grpc::Server> server = testing::ServeBehindHopbudget(&service, options,
+                                                                       &address);
+  ASSERT_NE(server, nullptr);
+  auto stub = testing::NewStub(address);
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Seconds(5));
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  EXPECT_EQ(Hops(TraceOf(ctx)), std::vector<std::string>{"ledger"});
+  server->Shutdown();
 }
 
 TEST(TraceTest, HopCutByItsRequestCapLeavesTheCallersEntryToTellWhatFired) {
@@ -202,6 +256,7 @@ TEST_P(BadTraceTest, IsDroppedCountedAndNotPassedOn) {
   auto stub = testing::NewStub(orders.address());
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(5));
+  RequestTrace(ctx);
   echo::RelayReply reply;
   ASSERT_TRUE(stub->Call(&ctx, Request({Work(0), Work(0)}), &reply).ok());
   const BudgetTrace trace = TraceOf(ctx);

@@ -92,9 +92,17 @@ void SetStreamIdleBudget(grpc::ClientContext& ctx, absl::Duration idle);
 // nullopt for any other status, including non-hopbudget DEADLINE_EXCEEDED.
 absl::optional<Attribution> AttributionOf(const grpc::Status& status);
 
+// Asks the hops of the call made with `ctx` for their per-hop trace even when
+// the call succeeds (a failed call carries it anyway). Each hop passes the
+// request on to the downstream calls it makes with NewDownstreamContext()
+// or a RetryLoop. Call before the call starts.
+void RequestTrace(grpc::ClientContext& ctx);
+
 // The per-hop budget trace (trace.h) the callee answered with, caller first.
-// Call it after the call finished. Empty when the callee sent none or sent
-// one that does not decode (it is a report: a bad one is not an error).
+// Call it after the call finished. Empty when the callee sent none (a
+// successful call whose trace was not asked for with RequestTrace(), a hop
+// without hopbudget, a cancel) or sent one that does not decode (it is a
+// report: a bad one is not an error).
 BudgetTrace TraceOf(const grpc::ClientContext& finished_call);
 
 }  // namespace hopbudget

@@ -216,13 +216,20 @@ class Metrics {
   void CountShield(ShieldEvent event);
   // +1 when shielded work starts, -1 when it ends.
   void AddShieldInFlight(int delta);
+  // Whether a call arriving now is kept in the recent-calls sample whatever
+  // its outcome: true when kRecentCallInterval passed since the last call so
+  // chosen. Decided on arrival so that the hop can ask its downstream calls
+  // for their traces (the waterfall is then complete); one relaxed load per
+  // call, a compare-exchange at most once per interval.
+  bool SampleOnArrival();
   // Remembers a finished server call in a ring of kRecentCallCapacity; the
   // oldest is overwritten. Each slot has its own lock: writers meet only when
   // the ring wraps onto a slot being read or written. At high rates the ring
-  // keeps a sample: a call is kept when kRecentCallInterval passed since the
-  // last one kept, or, for a failed call, kRecentFailureInterval since the
-  // last failure kept. `make` builds the entry only for calls kept.
-  void RecordRecentCall(absl::StatusCode code, absl::FunctionRef<RecentCall()> make);
+  // keeps a sample: a call is kept when it was `sampled` on arrival, or, for a
+  // failed call, when kRecentFailureInterval passed since the last failure
+  // kept. `make` builds the entry only for calls kept.
+  void RecordRecentCall(absl::StatusCode code, bool sampled,
+                        absl::FunctionRef<RecentCall()> make);
 
   MetricsSnapshot Snapshot() const;
   // Newest first.

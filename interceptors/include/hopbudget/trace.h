@@ -45,6 +45,10 @@ namespace hopbudget {
 
 // The trailer that carries a serialized hopbudget.wire.BudgetTrace.
 inline constexpr char kTraceTrailer[] = "hopbudget-trace-bin";
+// The request header that asks every hop of the chain for its trace on a
+// successful answer too (value "1"; RequestTrace() in client.h). Failed
+// answers carry the trace without it.
+inline constexpr char kTraceRequestHeader[] = "hopbudget-trace-request";
 // Limits on what one hop sends and accepts.
 inline constexpr int kMaxTraceEntries = 16;
 inline constexpr size_t kMaxTraceBytes = 2048;
