@@ -44,10 +44,14 @@ void Describe(OrderOutcome& o, grpc::ClientContext& ctx) {
   if (!trace.hops.empty()) o.waterfall = FormatWaterfall(trace);
 }
 
-void SetUpContext(grpc::ClientContext& ctx, absl::Time start, absl::Duration budget) {
+// `claimed` is what the demo header says the client deadline is (the real
+// one unless a probe says otherwise).
+void SetUpContext(grpc::ClientContext& ctx, absl::Time start, absl::Duration budget,
+                  absl::optional<absl::Time> claimed = absl::nullopt) {
   const absl::Time deadline = start + budget;
   ctx.set_deadline(absl::ToChronoTime(deadline));
-  ctx.AddMetadata(demo::kClientDeadlineHeader, demo::FormatClientDeadline(deadline));
+  ctx.AddMetadata(demo::kClientDeadlineHeader,
+                  demo::FormatClientDeadline(claimed.value_or(deadline)));
 }
 
 }  // namespace
@@ -128,6 +132,7 @@ struct LoadState {
   int64_t done ABSL_GUARDED_BY(mu) = 0;
   int64_t ok ABSL_GUARDED_BY(mu) = 0;
   int64_t failed ABSL_GUARDED_BY(mu) = 0;
+  std::vector<RequestRecord> requests ABSL_GUARDED_BY(mu);
 };
 
 struct LoadCall {
@@ -135,6 +140,7 @@ struct LoadCall {
   demo::Order order;
   demo::OrderResult result;
   absl::Time start;
+  std::vector<ItemSpec> items;
 };
 
 }  // namespace
@@ -183,15 +189,17 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
     }
     auto* call = new LoadCall;
     call->order.set_key(absl::StrCat(prefix, "-", i));
-    for (const ItemSpec& item : o.items) {
+    call->items = o.requests != nullptr ? WithOrderReference(o.items, call->order.key()) : o.items;
+    for (const ItemSpec& item : call->items) {
       demo::Item* it = call->order.add_items();
       it->set_sku(item.sku);
       it->set_quantity(item.quantity);
     }
     call->start = absl::Now();
     SetUpContext(call->ctx, call->start, o.budget);
+    const bool record = o.requests != nullptr;
     stub->async()->PlaceOrder(&call->ctx, &call->order, &call->result,
-                              [call, &state](grpc::Status s) {
+                              [call, &state, record](grpc::Status s) {
                                 CallRecord r;
                                 r.code = static_cast<absl::StatusCode>(s.error_code());
                                 r.latency = absl::Now() - call->start;
@@ -199,8 +207,11 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
                                   r.source = std::string(DeadlineSourceName(a->source));
                                   r.hop = a->hop;
                                 }
+                                RequestRecord sent{call->order.key(), std::move(call->items),
+                                                   r.code, s.ok() ? call->result.order_id() : 0};
                                 delete call;
                                 absl::MutexLock lock(&state.mu);
+                                if (record) state.requests.push_back(std::move(sent));
                                 state.builder.Add(r);
                                 --state.in_flight;
                                 ++state.done;
@@ -230,7 +241,58 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
     d.retries = after->retries_received() - before[k].retries_received();
     state.builder.AddService(d);
   }
+  if (o.requests != nullptr) *o.requests = std::move(state.requests);
   return state.builder.Build();
+}
+
+absl::StatusOr<ProbeResult> ProbeClientDeadline(const std::string& gateway,
+                                                const std::vector<std::string>& admin,
+                                                absl::Duration budget, absl::Duration late_by) {
+  std::vector<demo::Stats> before;
+  for (const std::string& a : admin) {
+    absl::StatusOr<demo::Stats> s = GetStats(a);
+    if (!s.ok()) return s.status();
+    before.push_back(*s);
+  }
+  demo::Order order;
+  order.set_key(absl::StrCat("probe-", absl::ToUnixMicros(absl::Now())));
+  demo::Item* item = order.add_items();
+  item->set_sku("probe");
+  item->set_quantity(1);
+  auto stub = demo::Gateway::NewStub(EdgeChannel(gateway));
+  grpc::ClientContext ctx;
+  const absl::Time start = absl::Now();
+  SetUpContext(ctx, start, budget, start - late_by);
+  demo::OrderResult result;
+  absl::Notification done;
+  grpc::Status status;
+  stub->async()->PlaceOrder(&ctx, &order, &result, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  done.WaitForNotification();  // bounded by `budget`
+  if (!status.ok()) {
+    return absl::UnavailableError(absl::StrCat("the probe order failed: ", status.error_message()));
+  }
+  ProbeResult r;
+  r.ok = true;
+  for (size_t k = 0; k < admin.size(); ++k) {
+    absl::StatusOr<demo::Stats> after = GetStats(admin[k]);
+    if (!after.ok()) return after.status();
+    const int64_t late =
+        after->calls_started_after_deadline() - before[k].calls_started_after_deadline();
+    const double work = after->work_after_deadline_ms() - before[k].work_after_deadline_ms();
+    // Counted when the work starts, before any hop answers; the work after
+    // the deadline is counted when it ends (a shielded commit may end just
+    // after the reply), so it is reported, not required.
+    const bool seen = late >= 1;
+    if (!seen) r.ok = false;
+    absl::StrAppend(&r.report, seen ? "ok  " : "!!  ", after->hop(),
+                    absl::StrFormat(": %d call(s) started after the client deadline, %.1f ms "
+                                    "of work after it%s\n",
+                                    late, work, seen ? "" : " (the header did not arrive)"));
+  }
+  return r;
 }
 
 }  // namespace hopbudget::chainctl

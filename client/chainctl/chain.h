@@ -60,12 +60,33 @@ struct LoadOptions {
   std::vector<ItemSpec> items = {{"sku-1", 1}};
   bool progress = true;
   std::string key_prefix;  // "" = load-<unix micros>
+  // When set, receives every request sent and what it got (for
+  // AuditExactlyOnce), and each order carries WithOrderReference items, so
+  // that its row can be found by content as well as by key.
+  std::vector<RequestRecord>* requests = nullptr;
 };
 
 // Open loop: starts calls at `rps` whatever their latency (the callback API:
 // no thread per call), up to `concurrency` in flight (more are counted as
 // not sent). Prints a live progress line to `err`.
 absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& options, std::ostream& err);
+
+struct ProbeResult {
+  bool ok = false;  // every hop counted the probe as started after the client deadline
+  std::string report;  // one line per hop: its hop name and what it counted
+};
+
+// Checks that the client deadline header (x-demo-client-deadline-us) reaches
+// every hop, so that the accounting measures something: places one order
+// whose header says the client deadline passed `late_by` ago (its gRPC
+// deadline is `budget` from now, so the chain serves it normally), and reads
+// each process's GetStats before and after. `admin` lists the chain's
+// processes, gateway first. An error when a process or the order cannot be
+// reached.
+absl::StatusOr<ProbeResult> ProbeClientDeadline(const std::string& gateway,
+                                                const std::vector<std::string>& admin,
+                                                absl::Duration budget,
+                                                absl::Duration late_by = absl::Seconds(1));
 
 struct ChainTargets {
   std::string gateway, orders, ledger;
@@ -76,6 +97,10 @@ struct ScenarioOptions {
   ChainTargets baseline;
   int orders_per_scenario = 3;
   std::vector<std::string> only;  // scenario letters (a..d); empty = all
+  // When set, receive every order sent to that chain and what it got (for
+  // AuditExactlyOnce); orders then carry WithOrderReference items.
+  std::vector<RequestRecord>* hopbudget_requests = nullptr;
+  std::vector<RequestRecord>* baseline_requests = nullptr;
 };
 
 // Runs the scenarios in both modes and prints the side-by-side tables and

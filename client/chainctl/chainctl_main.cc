@@ -4,16 +4,20 @@
 //
 //   chainctl order   --gateway H:P --budget 800ms [--key K] [--item sku:qty,...]
 //   chainctl load    --gateway H:P --rps N --duration D --budget B [--concurrency C]
-//                    [--json FILE] [--admin H:P,H:P,H:P]
+//                    [--json FILE] [--admin H:P,H:P,H:P] [--requests-out FILE]
+//   chainctl audit   --db LEDGER.db --requests FILE      (exactly once, by key and content)
+//   chainctl probe   --gateway H:P --admin G,O,L         (the client deadline reaches every hop)
 //   chainctl metrics --targets H:P,H:P,H:P [--watch] [--json]     (HTTP ports)
 //   chainctl faults  --admin H:P [--latency SPEC] [--error-rate P] [--hang P]
 //                    [--hang-next N] [--slow-commit D] [--clear]
 //   chainctl stats   --admin H:P,H:P,H:P
 //   chainctl scenarios --hopbudget G,O,L --baseline G,O,L [--orders N] [--only a,b]
+//                    [--hopbudget-requests-out FILE] [--baseline-requests-out FILE]
 //
 // Exit codes: 0 ok, 1 the call / a check failed, 2 bad arguments.
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "chain.h"
+#include "ledger_rows.h"
 #include "server/common/faults.h"
 #include "server/common/flags.h"
 #include "summary.h"
@@ -40,6 +45,10 @@ constexpr char kUsage[] =
     "  metrics    the inspection table of the services' /metrics\n"
     "  faults     change a service's faults at run time (Admin service)\n"
     "  stats      the services' deadline accounting (Admin GetStats)\n"
+    "  audit      check the ledger's rows against the requests `load` or `scenarios` recorded:\n"
+    "             each order at most once (by key and by content), each acknowledged once\n"
+    "  probe      check that the client deadline header reaches every hop (one order sent\n"
+    "             with a deadline already past must be counted late at each of them)\n"
     "  scenarios  replay the seeds' incidents on a baseline and a hopbudget chain\n";
 
 // Parses flags; on error prints it with the usage. Returns 2 on error, -1 on
@@ -62,6 +71,15 @@ int ParseOrExit(FlagSet& flags, int argc, char** argv) {
 int Fail(const FlagSet& flags, const std::string& message) {
   std::cerr << "chainctl: " << message << "\n" << flags.Usage();
   return 2;
+}
+
+// One FormatRequestRecord line per request; false (and says so) when the
+// file cannot be written.
+bool WriteRequests(const std::string& path, const std::vector<RequestRecord>& requests) {
+  std::ofstream f(path);
+  for (const RequestRecord& r : requests) f << FormatRequestRecord(r) << "\n";
+  if (!f) std::cerr << "chainctl: cannot write " << path << "\n";
+  return static_cast<bool>(f);
 }
 
 int Order(int argc, char** argv) {
@@ -116,6 +134,10 @@ int Load(int argc, char** argv) {
   flags.String("item", &items_text, "items, sku[:qty],...");
   flags.String("key-prefix", &o.key_prefix, "idempotency keys are PREFIX-N (default load-<time>)");
   flags.Bool("quiet", &quiet, "no live progress line");
+  std::string requests_path;
+  flags.String("requests-out", &requests_path,
+               "write every request and its outcome to this file, for `chainctl audit` "
+               "(each order then also carries an item ref-<key>)");
   if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
   if (o.gateway.empty()) return Fail(flags, "--gateway is required");
   if (o.budget <= absl::ZeroDuration()) return Fail(flags, "--budget must be > 0");
@@ -129,6 +151,11 @@ int Load(int argc, char** argv) {
   if (!items.ok()) return Fail(flags, absl::StrCat("--item: ", items.status().message()));
   o.items = *items;
   o.progress = !quiet;
+  if (o.key_prefix.find_first_of("\t\n\r") != std::string::npos) {
+    return Fail(flags, "--key-prefix: no tabs or newlines");
+  }
+  std::vector<RequestRecord> requests;
+  if (!requests_path.empty()) o.requests = &requests;
   absl::StatusOr<LoadSummary> s = RunLoad(o, std::cerr);
   if (!s.ok()) {
     std::cerr << "chainctl: " << s.status() << "\n";
@@ -143,7 +170,65 @@ int Load(int argc, char** argv) {
       return 1;
     }
   }
+  if (!requests_path.empty() && !WriteRequests(requests_path, requests)) return 1;
   return 0;
+}
+
+int Audit(int argc, char** argv) {
+  FlagSet flags("chainctl audit");
+  std::string db, requests_path;
+  flags.String("db", &db, "the ledger's SQLite file (required; read only)");
+  flags.String("requests", &requests_path,
+               "what `chainctl load --requests-out` (or `scenarios --*-requests-out`) wrote "
+               "(required)");
+  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
+  if (db.empty()) return Fail(flags, "--db is required");
+  if (requests_path.empty()) return Fail(flags, "--requests is required");
+  std::ifstream in(requests_path);
+  if (!in) {
+    std::cerr << "chainctl: cannot read " << requests_path << "\n";
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<std::vector<RequestRecord>> requests = ParseRequestRecords(text.str());
+  if (!requests.ok()) {
+    std::cerr << "chainctl: " << requests_path << ": " << requests.status().message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<std::vector<LedgerRow>> rows = ReadLedgerRows(db);
+  if (!rows.ok()) {
+    std::cerr << "chainctl: " << rows.status().message() << "\n";
+    return 1;
+  }
+  absl::StatusOr<AuditResult> a = AuditExactlyOnce(*requests, *rows);
+  if (!a.ok()) {
+    std::cerr << "chainctl: " << requests_path << ": " << a.status().message() << "\n";
+    return 2;
+  }
+  std::cout << FormatAudit(*a) << "\n";
+  return a->violations.empty() ? 0 : 1;
+}
+
+int Probe(int argc, char** argv) {
+  FlagSet flags("chainctl probe");
+  std::string gateway, admin;
+  absl::Duration budget = absl::Seconds(5);
+  flags.String("gateway", &gateway, "gateway HOST:PORT (required)");
+  flags.String("admin", &admin, "gRPC HOST:PORT of every process of the chain (required)");
+  flags.Duration("budget", &budget, "the probe order's real (gRPC) deadline, from now");
+  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
+  if (gateway.empty()) return Fail(flags, "--gateway is required");
+  if (budget <= absl::ZeroDuration()) return Fail(flags, "--budget must be > 0");
+  absl::StatusOr<std::vector<std::string>> targets = ParseTargetList(admin);
+  if (!targets.ok()) return Fail(flags, absl::StrCat("--admin: ", targets.status().message()));
+  absl::StatusOr<ProbeResult> r = ProbeClientDeadline(gateway, *targets, budget);
+  if (!r.ok()) {
+    std::cerr << "chainctl: " << r.status().message() << "\n";
+    return 1;
+  }
+  std::cout << r->report;
+  return r->ok ? 0 : 1;
 }
 
 int Metrics(int argc, char** argv) {
@@ -268,6 +353,11 @@ int Scenarios(int argc, char** argv) {
   flags.String("baseline", &base, "the baseline chain: GATEWAY,ORDERS,LEDGER gRPC HOST:PORTs (required)");
   flags.Int("orders", &o.orders_per_scenario, "orders per scenario and mode", 1, 100);
   flags.String("only", &only, "scenarios to run, e.g. a,c (default all: a,b,c,d)");
+  std::string hop_requests_path, base_requests_path;
+  flags.String("hopbudget-requests-out", &hop_requests_path,
+               "write the hopbudget chain's orders and outcomes here, for `chainctl audit`");
+  flags.String("baseline-requests-out", &base_requests_path,
+               "write the baseline chain's orders and outcomes here, for `chainctl audit`");
   if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
   absl::StatusOr<ChainTargets> h = ParseChain(hop);
   if (!h.ok()) return Fail(flags, absl::StrCat("--hopbudget: ", h.status().message()));
@@ -281,7 +371,16 @@ int Scenarios(int argc, char** argv) {
       if (s != "a" && s != "b" && s != "c" && s != "d") return Fail(flags, "--only: letters a..d");
     }
   }
-  return RunScenarios(o, std::cout);
+  std::vector<RequestRecord> hop_requests, base_requests;
+  if (!hop_requests_path.empty()) o.hopbudget_requests = &hop_requests;
+  if (!base_requests_path.empty()) o.baseline_requests = &base_requests;
+  const int rc = RunScenarios(o, std::cout);
+  for (const auto& [path, requests] : {std::make_pair(hop_requests_path, &hop_requests),
+                                       std::make_pair(base_requests_path, &base_requests)}) {
+    if (path.empty()) continue;
+    if (!WriteRequests(path, *requests)) return 1;
+  }
+  return rc;
 }
 
 int Main(int argc, char** argv) {
@@ -296,6 +395,8 @@ int Main(int argc, char** argv) {
   if (cmd == "faults") return FaultsCmd(argc, argv);
   if (cmd == "stats") return StatsCmd(argc, argv);
   if (cmd == "scenarios") return Scenarios(argc, argv);
+  if (cmd == "audit") return Audit(argc, argv);
+  if (cmd == "probe") return Probe(argc, argv);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage;
     return 0;

@@ -46,7 +46,15 @@ struct Scenario {
   std::function<void(int n, demo::Faults& gateway, demo::Faults& orders, demo::Faults& ledger)> faults;
 };
 
-ModeResult RunMode(const ChainTargets& t, const Scenario& sc, const std::string& mode, int n) {
+// One scenario order's items; with `reference`, an item naming the order
+// too, so that an audit can find its row by content (WithOrderReference).
+std::vector<ItemSpec> ItemsOf(const std::string& key, bool reference) {
+  const std::vector<ItemSpec> items = {{"sku-1", 1}};
+  return reference ? WithOrderReference(items, key) : items;
+}
+
+ModeResult RunMode(const ChainTargets& t, const Scenario& sc, const std::string& mode, int n,
+                   std::vector<RequestRecord>* requests) {
   ModeResult r;
   const std::vector<std::string> admins = {t.gateway, t.orders, t.ledger};
   demo::Faults f[3];
@@ -71,14 +79,24 @@ ModeResult RunMode(const ChainTargets& t, const Scenario& sc, const std::string&
     threads.emplace_back([&, i] {
       demo::Order order;
       order.set_key(absl::StrCat(prefix, "-", i));
-      demo::Item* item = order.add_items();
-      item->set_sku("sku-1");
-      item->set_quantity(1);
+      for (const ItemSpec& spec : ItemsOf(order.key(), requests != nullptr)) {
+        demo::Item* item = order.add_items();
+        item->set_sku(spec.sku);
+        item->set_quantity(spec.quantity);
+      }
       starts[i] = absl::Now();
       outcomes[i] = PlaceOrder(*stub, order, sc.budget, sc.cancel_after);
     });
   }
   for (std::thread& th : threads) th.join();
+  if (requests != nullptr) {
+    for (int i = 0; i < n; ++i) {
+      const std::string key = absl::StrCat(prefix, "-", i);
+      requests->push_back({key, ItemsOf(key, true),
+                           static_cast<absl::StatusCode>(outcomes[i].status.error_code()),
+                           outcomes[i].status.ok() ? outcomes[i].result.order_id() : 0});
+    }
+  }
   absl::SleepFor(sc.settle);  // let work that outlived the client end, so it is counted
 
   if (!outcomes.empty()) r.waterfall = outcomes[0].waterfall;
@@ -175,8 +193,8 @@ int RunScenarios(const ScenarioOptions& options, std::ostream& out) {
     }
     out << "\n== (" << sc.letter << ") " << sc.title << "\n   " << sc.what << ", " << n
         << " orders at once\n" << std::flush;
-    const ModeResult b = RunMode(options.baseline, sc, "baseline", n);
-    const ModeResult h = RunMode(options.hopbudget, sc, "hopbudget", n);
+    const ModeResult b = RunMode(options.baseline, sc, "baseline", n, options.baseline_requests);
+    const ModeResult h = RunMode(options.hopbudget, sc, "hopbudget", n, options.hopbudget_requests);
     if (!b.setup_ok || !h.setup_ok) {
       out << "   !! cannot reach the chain: " << (b.setup_ok ? h.setup_error : b.setup_error) << "\n";
       ++failures;

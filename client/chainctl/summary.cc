@@ -3,11 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/optional.h"
 #include "hopbudget/exposition.h"
 
 namespace hopbudget::chainctl {
@@ -153,6 +157,182 @@ absl::StatusOr<std::vector<ItemSpec>> ParseItems(absl::string_view text) {
           absl::StrCat("bad item \"", part, "\": quantity must be 1..1000"));
     }
     out.push_back(item);
+  }
+  return out;
+}
+
+std::string FormatItems(const std::vector<ItemSpec>& items) {
+  return absl::StrJoin(items, ",", [](std::string* out, const ItemSpec& i) {
+    absl::StrAppend(out, i.sku, ":", i.quantity);
+  });
+}
+
+std::vector<ItemSpec> WithOrderReference(const std::vector<ItemSpec>& items,
+                                         absl::string_view key) {
+  std::vector<ItemSpec> out = items;
+  out.push_back({absl::StrCat("ref-", key), 1});
+  return out;
+}
+
+std::string LedgerItemsText(const std::vector<ItemSpec>& items) {
+  return absl::StrJoin(items, ", ", [](std::string* out, const ItemSpec& i) {
+    absl::StrAppend(out, i.sku, " x", i.quantity);
+  });
+}
+
+namespace {
+
+bool HasControl(absl::string_view s) {
+  return s.find_first_of("\t\n\r") != absl::string_view::npos;
+}
+
+absl::optional<absl::StatusCode> ParseCodeName(absl::string_view name) {
+  for (int c = 0; c <= 16; ++c) {
+    const auto code = static_cast<absl::StatusCode>(c);
+    if (absl::StatusCodeToString(code) == name) return code;
+  }
+  return absl::nullopt;
+}
+
+}  // namespace
+
+std::string FormatRequestRecord(const RequestRecord& r) {
+  return absl::StrCat(r.key, "\t", FormatItems(r.items), "\t", absl::StatusCodeToString(r.code),
+                      "\t", r.order_id);
+}
+
+absl::StatusOr<std::vector<RequestRecord>> ParseRequestRecords(absl::string_view text) {
+  std::vector<RequestRecord> out;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    if (line.empty()) continue;
+    auto bad = [line_no](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("request record line ", line_no, ": ", why));
+    };
+    std::vector<absl::string_view> f = absl::StrSplit(line, '\t');
+    if (f.size() != 4) {
+      return bad(absl::StrCat("want 4 tab-separated fields (key, items, code, order_id), got ",
+                              f.size()));
+    }
+    RequestRecord r;
+    r.key = std::string(f[0]);
+    if (r.key.empty()) return bad("empty key");
+    absl::StatusOr<std::vector<ItemSpec>> items = ParseItems(f[1]);
+    if (!items.ok()) return bad(items.status().message());
+    r.items = *std::move(items);
+    absl::optional<absl::StatusCode> code = ParseCodeName(f[2]);
+    if (!code.has_value()) return bad(absl::StrCat("unknown status code \"", f[2], "\""));
+    r.code = *code;
+    if (!absl::SimpleAtoi(f[3], &r.order_id) || r.order_id < 0) {
+      return bad(absl::StrCat("bad order_id \"", f[3], "\""));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+absl::StatusOr<AuditResult> AuditExactlyOnce(const std::vector<RequestRecord>& requests,
+                                             const std::vector<LedgerRow>& rows) {
+  struct OrderSeen {
+    std::string items;  // LedgerItemsText
+    bool acknowledged = false;
+    std::set<int64_t> acked_ids;
+  };
+  AuditResult a;
+  a.requests = static_cast<int64_t>(requests.size());
+  std::map<std::string, OrderSeen> orders;             // key -> order
+  std::map<std::string, std::string> key_of_items;     // items -> key
+  for (const RequestRecord& r : requests) {
+    if (HasControl(r.key)) return absl::InvalidArgumentError("a key holds a tab or newline");
+    const std::string items = LedgerItemsText(r.items);
+    auto [it, fresh] = orders.try_emplace(r.key, OrderSeen{items});
+    if (!fresh && it->second.items != items) {
+      return absl::InvalidArgumentError(absl::StrCat("key ", r.key, " was sent with two item lists: \"",
+                                                     it->second.items, "\" and \"", items, "\""));
+    }
+    auto [owner, first] = key_of_items.try_emplace(items, r.key);
+    if (!first && owner->second != r.key) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("orders ", owner->second, " and ", r.key, " have the same items \"", items,
+                       "\": the audit cannot tell their rows apart (WithOrderReference)"));
+    }
+    if (r.code == absl::StatusCode::kOk) {
+      it->second.acknowledged = true;
+      it->second.acked_ids.insert(r.order_id);
+    }
+  }
+  a.orders = static_cast<int64_t>(orders.size());
+  std::map<std::string, std::vector<const LedgerRow*>> rows_by_key, rows_by_items;
+  for (const LedgerRow& row : rows) {
+    const bool ours = orders.count(row.key) > 0 || key_of_items.count(row.items) > 0;
+    if (!ours) {
+      ++a.other_rows;
+      continue;
+    }
+    rows_by_key[row.key].push_back(&row);
+    rows_by_items[row.items].push_back(&row);
+  }
+  auto ids = [](const std::vector<const LedgerRow*>& rs) {
+    return absl::StrJoin(rs, ", ", [](std::string* out, const LedgerRow* r) {
+      absl::StrAppend(out, "order_id ", r->order_id, " key ", r->key);
+    });
+  };
+  for (const auto& [key, o] : orders) {
+    if (o.acknowledged) ++a.acknowledged;
+    const std::vector<const LedgerRow*>& same_items = rows_by_items[o.items];
+    const std::vector<const LedgerRow*>& same_key = rows_by_key[key];
+    if (same_items.size() > 1) {
+      a.violations.push_back(absl::StrCat("order ", key, " committed ", same_items.size(),
+                                          " times: ", ids(same_items)));
+    }
+    for (const LedgerRow* row : same_items) {
+      if (row->key != key) {
+        a.violations.push_back(absl::StrCat("order ", key, " committed under another key: ",
+                                            ids({row})));
+      }
+    }
+    for (const LedgerRow* row : same_key) {
+      if (row->items != o.items) {
+        a.violations.push_back(absl::StrCat("key ", key, " committed with items \"", row->items,
+                                            "\", not the order's \"", o.items, "\" (order_id ",
+                                            row->order_id, ")"));
+      }
+    }
+    const LedgerRow* own = nullptr;
+    for (const LedgerRow* row : same_key) {
+      if (row->items == o.items) own = row;
+    }
+    if (own != nullptr) {
+      ++a.committed;
+      if (!o.acknowledged) ++a.committed_unacknowledged;
+    }
+    if (o.acknowledged && own == nullptr) {
+      a.violations.push_back(absl::StrCat("order ", key, " acknowledged (order_id ",
+                                          *o.acked_ids.begin(), ") but not in the ledger"));
+    }
+    if (o.acknowledged && own != nullptr) {
+      for (int64_t id : o.acked_ids) {
+        if (id != own->order_id) {
+          a.violations.push_back(absl::StrCat("order ", key, " acknowledged as order_id ", id,
+                                              " but committed as order_id ", own->order_id));
+        }
+      }
+    }
+  }
+  return a;
+}
+
+std::string FormatAudit(const AuditResult& a, size_t max_violations) {
+  std::string out = absl::StrCat(
+      a.requests, " requests, ", a.orders, " orders: ", a.acknowledged, " acknowledged, ",
+      a.committed, " committed (", a.committed_unacknowledged,
+      " though the client saw an error), ", a.violations.size(), " violation(s)");
+  for (size_t i = 0; i < a.violations.size() && i < max_violations; ++i) {
+    absl::StrAppend(&out, "\n  ", a.violations[i]);
+  }
+  if (a.violations.size() > max_violations) {
+    absl::StrAppend(&out, "\n  ... and ", a.violations.size() - max_violations, " more");
   }
   return out;
 }

@@ -93,6 +93,80 @@ struct ItemSpec {
 };
 // "sku-1:2,sku-2" (quantity defaults to 1; 1..1000).
 absl::StatusOr<std::vector<ItemSpec>> ParseItems(absl::string_view text);
+// The inverse of ParseItems: "sku-1:2,sku-2:1".
+std::string FormatItems(const std::vector<ItemSpec>& items);
+
+// ---- Exactly once, checked against the ledger's table ----------------------
+//
+// A client that wants to check "one row per order" must be able to find each
+// order's row by more than the idempotency key: the key column is UNIQUE, so
+// counting rows per key can never see two. The audit finds rows by the key
+// the client chose AND by the content it sent, so an order committed twice
+// under two keys (a retry that invents a key, a hop that rewrites it) is
+// caught. That needs content unique per order: WithOrderReference adds an
+// item naming the order.
+//
+//   std::vector<RequestRecord> sent = ...;       // what the client sent and saw
+//   std::vector<LedgerRow> rows = ...;           // ReadLedgerRows (ledger_rows.h)
+//   absl::StatusOr<AuditResult> a = AuditExactlyOnce(sent, rows);
+//   if (a.ok() && a->violations.empty()) ...     // exactly once
+
+// `items` plus one item "ref-<key>" x1, so that the content of an order is
+// unique to it (and says which order it is).
+std::vector<ItemSpec> WithOrderReference(const std::vector<ItemSpec>& items,
+                                         absl::string_view key);
+
+// The ledger's items column for these items: "sku-1 x2, sku-2 x1" (the
+// format of server/ledger/ledger_main.cc; tests/e2e pins the two together).
+std::string LedgerItemsText(const std::vector<ItemSpec>& items);
+
+// One request a client sent, and what it saw. Several requests with the same
+// key are one order sent again (a client retry): they must carry the same items.
+struct RequestRecord {
+  std::string key;
+  std::vector<ItemSpec> items;
+  absl::StatusCode code = absl::StatusCode::kUnknown;
+  int64_t order_id = 0;  // the reply's order_id when code is kOk
+};
+
+// One line per request, tab-separated: key, items (FormatItems), status code
+// name, order_id. Keys and skus must not hold tabs or newlines.
+std::string FormatRequestRecord(const RequestRecord& r);
+// The lines of FormatRequestRecord (empty lines skipped). InvalidArgument
+// naming the line number and what is wrong otherwise.
+absl::StatusOr<std::vector<RequestRecord>> ParseRequestRecords(absl::string_view text);
+
+// One row of the ledger's table (orders: order_id, idem_key, items).
+struct LedgerRow {
+  int64_t order_id = 0;
+  std::string key;
+  std::string items;  // as the ledger wrote it (LedgerItemsText)
+};
+
+struct AuditResult {
+  int64_t requests = 0;      // records in
+  int64_t orders = 0;        // distinct orders (key + items) among them
+  int64_t acknowledged = 0;  // orders with at least one OK reply
+  int64_t committed = 0;     // orders with a row (under their key, with their items)
+  // Committed though no reply was OK (the client gave up or failed, the
+  // commit still landed): allowed, at most once like any other.
+  int64_t committed_unacknowledged = 0;
+  int64_t other_rows = 0;    // rows of orders not in the records (not audited)
+  // Each a sentence naming the order and the rows; empty = exactly once.
+  std::vector<std::string> violations;
+};
+
+// For every order in `requests`: at most one row has its items, that row has
+// its key, no row with its key has other items; an acknowledged order has
+// that row, with the order_id every OK reply gave. InvalidArgument when the
+// records cannot be told apart: two orders with the same items, or one key
+// sent with two different item lists.
+absl::StatusOr<AuditResult> AuditExactlyOnce(const std::vector<RequestRecord>& requests,
+                                             const std::vector<LedgerRow>& rows);
+
+// "163 requests, 160 orders: 150 acknowledged, each in exactly one row ..."
+// or the violations, one per line (at most `max_violations`).
+std::string FormatAudit(const AuditResult& a, size_t max_violations = 10);
 
 }  // namespace hopbudget::chainctl
 

@@ -79,5 +79,148 @@ TEST(ParseItemsTest, AcceptsAndRejects) {
   }
 }
 
+TEST(FormatItemsTest, IsTheInverseOfParseItems) {
+  const std::vector<ItemSpec> items = {{"sku-1", 2}, {"b", 1}};
+  EXPECT_EQ(FormatItems(items), "sku-1:2,b:1");
+  absl::StatusOr<std::vector<ItemSpec>> back = ParseItems(FormatItems(items));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(FormatItems(*back), "sku-1:2,b:1");
+  EXPECT_EQ(LedgerItemsText(items), "sku-1 x2, b x1");
+  EXPECT_EQ(LedgerItemsText(WithOrderReference(items, "k-7")), "sku-1 x2, b x1, ref-k-7 x1");
+}
+
+TEST(RequestRecordTest, RoundTrips) {
+  const RequestRecord r{"load-1-7", {{"sku-1", 1}, {"ref-load-1-7", 1}},
+                        absl::StatusCode::kDeadlineExceeded, 0};
+  const RequestRecord ok{"load-1-8", {{"sku-1", 1}}, absl::StatusCode::kOk, 42};
+  EXPECT_EQ(FormatRequestRecord(ok), "load-1-8\tsku-1:1\tOK\t42");
+  absl::StatusOr<std::vector<RequestRecord>> back =
+      ParseRequestRecords(FormatRequestRecord(r) + "\n\n" + FormatRequestRecord(ok) + "\n");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[0].key, "load-1-7");
+  EXPECT_EQ(FormatItems((*back)[0].items), "sku-1:1,ref-load-1-7:1");
+  EXPECT_EQ((*back)[0].code, absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ((*back)[1].code, absl::StatusCode::kOk);
+  EXPECT_EQ((*back)[1].order_id, 42);
+}
+
+TEST(RequestRecordTest, BadLinesNameTheLineAndTheReason) {
+  const struct {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"k\tsku:1\tOK", "line 1: want 4 tab-separated fields"},
+      {"k\tsku:1\tOK\t1\n\tsku:1\tOK\t1", "line 2: empty key"},
+      {"k\tsku:0\tOK\t1", "line 1: bad item"},
+      {"k\tsku:1\tFINE\t1", "unknown status code \"FINE\""},
+      {"k\tsku:1\tOK\t-3", "bad order_id \"-3\""},
+      {"k\tsku:1\tOK\tx", "bad order_id \"x\""},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<std::vector<RequestRecord>> r = ParseRequestRecords(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr(c.message)) << c.text;
+  }
+}
+
+// An order as the audit's callers send it: a key and items naming it.
+RequestRecord Sent(const std::string& key, absl::StatusCode code, int64_t order_id = 0) {
+  return {key, WithOrderReference({{"sku-1", 1}}, key), code, order_id};
+}
+LedgerRow Row(int64_t id, const std::string& key, const std::string& items_of) {
+  return {id, key, LedgerItemsText(WithOrderReference({{"sku-1", 1}}, items_of))};
+}
+
+TEST(AuditExactlyOnceTest, EachOrderInExactlyOneRowIsClean) {
+  const std::vector<RequestRecord> sent = {
+      Sent("a", absl::StatusCode::kOk, 1),
+      Sent("b", absl::StatusCode::kDeadlineExceeded),  // committed behind the client's back
+      Sent("c", absl::StatusCode::kUnavailable),       // never committed
+      Sent("a", absl::StatusCode::kOk, 1),             // the client sent "a" again: a replay
+  };
+  const std::vector<LedgerRow> rows = {Row(1, "a", "a"), Row(2, "b", "b"),
+                                       {3, "other", "sku-9 x1"}};
+  absl::StatusOr<AuditResult> a = AuditExactlyOnce(sent, rows);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_THAT(a->violations, ::testing::IsEmpty());
+  EXPECT_EQ(a->requests, 4);
+  EXPECT_EQ(a->orders, 3);
+  EXPECT_EQ(a->acknowledged, 1);
+  EXPECT_EQ(a->committed, 2);
+  EXPECT_EQ(a->committed_unacknowledged, 1);
+  EXPECT_EQ(a->other_rows, 1);
+  EXPECT_THAT(FormatAudit(*a), HasSubstr("0 violation(s)"));
+}
+
+// Each way of breaking "exactly once" is caught, with a sentence that says how.
+TEST(AuditExactlyOnceTest, CatchesEveryWayOfBreakingExactlyOnce) {
+  const struct {
+    const char* name;
+    std::vector<RequestRecord> sent;
+    std::vector<LedgerRow> rows;
+    const char* violation;
+  } cases[] = {
+      {"the same order committed again under a key nobody sent",
+       {Sent("a", absl::StatusCode::kOk, 1)},
+       {Row(1, "a", "a"), Row(2, "a-retry", "a")},
+       "order a committed 2 times: order_id 1 key a, order_id 2 key a-retry"},
+      {"the only row of an order is under another key",
+       {Sent("a", absl::StatusCode::kDeadlineExceeded)},
+       {Row(5, "gw-123", "a")},
+       "order a committed under another key: order_id 5 key gw-123"},
+      {"an unacknowledged order committed twice",
+       {Sent("a", absl::StatusCode::kCancelled)},
+       {Row(1, "a", "a"), Row(2, "a2", "a")},
+       "order a committed 2 times"},
+      {"an acknowledged order missing",
+       {Sent("a", absl::StatusCode::kOk, 1)},
+       {},
+       "order a acknowledged (order_id 1) but not in the ledger"},
+      {"acknowledged with another row's id",
+       {Sent("a", absl::StatusCode::kOk, 7)},
+       {Row(1, "a", "a")},
+       "order a acknowledged as order_id 7 but committed as order_id 1"},
+      {"a replay answered with a different id",
+       {Sent("a", absl::StatusCode::kOk, 1), Sent("a", absl::StatusCode::kOk, 2)},
+       {Row(1, "a", "a")},
+       "order a acknowledged as order_id 2 but committed as order_id 1"},
+      {"the key holds another order's items",
+       {Sent("a", absl::StatusCode::kOk, 1), Sent("b", absl::StatusCode::kUnavailable)},
+       {Row(1, "a", "b")},
+       "key a committed with items \"sku-1 x1, ref-b x1\""},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<AuditResult> a = AuditExactlyOnce(c.sent, c.rows);
+    ASSERT_TRUE(a.ok()) << c.name << ": " << a.status();
+    EXPECT_THAT(a->violations, ::testing::Contains(HasSubstr(c.violation))) << c.name;
+    EXPECT_THAT(FormatAudit(*a), HasSubstr(c.violation)) << c.name;
+  }
+}
+
+TEST(AuditExactlyOnceTest, RefusesRecordsItCannotTellApart) {
+  absl::StatusOr<AuditResult> same_items = AuditExactlyOnce(
+      {{"a", {{"sku-1", 1}}, absl::StatusCode::kOk, 1}, {"b", {{"sku-1", 1}}, absl::StatusCode::kOk, 2}},
+      {});
+  EXPECT_EQ(same_items.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(same_items.status().message(), HasSubstr("orders a and b have the same items"));
+  absl::StatusOr<AuditResult> two_lists = AuditExactlyOnce(
+      {{"a", {{"sku-1", 1}}, absl::StatusCode::kOk, 1}, {"a", {{"sku-2", 1}}, absl::StatusCode::kOk, 1}},
+      {});
+  EXPECT_EQ(two_lists.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(two_lists.status().message(), HasSubstr("key a was sent with two item lists"));
+}
+
+TEST(AuditFormatTest, ListsAtMostTheGivenNumberOfViolations) {
+  AuditResult a;
+  a.violations = {"one", "two", "three"};
+  const std::string text = FormatAudit(a, 2);
+  EXPECT_THAT(text, HasSubstr("3 violation(s)"));
+  EXPECT_THAT(text, HasSubstr("\n  two"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("three")));
+  EXPECT_THAT(text, HasSubstr("... and 1 more"));
+}
+
 }  // namespace
 }  // namespace hopbudget::chainctl
