@@ -22,7 +22,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$(hopbudget_root)"
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=build/bench-report
