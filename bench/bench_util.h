@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -144,6 +145,18 @@ inline Stats Summarize(std::vector<double>& v) {
   for (double x : v) sum += x;
   s.mean = sum / static_cast<double>(v.size());
   return s;
+}
+
+// The q-quantile (same rank rule as Summarize) of `samples` plus `failed`
+// calls that produced no sample (lost, wrongly answered), counted as
+// infinitely late: a target on it is missed when more than 1 - q of all
+// calls failed. NaN when there were no calls at all (nothing measured).
+inline double QuantileCountingFailures(std::vector<double> samples, int failed, double q) {
+  for (int i = 0; i < failed; ++i) samples.push_back(std::numeric_limits<double>::infinity());
+  if (samples.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(samples.begin(), samples.end());
+  const size_t i = static_cast<size_t>(q * static_cast<double>(samples.size()));
+  return samples[std::min(i, samples.size() - 1)];
 }
 
 // The median (mean of the two middle values for an even count). Sorts `v`.

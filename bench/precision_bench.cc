@@ -108,6 +108,7 @@ struct Row {
   std::string source;
   Stats stats;
   int wrong = 0;  // calls that did not end in DEADLINE_EXCEEDED of this source
+  double p99_all = 0;  // p99 lateness with the wrong calls counted as infinitely late
 };
 
 int Main(int argc, char** argv) {
@@ -203,6 +204,9 @@ int Main(int argc, char** argv) {
       }
       late_ms.push_back(absl::ToDoubleMilliseconds(done - deadline));
     }
+    // Calls answered wrongly count as infinitely late in the p99 the target
+    // is judged on.
+    row.p99_all = QuantileCountingFailures(late_ms, row.wrong, 0.99);
     row.stats = Summarize(late_ms);
     rows.push_back(row);
   }
@@ -219,9 +223,9 @@ int Main(int argc, char** argv) {
   std::printf("\n");
   for (const Row& r : rows) {
     std::printf("RESULT bench=precision source=%s calls=%zu p50_ms=%.4f p99_ms=%.4f max_ms=%.4f "
-                "wrong=%d budget_ms=%.1f\n",
+                "wrong=%d budget_ms=%.1f p99_all_ms=%.4f\n",
                 r.source.c_str(), r.stats.n, r.stats.p50, r.stats.p99, r.stats.max, r.wrong,
-                absl::ToDoubleMilliseconds(budget));
+                absl::ToDoubleMilliseconds(budget), r.p99_all);
   }
   return 0;
 }

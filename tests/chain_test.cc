@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
@@ -64,6 +65,33 @@ void ExpectStrictNesting(const echo::RelayReply& reply, const std::vector<int>& 
         << reply.hops(i).hop() << " -> " << reply.hops(i + 1).hop();
     EXPECT_GT(reply.hops(i + 1).budget_on_arrival_us(), 0);
   }
+}
+
+// The DEADLINE_EXCEEDED counts of `m` that are not zero, as
+// "side/source=n ...", or "" when there are none.
+std::string DeadlineExceededCounted(const MetricsSnapshot& m) {
+  std::string out;
+  for (Side side : {Side::kClient, Side::kServer}) {
+    for (int i = 0; i < kDeadlineSourceCount; ++i) {
+      const uint64_t n = m.deadline_exceeded_by_source[static_cast<int>(side)][i];
+      if (n == 0) continue;
+      out += absl::StrCat(side == Side::kClient ? "client" : "server", "/",
+                          DeadlineSourceName(static_cast<DeadlineSource>(i)), "=", n, " ");
+    }
+  }
+  return out;
+}
+
+// Waits (real time, bounded) until `metrics` has counted `n` finished server
+// calls: a hop counts its call when its handler returns, after the client
+// already saw the cancel.
+bool WaitForServerCalls(Metrics& metrics, uint64_t n, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (metrics.Snapshot().calls[static_cast<int>(Side::kServer)] < n) {
+    if (absl::Now() > end) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
 }
 
 TEST(ChainTest, BudgetsNestStrictlyAcrossThreeHops) {
@@ -203,8 +231,23 @@ TEST(ChainTest, ClientCancelReachesTheLastHop) {
   canceller.join();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(chain.ledger_.WaitForCancellations(1, absl::Seconds(10)));
-  EXPECT_TRUE(chain.orders_.metrics().Snapshot().deadline_exceeded_by_source[0] ==
-              MetricsSnapshot().deadline_exceeded_by_source[0]);  // no DE counted
+  // Every hop counted the call as ended, on both sides, and none counted a
+  // DEADLINE_EXCEEDED: a cancel is not a budget that fired.
+  for (RelayHop* hop : {&chain.gateway_, &chain.orders_, &chain.ledger_}) {
+    SCOPED_TRACE(hop->address());
+    ASSERT_TRUE(WaitForServerCalls(hop->metrics(), 1, absl::Seconds(10)));
+    const MetricsSnapshot m = hop->metrics().Snapshot();
+    EXPECT_EQ(m.calls_with_code(Side::kServer, "/hopbudget.echo.Relay/Call", absl::StatusCode::kCancelled),
+              1u);
+    EXPECT_EQ(DeadlineExceededCounted(m), "");
+  }
+  // The hops that relayed saw their downstream call end too.
+  EXPECT_EQ(chain.gateway_.metrics().Snapshot().calls[static_cast<int>(Side::kClient)], 1u);
+  EXPECT_EQ(chain.orders_.metrics().Snapshot().calls[static_cast<int>(Side::kClient)], 1u);
+  const MetricsSnapshot client = chain.client_metrics_.Snapshot();
+  EXPECT_EQ(client.calls_with_code(Side::kClient, "/hopbudget.echo.Relay/Call", absl::StatusCode::kCancelled),
+            1u);
+  EXPECT_EQ(DeadlineExceededCounted(client), "");
 }
 
 }  // namespace

@@ -6,8 +6,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <thread>
 
+#include <grpc/support/log.h>
+#include <grpcpp/generic/generic_stub.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
@@ -61,7 +68,9 @@ TEST(ClientInterceptorTest, ExpiredDeadlineFailsFastAndServerIsNeverCalled) {
   echo::RelayReply reply;
   grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(AttributionOf(s)->source, DeadlineSource::kExhaustedBeforeCall);
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kExhaustedBeforeCall);
   EXPECT_EQ(hop.calls(), 0);
 }
 
@@ -80,7 +89,9 @@ TEST(ClientInterceptorTest, CallbackApiCallFailsFastToo) {
   });
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(AttributionOf(status)->source, DeadlineSource::kExhaustedBeforeCall);
+  absl::optional<Attribution> a = AttributionOf(status);
+  ASSERT_TRUE(a.has_value()) << status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kExhaustedBeforeCall);
   EXPECT_EQ(hop.calls(), 0);
 }
 
@@ -94,7 +105,9 @@ TEST(ClientInterceptorTest, ServerStreamingCallFailsFastToo) {
   EXPECT_FALSE(reader->Read(&msg));
   grpc::Status s = reader->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(AttributionOf(s)->source, DeadlineSource::kExhaustedBeforeCall);
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kExhaustedBeforeCall);
   EXPECT_EQ(hop.calls(), 0);
 }
 
@@ -199,6 +212,160 @@ TEST(ClientInterceptorTest, DeadlineLeakIsCountedAndStillBounded) {
   ASSERT_EQ(sent.result, HeaderParse::kOk);
   EXPECT_LT(sent.budget, absl::Milliseconds(600));
   EXPECT_TRUE(ledger.WaitForCancellations(1, absl::Seconds(10)));
+}
+
+// A Relay service whose handler calls downstream the legacy way: inside an
+// InboundScope, with a plain ClientContext whose deadline is `downstream`
+// from now, through a channel with hopbudget's client interceptor (hop
+// "orders", counting into `metrics`). It makes `calls` such calls to
+// `method` (a generic call; the callee need not implement it), or one Relay
+// call that hangs at the callee when `method` is empty.
+class LeakyOrders final : public echo::Relay::Service {
+ public:
+  struct Options {
+    std::string next;
+    Metrics* metrics = nullptr;
+    absl::Duration downstream = absl::Hours(1);
+    std::string method;  // "": a Relay call that hangs at `next`
+    int calls = 1;
+  };
+  explicit LeakyOrders(Options options) : options_(std::move(options)) {
+    ClientOptions client;
+    client.hop = "orders";
+    client.metrics = options_.metrics;
+    auto channel = CreateChannel(options_.next, grpc::InsecureChannelCredentials(), client);
+    EXPECT_TRUE(channel.ok()) << channel.status();
+    if (channel.ok()) channel_ = *channel;
+  }
+
+  grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest*,
+                    echo::RelayReply*) override {
+    if (channel_ == nullptr) return grpc::Status(grpc::StatusCode::INTERNAL, "no channel");
+    InboundScope scope(*ctx);
+    if (options_.method.empty()) {
+      grpc::ClientContext call;
+      call.set_deadline(absl::ToChronoTime(absl::Now() + options_.downstream));
+      echo::RelayReply reply;
+      return echo::Relay::NewStub(channel_)->Call(&call, Request({testing::Hang()}), &reply);
+    }
+    grpc::GenericStub generic(channel_);
+    for (int i = 0; i < options_.calls; ++i) {
+      grpc::ClientContext call;
+      call.set_deadline(absl::ToChronoTime(absl::Now() + options_.downstream));
+      grpc::Slice empty("");
+      grpc::ByteBuffer request(&empty, 1), response;
+      absl::Notification done;
+      generic.UnaryCall(&call, options_.method, grpc::StubOptions(), &request, &response,
+                        [&done](grpc::Status) { done.Notify(); });
+      done.WaitForNotification();
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  const Options options_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST(ClientInterceptorTest, LaterDeadlineLeakIsCountedAndStillBounded) {
+  RelayHop ledger(HopConfig{});
+  Metrics metrics;
+  // 30 s: far later than the inbound 600 ms, and short enough that a leak
+  // left unbounded fails this test instead of hanging it.
+  LeakyOrders service({ledger.address(), &metrics, absl::Seconds(30)});
+  ServerOptions options;
+  options.hop = "orders";
+  options.metrics = &metrics;
+  options.policy.hop_reserve = absl::Milliseconds(100);
+  std::string address;
+  std::unique_ptr<grpc::Server> orders = testing::ServeBehindHopbudget(&service, options, &address);
+  ASSERT_NE(orders, nullptr);
+  auto stub = testing::NewStub(address, false);
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Milliseconds(600));
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  const MetricsSnapshot m = metrics.Snapshot();
+  EXPECT_EQ(m.leaks(LeakKind::kLaterThanInbound), 1u);
+  EXPECT_EQ(m.leaks(LeakKind::kNoDeadline), 0u);
+  // orders' timer ended the leaking call at the derived deadline (600 ms less
+  // the 100 ms reserve), attributed to the client budget: the ledger was told
+  // (nothing else would cancel it before its 30 s are up).
+  EXPECT_EQ(m.deadline_exceeded(Side::kClient, DeadlineSource::kClient), 1u);
+  // The leaking call carried the derived budget, not the 30 s it was given.
+  ParsedBudget sent = ParseBudgetHeader(ledger.last_budget_header());
+  ASSERT_EQ(sent.result, HeaderParse::kOk);
+  EXPECT_LT(sent.budget, absl::Milliseconds(600));
+  EXPECT_TRUE(ledger.WaitForCancellations(1, absl::Seconds(10)));
+  orders->Shutdown();
+}
+
+// gpr_log lines that mention a deadline leak, captured while a
+// LeakLogCapture lives (gpr_set_log_function is process-wide; gRPC's
+// default log function is not public API, so every line goes to stderr
+// through ours, then and after).
+class LeakLogCapture {
+ public:
+  LeakLogCapture() { gpr_set_log_function(&LeakLogCapture::Log); }
+  ~LeakLogCapture() { gpr_set_log_function(&LeakLogCapture::ToStderr); }
+  static std::vector<std::string> Lines() {
+    absl::MutexLock lock(&mu_);
+    return lines_;
+  }
+
+ private:
+  static void Log(gpr_log_func_args* args) {
+    if (absl::StrContains(args->message, "deadline leak")) {
+      absl::MutexLock lock(&mu_);
+      lines_.push_back(args->message);
+    }
+    ToStderr(args);
+  }
+  static void ToStderr(gpr_log_func_args* args) {
+    std::fprintf(stderr, "%s %s:%d] %s\n", gpr_log_severity_string(args->severity), args->file,
+                 args->line, args->message);
+  }
+  static absl::Mutex mu_;
+  static std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
+};
+absl::Mutex LeakLogCapture::mu_(absl::kConstInit);
+std::vector<std::string> LeakLogCapture::lines_;
+
+TEST(ClientInterceptorTest, DeadlineLeakIsLoggedOncePerMethod) {
+  // Methods no other test calls: the log remembers methods for the process.
+  const std::string first = "/hopbudget.test.LeakLog/First";
+  const std::string second = "/hopbudget.test.LeakLog/Second";
+  RelayHop callee(HopConfig{});
+  LeakLogCapture capture;
+  for (const std::string& method : {first, second}) {
+    Metrics metrics;
+    LeakyOrders service({callee.address(), &metrics, absl::Hours(1), method, /*calls=*/3});
+    ServerOptions options;
+    options.hop = "orders";
+    options.metrics = &metrics;
+    std::string address;
+    std::unique_ptr<grpc::Server> orders =
+        testing::ServeBehindHopbudget(&service, options, &address);
+    ASSERT_NE(orders, nullptr);
+    auto stub = testing::NewStub(address, false);
+    for (int i = 0; i < 2; ++i) {
+      grpc::ClientContext ctx;
+      SetBudget(ctx, absl::Seconds(10));
+      echo::RelayReply reply;
+      grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+    }
+    // Six leaking calls of the method, every one counted...
+    EXPECT_EQ(metrics.Snapshot().leaks(LeakKind::kLaterThanInbound), 6u) << method;
+    orders->Shutdown();
+  }
+  // ...and one line logged per method, naming it.
+  const std::vector<std::string> lines = LeakLogCapture::Lines();
+  ASSERT_EQ(lines.size(), 2u) << absl::StrJoin(lines, "\n");
+  EXPECT_THAT(lines[0], ::testing::HasSubstr(first));
+  EXPECT_THAT(lines[0], ::testing::HasSubstr("later than the inbound"));
+  EXPECT_THAT(lines[1], ::testing::HasSubstr(second));
 }
 
 TEST(ClientInterceptorTest, CommonPathArmsNoTimer) {

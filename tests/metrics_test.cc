@@ -132,6 +132,7 @@ TEST(MetricsHistogramTest, AttemptsPerCallBucketsOneToTenThenInf) {
   m.CountAttemptsPerCall(MethodId{}, 3);
   m.CountAttemptsPerCall(MethodId{}, 25);
   MetricsSnapshot s = m.Snapshot();
+  ASSERT_NE(s.method("other"), nullptr);
   const HistogramSnapshot& h = s.method("other")->attempts;
   EXPECT_EQ(h.counts[0], 1u);
   EXPECT_EQ(h.counts[2], 1u);

@@ -123,18 +123,26 @@ TEST_P(ServerInterceptorTest, CallBelowMinimumIsRefusedAndHandlerSeesIt) {
   config.policy.min_attempt_budget = absl::Milliseconds(50);
   RelayHop hop(config);
   auto stub = testing::NewStub(hop.address(), false);
-  grpc::ClientContext ctx;
-  SetBudget(ctx, absl::Seconds(2));
-  ctx.AddMetadata(kBudgetHeader, "20000");  // 20 ms < 50 ms
-  echo::RelayReply reply;
-  grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(AttributionOf(s)->source, DeadlineSource::kArrivedExpired);
-  hop.Shutdown();
-  // Every handler that ran saw refused() and did nothing. (The callback API
-  // may not run the handler at all once the call is cancelled.)
-  EXPECT_EQ(hop.calls(), hop.refused());
-  if (GetParam() == Api::kSync) EXPECT_EQ(hop.refused(), 1);
+  // The callback and async APIs may skip the handler of a call cancelled on
+  // arrival (about 1 call in 15 under CPU load, more often never): enough
+  // calls that some handler runs, so that what it saw can be checked.
+  constexpr int kCalls = 20;
+  for (int i = 0; i < kCalls; ++i) {
+    grpc::ClientContext ctx;
+    SetBudget(ctx, absl::Seconds(2));
+    ctx.AddMetadata(kBudgetHeader, "20000");  // 20 ms < 50 ms
+    echo::RelayReply reply;
+    grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    absl::optional<Attribution> a = AttributionOf(s);
+    ASSERT_TRUE(a.has_value()) << s.error_message();
+    EXPECT_EQ(a->source, DeadlineSource::kArrivedExpired);
+  }
+  hop.Shutdown();  // every handler that runs has returned
+  // Handlers ran, and every one saw refused() and did nothing.
+  ASSERT_GT(hop.calls(), 0);
+  EXPECT_EQ(hop.refused(), hop.calls());
+  if (GetParam() == Api::kSync) EXPECT_EQ(hop.calls(), kCalls);
 }
 
 TEST_P(ServerInterceptorTest, RequestCapTighterThanClientDeadlineIsEnforced) {
@@ -149,7 +157,11 @@ TEST_P(ServerInterceptorTest, RequestCapTighterThanClientDeadlineIsEnforced) {
   grpc::Status s = stub->Call(&ctx, Request({testing::Hang()}), &reply);
   const absl::Duration took = absl::Now() - start;
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_LT(took, absl::Seconds(10));  // the 20 s client deadline did not fire
+  // The 100 ms cap, not the 20 s client deadline, ended the call: measured
+  // 100.8..106 ms idle and 100.8..193 ms with two busy loops on 2 cores;
+  // 1 s still catches a cap enforced 10x late.
+  EXPECT_GE(took, absl::Milliseconds(100));
+  EXPECT_LT(took, absl::Seconds(1));
   absl::optional<Attribution> a = AttributionOf(s);
   ASSERT_TRUE(a.has_value()) << s.error_message();
   EXPECT_EQ(a->source, DeadlineSource::kRequest);

@@ -195,6 +195,7 @@ TEST(ShieldGrpcTest, DrainReportsWorkStillRunningAtItsDeadline) {
   DrainReport report = ShutdownAndDrain(orders.server(), shield, absl::Milliseconds(100));
   ASSERT_EQ(report.still_running.size(), 1u);
   EXPECT_EQ(report.still_running[0], "stuck");
+  ASSERT_TRUE(stuck->Wait().has_value());
   EXPECT_EQ(stuck->Wait()->outcome, ShieldOutcome::kFailed);  // it honoured the stop
   EXPECT_FALSE(shield.Run("late", absl::Seconds(1), [](ShieldContext&) {
                        return absl::OkStatus();

@@ -476,6 +476,7 @@ TEST_F(ShieldTest, QueuedWorkWhoseBoundPassedNeverStarts) {
   EXPECT_EQ(record->outcome, ShieldOutcome::kExceededBound);
   EXPECT_THAT(record->status.message(),
               HasSubstr("shield bound of 100ms exceeded by queued: never started"));
+  ASSERT_TRUE(first->Wait().has_value());
   EXPECT_EQ(first->Wait()->outcome, ShieldOutcome::kCompleted);
 }
 
@@ -652,6 +653,7 @@ TEST(ShieldOptionsTest, ValidatesRangesAndTheConstructorClamps) {
   absl::StatusOr<ShieldHandle> run =
       shield.Run("one", absl::Seconds(5), [](ShieldContext&) { return absl::OkStatus(); });
   ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_TRUE(run->Wait().has_value());
   EXPECT_EQ(run->Wait()->outcome, ShieldOutcome::kCompleted);
 }
 
