@@ -62,6 +62,9 @@ OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order,
   grpc::ClientContext ctx;
   const absl::Time start = absl::Now();
   SetUpContext(ctx, start, budget);
+  // One order at a time (`order`, the scenarios): its waterfall is shown
+  // whatever the outcome, so every hop is asked for its trace.
+  RequestTrace(ctx);
   absl::Notification done;
   stub.async()->PlaceOrder(&ctx, &order, &o.result, [&](grpc::Status s) {
     o.status = std::move(s);
