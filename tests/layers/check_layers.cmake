@@ -1,0 +1,31 @@
+# Fails when a layer of the library reaches past the one below it:
+#   core/ and http/ include no gRPC header (they must build without gRPC);
+#   core/ includes no header of http/ or grpc/.
+# (The build already refuses an adapter or http header in core/: it is not
+# on the core's include path. gRPC's headers are on every include path, so
+# this scan is what keeps them out.)
+# Run as: cmake -DROOT=<source dir> -P check_layers.cmake
+file(GLOB_RECURSE core_files ${ROOT}/interceptors/core/*.h ${ROOT}/interceptors/core/*.cc)
+file(GLOB_RECURSE http_files ${ROOT}/interceptors/http/*.h ${ROOT}/interceptors/http/*.cc)
+set(bad "")
+foreach(f IN LISTS core_files http_files)
+  file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](grpc/|grpcpp/|grpc_glue|attributed_status|attempt_result)")
+  foreach(l IN LISTS lines)
+    list(APPEND bad "${f}: ${l}")
+  endforeach()
+endforeach()
+foreach(f IN LISTS core_files)
+  file(STRINGS ${f} lines REGEX "hopbudget/(client|server|retry|retry_loop|shield_grpc|http_exporter)\\.h")
+  foreach(l IN LISTS lines)
+    list(APPEND bad "${f}: ${l}")
+  endforeach()
+endforeach()
+list(LENGTH core_files n_core)
+if(n_core EQUAL 0)
+  message(FATAL_ERROR "no core sources found under ${ROOT}/interceptors/core")
+endif()
+if(bad)
+  list(JOIN bad "\n  " text)
+  message(FATAL_ERROR "layering: a lower layer includes a higher one:\n  ${text}")
+endif()
+message(STATUS "layers ok: ${n_core} core files, no gRPC or adapter include below the adapters")
