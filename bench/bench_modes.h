@@ -1,17 +1,23 @@
 // Copyright hopbudget authors.
 //
-// bench_modes.h: the three configurations every overhead figure compares.
-//   plain      (a) no interceptors at all
-//   noop       (b) a no-op client + server interceptor pair (bench_util.h)
-//   hopbudget  (c) hopbudget fully installed: server interceptor, and on the
-//              client the retrying channel (which carries the budget
-//              interceptor), configured so that neither a cap nor a retry
-//              triggers on a healthy echo: the client deadline (set in every
-//              mode) is the tightest budget, so no hopbudget timer is armed,
-//              and the budget header is sent on every call.
-//   budget-only  (d) like hopbudget, but the client channel has only the
-//              budget interceptor (CreateChannel), no retrying channel: splits
-//              the cost of (c) between budgets and retries.
+// bench_modes.h: the configurations every overhead figure compares.
+//   plain             (a) no interceptors at all
+//   noop              (b) a no-op client + server interceptor pair (bench_util.h)
+//   budget-only       (c) hopbudget's server interceptor, and its budget
+//                     interceptor on the client (CreateChannel): configured
+//                     so that no cap or retry triggers on a healthy echo (the
+//                     client deadline, set in every mode, is the tightest
+//                     budget: no hopbudget timer is armed, and the budget
+//                     header is sent on every call)
+//   retry-loop        (d) like budget-only, every call made through a
+//                     RetryLoop (callback form) whose policy never triggers:
+//                     the typed retry loop's cost
+//   retrying-channel  (e) like budget-only, the client channel being
+//                     CreateRetryingChannel: the drop-in's cost (every call
+//                     hijacked and re-issued as a second call)
+// The server side of (c), (d) and (e) is the same. scale_bench and
+// cancel_bench also use "hopbudget" for the server interceptor with a
+// budget-interceptor channel.
 #ifndef HOPBUDGET_BENCH_BENCH_MODES_H_
 #define HOPBUDGET_BENCH_BENCH_MODES_H_
 
@@ -25,14 +31,22 @@
 #include "hopbudget/client.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry.h"
+#include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 
 namespace hopbudget {
 namespace bench {
 
 inline const std::vector<std::string>& ModeNames() {
-  static const std::vector<std::string> names = {"plain", "noop", "hopbudget", "budget-only"};
+  static const std::vector<std::string> names = {"plain", "noop", "budget-only", "retry-loop",
+                                                 "retrying-channel"};
   return names;
+}
+
+// The modes whose server runs hopbudget's interceptor.
+inline bool ServerHasHopbudget(const std::string& mode) {
+  return mode == "hopbudget" || mode == "budget-only" || mode == "retry-loop" ||
+         mode == "retrying-channel";
 }
 
 // Server policy of mode hopbudget: caps far above the client deadline, so the
@@ -51,7 +65,7 @@ inline void InstallServerMode(const std::string& mode, grpc::ServerBuilder& buil
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
   if (mode == "noop") {
     creators.push_back(std::make_unique<NoopServerFactory>());
-  } else if (mode == "hopbudget" || mode == "budget-only") {
+  } else if (ServerHasHopbudget(mode)) {
     ServerOptions options;
     options.hop = hop;
     options.policy = policy;
@@ -65,8 +79,9 @@ inline void InstallServerMode(const std::string& mode, grpc::ServerBuilder& buil
   builder.experimental().SetInterceptorCreators(std::move(creators));
 }
 
-// The client retry options of mode hopbudget: up to 3 attempts of <= 500 ms,
-// retried on UNAVAILABLE (never happens on a healthy echo).
+// The client retry options of modes retry-loop and retrying-channel: up to 3
+// attempts of <= 500 ms, retried on UNAVAILABLE (never happens on a healthy
+// echo).
 inline RetryOptions BenchRetryOptions(const std::string& hop, Metrics* metrics = nullptr) {
   RetryOptions r;
   r.client.hop = hop;
@@ -89,13 +104,16 @@ inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
     return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, args,
                                                                    std::move(creators));
   }
-  if (mode == "hopbudget") {
+  if (mode == "retrying-channel") {
     auto channel = CreateRetryingChannel(target, creds, BenchRetryOptions("loadgen", metrics),
                                          args);
     if (!channel.ok()) Flags::Die(channel.status().ToString());
     return *channel;
   }
-  if (mode == "budget-only") {
+  if (ServerHasHopbudget(mode)) {  // budget-only, retry-loop, hopbudget
+    // One retry layer: the loop's (gRPC core's retry filter is off in the
+    // retrying channel too).
+    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
     ClientOptions options;
     options.hop = "loadgen";
     options.metrics = metrics;
@@ -104,6 +122,20 @@ inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
     return *channel;
   }
   return grpc::CreateCustomChannel(target, creds, args);
+}
+
+// The typed retry loop of mode retry-loop, on the same policy.
+inline std::unique_ptr<RetryLoop> MakeRetryLoop(Metrics* metrics = nullptr) {
+  const RetryOptions r = BenchRetryOptions("loadgen", metrics);
+  RetryLoopOptions options;
+  options.hop = "loadgen";
+  options.method = "/hopbudget.echo.Relay/Call";
+  options.budget = r.budget;
+  options.retry = r.retry;
+  options.metrics = metrics;
+  auto loop = RetryLoop::Create(options);
+  if (!loop.ok()) Flags::Die(loop.status().ToString());
+  return *std::move(loop);
 }
 
 }  // namespace bench

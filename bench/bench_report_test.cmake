@@ -54,18 +54,26 @@ verdict(scale_not_parked scale
 verdict(scale_none scale "" "10000 parked calls: [^|]*\\| - \\| not measured")
 # Overhead: met, missed, failed calls, and the API that was not run.
 set(overhead_rounds "")
-foreach(mode_qps_p99 "plain;1000;100" "hopbudget;990;105")
-  list(GET mode_qps_p99 0 mode)
-  list(GET mode_qps_p99 1 qps)
-  list(GET mode_qps_p99 2 p99)
+foreach(mode_qps_p99_cpu "plain;1000;100;5" "noop;1000;100;6" "budget-only;990;105;6.1"
+        "retry-loop;985;106;6.2" "retrying-channel;700;150;9")
+  list(GET mode_qps_p99_cpu 0 mode)
+  list(GET mode_qps_p99_cpu 1 qps)
+  list(GET mode_qps_p99_cpu 2 p99)
+  list(GET mode_qps_p99_cpu 3 cpu)
   string(APPEND overhead_rounds
-    "RESULT bench=overhead api=callback mode=${mode} inflight=32 round=1 qps=${qps} p50_us=50 p99_us=${p99} calls=1 errors=0 cpu_us_per_call=10${nl}")
+    "RESULT bench=overhead api=callback mode=${mode} inflight=32 round=1 qps=${qps} p50_us=50 p99_us=${p99} calls=1 errors=0 cpu_us_per_call=10 client_cpu_us=${cpu} server_cpu_us=${cpu}${nl}")
 endforeach()
 verdict(overhead_met overhead "${overhead_rounds}"
-  "callback API, 32 in flight: [^|]*\\| QPS 0.990, p99 1.050x \\| QPS met, p99 met.*sync API, 32 in flight: [^|]*\\| - \\| not measured")
-string(REPLACE "qps=990" "qps=600" overhead_slow "${overhead_rounds}")
-verdict(overhead_missed overhead "${overhead_slow}" "\\| QPS \\*\\*missed\\*\\*, p99 met")
-string(REPLACE "errors=0 cpu_us_per_call=10${nl}RESULT bench=overhead api=callback mode=hopbudget"
-  "errors=7 cpu_us_per_call=10${nl}RESULT bench=overhead api=callback mode=hopbudget"
+  "callback API, 32 in flight, budget-only: [^|]*\\| QPS 0.990x plain, 0.990x no-op; p99 1.050x plain; CPU 1.017x \\(client\\), 1.017x \\(server\\) no-op \\| met.*callback API, 32 in flight, retry-loop: [^|]*\\| [^|]*\\| met.*sync API, 32 in flight, budget-only: [^|]*\\| - \\| not measured")
+string(REPLACE "mode=retry-loop inflight=32 round=1 qps=985" "mode=retry-loop inflight=32 round=1 qps=600"
+  overhead_slow "${overhead_rounds}")
+verdict(overhead_missed overhead "${overhead_slow}"
+  "retry-loop: [^|]*\\| [^|]*\\| \\*\\*missed\\*\\*: QPS vs plain, QPS vs no-op")
+string(REPLACE "client_cpu_us=6.2 server_cpu_us=6.2" "client_cpu_us=6.2 server_cpu_us=9"
+  overhead_cpu "${overhead_rounds}")
+verdict(overhead_cpu overhead "${overhead_cpu}"
+  "retry-loop: [^|]*\\| [^|]*\\| \\*\\*missed\\*\\*: server CPU")
+string(REPLACE "mode=budget-only inflight=32 round=1 qps=990 p50_us=50 p99_us=105 calls=1 errors=0"
+  "mode=budget-only inflight=32 round=1 qps=990 p50_us=50 p99_us=105 calls=1 errors=7"
   overhead_errors "${overhead_rounds}")
-verdict(overhead_errors overhead "${overhead_errors}" "\\| not measured \\(7 calls failed\\)")
+verdict(overhead_errors overhead "${overhead_errors}" "budget-only: [^|]*\\| - \\| not measured \\(7 calls failed\\)")

@@ -3,7 +3,7 @@
 // load_gen: the client process of the overhead benchmark. A closed loop over
 // the callback client API: `--inflight` calls are outstanding at all times
 // (each completion issues the next call), on one channel built in `--mode`
-// (bench_modes.h). Every call carries a 1 s deadline, in every mode, so the
+// (bench_modes.h; in mode retry-loop every call goes through a RetryLoop). Every call carries a 1 s deadline, in every mode, so the
 // only difference between modes is the interceptors. Runs `--warmup`, then
 // measures for `--duration`: calls that started and ended inside that window
 // count. With --server-pid it also reports CPU time per call (user + sys of
@@ -64,8 +64,15 @@ void SleepUntil(double t) {
 
 class ClosedLoop {
  public:
-  ClosedLoop(echo::Relay::Stub* stub, int inflight, double measure_start, double measure_end)
-      : stub_(stub), slots_(inflight), measure_start_(measure_start), measure_end_(measure_end) {
+  // `loop`: make every call through this RetryLoop (mode retry-loop), or
+  // nullptr.
+  ClosedLoop(echo::Relay::Stub* stub, RetryLoop* loop, int inflight, double measure_start,
+             double measure_end)
+      : stub_(stub),
+        loop_(loop),
+        slots_(inflight),
+        measure_start_(measure_start),
+        measure_end_(measure_end) {
     for (auto& s : slots_) {
       s.req.set_payload("0123456789abcdef");
       s.lat.reserve(1 << 16);
@@ -107,10 +114,20 @@ class ClosedLoop {
   };
 
   void Issue(Slot* s) {
-    s->ctx = std::make_unique<grpc::ClientContext>();
-    s->ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
     s->reply.Clear();
     s->start = MonoSeconds();
+    if (loop_ != nullptr) {
+      // The loop owns each attempt's context, deadline from the logical call.
+      loop_->Start(
+          LogicalCall::WithDeadline(absl::Now() + absl::Seconds(1)),
+          [this, s](grpc::ClientContext* attempt, std::function<void(grpc::Status)> done) {
+            stub_->async()->Call(attempt, &s->req, &s->reply, std::move(done));
+          },
+          [this, s](grpc::Status status) { Done(s, status); });
+      return;
+    }
+    s->ctx = std::make_unique<grpc::ClientContext>();
+    s->ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
     stub_->async()->Call(s->ctx.get(), &s->req, &s->reply,
                          [this, s](grpc::Status status) { Done(s, status); });
   }
@@ -132,6 +149,7 @@ class ClosedLoop {
   }
 
   echo::Relay::Stub* stub_;
+  RetryLoop* loop_;
   std::vector<Slot> slots_;
   const double measure_start_;
   const double measure_end_;
@@ -165,10 +183,11 @@ int Main(int argc, char** argv) {
     Flags::Die(absl::StrCat("could not connect to ", target));
   }
   std::unique_ptr<echo::Relay::Stub> stub = echo::Relay::NewStub(channel);
+  std::unique_ptr<RetryLoop> retry_loop = mode == "retry-loop" ? MakeRetryLoop() : nullptr;
 
   const double start = MonoSeconds() + absl::ToDoubleSeconds(warmup);
   const double end = start + absl::ToDoubleSeconds(duration);
-  ClosedLoop loop(stub.get(), inflight, start, end);
+  ClosedLoop loop(stub.get(), retry_loop.get(), inflight, start, end);
   double self0 = 0, self1 = 0, server0 = 0, server1 = 0;
   loop.Run(
       [&] {

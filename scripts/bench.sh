@@ -148,15 +148,15 @@ t_start=$SECONDS
 
 # ---------------------------------------------------------------- 1. overhead
 # Separate server and load-generator processes on loopback. Each round runs
-# the modes a, b, c back to back for each API (c, b, a in even rounds), so
-# that slow drifts of the machine hit every mode alike; ratios are taken
-# within a round.
+# the modes a..e back to back for each API (e..a in even rounds), so that
+# slow drifts of the machine hit every mode alike; ratios are taken within a
+# round.
 run_overhead() {
   local round api mode modes inflight port spid log="$raw/overhead.txt"
   : >"$log"
   for ((round = 1; round <= rounds; round++)); do
-    modes="plain noop hopbudget budget-only"
-    [ $((round % 2)) = 0 ] && modes="budget-only hopbudget noop plain"
+    modes="plain noop budget-only retry-loop retrying-channel"
+    [ $((round % 2)) = 0 ] && modes="retrying-channel retry-loop budget-only noop plain"
     for api in sync callback; do
       for mode in $modes; do
         "$bin/echo_server" --api="$api" --mode="$mode" --deadlock-detection="$deadlock" \
