@@ -61,6 +61,11 @@ int Main(int argc, char** argv) {
   FaultConfig faults;
   absl::Status s = flags.Parse(argc, argv);
   if (s.ok() && orders_target.empty()) s = absl::InvalidArgumentError("--orders is required");
+  if (s.ok()) {
+    if (absl::Status t = ValidateTarget(orders_target); !t.ok()) {
+      s = absl::InvalidArgumentError(absl::StrCat("--orders: ", t.message()));
+    }
+  }
   if (s.ok()) s = FinishCommonFlags(&common, &faults);
   if (!s.ok()) {
     std::cerr << "gateway: " << s.message() << "\n" << flags.Usage();

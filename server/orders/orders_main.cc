@@ -115,6 +115,11 @@ int Main(int argc, char** argv) {
   FaultConfig faults;
   absl::Status s = flags.Parse(argc, argv);
   if (s.ok() && ledger_target.empty()) s = absl::InvalidArgumentError("--ledger is required");
+  if (s.ok()) {
+    if (absl::Status t = ValidateTarget(ledger_target); !t.ok()) {
+      s = absl::InvalidArgumentError(absl::StrCat("--ledger: ", t.message()));
+    }
+  }
   if (s.ok()) s = FinishCommonFlags(&common, &faults);
   if (!s.ok()) {
     std::cerr << "orders: " << s.message() << "\n" << flags.Usage();
