@@ -253,6 +253,9 @@ int main(int argc, char** argv) {
   creators.push_back(*std::move(factory));
 
   grpc::ServerBuilder builder;
+  // A port in use is an error: gRPC's default SO_REUSEPORT would let a
+  // second server share it and split the connections between the two.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
   builder.AddListeningPort(absl::StrCat("0.0.0.0:", flags.port), grpc::InsecureServerCredentials(),
                            &port);
@@ -260,7 +263,7 @@ int main(int argc, char** argv) {
   builder.experimental().SetInterceptorCreators(std::move(creators));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    std::cerr << "cannot listen on port " << flags.port << "\n";
+    std::cerr << "cannot listen on port " << flags.port << " (in use by another server?)\n";
     return 1;
   }
   std::cout << "listening on " << port << std::endl;

@@ -3,10 +3,15 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <netdb.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <thread>
 #include <utility>
@@ -337,10 +342,48 @@ std::string DemoProcess::ExtraMetrics() const {
   return out;
 }
 
+void ApplyServerTransportPolicy(grpc::ServerBuilder& builder) {
+  // gRPC sets SO_REUSEPORT on Linux by default: a second server started on
+  // a port in use would share it, and the kernel would split new
+  // connections between the two (a ledger on another database: split brain).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+}
+
+std::string ListenProblem(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string service = absl::StrCat(port);
+  if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return absl::StrCat("cannot resolve ", host, ": ", gai_strerror(rc));
+  }
+  std::string problem = "gRPC could not bind it";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as gRPC does
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      problem = errno == EADDRINUSE
+                    ? "address already in use (another server listens there; this one will "
+                      "not share the port)"
+                    : std::strerror(errno);
+      close(fd);
+      break;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return problem;
+}
+
 int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shield) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  ApplyServerTransportPolicy(builder);
   int port = 0;
   const std::string address = absl::StrCat(common_.host, ":", common_.port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
@@ -361,7 +404,8 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    std::cerr << common_.name << ": cannot listen on " << address << "\n";
+    std::cerr << common_.name << ": cannot listen on " << address << ": "
+              << ListenProblem(common_.host, common_.port) << "\n";
     return 1;
   }
   int http_port = 0;

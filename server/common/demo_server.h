@@ -155,6 +155,14 @@ class DemoProcess {
   std::unique_ptr<AdminImpl> admin_;
 };
 
+// What every demo server sets on its builder: SO_REUSEPORT off (a port in
+// use is an error, never shared).
+void ApplyServerTransportPolicy(grpc::ServerBuilder& builder);
+
+// Why `host`:`port` cannot be listened on, for the error message: binds a
+// socket as gRPC would and names errno ("address already in use ...").
+std::string ListenProblem(const std::string& host, int port);
+
 // Faults <-> proto.
 Faults FaultsToProto(const FaultConfig& config);
 absl::StatusOr<FaultConfig> FaultsFromProto(const Faults& proto);

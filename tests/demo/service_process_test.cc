@@ -1,0 +1,195 @@
+// Copyright hopbudget authors.
+//
+// What the demo's processes do at start and at exit, with the real binaries:
+// a port already in use, a bad downstream target, a database the ledger
+// must not serve. Each case checks the exit status and that stderr names
+// the problem.
+#include <grpcpp/grpcpp.h>
+#include <sqlite3.h>
+
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "child_process.h"
+#include "demo/demo.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ledger_store.h"
+
+namespace hopbudget::demo {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Start-up and exit are slow under ASan on a loaded 2-core machine; these
+// bounds only stop a hung test.
+constexpr absl::Duration kStart = absl::Seconds(60);
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::unique_ptr<ChildProcess> StartReady(const std::string& binary,
+                                         const std::vector<std::string>& args) {
+  auto p = ChildProcess::Spawn(binary, args);
+  EXPECT_TRUE(p.ok()) << p.status();
+  if (!p.ok()) return nullptr;
+  absl::Status ready = (*p)->WaitReady(kStart);
+  EXPECT_TRUE(ready.ok()) << binary << ": " << ready;
+  if (!ready.ok()) return nullptr;
+  return *std::move(p);
+}
+
+// Runs a process that must exit on its own: its exit status.
+int ExitStatusOf(ChildProcess& p) {
+  absl::StatusOr<int> code = p.WaitExit(kStart);
+  EXPECT_TRUE(code.ok()) << "still running; stderr: " << p.Stderr();
+  return code.ok() ? *code : -1;
+}
+
+Order MakeOrder(const std::string& key) {
+  Order o;
+  o.set_key(key);
+  Item* item = o.add_items();
+  item->set_sku("sku-1");
+  item->set_quantity(1);
+  return o;
+}
+
+TEST(PortInUseTest, ASecondLedgerOnTheSamePortExitsAndCommitsLandInOneDatabase) {
+  const std::string dir = TempDir();
+  auto first = StartReady(HOPBUDGET_DEMO_LEDGER, {"--port=0", "--db=" + dir + "/a.db"});
+  ASSERT_NE(first, nullptr);
+  auto second = ChildProcess::Spawn(
+      HOPBUDGET_DEMO_LEDGER, {absl::StrCat("--port=", first->port()), "--db=" + dir + "/b.db"});
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(ExitStatusOf(**second), 1);
+  EXPECT_THAT((*second)->Stderr(),
+              HasSubstr(absl::StrCat("cannot listen on 127.0.0.1:", first->port(),
+                                     ": address already in use")));
+  // Every new connection reaches the one ledger that kept the port.
+  for (int i = 0; i < 20; ++i) {
+    auto channel = grpc::CreateChannel(first->address(), grpc::InsecureChannelCredentials());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+    OrderResult r;
+    grpc::Status s = Ledger::NewStub(channel)->Commit(&ctx, MakeOrder(absl::StrCat("k", i)), &r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  first->Signal(SIGTERM);
+  EXPECT_EQ(ExitStatusOf(*first), 0);
+  auto a = LedgerStore::Open(dir + "/a.db");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(*(*a)->CountRows(), 20);
+}
+
+TEST(PortInUseTest, OrdersAndGatewayRefuseAPortInUse) {
+  const std::string dir = TempDir();
+  auto ledger = StartReady(HOPBUDGET_DEMO_LEDGER, {"--port=0", "--db=" + dir + "/a.db"});
+  ASSERT_NE(ledger, nullptr);
+  const std::string taken = absl::StrCat("--port=", ledger->port());
+  struct Case {
+    const char* binary;
+    std::vector<std::string> args;
+  };
+  const Case cases[] = {
+      {HOPBUDGET_DEMO_ORDERS, {taken, "--ledger=" + ledger->address()}},
+      {HOPBUDGET_DEMO_GATEWAY, {taken, "--orders=" + ledger->address()}},
+  };
+  for (const Case& k : cases) {
+    auto p = ChildProcess::Spawn(k.binary, k.args);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(ExitStatusOf(**p), 1) << k.binary;
+    EXPECT_THAT((*p)->Stderr(), HasSubstr("address already in use")) << k.binary;
+  }
+}
+
+TEST(BadTargetTest, OrdersAndGatewayExitTwoNamingTheFlag) {
+  struct Case {
+    const char* binary;
+    std::string arg;
+    const char* message;
+  };
+  const Case cases[] = {
+      {HOPBUDGET_DEMO_ORDERS, "--ledger=not a target", "--ledger: bad target \"not a target\""},
+      {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1", "--ledger: bad target \"127.0.0.1\": no :PORT"},
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=orders:99999", "--orders: bad target"},
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=not a target", "--orders: bad target"},
+  };
+  for (const Case& k : cases) {
+    auto p = ChildProcess::Spawn(k.binary, {"--port=0", k.arg});
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(ExitStatusOf(**p), 2) << k.arg;
+    EXPECT_THAT((*p)->Stderr(), HasSubstr(k.message)) << k.arg;
+  }
+}
+
+void ExecSql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+      << (err != nullptr ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+// The ledger must exit 1 on `db`, naming `why`, and leave the file as it was.
+void ExpectLedgerRefuses(const std::string& db, const std::string& why) {
+  const std::string before = ReadFile(db);
+  auto p = ChildProcess::Spawn(HOPBUDGET_DEMO_LEDGER, {"--port=0", "--db=" + db});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(ExitStatusOf(**p), 1);
+  EXPECT_THAT((*p)->Stderr(), HasSubstr("ledger: refusing database " + db));
+  EXPECT_THAT((*p)->Stderr(), HasSubstr(why));
+  EXPECT_EQ(ReadFile(db), before) << "the ledger wrote into a file it refused";
+}
+
+TEST(LedgerDatabaseTest, AForeignOrdersTableIsRefusedAtStart) {
+  const std::string db = TempDir() + "/shop.db";
+  ExecSql(db, "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT, total REAL);"
+              "INSERT INTO orders (customer, total) VALUES ('c', 1.5);");
+  ExpectLedgerRefuses(db, "table orders has columns (id INTEGER PRIMARY KEY, customer TEXT");
+}
+
+TEST(LedgerDatabaseTest, ThreeOverwrittenPagesAreRefusedAtStart) {
+  const std::string db = TempDir() + "/ledger.db";
+  {
+    auto store = LedgerStore::Open(db);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int i = 0; i < 5000; ++i) {
+      ASSERT_TRUE((*store)->Commit(absl::StrCat("key-", i), "sku-1 x2", absl::Now()).ok());
+    }
+  }
+  std::string bytes = ReadFile(db);
+  const size_t page = 4096;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<size_t> pick(1, bytes.size() / page - 1);
+  for (int n = 0; n < 3; ++n) {
+    const size_t p = pick(rng);
+    for (size_t i = 0; i < page; ++i) bytes[p * page + i] = static_cast<char>(rng());
+  }
+  std::ofstream(db, std::ios::binary | std::ios::trunc) << bytes;
+  ExpectLedgerRefuses(db, "corrupt: PRAGMA quick_check");
+}
+
+TEST(LedgerDatabaseTest, ASoundDatabaseIsServedAndSaysSo) {
+  const std::string db = TempDir() + "/ledger.db";
+  for (const char* outcome : {"created", "verified"}) {
+    auto p = StartReady(HOPBUDGET_DEMO_LEDGER, {"--port=0", "--db=" + db});
+    ASSERT_NE(p, nullptr);
+    p->Signal(SIGTERM);
+    EXPECT_EQ(ExitStatusOf(*p), 0);
+    EXPECT_THAT(p->Stderr(), HasSubstr(absl::StrCat("schema version 1 ", outcome)));
+  }
+}
+
+}  // namespace
+}  // namespace hopbudget::demo
