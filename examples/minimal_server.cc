@@ -256,6 +256,10 @@ int main(int argc, char** argv) {
   // A port in use is an error: gRPC's default SO_REUSEPORT would let a
   // second server share it and split the connections between the two.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Permit the keepalive pings of hopbudget::CreateChannel (every 10 s, also
+  // without calls; gRPC's default policy answers them with GOAWAY).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   int port = 0;
   builder.AddListeningPort(absl::StrCat("0.0.0.0:", flags.port), grpc::InsecureServerCredentials(),
                            &port);

@@ -347,6 +347,19 @@ void ApplyServerTransportPolicy(grpc::ServerBuilder& builder) {
   // a port in use would share it, and the kernel would split new
   // connections between the two (a ledger on another database: split brain).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Permit the keepalive pings of hopbudget's channels (every 10 s, also
+  // without calls: interceptors/channel_defaults.h). gRPC's default policy
+  // answers pings more often than every 5 min (2 h without calls) with GOAWAY
+  // too_many_pings. Half the client's interval, so a ping that arrives early
+  // (timers, scheduling) is never a strike.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             kMinPingIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // The server's own keepalive (gRPC: every 2 h): a caller behind a dead
+  // link is found within ~13 s and its calls are cancelled, which frees the
+  // handler threads they hold.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kServerKeepaliveTimeMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kServerKeepaliveTimeoutMs);
 }
 
 std::string ListenProblem(const std::string& host, int port) {

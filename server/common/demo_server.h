@@ -155,8 +155,14 @@ class DemoProcess {
   std::unique_ptr<AdminImpl> admin_;
 };
 
+// The keepalive policy of the demo's servers, matched to hopbudget's
+// channel defaults (client.h: pings every 10 s, 3 s to answer).
+inline constexpr int kMinPingIntervalMs = 5000;
+inline constexpr int kServerKeepaliveTimeMs = 10000;
+inline constexpr int kServerKeepaliveTimeoutMs = 3000;
+
 // What every demo server sets on its builder: SO_REUSEPORT off (a port in
-// use is an error, never shared).
+// use is an error, never shared) and the keepalive policy above.
 void ApplyServerTransportPolicy(grpc::ServerBuilder& builder);
 
 // Why `host`:`port` cannot be listened on, for the error message: binds a

@@ -7,6 +7,8 @@
 #include <grpcpp/grpcpp.h>
 #include <sqlite3.h>
 
+#include <signal.h>
+
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -19,6 +21,7 @@
 #include "child_process.h"
 #include "demo/demo.grpc.pb.h"
 #include "gmock/gmock.h"
+#include "hopbudget/client.h"
 #include "gtest/gtest.h"
 #include "ledger_store.h"
 
@@ -189,6 +192,37 @@ TEST(LedgerDatabaseTest, ASoundDatabaseIsServedAndSaysSo) {
     EXPECT_EQ(ExitStatusOf(*p), 0);
     EXPECT_THAT(p->Stderr(), HasSubstr(absl::StrCat("schema version 1 ", outcome)));
   }
+}
+
+TEST(KeepaliveTest, AChannelDropsAPeerThatStoppedAnswering) {
+  // A stopped process: its kernel still acknowledges every byte, so only an
+  // unanswered HTTP/2 ping can tell. hopbudget's channel pings every 10 s
+  // and gives 3 s for the answer (client.h); without keepalive the channel
+  // stays READY, and a call waits for its deadline, forever.
+  auto ledger = StartReady(HOPBUDGET_DEMO_LEDGER, {"--port=0", "--db=" + TempDir() + "/l.db"});
+  ASSERT_NE(ledger, nullptr);
+  ClientOptions options;
+  options.hop = "test";
+  auto channel = CreateChannel(ledger->address(), grpc::InsecureChannelCredentials(), options);
+  ASSERT_TRUE(channel.ok());
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+    OrderResult r;
+    ASSERT_TRUE(Ledger::NewStub(*channel)->Commit(&ctx, MakeOrder("k"), &r).ok());
+  }
+  ASSERT_EQ((*channel)->GetState(false), GRPC_CHANNEL_READY);
+  ledger->Signal(SIGSTOP);
+  const absl::Time stopped = absl::Now();
+  const bool changed = (*channel)->WaitForStateChange(
+      GRPC_CHANNEL_READY, absl::ToChronoTime(stopped + absl::Seconds(40)));
+  const absl::Duration noticed = absl::Now() - stopped;
+  ledger->Signal(SIGCONT);
+  EXPECT_TRUE(changed) << "still READY 40 s after the peer stopped";
+  // 10 s + 3 s at most, with room for a loaded machine; gRPC's own default
+  // (no keepalive) never notices.
+  EXPECT_LT(noticed, absl::Seconds(25));
+  std::cerr << "a stopped peer was dropped after " << noticed << "\n";
 }
 
 }  // namespace
