@@ -62,6 +62,9 @@ void RegisterCommonFlags(FlagSet& flags, CommonFlags* c) {
                  "hopbudget mode: below this a call is refused / not started");
   flags.Duration("baseline-timeout", &c->baseline_timeout,
                  "baseline mode: constant timeout of every outgoing call (per attempt)");
+  flags.Duration("lame-duck", &c->lame_duck,
+                 "on SIGTERM: how long to report NOT_SERVING, still serving, before shutting "
+                 "down (0 = shut down at once)");
   flags.Duration("shutdown-grace", &c->shutdown_grace,
                  "on SIGTERM: how long running calls and shielded commits may finish");
   flags.Bool("verbose", &c->verbose, "log every call's outcome to stderr");
@@ -236,6 +239,14 @@ CallStart DemoProcess::Begin(grpc::ServerContext& ctx) {
     return start;
   }
   start.work = accounting_.Begin(ParseClientDeadline(MetadataValue(ctx, kClientDeadlineHeader)));
+  // Checked after Begin(): once Serve() saw no work in flight while
+  // draining, no call does any (see Serve).
+  if (draining_.load()) {
+    start.done = true;
+    start.status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                absl::StrCat(common_.name, " is shutting down"));
+    return start;
+  }
   if (!MetadataValue(ctx, "grpc-previous-rpc-attempts").empty() ||
       !MetadataValue(ctx, kBaselineAttemptHeader).empty()) {
     retries_received_.fetch_add(1);
@@ -342,6 +353,13 @@ std::string DemoProcess::ExtraMetrics() const {
   return out;
 }
 
+grpc::ChannelArguments DownstreamChannelArguments() {
+  grpc::ChannelArguments args;
+  args.SetServiceConfigJSON(
+      R"({"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}})");
+  return args;
+}
+
 void ApplyServerTransportPolicy(grpc::ServerBuilder& builder) {
   // gRPC sets SO_REUSEPORT on Linux by default: a second server started on
   // a port in use would share it, and the kernel would split new
@@ -445,6 +463,28 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   int sig = 0;
   sigwait(&set, &sig);
   std::cerr << common_.name << ": signal " << sig << ", shutting down\n";
+  if (common_.lame_duck > absl::ZeroDuration()) {
+    // Shutdown() answers every call that arrives after it began with
+    // CANCELLED (gRPC 1.51 zombifies it; grpc/grpc#41785), and callers keep
+    // sending until its GOAWAY reaches them. So first say NOT_SERVING and
+    // keep serving: callers that watch health (DownstreamChannelArguments)
+    // stop sending within a round trip and fail fast with UNAVAILABLE; a
+    // call that still arrives is served as usual.
+    server->GetHealthCheckService()->SetServingStatus(false);
+    absl::SleepFor(common_.lame_duck);
+  }
+  // From here on a call that reaches a handler is answered UNAVAILABLE
+  // (Begin()); calls already in handlers have the grace to finish. The
+  // callers' health Watch streams never end on their own (gRPC 1.51's health
+  // service keeps them open through its Shutdown()) and would hold
+  // Shutdown() for the whole grace: once no handler is left, they are all
+  // that is left, and they are cancelled.
+  draining_.store(true);
+  std::thread closer([this, &server] {
+    if (accounting_.AwaitIdle(common_.shutdown_grace)) {
+      grpc_server_cancel_all_calls(server->c_server());
+    }
+  });
   if (shield != nullptr) {
     DrainReport r = ShutdownAndDrain(*server, *shield, common_.shutdown_grace);
     std::cerr << common_.name << ": drained shield in " << absl::FormatDuration(r.waited)
@@ -453,6 +493,7 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   } else {
     server->Shutdown(absl::ToChronoTime(absl::Now() + common_.shutdown_grace));
   }
+  closer.join();
   server->Wait();
   exporter->reset();
   return 0;

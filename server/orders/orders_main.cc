@@ -135,14 +135,16 @@ int Main(int argc, char** argv) {
     options.retry.max_backoff = absl::Milliseconds(100);
     options.throttle.max_tokens = throttle_max_tokens;
     options.throttle.token_ratio = throttle_token_ratio;
-    auto c = CreateRetryingChannel(ledger_target, grpc::InsecureChannelCredentials(), options);
+    auto c = CreateRetryingChannel(ledger_target, grpc::InsecureChannelCredentials(), options,
+                                   DownstreamChannelArguments());
     if (!c.ok()) {
       std::cerr << "orders: " << c.status().message() << "\n";
       return 2;
     }
     channel = *std::move(c);
   } else {
-    channel = grpc::CreateChannel(ledger_target, grpc::InsecureChannelCredentials());
+    channel = grpc::CreateCustomChannel(ledger_target, grpc::InsecureChannelCredentials(),
+                                        DownstreamChannelArguments());
   }
   DemoProcess process(common, faults);
   OrdersService service(process, Ledger::NewStub(channel), baseline_attempts);

@@ -9,14 +9,18 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "child_process.h"
 #include "demo/demo.grpc.pb.h"
@@ -24,6 +28,7 @@
 #include "hopbudget/client.h"
 #include "gtest/gtest.h"
 #include "ledger_store.h"
+#include "server/common/demo_server.h"
 
 namespace hopbudget::demo {
 namespace {
@@ -192,6 +197,117 @@ TEST(LedgerDatabaseTest, ASoundDatabaseIsServedAndSaysSo) {
     EXPECT_EQ(ExitStatusOf(*p), 0);
     EXPECT_THAT(p->Stderr(), HasSubstr(absl::StrCat("schema version 1 ", outcome)));
   }
+}
+
+// The three services on free ports, front to back.
+struct Chain {
+  std::string dir = TempDir();
+  std::unique_ptr<ChildProcess> ledger, orders, gateway;
+
+  bool Start(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"--port=0", "--db=" + dir + "/ledger.db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ledger = StartReady(HOPBUDGET_DEMO_LEDGER, args);
+    if (ledger == nullptr) return false;
+    args = {"--port=0", "--ledger=" + ledger->address()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    orders = StartReady(HOPBUDGET_DEMO_ORDERS, args);
+    if (orders == nullptr) return false;
+    args = {"--port=0", "--orders=" + orders->address()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    gateway = StartReady(HOPBUDGET_DEMO_GATEWAY, args);
+    return gateway != nullptr;
+  }
+};
+
+// Callers on their own threads, each placing orders one after another
+// until stopped; every answer's code is counted.
+class Load {
+ public:
+  Load(std::shared_ptr<grpc::Channel> channel, int callers) : stub_(Gateway::NewStub(channel)) {
+    for (int i = 0; i < callers; ++i) {
+      threads_.emplace_back([this, i] { Run(i); });
+    }
+  }
+  ~Load() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+  std::map<grpc::StatusCode, int> Codes() {
+    absl::MutexLock lock(&mu_);
+    return codes_;
+  }
+  std::string Messages() {
+    absl::MutexLock lock(&mu_);
+    return messages_;
+  }
+  int Count(grpc::StatusCode code) { return Codes()[code]; }
+
+ private:
+  void Run(int caller) {
+    for (int n = 0; !stop_; ++n) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+      OrderResult r;
+      grpc::Status s = stub_->PlaceOrder(&ctx, MakeOrder(absl::StrCat("c", caller, "-", n)), &r);
+      {
+        absl::MutexLock lock(&mu_);
+        ++codes_[s.error_code()];
+        if (s.error_code() != grpc::StatusCode::OK &&
+            s.error_code() != grpc::StatusCode::UNAVAILABLE && messages_.size() < 2000) {
+          absl::StrAppend(&messages_, s.error_code(), " ", s.error_message(), "\n");
+        }
+      }
+      // A chain that is down answers at once: do not spin.
+      if (!s.ok()) absl::SleepFor(absl::Milliseconds(2));
+    }
+  }
+
+  std::unique_ptr<Gateway::Stub> stub_;
+  std::atomic<bool> stop_{false};
+  absl::Mutex mu_;
+  std::map<grpc::StatusCode, int> codes_ ABSL_GUARDED_BY(mu_);
+  std::string messages_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_;
+};
+
+// Waits until the load has seen `n` answers with `code`.
+bool WaitForAnswers(Load& load, grpc::StatusCode code, int n, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (load.Count(code) < n) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+TEST(ShutdownTest, TheWholeChainStoppedUnderLoadAnswersNoCallCancelled) {
+  Chain chain;
+  ASSERT_TRUE(chain.Start({"--latency=fixed:5ms"}));
+  auto channel = grpc::CreateCustomChannel(chain.gateway->address(),
+                                           grpc::InsecureChannelCredentials(),
+                                           DownstreamChannelArguments());
+  Load load(channel, 16);
+  ASSERT_TRUE(WaitForAnswers(load, grpc::StatusCode::OK, 200, kStart));
+  for (ChildProcess* p : {chain.gateway.get(), chain.orders.get(), chain.ledger.get()}) {
+    p->Signal(SIGTERM);
+  }
+  const absl::Time stopped = absl::Now();
+  for (ChildProcess* p : {chain.gateway.get(), chain.orders.get(), chain.ledger.get()}) {
+    EXPECT_EQ(ExitStatusOf(*p), 0) << p->Stderr();
+    std::cerr << "exited after " << absl::Now() - stopped << ": " << p->Stderr() << "\n";
+  }
+  load.Stop();
+  const std::map<grpc::StatusCode, int> codes = load.Codes();
+  std::string histogram;
+  for (const auto& [code, n] : codes) absl::StrAppend(&histogram, " ", code, ":", n);
+  std::cerr << "answers by code:" << histogram << "\n";
+  // The client never cancels: a CANCELLED is the server's shutdown talking.
+  EXPECT_EQ(load.Count(grpc::StatusCode::CANCELLED), 0) << histogram << "\n" << load.Messages();
+  EXPECT_GT(load.Count(grpc::StatusCode::UNAVAILABLE), 0) << histogram;
 }
 
 TEST(KeepaliveTest, AChannelDropsAPeerThatStoppedAnswering) {
