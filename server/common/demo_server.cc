@@ -3,6 +3,7 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <netdb.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -67,6 +68,9 @@ void RegisterCommonFlags(FlagSet& flags, CommonFlags* c) {
                  "down (0 = shut down at once)");
   flags.Duration("shutdown-grace", &c->shutdown_grace,
                  "on SIGTERM: how long running calls and shielded commits may finish");
+  flags.Int("max-threads", &c->max_threads,
+            "most gRPC server threads; a call beyond them is answered RESOURCE_EXHAUSTED", 4,
+            100000);
   flags.Bool("verbose", &c->verbose, "log every call's outcome to stderr");
 }
 
@@ -415,6 +419,11 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ApplyServerTransportPolicy(builder);
+  // The sync API runs each call on a thread of its own: without a bound a
+  // stalled downstream (a partition, a hang) grows threads without limit.
+  grpc::ResourceQuota quota(absl::StrCat(common_.name, "-threads"));
+  quota.SetMaxThreads(common_.max_threads);
+  builder.SetResourceQuota(quota);
   int port = 0;
   const std::string address = absl::StrCat(common_.host, ":", common_.port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);

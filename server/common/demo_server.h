@@ -82,6 +82,10 @@ struct CommonFlags {
   // service, still serving every call, before it shuts down: callers that
   // watch its health (DownstreamChannelArguments) stop sending in that time.
   absl::Duration lame_duck = absl::Milliseconds(250);
+  // Most threads the gRPC server may run (pollers and handlers alike): a
+  // call that finds them all busy is answered RESOURCE_EXHAUSTED at once
+  // instead of starting one more thread. server/README.md says why 256.
+  int max_threads = 256;
   bool verbose = false;
 };
 

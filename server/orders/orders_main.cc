@@ -131,6 +131,12 @@ int Main(int argc, char** argv) {
     options.client.hop = common.name;
     options.budget = PolicyOf(common);
     options.retry.max_attempts = max_attempts;
+    // RESOURCE_EXHAUSTED too: a ledger whose thread bound is reached refuses
+    // the call before doing any work (and commits are idempotent by key),
+    // so a jittered retry within the budget may find a thread free; the
+    // throttle keeps a refusing ledger from a retry storm.
+    options.retry.retryable_codes = {absl::StatusCode::kUnavailable,
+                                     absl::StatusCode::kResourceExhausted};
     options.retry.initial_backoff = absl::Milliseconds(10);
     options.retry.max_backoff = absl::Milliseconds(100);
     options.throttle.max_tokens = throttle_max_tokens;
