@@ -487,7 +487,9 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   // callers' health Watch streams never end on their own (gRPC 1.51's health
   // service keeps them open through its Shutdown()) and would hold
   // Shutdown() for the whole grace: once no handler is left, they are all
-  // that is left, and they are cancelled.
+  // that is left, and they are cancelled. (With no call in flight the
+  // cancel may come a moment before Shutdown() begins: it then only drops
+  // connections whose callers were told NOT_SERVING and do not send.)
   draining_.store(true);
   std::thread closer([this, &server] {
     if (accounting_.AwaitIdle(common_.shutdown_grace)) {

@@ -395,21 +395,29 @@ TEST(ThreadBoundTest, CallsBeyondTheBoundAreRefusedAtOnceAndThreadsStayBounded) 
             << "; answers:" << histogram << "; slowest refusal " << slowest_refusal << "\n";
   EXPECT_GT(codes[grpc::StatusCode::RESOURCE_EXHAUSTED], 0) << histogram;
   EXPECT_LT(slowest_refusal, absl::Seconds(1)) << "a refusal waited for a thread";
-  // Server threads are bounded; the rest (shield, timers, HTTP) are fixed.
-  EXPECT_LE(peak_threads, threads_before + kBound) << histogram;
-  // The bound recovers once the hung calls end (the hangs not used up by a
-  // call that was refused are cleared first).
-  {
+  // Server threads are bounded by kBound; a few more may start lazily
+  // elsewhere (gRPC's executor, the HTTP exporter). Measured: +8; without
+  // the bound: +40, one per call.
+  EXPECT_LE(peak_threads, threads_before + kBound + 8) << histogram;
+  // The bound recovers once the hung calls' handlers have ended (a moment
+  // after their callers saw the deadline): clear the hangs not used up,
+  // then commit.
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  grpc::Status s;
+  do {
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     Faults none;
-    grpc::Status s = Admin::NewStub(channel)->SetFaults(&ctx, SetFaultsRequest(), &none);
-    ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
-  }
+    s = Admin::NewStub(channel)->SetFaults(&ctx, SetFaultsRequest(), &none);
+    if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  } while (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && absl::Now() < give_up);
+  ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
   OrderResult r;
-  grpc::Status s = stub->Commit(&ctx, MakeOrder("after"), &r);
+  s = stub->Commit(&ctx, MakeOrder("after"), &r);
   EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
   cq.Shutdown();
   void* tag;
