@@ -111,9 +111,6 @@ inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
     return *channel;
   }
   if (ServerHasHopbudget(mode)) {  // budget-only, retry-loop, hopbudget
-    // One retry layer: the loop's (gRPC core's retry filter is off in the
-    // retrying channel too).
-    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
     ClientOptions options;
     options.hop = "loadgen";
     options.metrics = metrics;

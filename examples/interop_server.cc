@@ -296,6 +296,8 @@ int main(int argc, char** argv) {
 
   TestServiceImpl service;
   grpc::ServerBuilder builder;
+  // A port in use is an error, never shared (gRPC's default SO_REUSEPORT).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int selected = 0;
   builder.AddListeningPort(absl::StrCat("0.0.0.0:", port), grpc::InsecureServerCredentials(),
                            &selected);
@@ -303,7 +305,7 @@ int main(int argc, char** argv) {
   builder.experimental().SetInterceptorCreators(std::move(creators));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || selected == 0) {
-    std::cerr << "cannot listen on port " << port << "\n";
+    std::cerr << "cannot listen on port " << port << " (in use by another server?)\n";
     return 1;
   }
   std::cout << "listening on " << selected << std::endl;

@@ -253,6 +253,13 @@ int main(int argc, char** argv) {
   creators.push_back(*std::move(factory));
 
   grpc::ServerBuilder builder;
+  // A port in use is an error: gRPC's default SO_REUSEPORT would let a
+  // second server share it and split the connections between the two.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Permit the keepalive pings of hopbudget::CreateChannel (every 10 s, also
+  // without calls; gRPC's default policy answers them with GOAWAY).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   int port = 0;
   builder.AddListeningPort(absl::StrCat("0.0.0.0:", flags.port), grpc::InsecureServerCredentials(),
                            &port);
@@ -260,7 +267,7 @@ int main(int argc, char** argv) {
   builder.experimental().SetInterceptorCreators(std::move(creators));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    std::cerr << "cannot listen on port " << flags.port << "\n";
+    std::cerr << "cannot listen on port " << flags.port << " (in use by another server?)\n";
     return 1;
   }
   std::cout << "listening on " << port << std::endl;

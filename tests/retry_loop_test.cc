@@ -60,22 +60,13 @@ RetryLoopOptions LoopOptions(Metrics* metrics, absl::Duration request_cap,
   return o;
 }
 
-// gRPC core's retry filter replaces grpc-previous-rpc-attempts with its own
-// count: one retry layer, as the loop's header says.
-grpc::ChannelArguments NoCoreRetries() {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  return args;
-}
-
 // A ledger, the "orders" stub on a budget-interceptor channel, and a loop.
 struct LoopRig {
   LoopRig(Faults faults, RetryLoopOptions options) : ledger(Ledger(std::move(faults))) {
     ClientOptions client;
     client.hop = "orders";
     client.metrics = options.metrics;
-    auto channel = CreateChannel(ledger.address(), grpc::InsecureChannelCredentials(), client,
-                                 NoCoreRetries());
+    auto channel = CreateChannel(ledger.address(), grpc::InsecureChannelCredentials(), client);
     EXPECT_TRUE(channel.ok()) << channel.status();
     stub = echo::Relay::NewStub(*channel);
     auto created = RetryLoop::Create(std::move(options));

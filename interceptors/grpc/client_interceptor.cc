@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "attributed_status.h"
 #include "call_mutex.h"
+#include "channel_defaults.h"
 #include "grpc_glue.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
@@ -456,8 +457,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
   if (!factory.ok()) return factory.status();
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
   creators.push_back(*std::move(factory));
-  return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, args,
-                                                                  std::move(creators));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      target, creds, internal::WithChannelDefaults(args), std::move(creators));
 }
 
 void SetStreamIdleBudget(grpc::ClientContext& ctx, absl::Duration idle) {

@@ -24,6 +24,7 @@
 #include "absl/strings/str_replace.h"
 #include "attempt_result.h"
 #include "call_mutex.h"
+#include "channel_defaults.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/retry.h"
@@ -596,7 +597,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
   creators.push_back(std::make_unique<RetryFactory>(std::move(shared), std::move(own)));
   creators.push_back(*std::move(budget_factory));
-  grpc::ChannelArguments channel_args = args;
+  grpc::ChannelArguments channel_args = internal::WithChannelDefaults(args);
   channel_args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // one retry layer, not two
   return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, channel_args,
                                                                   std::move(creators));

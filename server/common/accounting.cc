@@ -52,6 +52,12 @@ AccountingSnapshot DeadlineAccounting::Snapshot() const {
   return totals_;
 }
 
+bool DeadlineAccounting::AwaitIdle(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return totals_.in_flight == 0; };
+  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
+}
+
 void DeadlineAccounting::Reset() {
   absl::MutexLock lock(&mu_);
   const int64_t in_flight = totals_.in_flight;

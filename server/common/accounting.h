@@ -76,6 +76,10 @@ class DeadlineAccounting {
   std::shared_ptr<Work> Begin(absl::optional<absl::Time> client_deadline);
 
   AccountingSnapshot Snapshot() const;
+  // Waits (real time) until no work is in flight: true, or false when
+  // `timeout` passed first. Shutdown uses it to know that only streams no
+  // handler serves (health Watch) are left.
+  bool AwaitIdle(absl::Duration timeout) const;
   // Zeroes the counters; work in flight still ends and is counted.
   void Reset();
 

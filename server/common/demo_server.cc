@@ -3,10 +3,16 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
+#include <netdb.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <thread>
 #include <utility>
@@ -57,8 +63,14 @@ void RegisterCommonFlags(FlagSet& flags, CommonFlags* c) {
                  "hopbudget mode: below this a call is refused / not started");
   flags.Duration("baseline-timeout", &c->baseline_timeout,
                  "baseline mode: constant timeout of every outgoing call (per attempt)");
+  flags.Duration("lame-duck", &c->lame_duck,
+                 "on SIGTERM: how long to report NOT_SERVING, still serving, before shutting "
+                 "down (0 = shut down at once)");
   flags.Duration("shutdown-grace", &c->shutdown_grace,
                  "on SIGTERM: how long running calls and shielded commits may finish");
+  flags.Int("max-threads", &c->max_threads,
+            "most gRPC server threads; a call beyond them is answered RESOURCE_EXHAUSTED", 4,
+            100000);
   flags.Bool("verbose", &c->verbose, "log every call's outcome to stderr");
 }
 
@@ -231,6 +243,14 @@ CallStart DemoProcess::Begin(grpc::ServerContext& ctx) {
     return start;
   }
   start.work = accounting_.Begin(ParseClientDeadline(MetadataValue(ctx, kClientDeadlineHeader)));
+  // Checked after Begin(): once Serve() saw no work in flight while
+  // draining, no call does any (see Serve).
+  if (draining_.load()) {
+    start.done = true;
+    start.status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                absl::StrCat(common_.name, " is shutting down"));
+    return start;
+  }
   if (!MetadataValue(ctx, "grpc-previous-rpc-attempts").empty() ||
       !MetadataValue(ctx, kBaselineAttemptHeader).empty()) {
     retries_received_.fetch_add(1);
@@ -337,10 +357,73 @@ std::string DemoProcess::ExtraMetrics() const {
   return out;
 }
 
+grpc::ChannelArguments DownstreamChannelArguments() {
+  grpc::ChannelArguments args;
+  args.SetServiceConfigJSON(
+      R"({"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}})");
+  return args;
+}
+
+void ApplyServerTransportPolicy(grpc::ServerBuilder& builder) {
+  // gRPC sets SO_REUSEPORT on Linux by default: a second server started on
+  // a port in use would share it, and the kernel would split new
+  // connections between the two (a ledger on another database: split brain).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Permit the keepalive pings of hopbudget's channels (every 10 s, also
+  // without calls: interceptors/grpc/channel_defaults.h). gRPC's default policy
+  // answers pings more often than every 5 min (2 h without calls) with GOAWAY
+  // too_many_pings. Half the client's interval, so a ping that arrives early
+  // (timers, scheduling) is never a strike.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             kMinPingIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // The server's own keepalive (gRPC: every 2 h): a caller behind a dead
+  // link is found within ~13 s and its calls are cancelled, which frees the
+  // handler threads they hold.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kServerKeepaliveTimeMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kServerKeepaliveTimeoutMs);
+}
+
+std::string ListenProblem(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string service = absl::StrCat(port);
+  if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return absl::StrCat("cannot resolve ", host, ": ", gai_strerror(rc));
+  }
+  std::string problem = "gRPC could not bind it";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as gRPC does
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      problem = errno == EADDRINUSE
+                    ? "address already in use (another server listens there; this one will "
+                      "not share the port)"
+                    : std::strerror(errno);
+      close(fd);
+      break;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return problem;
+}
+
 int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shield) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  ApplyServerTransportPolicy(builder);
+  // The sync API runs each call on a thread of its own: without a bound a
+  // stalled downstream (a partition, a hang) grows threads without limit.
+  grpc::ResourceQuota quota(absl::StrCat(common_.name, "-threads"));
+  quota.SetMaxThreads(common_.max_threads);
+  builder.SetResourceQuota(quota);
   int port = 0;
   const std::string address = absl::StrCat(common_.host, ":", common_.port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
@@ -361,7 +444,8 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    std::cerr << common_.name << ": cannot listen on " << address << "\n";
+    std::cerr << common_.name << ": cannot listen on " << address << ": "
+              << ListenProblem(common_.host, common_.port) << "\n";
     return 1;
   }
   int http_port = 0;
@@ -388,6 +472,30 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   int sig = 0;
   sigwait(&set, &sig);
   std::cerr << common_.name << ": signal " << sig << ", shutting down\n";
+  if (common_.lame_duck > absl::ZeroDuration()) {
+    // Shutdown() answers every call that arrives after it began with
+    // CANCELLED (gRPC 1.51 zombifies it; grpc/grpc#41785), and callers keep
+    // sending until its GOAWAY reaches them. So first say NOT_SERVING and
+    // keep serving: callers that watch health (DownstreamChannelArguments)
+    // stop sending within a round trip and fail fast with UNAVAILABLE; a
+    // call that still arrives is served as usual.
+    server->GetHealthCheckService()->SetServingStatus(false);
+    absl::SleepFor(common_.lame_duck);
+  }
+  // From here on a call that reaches a handler is answered UNAVAILABLE
+  // (Begin()); calls already in handlers have the grace to finish. The
+  // callers' health Watch streams never end on their own (gRPC 1.51's health
+  // service keeps them open through its Shutdown()) and would hold
+  // Shutdown() for the whole grace: once no handler is left, they are all
+  // that is left, and they are cancelled. (With no call in flight the
+  // cancel may come a moment before Shutdown() begins: it then only drops
+  // connections whose callers were told NOT_SERVING and do not send.)
+  draining_.store(true);
+  std::thread closer([this, &server] {
+    if (accounting_.AwaitIdle(common_.shutdown_grace)) {
+      grpc_server_cancel_all_calls(server->c_server());
+    }
+  });
   if (shield != nullptr) {
     DrainReport r = ShutdownAndDrain(*server, *shield, common_.shutdown_grace);
     std::cerr << common_.name << ": drained shield in " << absl::FormatDuration(r.waited)
@@ -396,6 +504,7 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   } else {
     server->Shutdown(absl::ToChronoTime(absl::Now() + common_.shutdown_grace));
   }
+  closer.join();
   server->Wait();
   exporter->reset();
   return 0;

@@ -78,6 +78,14 @@ struct CommonFlags {
   // baseline mode: the constant timeout of every outgoing call.
   absl::Duration baseline_timeout = absl::Seconds(1);
   absl::Duration shutdown_grace = absl::Seconds(3);
+  // On SIGTERM, how long the server reports NOT_SERVING on its health
+  // service, still serving every call, before it shuts down: callers that
+  // watch its health (DownstreamChannelArguments) stop sending in that time.
+  absl::Duration lame_duck = absl::Milliseconds(250);
+  // Most threads the gRPC server may run (pollers and handlers alike): a
+  // call that finds them all busy is answered RESOURCE_EXHAUSTED at once
+  // instead of starting one more thread. server/README.md says why 256.
+  int max_threads = 256;
   bool verbose = false;
 };
 
@@ -152,8 +160,34 @@ class DemoProcess {
   std::atomic<int64_t> replays_{0};
   std::atomic<int64_t> commits_stopped_{0};
   std::atomic<int64_t> faults_injected_{0};
+  std::atomic<bool> draining_{false};  // shutting down: handlers answer UNAVAILABLE
   std::unique_ptr<AdminImpl> admin_;
 };
+
+// The keepalive policy of the demo's servers, matched to hopbudget's
+// channel defaults (client.h: pings every 10 s, 3 s to answer).
+inline constexpr int kMinPingIntervalMs = 5000;
+inline constexpr int kServerKeepaliveTimeMs = 10000;
+inline constexpr int kServerKeepaliveTimeoutMs = 3000;
+
+// The arguments of the channels a demo hop calls downstream on (orders ->
+// ledger, gateway -> orders), and what a client of the chain should use:
+// round_robin with client-side health checking (gRFC A17; pick_first
+// ignores health in gRPC 1.51). When the callee goes NOT_SERVING at the
+// start of its shutdown (the lame duck), its subchannel leaves READY and
+// calls fail fast with UNAVAILABLE here, a code the caller can retry
+// elsewhere, instead of reaching a server that is shutting down: gRPC 1.51
+// answers a call that reaches a server after Shutdown() began, before its
+// GOAWAY reached the caller, with CANCELLED (grpc/grpc#41785).
+grpc::ChannelArguments DownstreamChannelArguments();
+
+// What every demo server sets on its builder: SO_REUSEPORT off (a port in
+// use is an error, never shared) and the keepalive policy above.
+void ApplyServerTransportPolicy(grpc::ServerBuilder& builder);
+
+// Why `host`:`port` cannot be listened on, for the error message: binds a
+// socket as gRPC would and names errno ("address already in use ...").
+std::string ListenProblem(const std::string& host, int port);
 
 // Faults <-> proto.
 Faults FaultsToProto(const FaultConfig& config);

@@ -40,6 +40,16 @@ std::string DurationText(absl::Duration d);
 // A probability: a decimal number in [0, 1].
 absl::StatusOr<double> ParseProbability(absl::string_view text);
 
+// Checks a gRPC target given on the command line, so that a typo is refused
+// at start (gRPC itself accepts any string and only fails each call later).
+// Accepted: HOST:PORT (a DNS name, an IPv4 address or a [bracketed] IPv6
+// address, and a port 1..65535: the port is required, gRPC's default of 443
+// is never what a demo hop means), the same after dns:/// or dns:,
+// ipv4:ADDR:PORT[,ADDR:PORT...], ipv6:[ADDR]:PORT[,...], and unix:PATH or
+// unix-abstract:NAME (no spaces). InvalidArgument saying what is wrong and
+// what is expected otherwise; the caller prefixes the flag's name.
+absl::Status ValidateTarget(absl::string_view target);
+
 class FlagSet {
  public:
   explicit FlagSet(std::string program) : program_(std::move(program)) {}

@@ -9,9 +9,18 @@
 //       (*store)->Commit("order-42", "sku-1 x2", absl::Now());
 //   // r->replayed: the key was committed before; r->order_id is the original
 //
-// Schema: orders(order_id INTEGER PRIMARY KEY, idem_key TEXT UNIQUE NOT NULL,
-// items TEXT, committed_unix_us INTEGER). The database is in WAL mode
-// (readers, e.g. a test reading the file, never block the writer).
+// Schema (version kSchemaVersion, kept in PRAGMA user_version):
+// orders(order_id INTEGER PRIMARY KEY, idem_key TEXT UNIQUE NOT NULL,
+// items TEXT NOT NULL, committed_unix_us INTEGER NOT NULL). The database is
+// in WAL mode (readers, e.g. a test reading the file, never block the writer).
+//
+// Open() verifies a file before it writes a byte to it: `PRAGMA quick_check`
+// must answer ok, and the schema must be this one: at kSchemaVersion, or a
+// ledger file from before versions existed (user_version 0 and exactly this
+// table), which is migrated by stamping the version. A corrupt file, a file
+// that is not SQLite, another program's database (other tables or columns)
+// or a newer schema version is refused with a message that names the
+// problem, and is left as it was.
 // Exactly once: the lookup and the insert run in one BEGIN IMMEDIATE
 // transaction, so two commits of the same key, concurrent or not, in this
 // process or another, write one row; the second answers the first's result.
@@ -28,12 +37,24 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 struct sqlite3;
 
 namespace hopbudget::demo {
+
+// The schema version this ledger writes and understands.
+inline constexpr int kSchemaVersion = 1;
+
+// What Open() found.
+enum class SchemaOutcome {
+  kCreated,   // a new or empty file: the table was created
+  kMigrated,  // an unversioned ledger file (user_version 0): verified and stamped
+  kVerified,  // already at kSchemaVersion, verified
+};
+absl::string_view SchemaOutcomeName(SchemaOutcome outcome);
 
 struct CommitResult {
   int64_t order_id = 0;
@@ -43,11 +64,16 @@ struct CommitResult {
 
 class LedgerStore {
  public:
-  // Opens (creating if needed) the database at `path`: WAL mode, the table.
-  // InvalidArgument for an empty path; Unavailable when SQLite fails (the
+  // Opens (creating if needed) the database at `path`, verifies it (see
+  // above), then sets WAL mode and creates or migrates the schema.
+  // InvalidArgument for an empty path; FailedPrecondition for a file that
+  // failed verification (corrupt, not SQLite, foreign or newer schema:
+  // nothing was written to it); Unavailable when SQLite fails otherwise (the
   // message has SQLite's reason).
   static absl::StatusOr<std::unique_ptr<LedgerStore>> Open(const std::string& path);
   ~LedgerStore();
+
+  SchemaOutcome schema_outcome() const { return schema_outcome_; }
 
   // Commits `key` once. InvalidArgument for an empty key or one over 128
   // bytes; Unavailable when SQLite fails (nothing is written then).
@@ -61,6 +87,10 @@ class LedgerStore {
  private:
   explicit LedgerStore(sqlite3* db) : db_(db) {}
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Read-only checks; what Open() must do to the schema, or why not.
+  absl::StatusOr<SchemaOutcome> Verify(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  SchemaOutcome schema_outcome_ = SchemaOutcome::kVerified;
 
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);

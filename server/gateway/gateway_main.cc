@@ -61,6 +61,11 @@ int Main(int argc, char** argv) {
   FaultConfig faults;
   absl::Status s = flags.Parse(argc, argv);
   if (s.ok() && orders_target.empty()) s = absl::InvalidArgumentError("--orders is required");
+  if (s.ok()) {
+    if (absl::Status t = ValidateTarget(orders_target); !t.ok()) {
+      s = absl::InvalidArgumentError(absl::StrCat("--orders: ", t.message()));
+    }
+  }
   if (s.ok()) s = FinishCommonFlags(&common, &faults);
   if (!s.ok()) {
     std::cerr << "gateway: " << s.message() << "\n" << flags.Usage();
@@ -70,14 +75,16 @@ int Main(int argc, char** argv) {
   if (common.mode == Mode::kHopbudget) {
     ClientOptions options;
     options.hop = common.name;
-    auto c = CreateChannel(orders_target, grpc::InsecureChannelCredentials(), options);
+    auto c = CreateChannel(orders_target, grpc::InsecureChannelCredentials(), options,
+                           DownstreamChannelArguments());
     if (!c.ok()) {
       std::cerr << "gateway: " << c.status().message() << "\n";
       return 2;
     }
     channel = *std::move(c);
   } else {
-    channel = grpc::CreateChannel(orders_target, grpc::InsecureChannelCredentials());
+    channel = grpc::CreateCustomChannel(orders_target, grpc::InsecureChannelCredentials(),
+                                        DownstreamChannelArguments());
   }
   DemoProcess process(common, faults);
   GatewayService service(process, Orders::NewStub(channel));

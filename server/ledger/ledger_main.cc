@@ -188,6 +188,8 @@ int Main(int argc, char** argv) {
     std::cerr << "ledger: " << store.status().message() << "\n";
     return 1;
   }
+  std::cerr << "ledger: database " << db_path << ": schema version " << kSchemaVersion << " "
+            << SchemaOutcomeName((*store)->schema_outcome()) << "\n";
   DemoProcess process(common, faults);
   ShieldOptions shield_options;
   shield_options.threads = shield_threads;

@@ -115,6 +115,11 @@ int Main(int argc, char** argv) {
   FaultConfig faults;
   absl::Status s = flags.Parse(argc, argv);
   if (s.ok() && ledger_target.empty()) s = absl::InvalidArgumentError("--ledger is required");
+  if (s.ok()) {
+    if (absl::Status t = ValidateTarget(ledger_target); !t.ok()) {
+      s = absl::InvalidArgumentError(absl::StrCat("--ledger: ", t.message()));
+    }
+  }
   if (s.ok()) s = FinishCommonFlags(&common, &faults);
   if (!s.ok()) {
     std::cerr << "orders: " << s.message() << "\n" << flags.Usage();
@@ -126,18 +131,26 @@ int Main(int argc, char** argv) {
     options.client.hop = common.name;
     options.budget = PolicyOf(common);
     options.retry.max_attempts = max_attempts;
+    // RESOURCE_EXHAUSTED too: a ledger whose thread bound is reached refuses
+    // the call before doing any work (and commits are idempotent by key),
+    // so a jittered retry within the budget may find a thread free; the
+    // throttle keeps a refusing ledger from a retry storm.
+    options.retry.retryable_codes = {absl::StatusCode::kUnavailable,
+                                     absl::StatusCode::kResourceExhausted};
     options.retry.initial_backoff = absl::Milliseconds(10);
     options.retry.max_backoff = absl::Milliseconds(100);
     options.throttle.max_tokens = throttle_max_tokens;
     options.throttle.token_ratio = throttle_token_ratio;
-    auto c = CreateRetryingChannel(ledger_target, grpc::InsecureChannelCredentials(), options);
+    auto c = CreateRetryingChannel(ledger_target, grpc::InsecureChannelCredentials(), options,
+                                   DownstreamChannelArguments());
     if (!c.ok()) {
       std::cerr << "orders: " << c.status().message() << "\n";
       return 2;
     }
     channel = *std::move(c);
   } else {
-    channel = grpc::CreateChannel(ledger_target, grpc::InsecureChannelCredentials());
+    channel = grpc::CreateCustomChannel(ledger_target, grpc::InsecureChannelCredentials(),
+                                        DownstreamChannelArguments());
   }
   DemoProcess process(common, faults);
   OrdersService service(process, Ledger::NewStub(channel), baseline_attempts);

@@ -1,6 +1,8 @@
 // Copyright hopbudget authors.
 #include "accounting.h"
 
+#include <thread>
+
 #include "gtest/gtest.h"
 
 namespace hopbudget::demo {
@@ -86,6 +88,17 @@ TEST(DeadlineAccountingTest, ResetKeepsInFlight) {
   w.reset();
   EXPECT_EQ(a.Snapshot().in_flight, 0);
   EXPECT_EQ(a.Snapshot().work_after_deadline, absl::Milliseconds(50));
+}
+
+TEST(DeadlineAccountingTest, AwaitIdleReturnsWhenTheLastWorkEnds) {
+  DeadlineAccounting accounting;
+  EXPECT_TRUE(accounting.AwaitIdle(absl::ZeroDuration()));
+  auto work = accounting.Begin(absl::nullopt);
+  EXPECT_FALSE(accounting.AwaitIdle(absl::Milliseconds(1)));  // held throughout
+  std::thread ender([&work] { work.reset(); });
+  EXPECT_TRUE(accounting.AwaitIdle(absl::Seconds(60)));
+  ender.join();
+  EXPECT_EQ(accounting.Snapshot().in_flight, 0);
 }
 
 }  // namespace

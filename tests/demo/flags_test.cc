@@ -87,5 +87,48 @@ TEST(FlagSetTest, UsageListsFlagsWithDefaults) {
   EXPECT_THAT(flags.Usage(), HasSubstr("--port=VALUE  the port (default 7)"));
 }
 
+TEST(ValidateTargetTest, AcceptsWhatGrpcDialsAndADemoHopMeans) {
+  for (const char* good :
+       {"127.0.0.1:50051", "localhost:1", "ledger.internal:65535", "[::1]:50051",
+        "dns:///ledger:443", "dns:ledger:80", "ipv4:127.0.0.1:1,10.0.0.2:2",
+        "ipv6:[::1]:7,[fe80::1]:8", "unix:/tmp/ledger.sock", "unix:///tmp/l.sock",
+        "unix-abstract:ledger"}) {
+    EXPECT_TRUE(ValidateTarget(good).ok()) << good << ": " << ValidateTarget(good);
+  }
+}
+
+TEST(ValidateTargetTest, RefusesTyposNamingTheProblem) {
+  struct Case {
+    const char* target;
+    const char* why;
+  };
+  const Case cases[] = {
+      {"not a target", "space"},
+      {"", "empty"},
+      {"127.0.0.1", "no :PORT"},
+      {"127.0.0.1:0", "1..65535"},
+      {"127.0.0.1:65536", "1..65535"},
+      {"127.0.0.1:5005x", "1..65535"},
+      {"127.0.0.1:+80", "1..65535"},
+      {":50051", "no host"},
+      {"led_ger:1", "not a host name"},
+      {"-ledger:1", "not a host name"},
+      {"a..b:1", "not a host name"},
+      {"[::1:50051", "unclosed"},
+      {"[::1]50051", "no :PORT"},
+      {"[nope]:1", "not an IPv6 address"},
+      {"ipv4:ledger:1", "not an IPv4 address"},
+      {"ipv6:::1:7", "[ADDR]:PORT"},
+      {"unix:", "no path"},
+      {"ledger:1\n", "control"},
+  };
+  for (const Case& k : cases) {
+    absl::Status s = ValidateTarget(k.target);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << k.target;
+    EXPECT_THAT(s.message(), HasSubstr(k.why)) << k.target;
+    EXPECT_THAT(s.message(), HasSubstr("want HOST:PORT")) << k.target;
+  }
+}
+
 }  // namespace
 }  // namespace hopbudget::demo

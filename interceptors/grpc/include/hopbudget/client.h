@@ -79,6 +79,34 @@ absl::StatusOr<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInter
 MakeClientInterceptorFactory(ClientOptions options);
 
 // A channel to `target` with hopbudget's client interceptor installed.
+//
+// Channel defaults: unless `args` sets them (the caller's value always
+// wins), the channel gets
+//   GRPC_ARG_KEEPALIVE_TIME_MS               10000  ping every 10 s,
+//   GRPC_ARG_KEEPALIVE_TIMEOUT_MS             3000  3 s to answer (also the
+//                                                   socket's TCP_USER_TIMEOUT),
+//   GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS      1  also when idle,
+//   GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA        0  pings not capped,
+//   GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS      200  reconnect after 0.2 s,
+//   GRPC_ARG_MAX_RECONNECT_BACKOFF_MS         2000  x1.6 up to 2 s (+-20 %),
+//   GRPC_ARG_MIN_RECONNECT_BACKOFF_MS         2000  gRPC's minimum connect
+//                                                   timeout (default 20 s).
+// Why: without keepalive a call sent on a connection whose peer vanished
+// (a blackholed link, a frozen host) waits for the kernel's retransmissions,
+// not for gRPC; with it the dead connection is dropped within ~3 s of
+// unanswered traffic (~13 s when idle) and calls fail fast with UNAVAILABLE.
+// gRPC's reconnect backoff (1 s x1.6 up to 120 s, 20 s per connect attempt)
+// leaves a healed partition unused for up to minutes; with these values the
+// next attempt starts within ~2.4 s and an attempt lost in the partition
+// is abandoned after 2 s. In gRPC 1.51 a connect attempt whose handshake
+// fails (the peer resets) also lasts until that timeout.
+// The servers called must permit the pings: a gRPC server's default policy
+// answers pings more often than every 5 min (2 h without calls) with GOAWAY
+// too_many_pings (seen after ~40 s on an idle channel), after which gRPC
+// doubles the channel's keepalive time. Set
+// GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS <= 10000 and
+// GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS = 1 on them (the demo's servers
+// do), or pass a longer GRPC_ARG_KEEPALIVE_TIME_MS here.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
     ClientOptions options, const grpc::ChannelArguments& args = grpc::ChannelArguments());

@@ -80,7 +80,9 @@ struct RetryOptions {
 };
 
 // A channel to `target` whose unary calls are retried within their budget.
-// Validates every part of `options`.
+// Validates every part of `options`. The channel gets the same keepalive and
+// reconnect-backoff defaults as CreateChannel (client.h: why, and what the
+// servers called must permit); `args` overrides any of them.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
     RetryOptions options, const grpc::ChannelArguments& args = grpc::ChannelArguments());

@@ -1,0 +1,70 @@
+// Copyright hopbudget authors.
+//
+// channel_defaults.h: the channel arguments every channel hopbudget creates
+// (CreateChannel, CreateRetryingChannel) gets unless the caller's
+// grpc::ChannelArguments already set them. One list, so the two factories,
+// their documentation (client.h) and the tests cannot drift apart.
+//
+// Why each value (see also README, "Keepalive and reconnection"):
+//   - gRPC core retries off: hopbudget's retries (RetryLoop, the retrying
+//     channel) derive every attempt from the one shrinking deadline; a second
+//     retry layer under them would stack attempts, and core's retry filter
+//     rewrites grpc-previous-rpc-attempts. It also spares every call the
+//     retry filter's buffering.
+//   - keepalive every 10 s, 3 s to answer, also without calls, and no cap on
+//     pings between data frames: a peer behind a blackholed link is found
+//     dead in at most ~13 s even on an idle channel, and in ~3 s once a call
+//     has bytes outstanding (gRPC sets TCP_USER_TIMEOUT to the keepalive
+//     timeout when keepalive is on). Without it a call sent on a dead
+//     connection waits for the kernel's retransmissions (~15 min; 39 s seen
+//     when the send queue filled: grpc/grpc#15889, #19921).
+//   - reconnect backoff 200 ms x 1.6 up to 2 s (gRPC: 1 s up to 120 s), and a
+//     2 s connect timeout (GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is the *minimum
+//     connect timeout* in gRPC; default 20 s): after a partition heals, the
+//     next connection attempt starts within ~2.4 s (2 s + 20 % jitter) and an
+//     attempt whose SYN was lost in the partition is abandoned after 2 s
+//     instead of waiting on the kernel's SYN retransmissions (1, 3, 7, 15 s).
+//
+// The peer's server must permit these pings: gRPC servers by default answer
+// pings more often than every 5 min (2 h without calls) with GOAWAY
+// too_many_pings, after which gRPC doubles the channel's keepalive time.
+// Permit them with GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS <=
+// kKeepaliveTimeMs and GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS = 1 (the demo's
+// servers do: server/common/demo_server.cc).
+#ifndef HOPBUDGET_CHANNEL_DEFAULTS_H_
+#define HOPBUDGET_CHANNEL_DEFAULTS_H_
+
+#include <grpc/grpc.h>
+#include <grpcpp/support/channel_arguments.h>
+
+namespace hopbudget::internal {
+
+inline constexpr int kKeepaliveTimeMs = 10000;
+inline constexpr int kKeepaliveTimeoutMs = 3000;
+inline constexpr int kInitialReconnectBackoffMs = 200;
+inline constexpr int kMaxReconnectBackoffMs = 2000;
+inline constexpr int kMinConnectTimeoutMs = 2000;  // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS
+
+struct ChannelDefault {
+  const char* key;
+  int value;
+};
+
+inline constexpr ChannelDefault kChannelDefaults[] = {
+    {GRPC_ARG_ENABLE_RETRIES, 0},
+    {GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs},
+    {GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs},
+    {GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1},
+    {GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0},  // 0 = no limit
+    {GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kInitialReconnectBackoffMs},
+    {GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs},
+    {GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs},
+};
+
+// `user` plus every default whose key `user` does not set. The caller's value
+// always wins, whatever its type.
+grpc::ChannelArguments WithChannelDefaults(const grpc::ChannelArguments& user);
+
+}  // namespace hopbudget::internal
+
+#endif  // HOPBUDGET_CHANNEL_DEFAULTS_H_
