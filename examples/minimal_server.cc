@@ -26,7 +26,7 @@
 #include "absl/time/time.h"
 #include "echo/relay.grpc.pb.h"
 #include "hopbudget/client.h"
-#include "hopbudget/retry.h"
+#include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 
 namespace {
@@ -106,8 +106,13 @@ int64_t ReportMicros(absl::Duration d) {
 
 class RelayService final : public Relay::Service {
  public:
-  RelayService(std::string hop, std::unique_ptr<Relay::Stub> next, int hang_first)
-      : hop_(std::move(hop)), next_(std::move(next)), hang_first_(hang_first) {}
+  // `retry`: retry the downstream call within the budget (nullptr: one call).
+  RelayService(std::string hop, std::unique_ptr<Relay::Stub> next,
+               std::unique_ptr<hopbudget::RetryLoop> retry, int hang_first)
+      : hop_(std::move(hop)),
+        next_(std::move(next)),
+        retry_(std::move(retry)),
+        hang_first_(hang_first) {}
 
   grpc::Status Call(grpc::ServerContext* ctx, const RelayRequest* request,
                     RelayReply* reply) override {
@@ -124,8 +129,9 @@ class RelayService final : public Relay::Service {
       while (!ctx->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       return grpc::Status::CANCELLED;
     }
-    // hopbudget: the interceptor has already answered a call that arrived
-    // without enough budget; do no work for it.
+    // hopbudget: a call that arrived without enough budget is refused: the
+    // interceptor answers it DEADLINE_EXCEEDED whatever we return; do no
+    // work for it.
     const hopbudget::InboundBudget* budget = hopbudget::InboundBudget::Of(*ctx);
     if (budget != nullptr && budget->refused()) return grpc::Status::CANCELLED;
 
@@ -153,15 +159,27 @@ class RelayService final : public Relay::Service {
 
       // hopbudget: the downstream deadline is what is left of ours, less the
       // hop reserve; cancelling our call cancels this one.
-      std::unique_ptr<grpc::ClientContext> call = hopbudget::NewDownstreamContext(*ctx);
-      const absl::Time now = budget != nullptr ? budget->clock().Now() : absl::Now();
-      const auto deadline = call->deadline();
-      report.set_downstream_budget_us(deadline == std::chrono::system_clock::time_point::max()
-                                          ? -1
-                                          : ReportMicros(absl::FromChrono(deadline) - now));
-
+      auto report_budget = [&](const grpc::ClientContext& call) {
+        const absl::Time now = budget != nullptr ? budget->clock().Now() : absl::Now();
+        const auto deadline = call.deadline();
+        report.set_downstream_budget_us(deadline == std::chrono::system_clock::time_point::max()
+                                            ? -1
+                                            : ReportMicros(absl::FromChrono(deadline) - now));
+      };
       RelayReply down_reply;
-      grpc::Status status = next_->Call(call.get(), down, &down_reply);
+      grpc::Status status;
+      if (retry_ != nullptr) {
+        // hopbudget: one real call per attempt, each with min(what is left,
+        // attempt cap); the loop owns the attempts' contexts.
+        status = retry_->Call(hopbudget::LogicalCall::Of(*ctx), [&](grpc::ClientContext* attempt) {
+          if (report.downstream_budget_us() == 0) report_budget(*attempt);
+          return next_->Call(attempt, down, &down_reply);
+        });
+      } else {
+        std::unique_ptr<grpc::ClientContext> call = hopbudget::NewDownstreamContext(*ctx);
+        report_budget(*call);
+        status = next_->Call(call.get(), down, &down_reply);
+      }
       // Unchanged, so that a DEADLINE_EXCEEDED keeps the attribution of the
       // hop where the budget fired.
       if (!status.ok()) return status;
@@ -191,6 +209,7 @@ class RelayService final : public Relay::Service {
 
   const std::string hop_;
   const std::unique_ptr<Relay::Stub> next_;
+  const std::unique_ptr<hopbudget::RetryLoop> retry_;
   const int hang_first_;
   std::atomic<int> calls_{0};
 };
@@ -202,35 +221,40 @@ int main(int argc, char** argv) {
   if (!ParseFlags(argc, argv, &flags)) return 2;
 
   std::unique_ptr<Relay::Stub> next;
+  std::unique_ptr<hopbudget::RetryLoop> retry;
   if (!flags.next.empty()) {
     // hopbudget: downstream calls go through the client interceptor.
     hopbudget::ClientOptions client_options;
     client_options.hop = flags.hop;
-    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel;
-    if (flags.retry_attempts > 1) {
-      // hopbudget: each attempt gets min(what is left, attempt cap).
-      hopbudget::RetryOptions retry;
-      retry.client = client_options;
-      if (flags.attempt_cap_ms > 0) {
-        retry.budget.attempt_cap = absl::Milliseconds(flags.attempt_cap_ms);
-      }
-      if (flags.min_budget_ms >= 0) {
-        retry.budget.min_attempt_budget = absl::Milliseconds(flags.min_budget_ms);
-      }
-      retry.retry.max_attempts = flags.retry_attempts;
-      channel = hopbudget::CreateRetryingChannel(flags.next, grpc::InsecureChannelCredentials(),
-                                                 retry);
-    } else {
-      channel =
-          hopbudget::CreateChannel(flags.next, grpc::InsecureChannelCredentials(), client_options);
-    }
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        hopbudget::CreateChannel(flags.next, grpc::InsecureChannelCredentials(), client_options);
     if (!channel.ok()) {
       std::cerr << channel.status() << "\n";
       return 2;
     }
     next = Relay::NewStub(*channel);
+    if (flags.retry_attempts > 1) {
+      // hopbudget: each attempt gets min(what is left, attempt cap).
+      hopbudget::RetryLoopOptions loop;
+      loop.hop = flags.hop;
+      loop.method = "/hopbudget.echo.Relay/Call";
+      if (flags.attempt_cap_ms > 0) {
+        loop.budget.attempt_cap = absl::Milliseconds(flags.attempt_cap_ms);
+      }
+      if (flags.min_budget_ms >= 0) {
+        loop.budget.min_attempt_budget = absl::Milliseconds(flags.min_budget_ms);
+      }
+      loop.retry.max_attempts = flags.retry_attempts;
+      absl::StatusOr<std::unique_ptr<hopbudget::RetryLoop>> created =
+          hopbudget::RetryLoop::Create(loop);
+      if (!created.ok()) {
+        std::cerr << created.status() << "\n";
+        return 2;
+      }
+      retry = *std::move(created);
+    }
   }
-  RelayService service(flags.hop, std::move(next), flags.hang_first);
+  RelayService service(flags.hop, std::move(next), std::move(retry), flags.hang_first);
 
   // hopbudget: one server interceptor per server.
   hopbudget::ServerOptions options;

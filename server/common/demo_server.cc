@@ -284,9 +284,14 @@ std::unique_ptr<grpc::ClientContext> DemoProcess::NewOutgoingContext(
     const grpc::ServerContext& inbound) {
   if (common_.mode == Mode::kBaseline) return NewBaselineContext(inbound, 0);
   std::unique_ptr<grpc::ClientContext> out = NewDownstreamContext(inbound);
-  const std::string deadline = MetadataValue(inbound, kClientDeadlineHeader);
-  if (!deadline.empty()) out->AddMetadata(kClientDeadlineHeader, deadline);
+  ForwardDemoHeader(inbound, *out);
   return out;
+}
+
+void DemoProcess::ForwardDemoHeader(const grpc::ServerContext& inbound,
+                                    grpc::ClientContext& out) const {
+  const std::string deadline = MetadataValue(inbound, kClientDeadlineHeader);
+  if (!deadline.empty()) out.AddMetadata(kClientDeadlineHeader, deadline);
 }
 
 std::unique_ptr<grpc::ClientContext> DemoProcess::NewBaselineContext(

@@ -127,6 +127,9 @@ class DemoProcess {
   // demo header forwarded. Hopbudget: NewDownstreamContext(inbound);
   // baseline: a fresh context with deadline now + baseline_timeout.
   std::unique_ptr<grpc::ClientContext> NewOutgoingContext(const grpc::ServerContext& inbound);
+  // Adds the demo header of `inbound` to `out`: for contexts made by
+  // someone else (each attempt of orders' RetryLoop).
+  void ForwardDemoHeader(const grpc::ServerContext& inbound, grpc::ClientContext& out) const;
   // Baseline contexts for a hand-written retry loop: one per attempt.
   std::unique_ptr<grpc::ClientContext> NewBaselineContext(const grpc::ServerContext& inbound,
                                                           int previous_attempts);

@@ -1,8 +1,9 @@
 // Copyright hopbudget authors.
 //
 // orders: validates an order and commits it at the ledger, with retries.
-//   hopbudget mode: a retrying channel (hopbudget::CreateRetryingChannel):
-//     every attempt's budget is derived from what is left of the request.
+//   hopbudget mode: a typed retry loop (hopbudget::RetryLoop) around the
+//     generated Commit call, one real call per attempt: every attempt's
+//     budget is derived from what is left of the request.
 //   baseline mode: the loop most code has: up to --baseline-attempts
 //     attempts, each with the constant --baseline-timeout, whatever the
 //     caller has left (the seeds' incident: an outer scope shorter than
@@ -16,7 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "demo/demo.grpc.pb.h"
-#include "hopbudget/retry.h"
+#include "hopbudget/client.h"
+#include "hopbudget/retry_loop.h"
 #include "server/common/demo_server.h"
 
 namespace hopbudget::demo {
@@ -24,8 +26,13 @@ namespace {
 
 class OrdersService final : public Orders::Service {
  public:
-  OrdersService(DemoProcess& process, std::unique_ptr<Ledger::Stub> ledger, int baseline_attempts)
-      : process_(process), ledger_(std::move(ledger)), baseline_attempts_(baseline_attempts) {}
+  // `retry`: hopbudget mode's loop (nullptr in baseline mode).
+  OrdersService(DemoProcess& process, std::unique_ptr<Ledger::Stub> ledger,
+                std::unique_ptr<RetryLoop> retry, int baseline_attempts)
+      : process_(process),
+        ledger_(std::move(ledger)),
+        retry_(std::move(retry)),
+        baseline_attempts_(baseline_attempts) {}
 
   grpc::Status CreateOrder(grpc::ServerContext* ctx, const Order* request,
                            OrderResult* reply) override {
@@ -35,8 +42,10 @@ class OrdersService final : public Orders::Service {
 
     grpc::Status status;
     if (process_.mode() == Mode::kHopbudget) {
-      std::unique_ptr<grpc::ClientContext> out = process_.NewOutgoingContext(*ctx);
-      status = ledger_->Commit(out.get(), *request, reply);
+      status = retry_->Call(LogicalCall::Of(*ctx), [&](grpc::ClientContext* attempt) {
+        process_.ForwardDemoHeader(*ctx, *attempt);
+        return ledger_->Commit(attempt, *request, reply);
+      });
     } else {
       status = BaselineCommit(*ctx, *request, reply);
     }
@@ -87,6 +96,7 @@ class OrdersService final : public Orders::Service {
 
   DemoProcess& process_;
   std::unique_ptr<Ledger::Stub> ledger_;
+  const std::unique_ptr<RetryLoop> retry_;
   const int baseline_attempts_;
 };
 
@@ -126,9 +136,11 @@ int Main(int argc, char** argv) {
     return 2;
   }
   std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<RetryLoop> retry;
   if (common.mode == Mode::kHopbudget) {
-    RetryOptions options;
-    options.client.hop = common.name;
+    RetryLoopOptions options;
+    options.hop = common.name;
+    options.method = "/hopbudget.demo.Ledger/Commit";
     options.budget = PolicyOf(common);
     options.retry.max_attempts = max_attempts;
     // RESOURCE_EXHAUSTED too: a ledger whose thread bound is reached refuses
@@ -141,8 +153,16 @@ int Main(int argc, char** argv) {
     options.retry.max_backoff = absl::Milliseconds(100);
     options.throttle.max_tokens = throttle_max_tokens;
     options.throttle.token_ratio = throttle_token_ratio;
-    auto c = CreateRetryingChannel(ledger_target, grpc::InsecureChannelCredentials(), options,
-                                   DownstreamChannelArguments());
+    auto loop = RetryLoop::Create(options);
+    if (!loop.ok()) {
+      std::cerr << "orders: " << loop.status().message() << "\n";
+      return 2;
+    }
+    retry = *std::move(loop);
+    ClientOptions client;
+    client.hop = common.name;
+    auto c = CreateChannel(ledger_target, grpc::InsecureChannelCredentials(), client,
+                           DownstreamChannelArguments());
     if (!c.ok()) {
       std::cerr << "orders: " << c.status().message() << "\n";
       return 2;
@@ -153,7 +173,7 @@ int Main(int argc, char** argv) {
                                         DownstreamChannelArguments());
   }
   DemoProcess process(common, faults);
-  OrdersService service(process, Ledger::NewStub(channel), baseline_attempts);
+  OrdersService service(process, Ledger::NewStub(channel), std::move(retry), baseline_attempts);
   return process.Serve({&service}, nullptr);
 }
 
