@@ -18,6 +18,7 @@
 #include "call_mutex.h"
 #include "channel_defaults.h"
 #include "grpc_glue.h"
+#include "hopbudget/classify.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 #include "hopbudget/wire.h"
@@ -309,65 +310,24 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     }
     if (status->error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) return;
 
-    // "Nearly": gRPC converts a deadline to its monotonic clock with two
-    // clock reads, so a preempted thread makes it fire early by as long as
-    // the preemption (tens of ms seen on a loaded 2-core machine). A tenth
-    // of the call's budget, at least 5 ms, absorbs that; a foreign timeout
-    // that close to our own deadline is attributed to ours, which had all
-    // but run out anyway.
-    const absl::Duration slack =
-        std::max(absl::Milliseconds(5), (deadline_ - start_) / 10);
-    const bool ours_passed = deadline_ != absl::InfiniteFuture() && now + slack >= deadline_;
-
-    // Every form the callee sent is untrusted: each malformed one is
-    // counted and ignored. The details are preferred, then the message,
-    // then the plain trailers.
-    const ParsedAttribution forms[] = {
+    // The decision is ClassifyClientDeadline (classify.h); this reads its
+    // inputs off the call and applies the verdict.
+    ClientCall call;
+    call.start = start_;
+    call.deadline = deadline_;
+    call.deadline_source = deadline_source_;
+    call.budget = deadline_budget_;
+    call.budget_start = budget_start_;
+    call.hop = shared_.hop;
+    const ReceivedAttribution received{
         ReadStatusDetails(status->error_details()),
         ReadAttributionMessage(status->error_message()),
         ReadAttributionTrailers(internal::AttributionTrailersOf(*m->GetRecvTrailingMetadata())),
     };
-    absl::optional<Attribution> origin;
-    for (const ParsedAttribution& form : forms) {
-      if (form.result == AttributionParse::kMalformed) shared_.metrics->CountBadAttribution();
-      if (form.result == AttributionParse::kOk && !origin.has_value()) origin = form.value;
-    }
-    if (origin.has_value() && forms[0].result != AttributionParse::kOk) {
-      Rewrite(status, *origin);  // the details this answer lacked
-    }
-    if (origin.has_value() &&
-        (origin->source == DeadlineSource::kClient ||
-         origin->source == DeadlineSource::kArrivedExpired) &&
-        deadline_source_ == DeadlineSource::kAttempt && ours_passed) {
-      // A callee saw "its client deadline" pass, or refused the call because
-      // it arrived with (almost) nothing left, and that deadline was this
-      // hop's attempt budget: the attempt budget fired, and the retrying
-      // channel must see it as such to retry. (Racing the callee: whichever
-      // of gRPC's local deadline and the callee's answer arrives first.)
-      Rewrite(status, {DeadlineSource::kAttempt, shared_.hop, deadline_budget_,
-                       now - budget_start_});
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt,
-                                             shared_.hop);
-      return;
-    }
-    if (origin.has_value()) {
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream,
-                                             origin->hop);
-      return;
-    }
-    // No attribution from the server. If our own deadline has (nearly)
-    // passed it is ours (gRPC raised it locally); otherwise it came from a
-    // server that does not run hopbudget: downstream, origin unknown.
-    if (ours_passed) {
-      const DeadlineSource source =
-          deadline_source_ == DeadlineSource::kNone ? DeadlineSource::kClient : deadline_source_;
-      Rewrite(status, {source, shared_.hop, deadline_budget_, now - budget_start_});
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, source, shared_.hop);
-    } else {
-      Rewrite(status, {DeadlineSource::kDownstream, "", absl::ZeroDuration(),
-                       absl::ZeroDuration()});
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "");
-    }
+    const ClientVerdict v = ClassifyClientDeadline(call, received, now);
+    for (int i = 0; i < v.malformed_forms; ++i) shared_.metrics->CountBadAttribution();
+    if (v.rewrite) Rewrite(status, v.attribution);
+    shared_.metrics->CountDeadlineExceeded(Side::kClient, v.counted_source, v.counted_hop);
   }
 
   static void Rewrite(grpc::Status* status, const Attribution& a) {

@@ -1,0 +1,109 @@
+// Copyright hopbudget authors.
+//
+// classify.h: which budget fired, decided from values and time alone.
+//
+// When a call ends DEADLINE_EXCEEDED, the client interceptor must say which
+// budget fired and where: its own (the caller's deadline, an attempt cap, a
+// request budget passed down), one that fired further down (the callee's
+// attribution, relayed), or an unknown one (a callee without hopbudget).
+// ClassifyClientDeadline is that decision as a pure function of what the
+// call was given and what the callee answered, so that it is tested
+// table-style on a fake clock; the interceptor only reads the inputs off the
+// call and applies the verdict (rewrite the status, count the metric).
+//
+// Thread safety: pure functions of values.
+//
+// Example:
+//   hopbudget::ClientCall call{start, deadline, hopbudget::DeadlineSource::kAttempt,
+//                              absl::Milliseconds(300), start, "orders"};
+//   hopbudget::ClientVerdict v = hopbudget::ClassifyClientDeadline(call, received, now);
+//   if (v.rewrite) status = StatusOf(v.attribution);
+#ifndef HOPBUDGET_CLASSIFY_H_
+#define HOPBUDGET_CLASSIFY_H_
+
+#include <ostream>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "hopbudget/attribution.h"
+#include "hopbudget/deadline_source.h"
+
+namespace hopbudget {
+
+// What one client call was given.
+struct ClientCall {
+  absl::Time start;                             // when the call started
+  absl::Time deadline = absl::InfiniteFuture();  // the call's deadline
+  // Which budget the deadline is (kNone: none set; kClient at the edge).
+  DeadlineSource deadline_source = DeadlineSource::kNone;
+  // That budget's length and start, as attribution reports them (a request
+  // budget started when the inbound call arrived, not when this call did).
+  absl::Duration budget = absl::InfiniteDuration();
+  absl::Time budget_start;
+  std::string hop;  // this hop's name
+};
+
+// The attribution forms the callee's answer carried (attribution.h readers).
+struct ReceivedAttribution {
+  ParsedAttribution details;   // grpc-status-details-bin
+  ParsedAttribution message;   // the status message
+  ParsedAttribution trailers;  // the plain hopbudget-* trailers
+};
+
+// What the client concludes.
+enum class ClientVerdictKind {
+  kRelayed,         // a budget further down fired: the callee's origin stands
+  kOwnBudget,       // this call's own deadline fired (or its attempt budget,
+                    // seen by the callee as its client deadline)
+  kUnknownOrigin,   // a callee without hopbudget timed out: downstream, no hop
+};
+
+// "relayed", "own_budget", "unknown_origin".
+absl::string_view ClientVerdictKindName(ClientVerdictKind kind);
+template <typename Sink>
+void AbslStringify(Sink& sink, ClientVerdictKind kind) {
+  sink.Append(ClientVerdictKindName(kind));
+}
+std::ostream& operator<<(std::ostream& os, ClientVerdictKind kind);
+
+struct ClientVerdict {
+  ClientVerdictKind kind = ClientVerdictKind::kUnknownOrigin;
+  // What the status must carry.
+  Attribution attribution;
+  // Whether the status must be rewritten to carry `attribution` (false when
+  // the callee's details already say it).
+  bool rewrite = true;
+  // The metric: hopbudget_deadline_exceeded_total{side="client"} by this
+  // source and hop (a relayed origin counts as kDownstream at its hop).
+  DeadlineSource counted_source = DeadlineSource::kDownstream;
+  std::string counted_hop;
+  // Forms that were present but malformed: each is counted, all ignored.
+  int malformed_forms = 0;
+};
+
+// "Nearly passed": gRPC converts a deadline to its monotonic clock with two
+// clock reads, so a preempted thread fires it early by the preemption
+// (tens of ms on a loaded 2-core machine). A tenth of the call's budget, at
+// least 5 ms; an infinite deadline never passes.
+absl::Duration DeadlineSlack(absl::Time start, absl::Time deadline);
+
+// Decides a DEADLINE_EXCEEDED that ended `call` at `now`, given what the
+// callee's answer carried. In order:
+//   1. the first valid form (details, then message, then trailers) is the
+//      callee's origin;
+//   2. an origin of kClient or kArrivedExpired while this call's deadline
+//      was its own attempt budget and has (nearly) passed: the attempt budget
+//      fired (kOwnBudget, source kAttempt), so that a retry loop retries it;
+//   3. any other origin: kRelayed, the status rewritten only when the
+//      details were not the valid form;
+//   4. no origin, this call's deadline (nearly) passed: kOwnBudget with the
+//      deadline's source (kClient when none was recorded);
+//   5. otherwise kUnknownOrigin: downstream, no hop, zero budget.
+// Elapsed is measured from `call.budget_start`.
+ClientVerdict ClassifyClientDeadline(const ClientCall& call, const ReceivedAttribution& received,
+                                     absl::Time now);
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_CLASSIFY_H_
