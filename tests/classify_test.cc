@@ -163,3 +163,135 @@ TEST(DeadlineSlackTest, ATenthOfTheBudgetAtLeastFiveMilliseconds) {
 
 }  // namespace
 }  // namespace hopbudget
+
+namespace hopbudget {
+namespace {
+
+// A call that arrived at kStart with `budget_ms` of request budget from
+// `source` (kRequest: this hop's cap), or refused.
+ServerCall Inbound(DeadlineSource source, int budget_ms, bool refused = false,
+                   bool cut = false) {
+  ServerCall c;
+  c.budget.arrival = kStart;
+  c.budget.deadline = kStart + absl::Milliseconds(budget_ms);
+  c.budget.source = source;
+  c.budget.budget_on_arrival = absl::Milliseconds(budget_ms);
+  c.budget.outcome = refused ? ArrivalOutcome::kBelowMinimum : ArrivalOutcome::kAccepted;
+  c.hop = "orders";
+  c.cut_by_this_hop = cut;
+  return c;
+}
+
+struct ServerCase {
+  const char* name;
+  ServerCall call;
+  absl::StatusCode handler;
+  ReceivedAttribution relayed;
+  int now_ms;
+  absl::StatusCode code;
+  DeadlineSource fired;
+  bool replace;
+  bool count;
+  DeadlineSource counted;
+  std::string counted_hop;
+};
+
+TEST(ClassifyServerAnswerTest, Table) {
+  const ParsedAttribution none;
+  const std::vector<ServerCase> cases = {
+      {"OK stands", Inbound(DeadlineSource::kClient, 100), absl::StatusCode::kOk, {}, 10,
+       absl::StatusCode::kOk, DeadlineSource::kNone, false, false, DeadlineSource::kNone, ""},
+      {"another error stands", Inbound(DeadlineSource::kClient, 100),
+       absl::StatusCode::kUnavailable, {}, 10, absl::StatusCode::kUnavailable,
+       DeadlineSource::kNone, false, false, DeadlineSource::kNone, ""},
+      {"refused: the refusal goes out whatever the handler says",
+       Inbound(DeadlineSource::kClient, 20, /*refused=*/true), absl::StatusCode::kCancelled, {}, 1,
+       absl::StatusCode::kDeadlineExceeded, DeadlineSource::kArrivedExpired, true, false,
+       DeadlineSource::kNone, ""},
+      {"cut by the request cap: the cut stands, nothing replaced, counted when it fired",
+       Inbound(DeadlineSource::kRequest, 100, false, /*cut=*/true), absl::StatusCode::kOk, {}, 100,
+       absl::StatusCode::kDeadlineExceeded, DeadlineSource::kRequest, false, false,
+       DeadlineSource::kNone, ""},
+      {"relayed origin", Inbound(DeadlineSource::kClient, 100),
+       absl::StatusCode::kDeadlineExceeded, {Ok(DeadlineSource::kAttempt, "ledger", 30, 31), none, none},
+       40, absl::StatusCode::kDeadlineExceeded, DeadlineSource::kAttempt, true, true,
+       DeadlineSource::kDownstream, "ledger"},
+      {"relayed in the message", Inbound(DeadlineSource::kClient, 100),
+       absl::StatusCode::kDeadlineExceeded, {none, Ok(DeadlineSource::kShield, "ledger", 30, 31), none},
+       40, absl::StatusCode::kDeadlineExceeded, DeadlineSource::kShield, true, true,
+       DeadlineSource::kDownstream, "ledger"},
+      {"no origin after our request deadline: our budget",
+       Inbound(DeadlineSource::kRequest, 100), absl::StatusCode::kDeadlineExceeded, {}, 100,
+       absl::StatusCode::kDeadlineExceeded, DeadlineSource::kRequest, true, true,
+       DeadlineSource::kRequest, "orders"},
+      {"no origin before it: downstream, unknown", Inbound(DeadlineSource::kClient, 100),
+       absl::StatusCode::kDeadlineExceeded, {}, 50, absl::StatusCode::kDeadlineExceeded,
+       DeadlineSource::kDownstream, true, true, DeadlineSource::kDownstream, ""},
+      {"CANCELLED after the deadline: gRPC enforced it",
+       Inbound(DeadlineSource::kClient, 100), absl::StatusCode::kCancelled, {}, 100,
+       absl::StatusCode::kDeadlineExceeded, DeadlineSource::kClient, false, true,
+       DeadlineSource::kClient, "orders"},
+      {"CANCELLED before it: the caller cancelled", Inbound(DeadlineSource::kClient, 100),
+       absl::StatusCode::kCancelled, {}, 50, absl::StatusCode::kCancelled, DeadlineSource::kNone,
+       false, false, DeadlineSource::kNone, ""},
+  };
+  for (const ServerCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const ServerVerdict v =
+        ClassifyServerAnswer(c.call, c.handler, c.relayed, kStart + absl::Milliseconds(c.now_ms));
+    EXPECT_EQ(v.code, c.code);
+    EXPECT_EQ(v.fired, c.fired);
+    EXPECT_EQ(v.replace, c.replace);
+    EXPECT_EQ(v.count, c.count);
+    if (c.count) {
+      EXPECT_EQ(v.counted_source, c.counted);
+      EXPECT_EQ(v.counted_hop, c.counted_hop);
+    }
+  }
+}
+
+TEST(ClassifyServerAnswerTest, RefusalAndCutCarryTheirOwnAttribution) {
+  const ServerVerdict refused = ClassifyServerAnswer(
+      Inbound(DeadlineSource::kClient, 20, true), absl::StatusCode::kOk, {}, kStart);
+  EXPECT_EQ(refused.attribution.source, DeadlineSource::kArrivedExpired);
+  EXPECT_EQ(refused.attribution.budget, absl::Milliseconds(20));
+  EXPECT_EQ(refused.attribution.elapsed, absl::ZeroDuration());
+  const Attribution cut = ServerCutAttribution(Inbound(DeadlineSource::kRequest, 300),
+                                               kStart + absl::Milliseconds(301));
+  EXPECT_EQ(cut.source, DeadlineSource::kRequest);
+  EXPECT_EQ(cut.hop, "orders");
+  EXPECT_EQ(cut.budget, absl::Milliseconds(300));
+  EXPECT_EQ(cut.elapsed, absl::Milliseconds(301));
+}
+
+TEST(ClassifyServerAnswerTest, MalformedRelayedFormsAreCounted) {
+  const ServerVerdict v =
+      ClassifyServerAnswer(Inbound(DeadlineSource::kClient, 100),
+                           absl::StatusCode::kDeadlineExceeded, {Malformed(), Malformed(), {}},
+                           kStart + absl::Milliseconds(10));
+  EXPECT_EQ(v.malformed_forms, 2);
+  EXPECT_EQ(v.attribution.source, DeadlineSource::kDownstream);
+}
+
+TEST(ClassifyServerEndTest, Table) {
+  // Ended without the handler's answer.
+  EXPECT_EQ(ClassifyServerEnd(Inbound(DeadlineSource::kClient, 100), kStart + absl::Milliseconds(50))
+                .code,
+            absl::StatusCode::kCancelled);
+  const ServerVerdict expired =
+      ClassifyServerEnd(Inbound(DeadlineSource::kClient, 100), kStart + absl::Milliseconds(100));
+  EXPECT_EQ(expired.code, absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(expired.fired, DeadlineSource::kClient);
+  EXPECT_TRUE(expired.count);
+  const ServerVerdict cut = ClassifyServerEnd(Inbound(DeadlineSource::kRequest, 100, false, true),
+                                              kStart + absl::Milliseconds(100));
+  EXPECT_EQ(cut.fired, DeadlineSource::kRequest);
+  EXPECT_FALSE(cut.count) << "counted when the cap fired";
+  const ServerVerdict refused = ClassifyServerEnd(Inbound(DeadlineSource::kClient, 1, true),
+                                                  kStart + absl::Milliseconds(5));
+  EXPECT_EQ(refused.fired, DeadlineSource::kArrivedExpired);
+  EXPECT_FALSE(refused.count);
+}
+
+}  // namespace
+}  // namespace hopbudget

@@ -37,7 +37,7 @@ ClientVerdict ClassifyClientDeadline(const ClientCall& call, const ReceivedAttri
   }
   const Attribution own{call.deadline_source == DeadlineSource::kNone ? DeadlineSource::kClient
                                                                       : call.deadline_source,
-                        call.hop, call.budget, now - call.budget_start};
+                        std::string(call.hop), call.budget, now - call.budget_start};
   if (origin.has_value() &&
       (origin->source == DeadlineSource::kClient ||
        origin->source == DeadlineSource::kArrivedExpired) &&
@@ -49,7 +49,7 @@ ClientVerdict ClassifyClientDeadline(const ClientCall& call, const ReceivedAttri
     v.kind = ClientVerdictKind::kOwnBudget;
     v.attribution = own;
     v.counted_source = DeadlineSource::kAttempt;
-    v.counted_hop = call.hop;
+    v.counted_hop = std::string(call.hop);
     return v;
   }
   if (origin.has_value()) {
@@ -64,13 +64,94 @@ ClientVerdict ClassifyClientDeadline(const ClientCall& call, const ReceivedAttri
     v.kind = ClientVerdictKind::kOwnBudget;
     v.attribution = own;
     v.counted_source = own.source;
-    v.counted_hop = call.hop;
+    v.counted_hop = std::string(call.hop);
     return v;
   }
   v.kind = ClientVerdictKind::kUnknownOrigin;
   v.attribution = {DeadlineSource::kDownstream, "", absl::ZeroDuration(), absl::ZeroDuration()};
   v.counted_source = DeadlineSource::kDownstream;
   v.counted_hop = "";
+  return v;
+}
+
+Attribution ServerCutAttribution(const ServerCall& call, absl::Time now) {
+  const RequestBudget& rb = call.budget;
+  if (rb.outcome != ArrivalOutcome::kAccepted) {
+    return {DeadlineSource::kArrivedExpired, std::string(call.hop),
+            std::max(rb.budget_on_arrival, absl::ZeroDuration()), absl::ZeroDuration()};
+  }
+  return {DeadlineSource::kRequest, std::string(call.hop), rb.budget_on_arrival,
+          now - rb.arrival};
+}
+
+ServerVerdict ClassifyServerAnswer(const ServerCall& call, absl::StatusCode handler_code,
+                                   const ReceivedAttribution& relayed, absl::Time now) {
+  ServerVerdict v;
+  const RequestBudget& rb = call.budget;
+  const bool refused = rb.outcome != ArrivalOutcome::kAccepted;
+  v.code = handler_code;
+  if (call.cut_by_this_hop || refused) {
+    v.code = absl::StatusCode::kDeadlineExceeded;
+    v.attribution = ServerCutAttribution(call, now);
+    v.fired = v.attribution.source;
+    v.replace = !call.cut_by_this_hop;  // a cut has answered already
+    return v;
+  }
+  if (handler_code == absl::StatusCode::kDeadlineExceeded) {
+    absl::optional<Attribution> origin;
+    for (const ParsedAttribution* form : {&relayed.details, &relayed.message}) {
+      if (form->result == AttributionParse::kMalformed) ++v.malformed_forms;
+      if (form->result == AttributionParse::kOk && !origin.has_value()) origin = form->value;
+    }
+    v.replace = true;
+    v.count = true;
+    if (origin.has_value()) {
+      v.attribution = *std::move(origin);
+      v.counted_source = DeadlineSource::kDownstream;
+    } else if (now >= rb.deadline) {
+      v.attribution = {rb.source, std::string(call.hop), rb.budget_on_arrival, now - rb.arrival};
+      v.counted_source = rb.source;
+    } else {
+      // The handler answered DEADLINE_EXCEEDED without the detail of the
+      // downstream call that produced it.
+      v.attribution = {DeadlineSource::kDownstream, "", absl::ZeroDuration(),
+                       absl::ZeroDuration()};
+      v.counted_source = DeadlineSource::kDownstream;
+    }
+    v.counted_hop = v.attribution.hop;
+    v.fired = v.attribution.source;
+    return v;
+  }
+  if (handler_code == absl::StatusCode::kCancelled && rb.deadline <= now) {
+    // The handler saw its call cancelled by gRPC enforcing the deadline.
+    v.code = absl::StatusCode::kDeadlineExceeded;
+    v.fired = rb.source;
+    v.count = true;
+    v.counted_source = rb.source;
+    v.counted_hop = std::string(call.hop);
+  }
+  return v;
+}
+
+ServerVerdict ClassifyServerEnd(const ServerCall& call, absl::Time now) {
+  ServerVerdict v;
+  const RequestBudget& rb = call.budget;
+  if (call.cut_by_this_hop || rb.outcome != ArrivalOutcome::kAccepted) {
+    v.code = absl::StatusCode::kDeadlineExceeded;
+    v.fired = ServerCutAttribution(call, now).source;
+    return v;
+  }
+  if (rb.deadline <= now) {
+    // gRPC enforced the caller's deadline: counted here, nobody else saw
+    // it at this hop.
+    v.code = absl::StatusCode::kDeadlineExceeded;
+    v.fired = rb.source;
+    v.count = true;
+    v.counted_source = rb.source;
+    v.counted_hop = std::string(call.hop);
+    return v;
+  }
+  v.code = absl::StatusCode::kCancelled;
   return v;
 }
 

@@ -18,6 +18,7 @@
 #include "call_mutex.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
+#include "hopbudget/classify.h"
 #include "hopbudget/server.h"
 #include "hopbudget/wire.h"
 #include "timer_service.h"
@@ -162,20 +163,11 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
       // Answered without our PRE_SEND_STATUS hook: cancelled by gRPC, by a
       // deadline, or by our own refusal or request cap.
       if (!answered_) {
-        DeadlineSource fired = DeadlineSource::kNone;
-        if (budget_->refused()) {
-          fired = DeadlineSource::kArrivedExpired;
-        } else if (request_fired_.load(std::memory_order_acquire)) {
-          fired = DeadlineSource::kRequest;
-        } else if (budget_->deadline() <= shared_.clock->Now()) {
-          // gRPC enforced the caller's deadline: counted here, nobody else
-          // saw it at this hop.
-          fired = budget_->source();
-          shared_.metrics->CountDeadlineExceeded(Side::kServer, fired, shared_.hop);
+        const ServerVerdict v = ClassifyServerEnd(Call(), shared_.clock->Now());
+        if (v.count) {
+          shared_.metrics->CountDeadlineExceeded(Side::kServer, v.counted_source, v.counted_hop);
         }
-        Finish(fired == DeadlineSource::kNone ? absl::StatusCode::kCancelled
-                                              : absl::StatusCode::kDeadlineExceeded,
-               fired);
+        Finish(v.code, v.fired);
       }
     }
   }
@@ -254,15 +246,13 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     timer_ = shared_.timers->Schedule(at, [this] { OnTimer(); });
   }
 
-  // The attribution of a call this hop ends itself: refused on arrival, or
-  // cut at its request budget.
-  Attribution OwnCut(absl::Time now) const {
-    const RequestBudget& rb = budget_->request_budget();
-    if (budget_->refused()) {
-      return {DeadlineSource::kArrivedExpired, shared_.hop, NonNegative(rb.budget_on_arrival),
-              absl::ZeroDuration()};
-    }
-    return {DeadlineSource::kRequest, shared_.hop, rb.budget_on_arrival, now - arrival_};
+  // The call as the core's classification sees it.
+  ServerCall Call() const {
+    ServerCall call;
+    call.budget = budget_->request_budget();
+    call.hop = shared_.hop;
+    call.cut_by_this_hop = request_fired_.load(std::memory_order_acquire);
+    return call;
   }
 
   // Cancels the call with this hop's own cut. gRPC core sends a cancel's
@@ -271,7 +261,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
   void CancelNow() {
     request_fired_.store(true, std::memory_order_release);
     grpc_call_cancel_with_status(ctx_->c_call(), GRPC_STATUS_DEADLINE_EXCEEDED,
-                                 FormatAttributionMessage(OwnCut(shared_.clock->Now())).c_str(),
+                                 FormatAttributionMessage(ServerCutAttribution(Call(), shared_.clock->Now())).c_str(),
                                  nullptr);
   }
 
@@ -286,7 +276,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     }
     grpc_call_cancel_with_status(
         timer_call_, GRPC_STATUS_DEADLINE_EXCEEDED,
-        FormatAttributionMessage(OwnCut(shared_.clock->Now())).c_str(), nullptr);
+        FormatAttributionMessage(ServerCutAttribution(Call(), shared_.clock->Now())).c_str(), nullptr);
     ReleaseCall();
   }
 
@@ -308,37 +298,32 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     CancelTimer();
     if (!budget_.has_value() || answered_) return;
     const grpc::Status status = m->GetSendStatus();
-    DeadlineSource fired = DeadlineSource::kNone;
-    absl::StatusCode code = static_cast<absl::StatusCode>(status.error_code());
-    if (request_fired_.load(std::memory_order_acquire)) {
-      // Our cancel already answered DEADLINE_EXCEEDED: whatever the handler
-      // says now does not reach the caller.
-      code = absl::StatusCode::kDeadlineExceeded;
-      fired = budget_->refused() ? DeadlineSource::kArrivedExpired : DeadlineSource::kRequest;
-    } else if (budget_->refused()) {
-      // Refused on arrival, and the handler answered before the backstop:
-      // the refusal goes out in every form, whatever the handler said.
-      code = absl::StatusCode::kDeadlineExceeded;
-      fired = DeadlineSource::kArrivedExpired;
-      const Attribution a = OwnCut(shared_.clock->Now());
-      m->ModifySendStatus(internal::AttributedStatus(a));
-      internal::AddAttributionTrailers(a, m->GetSendTrailingMetadata());
-    } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      fired = Attribute(m, status);
-    } else if (status.error_code() == grpc::StatusCode::CANCELLED &&
-               budget_->deadline() <= shared_.clock->Now()) {
-      // The handler saw its call cancelled by gRPC enforcing the deadline;
-      // the caller got DEADLINE_EXCEEDED from gRPC, not this answer.
-      code = absl::StatusCode::kDeadlineExceeded;
-      fired = budget_->source();
-      shared_.metrics->CountDeadlineExceeded(Side::kServer, fired, shared_.hop);
+    const absl::StatusCode code = static_cast<absl::StatusCode>(status.error_code());
+    // Only a DEADLINE_EXCEEDED's relayed attribution is read: the common
+    // path parses nothing.
+    ReceivedAttribution relayed;
+    if (code == absl::StatusCode::kDeadlineExceeded) {
+      relayed.details = ReadStatusDetails(status.error_details());
+      relayed.message = ReadAttributionMessage(status.error_message());
+    }
+    const ServerVerdict v = ClassifyServerAnswer(Call(), code, relayed, shared_.clock->Now());
+    for (int i = 0; i < v.malformed_forms; ++i) shared_.metrics->CountBadAttribution();
+    if (v.count) {
+      shared_.metrics->CountDeadlineExceeded(Side::kServer, v.counted_source, v.counted_hop);
+    }
+    if (v.replace) {
+      // A refusal ignores what the handler said; anything else keeps its
+      // message after the attribution.
+      m->ModifySendStatus(internal::AttributedStatus(
+          v.attribution, budget_->refused() ? absl::string_view() : status.error_message()));
+      internal::AddAttributionTrailers(v.attribution, m->GetSendTrailingMetadata());
     }
     // The trace goes out on failures and when asked for: building and
     // serializing it is most of this interceptor's cost per call.
-    if (send_trace_ || code != absl::StatusCode::kOk) {
-      m->GetSendTrailingMetadata()->emplace(kTraceTrailer, EncodeTrace(Finish(code, fired)));
+    if (send_trace_ || v.code != absl::StatusCode::kOk) {
+      m->GetSendTrailingMetadata()->emplace(kTraceTrailer, EncodeTrace(Finish(v.code, v.fired)));
     } else {
-      Finish(code, fired);
+      Finish(v.code, v.fired);
     }
   }
 
@@ -370,39 +355,6 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     shared_.metrics->RecordRecentCall(
         code, sampled_, [&] { return RecentCall{method_name_, arrival_, code, fired, make_trace()}; });
     return send_trace_ || code != absl::StatusCode::kOk ? make_trace() : BudgetTrace{};
-  }
-
-  // Attributes a DEADLINE_EXCEEDED answer; returns the source that fired.
-  DeadlineSource Attribute(grpc::experimental::InterceptorBatchMethods* m,
-                           const grpc::Status& status) {
-    const RequestBudget& rb = budget_->request_budget();
-    const absl::Time now = shared_.clock->Now();
-    // What the handler relays is untrusted like any input: each malformed
-    // form is counted and ignored.
-    const ParsedAttribution forms[] = {
-        ReadStatusDetails(status.error_details()),
-        ReadAttributionMessage(status.error_message()),
-    };
-    absl::optional<Attribution> relayed;
-    for (const ParsedAttribution& form : forms) {
-      if (form.result == AttributionParse::kMalformed) shared_.metrics->CountBadAttribution();
-      if (form.result == AttributionParse::kOk && !relayed.has_value()) relayed = form.value;
-    }
-    Attribution a;
-    if (relayed.has_value()) {
-      a = *std::move(relayed);
-    } else if (now >= rb.deadline) {
-      a = {rb.source, shared_.hop, rb.budget_on_arrival, now - arrival_};
-    } else {
-      // The handler answered DEADLINE_EXCEEDED without the detail of the
-      // downstream call that produced it: origin unknown.
-      a = {DeadlineSource::kDownstream, "", absl::ZeroDuration(), absl::ZeroDuration()};
-    }
-    shared_.metrics->CountDeadlineExceeded(
-        Side::kServer, relayed.has_value() ? DeadlineSource::kDownstream : a.source, a.hop);
-    m->ModifySendStatus(internal::AttributedStatus(a, status.error_message()));
-    internal::AddAttributionTrailers(a, m->GetSendTrailingMetadata());
-    return a.source;
   }
 
   const ServerShared& shared_;

@@ -26,7 +26,9 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/status/status.h"
 #include "hopbudget/attribution.h"
+#include "hopbudget/budget.h"
 #include "hopbudget/deadline_source.h"
 
 namespace hopbudget {
@@ -41,7 +43,7 @@ struct ClientCall {
   // budget started when the inbound call arrived, not when this call did).
   absl::Duration budget = absl::InfiniteDuration();
   absl::Time budget_start;
-  std::string hop;  // this hop's name
+  absl::string_view hop;  // this hop's name; must outlive the call to classify
 };
 
 // The attribution forms the callee's answer carried (attribution.h readers).
@@ -87,6 +89,62 @@ struct ClientVerdict {
 // (tens of ms on a loaded 2-core machine). A tenth of the call's budget, at
 // least 5 ms; an infinite deadline never passes.
 absl::Duration DeadlineSlack(absl::Time start, absl::Time deadline);
+
+// The server side: what a hop's answer to one inbound call means, and what
+// goes on the wire. ClassifyServerAnswer decides when the handler answers;
+// ClassifyServerEnd when the call ended without that answer reaching the
+// interceptor (gRPC cancelled it: the caller left, its deadline passed, or
+// this hop's own cancel).
+
+// One inbound call as the server interceptor derived it.
+struct ServerCall {
+  RequestBudget budget;   // from DeriveRequestBudget (budget.h)
+  absl::string_view hop;  // this hop's name; must outlive the call to classify
+  // This hop cancelled the call itself (request cap, refusal backstop): its
+  // cancel already answered, with the status message alone.
+  bool cut_by_this_hop = false;
+};
+
+struct ServerVerdict {
+  absl::StatusCode code = absl::StatusCode::kOk;  // what the caller got (or gets)
+  DeadlineSource fired = DeadlineSource::kNone;   // the budget that fired, for the trace
+  // Whether the answer must be replaced by a DEADLINE_EXCEEDED carrying
+  // `attribution` in every form.
+  bool replace = false;
+  Attribution attribution;
+  // Whether to count hopbudget_deadline_exceeded_total{side="server"} now,
+  // by this source and hop (refusals and this hop's cuts are counted when
+  // they happen, not here).
+  bool count = false;
+  DeadlineSource counted_source = DeadlineSource::kNone;
+  std::string counted_hop;
+  int malformed_forms = 0;  // forms the handler relayed that were malformed
+};
+
+// The attribution of a call this hop ends itself: refused on arrival
+// (arrived-expired, elapsed 0), or cut at its request budget.
+Attribution ServerCutAttribution(const ServerCall& call, absl::Time now);
+
+// The handler answered `handler_code`, carrying `relayed` (its status's
+// details and message; the trailers are unused). In order:
+//   1. this hop cut the call: the cut stands (nothing reaches the caller);
+//   2. the call was refused on arrival: the refusal goes out, whatever the
+//      handler said (source arrived-expired, elapsed 0);
+//   3. DEADLINE_EXCEEDED carrying a valid origin: relayed as it is, counted
+//      as kDownstream at the origin's hop;
+//   4. DEADLINE_EXCEEDED with no origin, this hop's request deadline passed:
+//      this hop's budget (its source, from the arrival);
+//   5. DEADLINE_EXCEEDED otherwise: downstream, origin unknown;
+//   6. CANCELLED after the request deadline: gRPC enforced the deadline, so
+//      the caller got DEADLINE_EXCEEDED (counted, not replaced: it is gone);
+//   7. anything else stands.
+ServerVerdict ClassifyServerAnswer(const ServerCall& call, absl::StatusCode handler_code,
+                                   const ReceivedAttribution& relayed, absl::Time now);
+
+// The call ended with no answer from the handler: this hop's cut or
+// refusal, gRPC enforcing the deadline (counted here: nobody else saw it at
+// this hop), or a cancel by the caller (CANCELLED).
+ServerVerdict ClassifyServerEnd(const ServerCall& call, absl::Time now);
 
 // Decides a DEADLINE_EXCEEDED that ended `call` at `now`, given what the
 // callee's answer carried. In order:
