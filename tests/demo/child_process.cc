@@ -98,7 +98,8 @@ absl::Status ChildProcess::WaitReady(absl::Duration timeout) {
       char name[65] = {0};
       int port = 0, metrics = 0;
       if (std::sscanf(line.c_str(), "%64s listening on %d metrics on %d", name, &port, &metrics) ==
-          3) {
+              3 ||
+          std::sscanf(line.c_str(), "listening on %d", &port) == 1) {  // the examples
         port_ = port;
         return absl::OkStatus();
       }

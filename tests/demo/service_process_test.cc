@@ -119,6 +119,22 @@ TEST(PortInUseTest, OrdersAndGatewayRefuseAPortInUse) {
   }
 }
 
+#if defined(HOPBUDGET_MINIMAL_SERVER) && defined(HOPBUDGET_INTEROP_SERVER)
+TEST(PortInUseTest, TheExampleServersRefuseAPortInUse) {
+  auto first = StartReady(HOPBUDGET_MINIMAL_SERVER, {"--port=0", "--hop=c"});
+  ASSERT_NE(first, nullptr);
+  const std::string taken = absl::StrCat("--port=", first->port());
+  for (const char* binary : {HOPBUDGET_MINIMAL_SERVER, HOPBUDGET_INTEROP_SERVER}) {
+    auto p = ChildProcess::Spawn(binary, {taken});
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(ExitStatusOf(**p), 1) << binary;
+    EXPECT_THAT((*p)->Stderr(), HasSubstr(absl::StrCat("cannot listen on port ", first->port(),
+                                                       " (in use by another server?)")))
+        << binary;
+  }
+}
+#endif
+
 TEST(BadTargetTest, OrdersAndGatewayExitTwoNamingTheFlag) {
   struct Case {
     const char* binary;
