@@ -66,7 +66,8 @@ class ChildProcess {
   int port_ = 0;
 };
 
-// A fresh temporary directory under /tmp.
+// A fresh temporary directory under /tmp, removed with its contents when
+// the test process exits normally.
 std::string TempDir();
 
 }  // namespace hopbudget::demo
