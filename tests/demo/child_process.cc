@@ -12,17 +12,41 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 
 namespace hopbudget::demo {
 
+namespace {
+
+absl::Mutex made_mu;
+std::vector<std::string>* made ABSL_GUARDED_BY(made_mu) = nullptr;
+
+void RemoveMade() {
+  absl::MutexLock lock(&made_mu);
+  for (const std::string& dir : *made) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+}
+
+}  // namespace
+
 std::string TempDir() {
   std::string templ = "/tmp/hopbudget-demo-XXXXXX";
   if (mkdtemp(templ.data()) == nullptr) return "/tmp";
+  absl::MutexLock lock(&made_mu);
+  if (made == nullptr) {
+    made = new std::vector<std::string>;
+    std::atexit(RemoveMade);
+  }
+  made->push_back(templ);
   return templ;
 }
 
@@ -98,7 +122,8 @@ absl::Status ChildProcess::WaitReady(absl::Duration timeout) {
       char name[65] = {0};
       int port = 0, metrics = 0;
       if (std::sscanf(line.c_str(), "%64s listening on %d metrics on %d", name, &port, &metrics) ==
-          3) {
+              3 ||
+          std::sscanf(line.c_str(), "listening on %d", &port) == 1) {  // the examples
         port_ = port;
         return absl::OkStatus();
       }

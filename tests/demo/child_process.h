@@ -38,7 +38,8 @@ class ChildProcess {
                                                              const std::vector<std::string>& args);
   ~ChildProcess();
 
-  // Waits for "<name> listening on <port> metrics on <port>". An error when
+  // Waits for "<name> listening on <port> metrics on <port>" (or the
+  // examples' "listening on <port>"). An error when
   // the process exits first (its stderr in the message) or time runs out.
   absl::Status WaitReady(absl::Duration timeout);
   int port() const { return port_; }
@@ -65,7 +66,8 @@ class ChildProcess {
   int port_ = 0;
 };
 
-// A fresh temporary directory under /tmp.
+// A fresh temporary directory under /tmp, removed with its contents when
+// the test process exits normally.
 std::string TempDir();
 
 }  // namespace hopbudget::demo

@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -17,9 +19,24 @@
 namespace hopbudget::demo {
 namespace {
 
+// Every directory TempDb() made; removed when the test process exits.
+std::vector<std::string>& MadeDirs() {
+  static auto* dirs = new std::vector<std::string>;
+  return *dirs;
+}
+
 std::string TempDb() {
   std::string dir = "/tmp/hopbudget-ledger-test-XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) return "/tmp/hopbudget-ledger-test.db";
+  if (MadeDirs().empty()) {
+    std::atexit([] {
+      for (const std::string& d : MadeDirs()) {
+        std::error_code ignored;
+        std::filesystem::remove_all(d, ignored);
+      }
+    });
+  }
+  MadeDirs().push_back(dir);
   return dir + "/ledger.db";
 }
 
