@@ -60,6 +60,9 @@ int Main(int argc, char** argv) {
     service = std::make_unique<CallbackEcho>();
   }
   grpc::ServerBuilder builder;
+  // A --port another process holds is refused, not shared (SO_REUSEPORT
+  // would split the load between two servers).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
   builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_flag),
                            grpc::InsecureServerCredentials(), &port);
