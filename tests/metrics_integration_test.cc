@@ -181,7 +181,12 @@ TEST(MetricsIntegrationTest, ClientDeadlineIsCountedByTheCallerAndTheHopThatSawI
   RelayHop ledger(Hop("ledger"));
   Metrics client_metrics;
   auto stub = testing::NewStub(ledger.address(), true, &client_metrics);
-  EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(200), {testing::Hang()}).error_code(),
+  // The ledger's deadline is later than the caller's by the time the call
+  // took to arrive, and the caller's expiry reaches it as a cancel: it takes
+  // a cancel within the last tenth of its budget for its deadline
+  // (DeadlineSlack). A 1 s budget keeps that 100 ms window well above the
+  // arrival lag of a loaded machine (a 200 ms budget's 20 ms was not).
+  EXPECT_EQ(CallWithBudget(*stub, absl::Seconds(1), {testing::Hang()}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   ledger.Shutdown();
   EXPECT_EQ(client_metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kClient,

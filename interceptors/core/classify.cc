@@ -84,6 +84,16 @@ Attribution ServerCutAttribution(const ServerCall& call, absl::Time now) {
           now - rb.arrival};
 }
 
+namespace {
+// The request deadline has (nearly) passed: gRPC's own deadline timer fires
+// early by as long as a preemption between its two clock reads, as on the
+// client side (DeadlineSlack).
+bool RequestDeadlinePassed(const RequestBudget& rb, absl::Time now) {
+  return rb.deadline != absl::InfiniteFuture() &&
+         now + DeadlineSlack(rb.arrival, rb.deadline) >= rb.deadline;
+}
+}  // namespace
+
 ServerVerdict ClassifyServerAnswer(const ServerCall& call, absl::StatusCode handler_code,
                                    const ReceivedAttribution& relayed, absl::Time now) {
   ServerVerdict v;
@@ -108,7 +118,7 @@ ServerVerdict ClassifyServerAnswer(const ServerCall& call, absl::StatusCode hand
     if (origin.has_value()) {
       v.attribution = *std::move(origin);
       v.counted_source = DeadlineSource::kDownstream;
-    } else if (now >= rb.deadline) {
+    } else if (RequestDeadlinePassed(rb, now)) {
       v.attribution = {rb.source, std::string(call.hop), rb.budget_on_arrival, now - rb.arrival};
       v.counted_source = rb.source;
     } else {
@@ -122,7 +132,7 @@ ServerVerdict ClassifyServerAnswer(const ServerCall& call, absl::StatusCode hand
     v.fired = v.attribution.source;
     return v;
   }
-  if (handler_code == absl::StatusCode::kCancelled && rb.deadline <= now) {
+  if (handler_code == absl::StatusCode::kCancelled && RequestDeadlinePassed(rb, now)) {
     // The handler saw its call cancelled by gRPC enforcing the deadline.
     v.code = absl::StatusCode::kDeadlineExceeded;
     v.fired = rb.source;
@@ -141,7 +151,7 @@ ServerVerdict ClassifyServerEnd(const ServerCall& call, absl::Time now) {
     v.fired = ServerCutAttribution(call, now).source;
     return v;
   }
-  if (rb.deadline <= now) {
+  if (RequestDeadlinePassed(rb, now)) {
     // gRPC enforced the caller's deadline: counted here, nobody else saw
     // it at this hop.
     v.code = absl::StatusCode::kDeadlineExceeded;

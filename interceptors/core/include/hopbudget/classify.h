@@ -138,6 +138,9 @@ Attribution ServerCutAttribution(const ServerCall& call, absl::Time now);
 //   6. CANCELLED after the request deadline: gRPC enforced the deadline, so
 //      the caller got DEADLINE_EXCEEDED (counted, not replaced: it is gone);
 //   7. anything else stands.
+// "Passed" allows DeadlineSlack(arrival, deadline), as on the client: gRPC
+// fires a deadline early by as long as a preemption (tens of ms seen under
+// load), so a cancel that close to the deadline is taken for it.
 ServerVerdict ClassifyServerAnswer(const ServerCall& call, absl::StatusCode handler_code,
                                    const ReceivedAttribution& relayed, absl::Time now);
 
