@@ -33,3 +33,15 @@ TEST(DeadlineSourceTest, OutOfRangeValueIsNamedNone) {
 
 }  // namespace
 }  // namespace hopbudget
+
+namespace hopbudget {
+namespace {
+
+// Test failures and logs print the names, not the enum values.
+TEST(DeadlineSourcePrintTest, PrintsItsName) {
+  EXPECT_EQ(::testing::PrintToString(DeadlineSource::kAttempt), "attempt");
+  EXPECT_EQ(::testing::PrintToString(DeadlineSource::kArrivedExpired), "arrived-expired");
+}
+
+}  // namespace
+}  // namespace hopbudget

@@ -398,6 +398,7 @@ class Shield::Impl {
   }
 
   DrainReport Drain(absl::Duration max_wait) {
+    // Real time, like the wait itself (absl::Mutex::AwaitWithTimeout).
     const absl::Time began = absl::Now();
     DrainReport report;
     std::vector<std::shared_ptr<ShieldOp>> to_stop;

@@ -37,13 +37,15 @@ grpc::Status StatusWhenCallEnded(const grpc::ServerContextBase& inbound,
                                  const InboundBudget* budget) {
   const absl::Time deadline =
       budget != nullptr ? budget->deadline() : internal::ToAbslTime(inbound.deadline());
-  if (absl::Now() < deadline) {
+  Clock& clock = budget != nullptr ? budget->clock() : Clock::Real();
+  const absl::Time now = clock.Now();
+  if (now < deadline) {
     return grpc::Status(grpc::StatusCode::CANCELLED, "caller cancelled; shielded work goes on");
   }
   Attribution a{budget != nullptr ? budget->source() : DeadlineSource::kClient,
                 budget != nullptr ? budget->hop() : "",
                 budget != nullptr ? budget->budget_on_arrival() : absl::ZeroDuration(),
-                budget != nullptr ? absl::Now() - budget->arrival() : absl::ZeroDuration()};
+                budget != nullptr ? now - budget->arrival() : absl::ZeroDuration()};
   return internal::AttributedStatus(a);
 }
 
@@ -137,19 +139,22 @@ grpc::Status AwaitShielded(grpc::ServerContextBase& inbound, const ShieldHandle&
   const InboundBudget* budget = InboundBudget::Of(inbound);
   const absl::Time deadline =
       budget != nullptr ? budget->deadline() : internal::ToAbslTime(inbound.deadline());
+  // The budget's clock: the one its deadline was derived on.
+  Clock& clock = budget != nullptr ? budget->clock() : Clock::Real();
   for (;;) {
-    const absl::Time now = absl::Now();
+    const absl::Time now = clock.Now();
     if (absl::optional<ShieldRecord> r =
             handle.WaitUntil(std::min(deadline, now + kCancelPollInterval))) {
       return StatusOfRecord(*r, budget);
     }
-    if (inbound.IsCancelled() || absl::Now() >= deadline) {
+    if (inbound.IsCancelled() || clock.Now() >= deadline) {
       return StatusWhenCallEnded(inbound, budget);
     }
   }
 }
 
 DrainReport ShutdownAndDrain(grpc::Server& server, Shield& shield, absl::Duration max_wait) {
+  // Real time: grpc::Server::Shutdown takes a wall-clock deadline.
   const absl::Time end = absl::Now() + max_wait;
   server.Shutdown(absl::ToChronoTime(end));
   return shield.Drain(std::max(end - absl::Now(), absl::ZeroDuration()));

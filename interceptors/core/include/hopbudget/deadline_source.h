@@ -26,6 +26,7 @@
 #define HOPBUDGET_DEADLINE_SOURCE_H_
 
 #include <cstdint>
+#include <ostream>
 
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
@@ -48,6 +49,15 @@ inline constexpr int kDeadlineSourceCount = 9;
 
 // "client", "request", ... ; "none" for kNone.
 absl::string_view DeadlineSourceName(DeadlineSource source);
+// For absl::StrCat and absl::StrFormat("%v") (Abseil releases that read
+// AbslStringify), and for GoogleTest and streams: the name above.
+template <typename Sink>
+void AbslStringify(Sink& sink, DeadlineSource value) {
+  sink.Append(DeadlineSourceName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, DeadlineSource value) {
+  return os << DeadlineSourceName(value);
+}
 
 // Inverse of DeadlineSourceName. Unknown names give nullopt.
 absl::optional<DeadlineSource> ParseDeadlineSource(absl::string_view name);

@@ -65,6 +65,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <ostream>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -133,7 +134,7 @@ struct RetryFit {
 // unbounded: both counts are max_attempts. An infinite attempt_cap is not
 // rejected either (there is no attempt-budget timeout to retry after).
 // Returns the fit (see RetryFit) when both policies are valid.
-absl::StatusOr<RetryFit> ValidateRetryPolicy(const BudgetPolicy& budget,
+[[nodiscard]] absl::StatusOr<RetryFit> ValidateRetryPolicy(const BudgetPolicy& budget,
                                              const RetryPolicy& retry);
 
 // Full-jitter exponential backoff: the wait before the retry with index
@@ -208,6 +209,15 @@ inline constexpr int kRetryOutcomeCount = 9;
 // "not_retryable_code", "budget_fired", "committed", "attempts_exhausted",
 // "pushback_do_not_retry", "throttled", "no_room". Unknown values: "unknown".
 absl::string_view RetryOutcomeName(RetryOutcome outcome);
+// For absl::StrCat and absl::StrFormat("%v") (Abseil releases that read
+// AbslStringify), and for GoogleTest and streams: the name above.
+template <typename Sink>
+void AbslStringify(Sink& sink, RetryOutcome value) {
+  sink.Append(RetryOutcomeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, RetryOutcome value) {
+  return os << RetryOutcomeName(value);
+}
 
 struct RetryDecision {
   // A default-constructed decision never retries.
@@ -332,7 +342,8 @@ enum class RetrySetup {
 // ValidateRetryPolicy's ranges (with no request cap, where nothing can fail
 // to fit), then the fit against request_cap. A fit that fails is returned
 // as the error unless `accept_unfit_policy`.
-absl::StatusOr<RetrySetup> ValidateRetrySetup(const BudgetPolicy& budget, const RetryPolicy& retry,
+[[nodiscard]] absl::StatusOr<RetrySetup> ValidateRetrySetup(
+    const BudgetPolicy& budget, const RetryPolicy& retry,
                                               const RetryThrottleOptions& throttle,
                                               bool accept_unfit_policy);
 

@@ -72,6 +72,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,6 +130,15 @@ inline constexpr int kShieldOutcomeCount = 3;
 // Stable names for metric labels and logs: "completed", "failed",
 // "exceeded_bound". Unknown values: "unknown".
 absl::string_view ShieldOutcomeName(ShieldOutcome outcome);
+// For absl::StrCat and absl::StrFormat("%v") (Abseil releases that read
+// AbslStringify), and for GoogleTest and streams: the name above.
+template <typename Sink>
+void AbslStringify(Sink& sink, ShieldOutcome value) {
+  sink.Append(ShieldOutcomeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, ShieldOutcome value) {
+  return os << ShieldOutcomeName(value);
+}
 
 // How one shielded operation ended. Every operation ends with exactly one.
 struct ShieldRecord {
@@ -263,7 +273,7 @@ class Shield {
   // Work whose bound passes while it is queued is never started: it ends as
   // kExceededBound at once when a thread takes it. `work` (and what it
   // captured) is destroyed after it returns, before its outcome is recorded.
-  absl::StatusOr<ShieldHandle> Run(std::string name, absl::Duration bound,
+  [[nodiscard]] absl::StatusOr<ShieldHandle> Run(std::string name, absl::Duration bound,
                                    absl::AnyInvocable<absl::Status(ShieldContext&)> work);
 
   // Stops accepting work (Run() refuses from now on, for good) and waits

@@ -82,7 +82,7 @@ std::string EncodeTrace(const BudgetTrace& trace);
 // an invalid hop name, negative times, unknown code or source) and
 // ResourceExhausted (more than kMaxTraceBytes, or more than kMaxTraceEntries
 // entries). Use DropReason() to map an error to a TraceDrop.
-absl::StatusOr<BudgetTrace> DecodeTrace(absl::string_view bytes);
+[[nodiscard]] absl::StatusOr<BudgetTrace> DecodeTrace(absl::string_view bytes);
 TraceDrop DropReason(const absl::Status& decode_error);
 
 // Appends `downstream`'s entries after `into`'s, respecting kMaxTraceEntries

@@ -24,6 +24,7 @@
 #ifndef HOPBUDGET_WIRE_H_
 #define HOPBUDGET_WIRE_H_
 
+#include <ostream>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -51,6 +52,15 @@ enum class HeaderParse {
 };
 
 absl::string_view HeaderParseName(HeaderParse result);
+// For absl::StrCat and absl::StrFormat("%v") (Abseil releases that read
+// AbslStringify), and for GoogleTest and streams: the name above.
+template <typename Sink>
+void AbslStringify(Sink& sink, HeaderParse value) {
+  sink.Append(HeaderParseName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, HeaderParse value) {
+  return os << HeaderParseName(value);
+}
 
 struct ParsedBudget {
   HeaderParse result = HeaderParse::kEmpty;

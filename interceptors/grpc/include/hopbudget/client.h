@@ -75,7 +75,7 @@ struct ClientOptions {
 
 // Validates `options` and returns the interceptor factory for
 // grpc::experimental::CreateCustomChannelWithInterceptors().
-absl::StatusOr<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+[[nodiscard]] absl::StatusOr<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
 MakeClientInterceptorFactory(ClientOptions options);
 
 // A channel to `target` with hopbudget's client interceptor installed.
@@ -107,7 +107,7 @@ MakeClientInterceptorFactory(ClientOptions options);
 // GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS <= 10000 and
 // GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS = 1 on them (the demo's servers
 // do), or pass a longer GRPC_ARG_KEEPALIVE_TIME_MS here.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
+[[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
     ClientOptions options, const grpc::ChannelArguments& args = grpc::ChannelArguments());
 

@@ -83,7 +83,7 @@ struct RetryOptions {
 // Validates every part of `options`. The channel gets the same keepalive and
 // reconnect-backoff defaults as CreateChannel (client.h: why, and what the
 // servers called must permit); `args` overrides any of them.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
+[[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
     RetryOptions options, const grpc::ChannelArguments& args = grpc::ChannelArguments());
 

@@ -97,7 +97,8 @@ struct ServerOptions {
 
 // Validates `options` (hop name and ValidatePolicy) and returns the factory to
 // pass to ServerBuilder::experimental().SetInterceptorCreators().
-absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+[[nodiscard]] absl::StatusOr<
+    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 MakeServerInterceptorFactory(ServerOptions options);
 
 // The budget of one inbound call, as the server interceptor derived it when
