@@ -66,7 +66,8 @@ TEST(MetricsIntegrationTest, ArrivalMetricsSayWhatTheCallerBroughtBeforeTheCap) 
     ASSERT_TRUE(stub->Call(&no_deadline, Request({Work(0)}), &reply).ok());
   }
   ledger.Shutdown();
-  const MethodSnapshot* m = ledger.metrics().Snapshot().method(kCall);
+  const MetricsSnapshot snapshot = ledger.metrics().Snapshot();
+  const MethodSnapshot* m = snapshot.method(kCall);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->calls_without_deadline, 1u) << "the cap does not hide a caller without a deadline";
   // The caller's 2 s, in the le=2.5 bucket, and only the call that had one.
