@@ -6,19 +6,23 @@
 
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
+#include "hopbudget/classify.h"
 #include "hopbudget/client.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
 #include "hopbudget/exposition.h"
-#include "hopbudget/http_exporter.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry.h"
+#include "hopbudget/retry_loop.h"
 #include "hopbudget/retry_policy.h"
 #include "hopbudget/server.h"
 #include "hopbudget/shield.h"
 #include "hopbudget/shield_grpc.h"
 #include "hopbudget/trace.h"
 #include "hopbudget/wire.h"
+#ifdef CONSUMER_WITH_HTTP
+#include "hopbudget/http_exporter.h"
+#endif
 
 int main() {
   hopbudget::ServerOptions server;
