@@ -1,0 +1,197 @@
+// Copyright hopbudget authors.
+//
+// Every C++ snippet of the top-level README, in code that compiles against
+// the demo's protos (proto/demo/demo.proto): the README's blocks are the
+// regions between `// [START name]` and `// [END name]` here, and the ctest
+// readme.snippets_match_compiled_code fails when the two differ. Edit a
+// snippet here, build, then paste the region into the README.
+//
+// Built, never run: it is there to keep the README's code true.
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "demo/demo.grpc.pb.h"
+#include "hopbudget/client.h"
+#include "hopbudget/http_exporter.h"
+#include "hopbudget/retry.h"
+#include "hopbudget/retry_loop.h"
+#include "hopbudget/server.h"
+#include "hopbudget/shield.h"
+#include "hopbudget/shield_grpc.h"
+#include "hopbudget/trace.h"
+
+namespace readme {
+
+using hopbudget::demo::Gateway;
+using hopbudget::demo::Ledger;
+using hopbudget::demo::Order;
+using hopbudget::demo::OrderResult;
+using hopbudget::demo::Orders;
+
+absl::Status ServerSetup(grpc::ServerBuilder& builder) {
+  // [START server]
+  hopbudget::ServerOptions options;
+  options.hop = "orders";
+  options.policy.request_cap = absl::Seconds(1);
+  options.policy.attempt_cap = absl::Milliseconds(300);
+  auto factory = hopbudget::MakeServerInterceptorFactory(options);  // validates
+  if (!factory.ok()) return factory.status();                       // names the bad field
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  // [END server]
+  return absl::OkStatus();
+}
+
+class OrdersService final : public Orders::Service {
+ public:
+  // [START handler]
+  grpc::Status CreateOrder(grpc::ServerContext* ctx, const Order* order,
+                           OrderResult* result) override {
+    const hopbudget::InboundBudget* budget = hopbudget::InboundBudget::Of(*ctx);
+    if (budget != nullptr && budget->refused()) return grpc::Status::CANCELLED;  // refused
+    std::unique_ptr<grpc::ClientContext> call = hopbudget::NewDownstreamContext(*ctx);
+    return ledger_->Commit(call.get(), *order, result);  // pass the status through
+  }
+  // [END handler]
+
+ private:
+  std::unique_ptr<Ledger::Stub> ledger_;
+};
+
+absl::Status ClientSetup() {
+  // [START client]
+  hopbudget::ClientOptions options;
+  options.hop = "orders";
+  auto channel = hopbudget::CreateChannel("ledger:50051", grpc::InsecureChannelCredentials(),
+                                          options);
+  if (!channel.ok()) return channel.status();  // bad options, named
+  std::unique_ptr<Ledger::Stub> ledger = Ledger::NewStub(*channel);
+  // [END client]
+  return absl::OkStatus();
+}
+
+absl::Status RetryingChannelSetup() {
+  // [START retrying_channel]
+  hopbudget::RetryOptions options;
+  options.client.hop = "orders";
+  options.budget.request_cap = absl::Milliseconds(500);  // checked against the fit
+  options.budget.attempt_cap = absl::Milliseconds(100);
+  options.retry.max_attempts = 3;
+  auto channel = hopbudget::CreateRetryingChannel("ledger:50051",
+      grpc::InsecureChannelCredentials(), options);  // validates, or says why not
+  if (!channel.ok()) return channel.status();
+  auto stub = Ledger::NewStub(*channel);  // unchanged stub code
+  // [END retrying_channel]
+  return absl::OkStatus();
+}
+
+absl::Status RetryLoopUse(Ledger::Stub* ledger, grpc::ServerContext* ctx,
+                          grpc::CallbackServerContext* callback_ctx,
+                          grpc::ServerUnaryReactor* reactor, const Order& order,
+                          OrderResult& result) {
+  // [START retry_loop]
+  hopbudget::RetryLoopOptions loop_options;
+  loop_options.hop = "orders";  // the same hop as the ledger channel's ClientOptions
+  loop_options.method = "/hopbudget.demo.Ledger/Commit";  // metric label
+  loop_options.budget.request_cap = absl::Milliseconds(500);
+  loop_options.budget.attempt_cap = absl::Milliseconds(100);
+  auto loop = hopbudget::RetryLoop::Create(loop_options);  // validates, or says why not
+  if (!loop.ok()) return loop.status();
+
+  // sync handler: attempts run on this thread
+  grpc::Status s = (*loop)->Call(hopbudget::LogicalCall::Of(*ctx),
+      [&](grpc::ClientContext* attempt) { return ledger->Commit(attempt, order, &result); });
+
+  // callback handler: no thread is held between attempts (backoff on the timer service)
+  (*loop)->Start(hopbudget::LogicalCall::Of(*callback_ctx),
+      [&](grpc::ClientContext* attempt, std::function<void(grpc::Status)> done) {
+        ledger->async()->Commit(attempt, &order, &result, std::move(done));
+      },
+      [reactor](grpc::Status s) { reactor->Finish(s); });
+  // [END retry_loop]
+  return s.ok() ? absl::OkStatus() : absl::UnknownError(s.error_message());
+}
+
+class ShieldedLedger final : public Ledger::Service {
+ public:
+  // [START shield]
+  hopbudget::Shield shield_;  // one per server: a bounded pool, max_in_flight operations
+
+  grpc::Status Commit(grpc::ServerContext* ctx, const Order* order, OrderResult*) override {
+    auto commit = shield_.Run("commit", absl::Seconds(5),  // the bound is mandatory
+        [this, order = *order](hopbudget::ShieldContext& work) {  // owns what it uses
+          auto call = hopbudget::NewShieldedContext(work);  // the shield's budget,
+          OrderResult stored;                               // not cancelled with ctx
+          return hopbudget::ToAbslStatus(store_->Commit(call.get(), order, &stored));
+        });
+    if (!commit.ok()) return hopbudget::ToGrpcStatus(commit.status());  // RESOURCE_EXHAUSTED
+    return hopbudget::AwaitShielded(*ctx, *commit);  // the caller may leave; the work goes on
+  }
+
+  // at exit: stop taking calls, let shielded work finish within 5 s, report the rest
+  hopbudget::DrainReport Stop(grpc::Server& server) {
+    return hopbudget::ShutdownAndDrain(server, shield_, absl::Seconds(5));
+  }
+  // [END shield]
+
+ private:
+  std::unique_ptr<Ledger::Stub> store_;
+};
+
+class CallbackShieldedLedger final : public Ledger::CallbackService {
+ public:
+  // [START shield_callback]
+  grpc::ServerUnaryReactor* Commit(grpc::CallbackServerContext* ctx, const Order* order,
+                                   OrderResult* result) override {
+    auto commit = shield_.Run("commit", absl::Seconds(5), CommitWork(*order));
+    if (!commit.ok()) {
+      auto* r = ctx->DefaultReactor();
+      r->Finish(hopbudget::ToGrpcStatus(commit.status()));
+      return r;
+    }
+    return hopbudget::AnswerWhenShieldedDone(ctx, *commit,
+        [result, key = order->key()](const hopbudget::ShieldRecord& r) {
+          if (r.status.ok()) result->set_key(key);  // fill runs before the answer
+        });
+  }
+  // [END shield_callback]
+
+ private:
+  absl::AnyInvocable<absl::Status(hopbudget::ShieldContext&)> CommitWork(Order order) {
+    return [order = std::move(order)](hopbudget::ShieldContext&) { return absl::OkStatus(); };
+  }
+  hopbudget::Shield shield_;
+};
+
+absl::Status ExporterSetup() {
+  // [START http_exporter]
+  hopbudget::HttpExporterOptions http;
+  http.hop = "orders";
+  http.port = 9102;  // 0: any free port, read it from port()
+  auto exporter = hopbudget::HttpExporter::Start(http);  // GET /metrics, /deadlinez, /deadlinez.json
+  if (!exporter.ok()) return exporter.status();          // the port is taken, say
+  // [END http_exporter]
+  return absl::OkStatus();
+}
+
+void Waterfall(Gateway::Stub* stub, const Order& request) {
+  grpc::ClientContext ctx;
+  OrderResult reply;
+  // [START trace]
+  hopbudget::RequestTrace(ctx);  // before the call: the waterfall of a success too
+  grpc::Status s = stub->PlaceOrder(&ctx, request, &reply);
+  std::cout << hopbudget::FormatWaterfall(hopbudget::TraceOf(ctx));
+  // gateway  budget   800.0 ms  spent    42.1 ms  attempts 1  OK
+  // orders   budget   794.9 ms  spent    40.2 ms  attempts 2  OK
+  // ledger   budget   150.0 ms  spent   150.3 ms  attempts 0  DEADLINE_EXCEEDED (attempt)
+  // ledger   budget   638.7 ms  spent     3.0 ms  attempts 0  OK
+  // [END trace]
+}
+
+}  // namespace readme

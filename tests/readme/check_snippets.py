@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""The README's C++ code compiles: every ```cpp block of README.md must be
+preceded by a line `<!-- snippet: NAME -->` and equal, line for line, the
+region between `// [START NAME]` and `// [END NAME]` of
+examples/readme_snippets.cc (which every build compiles), with the region's
+common indentation removed.
+
+  python3 check_snippets.py ROOT
+"""
+import re
+import sys
+import textwrap
+
+
+def regions(code):
+    out = {}
+    for m in re.finditer(r"^[ \t]*// \[START (\w+)\]\n(.*?)^[ \t]*// \[END \1\]\n", code,
+                         re.M | re.S):
+        out[m.group(1)] = textwrap.dedent(m.group(2))
+    return out
+
+
+def blocks(readme):
+    """(name or None, text) of every ```cpp block."""
+    lines = readme.split("\n")
+    out = []
+    i = 0
+    while i < len(lines):
+        if lines[i] == "```cpp":
+            name = None
+            j = i - 1
+            m = re.fullmatch(r"<!-- snippet: (\w+) -->", lines[j]) if j >= 0 else None
+            if m:
+                name = m.group(1)
+            end = lines.index("```", i + 1)
+            out.append((name, "\n".join(lines[i + 1:end]) + "\n"))
+            i = end
+        i += 1
+    return out
+
+
+def main():
+    root = sys.argv[1]
+    readme = open(f"{root}/README.md", encoding="utf-8").read()
+    code = regions(open(f"{root}/examples/readme_snippets.cc", encoding="utf-8").read())
+    errors = []
+    found = blocks(readme)
+    for name, text in found:
+        if name is None:
+            errors.append(f"a ```cpp block without <!-- snippet: NAME --> right before it:\n{text}")
+        elif name not in code:
+            errors.append(f"snippet '{name}': examples/readme_snippets.cc has no such region")
+        elif text != code[name]:
+            errors.append(f"snippet '{name}' differs from examples/readme_snippets.cc\n"
+                          f"--- README\n{text}--- compiled code\n{code[name]}")
+    if not found:
+        errors.append("no ```cpp block in README.md")
+    for e in errors:
+        print(e, file=sys.stderr)
+    print(f"{len(found) - len(errors)} of {len(found)} README C++ snippets match the compiled code")
+    print(f"{len(found) - len(errors)} passed, {len(errors)} failed")
+    sys.exit(1 if errors else 0)
+
+
+if __name__ == "__main__":
+    main()
