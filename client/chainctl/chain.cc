@@ -229,6 +229,7 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
         &state));
   }
   if (o.progress) progress(true);
+  state.builder.SetTotal(absl::Now() - start);
   // Let work that goes on after the client left finish before reading the
   // services' accounting (it is what the summary measures).
   absl::SleepFor(absl::Milliseconds(1500));

@@ -15,6 +15,8 @@
 //                    [--hopbudget-requests-out FILE] [--baseline-requests-out FILE]
 //
 // Exit codes: 0 ok, 1 the call / a check failed, 2 bad arguments.
+#include <unistd.h>
+
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "chain.h"
@@ -129,11 +132,18 @@ int Load(int argc, char** argv) {
   flags.Duration("duration", &o.duration, "how long to start calls");
   flags.Duration("budget", &o.budget, "each call's deadline");
   flags.Int("concurrency", &o.concurrency, "calls in flight at most (more are not sent)", 1, 100000);
-  flags.String("json", &json_path, "also write the summary as JSON to this file");
+  flags.String("json", &json_path,
+               "also write the summary as JSON to this file; - writes it to stdout instead of "
+               "the table");
+  double max_error_rate = -1;
+  flags.Double("max-error-rate", &max_error_rate,
+               "exit 1 when more than this share of the calls failed (0..1; default: only when "
+               "every call failed)",
+               0, 1);
   flags.String("admin", &admin, "gRPC HOST:PORT of the services, for their accounting");
   flags.String("item", &items_text, "items, sku[:qty],...");
   flags.String("key-prefix", &o.key_prefix, "idempotency keys are PREFIX-N (default load-<time>)");
-  flags.Bool("quiet", &quiet, "no live progress line");
+  flags.Bool("quiet", &quiet, "no live progress line (there is none when stderr is not a terminal)");
   std::string requests_path;
   flags.String("requests-out", &requests_path,
                "write every request and its outcome to this file, for `chainctl audit` "
@@ -150,9 +160,21 @@ int Load(int argc, char** argv) {
   absl::StatusOr<std::vector<ItemSpec>> items = ParseItems(items_text);
   if (!items.ok()) return Fail(flags, absl::StrCat("--item: ", items.status().message()));
   o.items = *items;
-  o.progress = !quiet;
+  o.progress = !quiet && isatty(STDERR_FILENO) == 1;
   if (o.key_prefix.find_first_of("\t\n\r") != std::string::npos) {
     return Fail(flags, "--key-prefix: no tabs or newlines");
+  }
+  // Output files are opened before the run: a path that cannot be written
+  // is said at once, not after the whole load.
+  const bool json_to_stdout = json_path == "-";
+  std::ofstream json_file;
+  if (!json_path.empty() && !json_to_stdout) {
+    json_file.open(json_path);
+    if (!json_file) return Fail(flags, absl::StrCat("--json: cannot write ", json_path));
+  }
+  if (!requests_path.empty()) {
+    std::ofstream probe(requests_path);
+    if (!probe) return Fail(flags, absl::StrCat("--requests-out: cannot write ", requests_path));
   }
   std::vector<RequestRecord> requests;
   if (!requests_path.empty()) o.requests = &requests;
@@ -161,16 +183,24 @@ int Load(int argc, char** argv) {
     std::cerr << "chainctl: " << s.status() << "\n";
     return 1;
   }
-  std::cout << FormatSummaryTable(*s);
-  if (!json_path.empty()) {
-    std::ofstream f(json_path);
-    f << FormatSummaryJson(*s) << "\n";
-    if (!f) {
+  if (json_to_stdout) {
+    std::cout << FormatSummaryJson(*s) << "\n";  // and nothing else on stdout
+  } else {
+    std::cout << FormatSummaryTable(*s);
+  }
+  if (json_file.is_open()) {
+    json_file << FormatSummaryJson(*s) << "\n";
+    if (!json_file) {
       std::cerr << "chainctl: cannot write " << json_path << "\n";
       return 1;
     }
   }
   if (!requests_path.empty() && !WriteRequests(requests_path, requests)) return 1;
+  if (LoadFailed(*s, max_error_rate)) {
+    std::cerr << "chainctl: " << s->sent - s->ok << " of " << s->sent << " calls failed ("
+              << absl::StrFormat("%.1f %%", s->error_rate * 100) << ")\n";
+    return 1;
+  }
   return 0;
 }
 

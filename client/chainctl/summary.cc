@@ -24,6 +24,12 @@ double Percentile(std::vector<double> values, double q) {
   return values[rank == 0 ? 0 : rank - 1];
 }
 
+bool LoadFailed(const LoadSummary& s, double max_error_rate) {
+  if (s.sent == 0) return false;
+  if (max_error_rate < 0) return s.ok == 0;
+  return s.error_rate > max_error_rate;
+}
+
 void SummaryBuilder::Add(const CallRecord& call) { calls_.push_back(call); }
 
 LoadSummary SummaryBuilder::Build() const {
@@ -45,7 +51,36 @@ LoadSummary SummaryBuilder::Build() const {
     }
   }
   s.p50_ms = Percentile(latencies, 0.50);
+  s.p90_ms = Percentile(latencies, 0.90);
+  s.p95_ms = Percentile(latencies, 0.95);
   s.p99_ms = Percentile(latencies, 0.99);
+  s.p999_ms = Percentile(latencies, 0.999);
+  s.total = total_;
+  if (total_ > absl::ZeroDuration()) {
+    s.rps = static_cast<double>(s.sent) / absl::ToDoubleSeconds(total_);
+  }
+  if (s.sent > 0) s.error_rate = static_cast<double>(s.sent - s.ok) / static_cast<double>(s.sent);
+  if (!latencies.empty()) {
+    const auto [lo, hi] = std::minmax_element(latencies.begin(), latencies.end());
+    s.fastest_ms = *lo;
+    s.slowest_ms = *hi;
+    double sum = 0;
+    for (double v : latencies) sum += v;
+    s.average_ms = sum / static_cast<double>(latencies.size());
+    // Ten even buckets from fastest to slowest, each counting the calls at
+    // or below its bound and above the previous one.
+    constexpr int kBuckets = 10;
+    const double width = (s.slowest_ms - s.fastest_ms) / kBuckets;
+    for (int b = 1; b <= kBuckets; ++b) {
+      s.histogram.push_back({b == kBuckets ? s.slowest_ms : s.fastest_ms + width * b, 0});
+    }
+    for (double v : latencies) {
+      int b = width > 0 ? static_cast<int>((v - s.fastest_ms) / width) : 0;
+      if (b >= kBuckets || (b > 0 && v <= s.histogram[b - 1].le_ms)) b = std::max(0, b - 1);
+      b = std::min(b, kBuckets - 1);
+      ++s.histogram[b].count;
+    }
+  }
   for (const ServiceDelta& d : services_) {
     s.retries += d.retries;
     s.calls_started_after_deadline += d.calls_started_after_deadline;
@@ -71,12 +106,29 @@ std::string FormatSummaryTable(const LoadSummary& s) {
   }
   row("retries (arrived at a service)", absl::StrCat(s.retries));
   row("latency p50 / p99", absl::StrFormat("%.1f ms / %.1f ms", s.p50_ms, s.p99_ms));
+  row("latency p90 / p95 / p99.9",
+      absl::StrFormat("%.1f ms / %.1f ms / %.1f ms", s.p90_ms, s.p95_ms, s.p999_ms));
+  row("latency average / fastest / slowest",
+      absl::StrFormat("%.1f ms / %.1f ms / %.1f ms", s.average_ms, s.fastest_ms, s.slowest_ms));
+  row("total / achieved rate",
+      absl::StrFormat("%.2f s / %.1f calls/s", absl::ToDoubleSeconds(s.total), s.rps));
+  row("error rate", absl::StrFormat("%.1f %%", s.error_rate * 100));
   row("calls started after the client deadline", absl::StrCat(s.calls_started_after_deadline));
   row("work after the client deadline", absl::StrFormat("%.1f ms", s.work_after_deadline_ms));
   for (const ServiceDelta& d : s.per_hop) {
     row(absl::StrCat("  ", d.hop, ": started late / work after / retries"),
         absl::StrFormat("%d / %.1f ms / %d", d.calls_started_after_deadline,
                         d.work_after_deadline_ms, d.retries));
+  }
+  if (!s.histogram.empty()) {
+    out += "  latency histogram (ms):\n";
+    int64_t most = 1;
+    for (const LoadSummary::Bucket& b : s.histogram) most = std::max(most, b.count);
+    for (const LoadSummary::Bucket& b : s.histogram) {
+      absl::StrAppend(&out, absl::StrFormat("    <= %9.1f  %7d  %s\n", b.le_ms, b.count,
+                                            std::string(static_cast<size_t>(40 * b.count / most),
+                                                        '#')));
+    }
   }
   return out;
 }
@@ -110,7 +162,19 @@ std::string FormatSummaryJson(const LoadSummary& s) {
     out += "}";
   }
   absl::StrAppend(&out, "},\"retries\":", s.retries, ",\"latency_ms\":{\"p50\":",
-                  JsonNumber(s.p50_ms), ",\"p99\":", JsonNumber(s.p99_ms), "}");
+                  JsonNumber(s.p50_ms), ",\"p90\":", JsonNumber(s.p90_ms),
+                  ",\"p95\":", JsonNumber(s.p95_ms), ",\"p99\":", JsonNumber(s.p99_ms),
+                  ",\"p999\":", JsonNumber(s.p999_ms), ",\"average\":", JsonNumber(s.average_ms),
+                  ",\"fastest\":", JsonNumber(s.fastest_ms),
+                  ",\"slowest\":", JsonNumber(s.slowest_ms), "}");
+  absl::StrAppend(&out, ",\"total_s\":", JsonNumber(absl::ToDoubleSeconds(s.total)),
+                  ",\"rps\":", JsonNumber(s.rps), ",\"error_rate\":", JsonNumber(s.error_rate),
+                  ",\"histogram_ms\":[");
+  for (size_t b = 0; b < s.histogram.size(); ++b) {
+    absl::StrAppend(&out, b == 0 ? "" : ",", "{\"le\":", JsonNumber(s.histogram[b].le_ms),
+                    ",\"count\":", s.histogram[b].count, "}");
+  }
+  out += "]";
   absl::StrAppend(&out, ",\"calls_started_after_deadline\":", s.calls_started_after_deadline,
                   ",\"work_after_deadline_ms\":", JsonNumber(s.work_after_deadline_ms));
   absl::StrAppend(&out, ",\"per_hop\":[");

@@ -12,8 +12,11 @@
 //
 // JSON keys (stable, see FormatSummaryJson): sent, ok, errors_by_code,
 // deadline_exceeded_by_source (source -> hop -> count), retries,
-// latency_ms {p50, p99}, calls_started_after_deadline, work_after_deadline_ms,
-// plus not_sent and per_hop.
+// latency_ms {p50, p90, p95, p99, p999, average, fastest, slowest},
+// calls_started_after_deadline, work_after_deadline_ms, plus not_sent,
+// per_hop, total_s, rps (calls answered per second of the run), error_rate
+// and histogram_ms ([{le, count}]: ten even buckets from fastest to slowest,
+// as ghz prints them).
 //
 // Thread safety: SummaryBuilder is not thread-safe (the caller locks).
 #ifndef HOPBUDGET_CHAINCTL_SUMMARY_H_
@@ -57,7 +60,23 @@ struct LoadSummary {
   std::map<std::string, std::map<std::string, int64_t>> deadline_exceeded_by_source;
   int64_t retries = 0;
   double p50_ms = 0;
+  double p90_ms = 0;
+  double p95_ms = 0;
   double p99_ms = 0;
+  double p999_ms = 0;
+  double average_ms = 0;
+  double fastest_ms = 0;
+  double slowest_ms = 0;
+  // From the first call sent to the last answer: the achieved rate is
+  // sent / total.
+  absl::Duration total = absl::ZeroDuration();
+  double rps = 0;
+  double error_rate = 0;  // (sent - ok) / sent; 0 when nothing was sent
+  struct Bucket {
+    double le_ms;  // upper bound
+    int64_t count;
+  };
+  std::vector<Bucket> histogram;  // ten even buckets, fastest..slowest
   int64_t calls_started_after_deadline = 0;
   double work_after_deadline_ms = 0;
   std::vector<ServiceDelta> per_hop;
@@ -67,17 +86,25 @@ struct LoadSummary {
 // least q of the values at or below it. 0 for no values.
 double Percentile(std::vector<double> values, double q);
 
+// Whether a load counts as failed: more than `max_error_rate` (0..1) of its
+// calls failed, or, with a negative `max_error_rate` (not given), every call
+// sent failed. A load that sent nothing has not failed.
+bool LoadFailed(const LoadSummary& s, double max_error_rate);
+
 class SummaryBuilder {
  public:
   void Add(const CallRecord& call);
   void CountNotSent() { ++not_sent_; }
   void AddService(const ServiceDelta& delta) { services_.push_back(delta); }
+  // How long the run took, first call to last answer.
+  void SetTotal(absl::Duration total) { total_ = total; }
   LoadSummary Build() const;
 
  private:
   std::vector<CallRecord> calls_;
   std::vector<ServiceDelta> services_;
   int64_t not_sent_ = 0;
+  absl::Duration total_ = absl::ZeroDuration();
 };
 
 std::string FormatSummaryTable(const LoadSummary& s);

@@ -46,6 +46,49 @@ TEST(SummaryBuilderTest, Aggregates) {
   EXPECT_EQ(s.p99_ms, 800);
 }
 
+// What ghz prints: achieved rate, average, fastest, slowest, the quantiles,
+// a histogram of ten even buckets and the error rate.
+TEST(SummaryBuilderTest, RateQuantilesAndHistogramLikeGhz) {
+  SummaryBuilder b;
+  for (int ms = 1; ms <= 100; ++ms) {
+    b.Add({ms % 10 == 0 ? absl::StatusCode::kUnavailable : absl::StatusCode::kOk,
+           absl::Milliseconds(ms)});
+  }
+  b.SetTotal(absl::Seconds(4));
+  const LoadSummary s = b.Build();
+  EXPECT_DOUBLE_EQ(s.rps, 25);
+  EXPECT_DOUBLE_EQ(s.error_rate, 0.1);
+  EXPECT_DOUBLE_EQ(s.fastest_ms, 1);
+  EXPECT_DOUBLE_EQ(s.slowest_ms, 100);
+  EXPECT_DOUBLE_EQ(s.average_ms, 50.5);
+  EXPECT_EQ(s.p90_ms, 90);
+  EXPECT_EQ(s.p95_ms, 95);
+  EXPECT_EQ(s.p999_ms, 100);
+  ASSERT_EQ(s.histogram.size(), 10u);
+  int64_t counted = 0;
+  for (const LoadSummary::Bucket& bucket : s.histogram) counted += bucket.count;
+  EXPECT_EQ(counted, 100);
+  EXPECT_DOUBLE_EQ(s.histogram.back().le_ms, 100);
+  EXPECT_EQ(s.histogram.front().count, 10);  // 1 .. 10 ms, at or below 10.9
+  const std::string table = FormatSummaryTable(s);
+  EXPECT_THAT(table, HasSubstr("25.0 calls/s"));
+  EXPECT_THAT(table, HasSubstr("latency histogram (ms)"));
+}
+
+TEST(LoadFailedTest, ThresholdOrEveryCall) {
+  LoadSummary s;
+  EXPECT_FALSE(LoadFailed(s, -1)) << "nothing sent";
+  s.sent = 10;
+  s.ok = 0;
+  s.error_rate = 1;
+  EXPECT_TRUE(LoadFailed(s, -1)) << "every call failed";
+  s.ok = 9;
+  s.error_rate = 0.1;
+  EXPECT_FALSE(LoadFailed(s, -1));
+  EXPECT_TRUE(LoadFailed(s, 0.05));
+  EXPECT_FALSE(LoadFailed(s, 0.1));
+}
+
 TEST(SummaryFormatTest, JsonHasTheDocumentedKeys) {
   SummaryBuilder b;
   b.Add({absl::StatusCode::kDeadlineExceeded, absl::Milliseconds(5), "client", "ledger"});
@@ -53,7 +96,10 @@ TEST(SummaryFormatTest, JsonHasTheDocumentedKeys) {
   for (const char* key :
        {"\"sent\":1", "\"ok\":0", "\"errors_by_code\":{\"DEADLINE_EXCEEDED\":1}",
         "\"deadline_exceeded_by_source\":{\"client\":{\"ledger\":1}}", "\"retries\":0",
-        "\"latency_ms\":{\"p50\":5.000,\"p99\":5.000}", "\"calls_started_after_deadline\":0",
+        "\"latency_ms\":{\"p50\":5.000,\"p90\":5.000,\"p95\":5.000,\"p99\":5.000,"
+        "\"p999\":5.000,\"average\":5.000,\"fastest\":5.000,\"slowest\":5.000}",
+        "\"error_rate\":1.000", "\"histogram_ms\":[{\"le\":5.000,\"count\":1}",
+        "\"calls_started_after_deadline\":0",
         "\"work_after_deadline_ms\":0.000"}) {
     EXPECT_THAT(json, HasSubstr(key));
   }

@@ -9,6 +9,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -646,6 +647,43 @@ TEST(ChainE2eTest, BadFlagsExitWithAClearError) {
     EXPECT_EQ(status, 2) << c.args << ": " << out;
     EXPECT_THAT(out, ::testing::HasSubstr(c.message)) << c.args;
   }
+}
+
+// chainctl load against a chain where every commit fails: --json - puts the
+// summary on stdout and nothing else, and the exit status says the load
+// failed, by --max-error-rate and without it.
+TEST(ChainE2eTest, ChainctlLoadReportsAFailingChainAsFailed) {
+  ChainOptions o;
+  o.ledger = {"--error-rate=1"};
+  Chain chain(o);
+  ASSERT_TRUE(chain.ok()) << chain.error();
+  const std::string load = absl::StrCat(HOPBUDGET_CHAINCTL, " load --gateway ",
+                                        chain.gateway().address(),
+                                        " --rps 20 --duration 1s --budget 800ms --quiet");
+  {
+    std::string out;
+    FILE* f = popen((load + " --json - --max-error-rate 0.5 2>/dev/null").c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[512];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+    const int status = pclose(f);
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << out;
+    // One JSON object, nothing else on stdout.
+    ASSERT_FALSE(out.empty());
+    EXPECT_EQ(out.front(), '{') << out;
+    EXPECT_EQ(out.substr(out.size() - 2), "}\n") << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_THAT(out, ::testing::HasSubstr("\"ok\":0,"));
+    EXPECT_THAT(out, ::testing::HasSubstr("\"error_rate\":1.000"));
+  }
+  auto [status, out] = RunCommand(load);
+  EXPECT_EQ(status, 1) << "every call failed: " << out;
+  EXPECT_THAT(out, ::testing::HasSubstr("calls failed (100.0 %)"));
+  // An output path that cannot be written is refused before the load.
+  auto [bad_status, bad_out] = RunCommand(load + " --json /nonexistent-dir/summary.json");
+  EXPECT_EQ(bad_status, 2) << bad_out;
+  EXPECT_THAT(bad_out, ::testing::HasSubstr("--json: cannot write"));
 }
 
 }  // namespace
