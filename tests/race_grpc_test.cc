@@ -94,6 +94,8 @@ TEST_P(RaceGrpcTest, FirstOkWinsAndTheLosersAreCancelledAtTheCallee) {
   EXPECT_EQ(r.attempts[0].fate, RaceFate::kLoser);
   EXPECT_EQ(r.attempts[2].fate, RaceFate::kLoser);
   EXPECT_EQ(r.attempts[0].code, grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(rig.metrics.Snapshot().race(RaceOutcome::kWon), 1u);
+  EXPECT_EQ(rig.metrics.Snapshot().race_losers_cancelled, 2u);
   // The callees see the cancel.
   ASSERT_TRUE(slow_a.WaitForCancels(1, absl::Seconds(10)));
   ASSERT_TRUE(slow_c.WaitForCancels(1, absl::Seconds(10)));
@@ -118,6 +120,7 @@ TEST_P(RaceGrpcTest, AllFailedNamesEveryAttemptsCodeAndAttribution) {
   const RaceResult r = rig.Run(GetParam(), absl::Seconds(20));
   EXPECT_EQ(r.outcome, RaceOutcome::kAllFailed);
   EXPECT_EQ(r.losers, 0);
+  EXPECT_EQ(rig.metrics.Snapshot().race(RaceOutcome::kAllFailed), 1u);
   EXPECT_EQ(r.attempts[0].fate, RaceFate::kFailed);
   EXPECT_EQ(r.attempts[1].fate, RaceFate::kFailed);
   ASSERT_TRUE(r.attempts[1].attribution.has_value());

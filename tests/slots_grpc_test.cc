@@ -83,6 +83,7 @@ TEST(DownstreamSlotsTest, NoMoreThanTheLimitReachTheServerAndAllFinish) {
   }
   EXPECT_EQ(ledger.calls(), 8);
   EXPECT_EQ(ledger.max_in_flight(), 2);
+  EXPECT_EQ(metrics.Snapshot().slot_wait.count, 8u);  // every grant, queued or not
   EXPECT_EQ((*slots)->in_flight(), 0);
   EXPECT_EQ((*slots)->waiting(), 0u);
 }
@@ -126,6 +127,8 @@ TEST_P(SlotWaitTest, AWaitThatOutlivesTheBudgetFailsWithSlotWaitAndNoCallIsSent)
   EXPECT_LT(took, absl::Milliseconds(200) + absl::Milliseconds(400));
   EXPECT_EQ(ledger.calls(), 1);  // only the holder reached the server
   EXPECT_EQ(metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kSlotWait), 1u);
+  EXPECT_EQ(metrics.Snapshot().slot_refusals[static_cast<int>(SlotRefusalReason::kNoTimeToWait)],
+            1u);
   held->TryCancel();
   ASSERT_TRUE(holder.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_EQ(holder.status.error_code(), grpc::StatusCode::CANCELLED);

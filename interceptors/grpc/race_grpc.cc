@@ -113,6 +113,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
         }
       }
     }
+    race_.metrics_.CountRace(r.outcome, r.losers);
     auto on_done = std::move(on_done_);
     on_done(std::move(r));
   }

@@ -129,6 +129,9 @@ namespace {
 grpc::Status SlotWaitStatus(DownstreamSlots::State& state, const internal::LogicalBudget& logical,
                             SlotRefusal why) {
   const DownstreamSlotsOptions& o = state.options();
+  state.metrics().CountSlotRefusal(why == SlotRefusal::kQueueFull
+                                       ? SlotRefusalReason::kQueueFull
+                                       : SlotRefusalReason::kNoTimeToWait);
   if (why == SlotRefusal::kQueueFull) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         absl::StrCat("hopbudget: ", o.max_waiters,
@@ -178,7 +181,10 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
             self->OnWaitEnd(end, waited);
           });
       switch (r.outcome) {
-        case SlotOutcome::kGranted: granted = true; break;
+        case SlotOutcome::kGranted:
+          granted = true;
+          state_->metrics().ObserveSlotWait(absl::ZeroDuration());
+          break;
         case SlotOutcome::kQueued: ticket_ = r.ticket; waiting_ = true; break;
         case SlotOutcome::kRefused:
           refused = SlotWaitStatus(*state_, logical_, r.refusal);
@@ -214,12 +220,13 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
   }
 
  private:
-  void OnWaitEnd(WaitEnd end, absl::Duration) {
+  void OnWaitEnd(WaitEnd end, absl::Duration waited) {
     {
       internal::CallMutexLock lock(&mu_);
       waiting_ = false;
     }
     if (end == WaitEnd::kGranted) {
+      state_->metrics().ObserveSlotWait(waited);
       RunAttempt();
     } else {
       Done(SlotWaitStatus(*state_, logical_, SlotRefusal::kNoTimeToWait));
@@ -299,11 +306,13 @@ grpc::Status DownstreamSlots::Call(const LogicalCall& call, SyncAttempt attempt)
   struct Wait {
     absl::Notification ended;
     WaitEnd end = WaitEnd::kExpired;
+    absl::Duration waited;
   };
   auto wait = std::make_shared<Wait>();
   const SlotRequest r = state_->Acquire(GiveUpOf(state_->options(), logical),
-                                        [wait](WaitEnd end, absl::Duration) {
+                                        [wait](WaitEnd end, absl::Duration waited) {
                                           wait->end = end;
+                                          wait->waited = waited;
                                           wait->ended.Notify();
                                         });
   if (r.outcome == SlotOutcome::kRefused) return SlotWaitStatus(*state_, logical, r.refusal);
@@ -313,6 +322,7 @@ grpc::Status DownstreamSlots::Call(const LogicalCall& call, SyncAttempt attempt)
       return SlotWaitStatus(*state_, logical, SlotRefusal::kNoTimeToWait);
     }
   }
+  state_->metrics().ObserveSlotWait(wait->waited);  // zero when granted at once
   if (call.inbound != nullptr && call.inbound->IsCancelled()) {
     state_->Release();
     return CancelledStatus();
