@@ -153,6 +153,9 @@ TEST(DownstreamSlotsTest, AWaiterGetsTheSlotWhenTheHolderEnds) {
   held->TryCancel();
   ASSERT_TRUE(waiter.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_TRUE(waiter.status.ok()) << waiter.status.error_message();
+  // The holder's answer may come after the waiter's (its slot went first).
+  ASSERT_TRUE(holder.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(holder.status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_EQ(ledger.calls(), 2);
 }
 

@@ -251,14 +251,19 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
 
   void Finish() {
     HedgeResult r;
+    std::unique_ptr<grpc::ClientContext> ended[3];
     {
       internal::CallMutexLock lock(&mu_);
+      // Every attempt has ended: drop their contexts (and channel
+      // references) before `on_done` (see Race: grpc#32584).
+      for (int i = 0; i < 3; ++i) ended[i] = std::move(attempts_[i].ctx);
       r.status = final_;
       r.winner = winner_;
       r.sent = sent_;
       r.losers = losers_;
       r.skipped = skipped_;
     }
+    for (auto& c : ended) c.reset();
     shared_->metrics.CountHedgedCall(r.sent, r.winner, r.losers);
     auto on_done = std::move(on_done_);
     on_done(std::move(r));

@@ -84,8 +84,15 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
 
   void Finish() {
     RaceResult r;
+    std::vector<std::unique_ptr<grpc::ClientContext>> ended;
     {
       internal::CallMutexLock lock(&mu_);
+      // Every attempt has ended: drop their contexts (and so their channel
+      // references) before `on_done` lets the caller tear its stubs down.
+      // Otherwise the last channel reference could go on a gRPC callback
+      // thread, which gRPC 1.51 cannot shut itself down from (grpc#32584).
+      ended = std::move(ctxs_);
+      ctxs_.clear();
       r.outcome = tracker_.outcome();
       r.winner = tracker_.winner();
       r.losers = tracker_.losers();
@@ -113,6 +120,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
         }
       }
     }
+    ended.clear();
     race_.metrics_.CountRace(r.outcome, r.losers);
     auto on_done = std::move(on_done_);
     on_done(std::move(r));

@@ -249,6 +249,14 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
       return;
     }
     attempt_(ctx, [self = shared_from_this()](grpc::Status s) {
+      std::unique_ptr<grpc::ClientContext> ended;
+      {
+        // Drop the context (and its channel reference) before `on_done`
+        // lets the caller tear its stub down (see Race: grpc#32584).
+        internal::CallMutexLock lock(&self->mu_);
+        ended = std::move(self->ctx_);
+      }
+      ended.reset();
       self->state_->Release();
       self->Done(std::move(s));
     });
