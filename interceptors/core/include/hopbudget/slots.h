@@ -30,7 +30,9 @@
 // mutex around it).
 //
 // Example:
-//   absl::StatusOr<hopbudget::SlotQueue> q = hopbudget::SlotQueue::Create({.capacity = 2});
+//   hopbudget::SlotQueueOptions o;
+//   o.capacity = 2;
+//   absl::StatusOr<hopbudget::SlotQueue> q = hopbudget::SlotQueue::Create(o);
 //   hopbudget::SlotRequest r = q->Acquire(now, hopbudget::GiveUpTime(deadline, min_budget));
 //   if (r.outcome == hopbudget::SlotOutcome::kQueued) { remember r.ticket; arm q->NextExpiry(); }
 //   ... when a call ends: hopbudget::SlotHandoff h = q->Release(clock.Now());

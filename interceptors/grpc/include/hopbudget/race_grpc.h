@@ -28,7 +28,9 @@
 // Thread safety: a Race may be used from any number of threads at once.
 //
 // Example (two replicas, first answer wins):
-//   auto race = hopbudget::Race::Create({.hop = "orders", .budget = policy});
+//   hopbudget::RaceOptions o;
+//   o.hop = "orders"; o.budget = policy;
+//   auto race = hopbudget::Race::Create(o);
 //   echo::Reply replies[2];
 //   hopbudget::RaceResult r = (*race)->Call(hopbudget::LogicalCall::Of(*ctx), 2,
 //       [&](int i, grpc::ClientContext* c, std::function<void(grpc::Status)> done) {

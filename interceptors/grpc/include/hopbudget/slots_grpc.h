@@ -38,8 +38,9 @@
 // Thread safety: all methods may be called concurrently.
 //
 // Example, in a callback handler:
-//   auto slots = hopbudget::DownstreamSlots::Create(
-//       {.hop = "orders", .max_in_flight = 32, .budget = policy});   // at start-up
+//   hopbudget::DownstreamSlotsOptions o;
+//   o.hop = "orders"; o.max_in_flight = 32; o.budget = policy;
+//   auto slots = hopbudget::DownstreamSlots::Create(o);          // at start-up
 //   (*slots)->Start(hopbudget::LogicalCall::Of(*ctx),
 //       [&](grpc::ClientContext* c, std::function<void(grpc::Status)> done) {
 //         ledger->async()->Commit(c, &req, &resp, std::move(done));
