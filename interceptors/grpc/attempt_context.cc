@@ -5,6 +5,7 @@
 #include "attempt_result.h"
 #include "grpc_glue.h"
 #include "hopbudget/server.h"
+#include "timer_service.h"
 
 namespace hopbudget {
 namespace internal {
@@ -70,6 +71,12 @@ std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attemp
   ctx->AddMetadata(kInternalSourceKey, FormatSourceTag(tag));
   if (trace_requested_) ctx->AddMetadata(kTraceRequestHeader, "1");
   return ctx;
+}
+
+void DestroyLater(std::shared_ptr<grpc::ClientContext> ended) {
+  if (ended == nullptr) return;
+  TimerService::Shared().Schedule(absl::InfinitePast(),
+                                  [ctx = std::move(ended)]() mutable { ctx.reset(); });
 }
 
 }  // namespace internal

@@ -63,6 +63,17 @@ class LogicalBudget {
   uint64_t inbound_id_ = 0;
 };
 
+// Destroys an ended attempt's context soon, on hopbudget's timer thread.
+// Not inline: the completion callback may run inside that very context's
+// TryCancel() (which holds the context's mutex), and a context destroyed on
+// a gRPC callback thread may drop its channel's last reference there, which
+// gRPC 1.51 cannot shut its callback queue down from (grpc#32584). Forms
+// that call `on_done` once every attempt has ended hand their contexts here
+// first, so the caller may tear its stubs down in `on_done`.
+// A canceller passes its own reference here after TryCancel() returns, for
+// the same reasons.
+void DestroyLater(std::shared_ptr<grpc::ClientContext> ended);
+
 }  // namespace internal
 }  // namespace hopbudget
 

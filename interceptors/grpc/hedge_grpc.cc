@@ -97,7 +97,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
   }
 
   void TryCancel() override {
-    std::vector<grpc::ClientContext*> running;
+    std::vector<std::shared_ptr<grpc::ClientContext>> running;
     internal::TimerService::TimerId timer = 0;
     bool finish = false;
     {
@@ -112,13 +112,13 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       if (finish) finished_ = true;
     }
     if (timer != 0) shared_->timers.Cancel(timer);
-    for (grpc::ClientContext* c : running) c->TryCancel();
+    CancelAll(std::move(running));
     if (finish) Finish();
   }
 
  private:
   struct Attempt {
-    std::unique_ptr<grpc::ClientContext> ctx;
+    std::shared_ptr<grpc::ClientContext> ctx;
     absl::Time start;
     bool running = false;
   };
@@ -178,12 +178,22 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
     Launch(next, ctx);
   }
 
-  std::vector<grpc::ClientContext*> RunningLocked(int except) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::vector<grpc::ClientContext*> out;
+  // References, so that a completion that runs inside TryCancel() cannot
+  // free the context under it; released through CancelAll.
+  std::vector<std::shared_ptr<grpc::ClientContext>> RunningLocked(int except)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<std::shared_ptr<grpc::ClientContext>> out;
     for (int i = 0; i < sent_; ++i) {
-      if (i != except && attempts_[i].running) out.push_back(attempts_[i].ctx.get());
+      if (i != except && attempts_[i].running) out.push_back(attempts_[i].ctx);
     }
     return out;
+  }
+
+  static void CancelAll(std::vector<std::shared_ptr<grpc::ClientContext>> ctxs) {
+    for (auto& c : ctxs) {
+      c->TryCancel();
+      internal::DestroyLater(std::move(c));
+    }
   }
 
   bool AnyRunningLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -194,7 +204,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
   }
 
   void OnEnd(int i, grpc::Status status) {
-    std::vector<grpc::ClientContext*> cancel;
+    std::vector<std::shared_ptr<grpc::ClientContext>> cancel;
     internal::TimerService::TimerId timer = 0;
     int next = -1;
     grpc::ClientContext* next_ctx = nullptr;
@@ -244,18 +254,18 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       if (finish) finished_ = true;
     }
     if (timer != 0) shared_->timers.Cancel(timer);
-    for (grpc::ClientContext* c : cancel) c->TryCancel();
+    CancelAll(std::move(cancel));
     if (next >= 0) Launch(next, next_ctx);
     if (finish) Finish();
   }
 
   void Finish() {
     HedgeResult r;
-    std::unique_ptr<grpc::ClientContext> ended[3];
+    std::shared_ptr<grpc::ClientContext> ended[3];
     {
       internal::CallMutexLock lock(&mu_);
-      // Every attempt has ended: drop their contexts (and channel
-      // references) before `on_done` (see Race: grpc#32584).
+      // Every attempt has ended: their contexts go to DestroyLater before
+      // `on_done` (attempt_context.h).
       for (int i = 0; i < 3; ++i) ended[i] = std::move(attempts_[i].ctx);
       r.status = final_;
       r.winner = winner_;
@@ -263,7 +273,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       r.losers = losers_;
       r.skipped = skipped_;
     }
-    for (auto& c : ended) c.reset();
+    for (auto& c : ended) internal::DestroyLater(std::move(c));
     shared_->metrics.CountHedgedCall(r.sent, r.winner, r.losers);
     auto on_done = std::move(on_done_);
     on_done(std::move(r));

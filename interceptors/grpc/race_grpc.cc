@@ -48,26 +48,36 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
   }
 
   void TryCancel() override {
-    std::vector<grpc::ClientContext*> running;
+    std::vector<std::shared_ptr<grpc::ClientContext>> running;
     {
       internal::CallMutexLock lock(&mu_);
       if (!tracker_.Cancel()) return;
       running = RunningLocked();
     }
-    for (grpc::ClientContext* c : running) c->TryCancel();
+    CancelAll(std::move(running));
   }
 
  private:
-  std::vector<grpc::ClientContext*> RunningLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::vector<grpc::ClientContext*> out;
+  // References, so that a completion that runs inside TryCancel() cannot
+  // free the context under it; released through CancelAll.
+  std::vector<std::shared_ptr<grpc::ClientContext>> RunningLocked()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<std::shared_ptr<grpc::ClientContext>> out;
     for (int i = 0; i < tracker_.size(); ++i) {
-      if (tracker_.fate(i) == RaceFate::kRunning) out.push_back(ctxs_[i].get());
+      if (tracker_.fate(i) == RaceFate::kRunning) out.push_back(ctxs_[i]);
     }
     return out;
   }
 
+  static void CancelAll(std::vector<std::shared_ptr<grpc::ClientContext>> ctxs) {
+    for (auto& c : ctxs) {
+      c->TryCancel();
+      internal::DestroyLater(std::move(c));
+    }
+  }
+
   void OnEnd(int i, grpc::Status status) {
-    std::vector<grpc::ClientContext*> cancel;
+    std::vector<std::shared_ptr<grpc::ClientContext>> cancel;
     bool finished = false;
     {
       internal::CallMutexLock lock(&mu_);
@@ -78,19 +88,18 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
       if (step.cancel_running) cancel = RunningLocked();
       finished = step.finished;
     }
-    for (grpc::ClientContext* c : cancel) c->TryCancel();
+    CancelAll(std::move(cancel));
     if (finished) Finish();
   }
 
   void Finish() {
     RaceResult r;
-    std::vector<std::unique_ptr<grpc::ClientContext>> ended;
+    std::vector<std::shared_ptr<grpc::ClientContext>> ended;
     {
       internal::CallMutexLock lock(&mu_);
-      // Every attempt has ended: drop their contexts (and so their channel
-      // references) before `on_done` lets the caller tear its stubs down.
-      // Otherwise the last channel reference could go on a gRPC callback
-      // thread, which gRPC 1.51 cannot shut itself down from (grpc#32584).
+      // Every attempt has ended: their contexts (and channel references)
+      // go to DestroyLater before `on_done` lets the caller tear its stubs
+      // down (attempt_context.h says why not here).
       ended = std::move(ctxs_);
       ctxs_.clear();
       r.outcome = tracker_.outcome();
@@ -120,7 +129,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
         }
       }
     }
-    ended.clear();
+    for (auto& c : ended) internal::DestroyLater(std::move(c));
     race_.metrics_.CountRace(r.outcome, r.losers);
     auto on_done = std::move(on_done_);
     on_done(std::move(r));
@@ -132,7 +141,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
   RaceTracker tracker_ ABSL_GUARDED_BY(mu_);
   const Race::AsyncAttempt attempt_;
   absl::AnyInvocable<void(RaceResult)> on_done_;
-  std::vector<std::unique_ptr<grpc::ClientContext>> ctxs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<grpc::ClientContext>> ctxs_ ABSL_GUARDED_BY(mu_);
   std::vector<grpc::Status> statuses_ ABSL_GUARDED_BY(mu_);
   int last_failed_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -199,7 +199,9 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
   }
 
   void TryCancel() override {
-    grpc::ClientContext* attempt = nullptr;
+    // A reference: the completion may run inside TryCancel() and must not
+    // free the context under it.
+    std::shared_ptr<grpc::ClientContext> attempt;
     bool left_queue = false;
     {
       internal::CallMutexLock lock(&mu_);
@@ -209,13 +211,14 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
         left_queue = state_->Cancel(ticket_);
         if (left_queue) waiting_ = false;
       } else {
-        attempt = ctx_.get();
+        attempt = ctx_;
       }
     }
     if (left_queue) {
       Done(CancelledStatus());
     } else if (attempt != nullptr) {
       attempt->TryCancel();
+      internal::DestroyLater(std::move(attempt));
     }  // else the grant or expiry is on its way and sees cancelled_
   }
 
@@ -249,14 +252,14 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
       return;
     }
     attempt_(ctx, [self = shared_from_this()](grpc::Status s) {
-      std::unique_ptr<grpc::ClientContext> ended;
+      std::shared_ptr<grpc::ClientContext> ended;
       {
-        // Drop the context (and its channel reference) before `on_done`
-        // lets the caller tear its stub down (see Race: grpc#32584).
+        // The context goes to DestroyLater before `on_done` lets the caller
+        // tear its stub down (attempt_context.h).
         internal::CallMutexLock lock(&self->mu_);
         ended = std::move(self->ctx_);
       }
-      ended.reset();
+      internal::DestroyLater(std::move(ended));
       self->state_->Release();
       self->Done(std::move(s));
     });
@@ -278,7 +281,7 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
   const DownstreamSlots::AsyncAttempt attempt_;
   absl::AnyInvocable<void(grpc::Status)> on_done_;
   internal::CallMutex mu_;
-  std::unique_ptr<grpc::ClientContext> ctx_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<grpc::ClientContext> ctx_ ABSL_GUARDED_BY(mu_);
   uint64_t ticket_ ABSL_GUARDED_BY(mu_) = 0;
   bool waiting_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
