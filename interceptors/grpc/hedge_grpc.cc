@@ -42,10 +42,14 @@ class Hedger::Shared {
     internal::CallMutexLock lock(&mu_);
     return bucket_.Available();
   }
-  void TakeLoad() {
+  // Takes a token if one is still there: two calls may both have seen the
+  // last one available.
+  bool TryTakeLoad() {
     internal::CallMutexLock lock(&mu_);
+    if (!bucket_.Available()) return false;
     bucket_.Take();
     ++hedges_;
+    return true;
   }
   void AddLatency(absl::Duration d) {
     internal::CallMutexLock lock(&mu_);
@@ -143,9 +147,10 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
   // Asks DecideHedge; on kSend starts the next attempt's context and returns
   // its index (-1 otherwise).
   int TryHedgeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const HedgeOutcome o =
+    HedgeOutcome o =
         DecideHedge(logical_.attempt_policy(), shared_->options.hedge, sent_, decided_ || stopped_,
                     logical_.deadline(), shared_->clock.Now(), shared_->LoadAvailable());
+    if (o == HedgeOutcome::kSend && !shared_->TryTakeLoad()) o = HedgeOutcome::kExtraLoad;
     if (o != HedgeOutcome::kSend) {
       if (o != HedgeOutcome::kMaxAttempts) {
         skipped_ = o;
@@ -153,7 +158,6 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       }
       return -1;
     }
-    shared_->TakeLoad();
     const int i = sent_;
     StartAttemptLocked();
     return i;
