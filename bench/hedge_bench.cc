@@ -15,7 +15,7 @@
 //    caller to the hanging target's OnCancel. Target: <= 2 ms.
 //
 //   hedge_bench [--calls=2000] [--concurrency=16] [--slow_ratio_pct=5]
-//               [--slow_ms=1000] [--races=300]
+//               [--slow_ms=1000] [--races=300] [--min_delay_us=1000]
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
@@ -197,12 +197,14 @@ void PrintRow(const char* run, std::vector<double> ms, int failed, double extra)
 }
 
 int Main(int argc, char** argv) {
-  Flags flags(argc, argv, {"calls", "concurrency", "slow_ratio_pct", "slow_ms", "races"});
+  Flags flags(argc, argv,
+              {"calls", "concurrency", "slow_ratio_pct", "slow_ms", "races", "min_delay_us"});
   const int calls = static_cast<int>(flags.Int("calls", 2000, 100, 1000000));
   const int concurrency = static_cast<int>(flags.Int("concurrency", 16, 1, 1024));
   const double slow_ratio = static_cast<double>(flags.Int("slow_ratio_pct", 5, 0, 100)) / 100;
   const absl::Duration slow = absl::Milliseconds(flags.Int("slow_ms", 1000, 1, 60000));
   const int races = static_cast<int>(flags.Int("races", 300, 1, 100000));
+  const absl::Duration min_delay = absl::Microseconds(flags.Int("min_delay_us", 1000, 0, 1000000));
   const absl::Duration budget = absl::Seconds(10);
 
   // 1. Hedging.
@@ -237,6 +239,7 @@ int Main(int argc, char** argv) {
   options.hedge.quantile = 0.95;
   options.hedge.max_extra_load = 0.05;
   options.hedge.delay = absl::Milliseconds(5);
+  options.hedge.min_delay = min_delay;
   Metrics metrics;
   options.metrics = &metrics;
   auto hedger = Hedger::Create(options);
