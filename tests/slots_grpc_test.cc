@@ -139,6 +139,55 @@ INSTANTIATE_TEST_SUITE_P(Forms, SlotWaitTest, ::testing::Values(Form::kSync, For
                            return i.param == Form::kSync ? "Sync" : "Callback";
                          });
 
+// A handler that passes a slot-wait refusal on: its caller reads the
+// origin (slot-wait at orders) from the answer, in every form.
+TEST(DownstreamSlotsTest, AHandlerRelaysTheSlotWaitAttributionToItsCaller) {
+  Metrics metrics;
+  ScriptedServer ledger("ledger", [](int) { return Action::Hang(); });
+  auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);
+  auto slots = DownstreamSlots::Create(SlotOptions(1, &metrics));
+  ASSERT_TRUE(slots.ok());
+  Result holder;
+  auto held = StartCall(**slots, *stub, absl::Seconds(20), &holder);
+  ASSERT_TRUE(ledger.WaitForCalls(1, absl::Seconds(10)));
+
+  class Orders final : public echo::Relay::Service {
+   public:
+    Orders(DownstreamSlots* slots, echo::Relay::Stub* ledger) : slots_(slots), ledger_(ledger) {}
+    grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest* req,
+                      echo::RelayReply* reply) override {
+      return slots_->Call(LogicalCall::Of(*ctx), [&](grpc::ClientContext* c) {
+        return ledger_->Call(c, *req, reply);
+      });
+    }
+    DownstreamSlots* slots_;
+    echo::Relay::Stub* ledger_;
+  } orders(slots->get(), stub.get());
+  ServerOptions so;
+  so.hop = "orders";
+  std::string address;
+  auto server = testing::ServeBehindHopbudget(&orders, so, &address);
+  ASSERT_NE(server, nullptr);
+  auto front = testing::NewStub(address, /*with_interceptor=*/false);
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Milliseconds(300));
+  echo::RelayReply reply;
+  const grpc::Status status = front->Call(&ctx, echo::RelayRequest(), &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  const absl::optional<Attribution> a = AttributionOf(status);
+  ASSERT_TRUE(a.has_value()) << status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kSlotWait);
+  EXPECT_EQ(a->hop, "orders");
+  const auto& trailers = ctx.GetServerTrailingMetadata();
+  auto it = trailers.find("hopbudget-source");
+  ASSERT_NE(it, trailers.end());
+  EXPECT_EQ(std::string(it->second.data(), it->second.size()), "slot-wait");
+  EXPECT_EQ(ledger.calls(), 1);
+  held->TryCancel();
+  ASSERT_TRUE(holder.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  server->Shutdown();
+}
+
 TEST(DownstreamSlotsTest, AWaiterGetsTheSlotWhenTheHolderEnds) {
   Metrics metrics;
   ScriptedServer ledger("ledger", [](int n) { return n == 0 ? Action::Hang() : Action::Ok(); });
