@@ -143,6 +143,22 @@ TEST_P(HedgeGrpcTest, ANonFatalAnswerSendsTheNextHedgeAtOnce) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
+TEST_P(HedgeGrpcTest, ThePrimarysAttemptCapDoesNotCutAHedgeStillRunning) {
+  // Hedge at 100 ms; each attempt's cap is 200 ms. The primary hangs and is
+  // cut by its cap at 200 ms; the hedge answers at ~250 ms, within its own
+  // cap (300 ms). A cap that fired is this attempt's, not the call's: the
+  // hedge must win (50 ms of slack on each side).
+  ScriptedServer hung("ledger-a", [](int) { return Action::Hang(); });
+  ScriptedServer late("ledger-b", [](int) { return Action::After(absl::Milliseconds(150)); });
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(100));
+  o.budget.attempt_cap = absl::Milliseconds(200);
+  HedgeRig rig(hung, late, o);
+  const HedgeResult r = rig.Run(GetParam(), absl::Seconds(20));
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.winner, 1);
+  EXPECT_EQ(r.sent, 2);
+}
+
 TEST_P(HedgeGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
   ScriptedServer a("ledger-a", [](int) { return Action::Hang(); });
   ScriptedServer b("ledger-b", [](int) { return Action::Hang(); });

@@ -139,6 +139,15 @@ TEST(HedgeVerdictTest, A6FatalAndNonFatalAnswers) {
   r = AttemptResult();
   r.code = absl::StatusCode::kInvalidArgument;
   EXPECT_EQ(HedgeVerdictOf(policy, r), HedgeVerdict::kFatal);
+  // Its own attempt cap: the other attempts may still answer.
+  r.code = absl::StatusCode::kDeadlineExceeded;
+  r.fired = DeadlineSource::kAttempt;
+  EXPECT_EQ(HedgeVerdictOf(policy, r), HedgeVerdict::kNonFatal);
+  // The request or client budget: nobody can answer in time.
+  r.fired = DeadlineSource::kRequest;
+  EXPECT_EQ(HedgeVerdictOf(policy, r), HedgeVerdict::kFatal);
+  r.fired = DeadlineSource::kDownstream;
+  EXPECT_EQ(HedgeVerdictOf(policy, r), HedgeVerdict::kFatal);
 }
 
 TEST(HedgePolicyTest, BadFieldsAreNamed) {
