@@ -13,8 +13,9 @@
 // child of the inbound call, source tag), and a hedge carries
 // `grpc-previous-rpc-attempts` (1, 2). Then:
 //   - the first OK wins and every other attempt is cancelled at once;
-//   - a non-fatal code (HedgePolicy::non_fatal_codes) lets the next hedge go
-//     at once, if DecideHedge allows it;
+//   - a non-fatal code (HedgePolicy::non_fatal_codes), or an attempt cut by
+//     its own attempt_cap, lets the next hedge go at once, if DecideHedge
+//     allows it, and the other attempts keep running;
 //   - any other failure, or a pushback, ends the call with that answer and
 //     cancels the rest (gRFC A6);
 //   - a hedge is never sent when less than min_attempt_budget remains, nor
