@@ -94,11 +94,12 @@ TEST_P(HedgeGrpcTest, ASlowPrimaryIsHedgedToTheOtherTargetAndTheHedgeWins) {
 TEST_P(HedgeGrpcTest, NoHedgeIsSentWithoutRoomInTheBudget) {
   ScriptedServer slow("ledger-a", [](int) { return Action::Hang(); });
   ScriptedServer other("ledger-b", [](int) { return Action::Ok(); });
-  HedgerOptions o = Options(nullptr, absl::Milliseconds(80));
-  o.budget.min_attempt_budget = absl::Milliseconds(50);
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(200));
+  o.budget.min_attempt_budget = absl::Milliseconds(150);
   HedgeRig rig(slow, other, o);
-  // At the hedge delay (80 ms) about 20 ms of the 100 ms remain: below 50.
-  const HedgeResult r = rig.Run(GetParam(), absl::Milliseconds(100));
+  // At the hedge delay (200 ms) about 100 ms of the 300 ms remain: below
+  // 150. (The 100 ms also let a late timer decide before the deadline.)
+  const HedgeResult r = rig.Run(GetParam(), absl::Milliseconds(300));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_EQ(r.sent, 1);
   EXPECT_EQ(r.skipped, HedgeOutcome::kNoBudget);

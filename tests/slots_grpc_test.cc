@@ -165,12 +165,15 @@ TEST(DownstreamSlotsTest, AHandlerRelaysTheSlotWaitAttributionToItsCaller) {
   } orders(slots->get(), stub.get());
   ServerOptions so;
   so.hop = "orders";
+  // Orders gives up 120 ms before its caller's deadline (reserve plus
+  // min_attempt_budget): its answer must beat that deadline under load.
+  so.policy.hop_reserve = absl::Milliseconds(100);
   std::string address;
   auto server = testing::ServeBehindHopbudget(&orders, so, &address);
   ASSERT_NE(server, nullptr);
   auto front = testing::NewStub(address, /*with_interceptor=*/false);
   grpc::ClientContext ctx;
-  testing::SetBudget(ctx, absl::Milliseconds(300));
+  testing::SetBudget(ctx, absl::Milliseconds(600));
   echo::RelayReply reply;
   const grpc::Status status = front->Call(&ctx, echo::RelayRequest(), &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
