@@ -18,6 +18,8 @@ TEST(DeadlineSourceTest, WireNamesAreStable) {
   EXPECT_EQ(DeadlineSourceName(DeadlineSource::kExhaustedBeforeCall), "exhausted-before-call");
   EXPECT_EQ(DeadlineSourceName(DeadlineSource::kArrivedExpired), "arrived-expired");
   EXPECT_EQ(DeadlineSourceReason(DeadlineSource::kAttempt), "ATTEMPT_BUDGET_EXHAUSTED");
+  EXPECT_EQ(DeadlineSourceName(DeadlineSource::kSlotWait), "slot-wait");
+  EXPECT_EQ(DeadlineSourceReason(DeadlineSource::kSlotWait), "SLOT_WAIT_EXHAUSTED");
 }
 
 TEST(DeadlineSourceTest, UnknownInputsGiveNullopt) {

@@ -136,3 +136,36 @@ TEST(DeadlinezJsonTest, RecentCallsCarryTheirTraceWithNullForNoBudget) {
 
 }  // namespace
 }  // namespace hopbudget
+
+namespace hopbudget {
+namespace {
+
+TEST(PrometheusTextTest, RacesHedgesAndSlotsHaveTheirFamilies) {
+  Metrics m;
+  m.CountRace(RaceOutcome::kWon, 2);
+  m.CountHedgedCall(2, 1, 1);
+  m.CountHedgedCall(1, 0, 0);
+  m.CountHedgeSkipped(HedgeOutcome::kNoBudget);
+  m.ObserveSlotWait(absl::Milliseconds(20));
+  m.CountSlotRefusal(SlotRefusalReason::kQueueFull);
+  const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
+  for (const char* line :
+       {"hopbudget_races_total{outcome=\"won\"} 1\n",
+        "hopbudget_races_total{outcome=\"all_failed\"} 0\n",
+        "hopbudget_race_losers_cancelled_total 2\n", "hopbudget_hedged_calls_total 2\n",
+        "hopbudget_hedges_sent_total 1\n", "hopbudget_hedges_won_total 1\n",
+        "hopbudget_hedges_skipped_total{reason=\"no_budget\"} 1\n",
+        "hopbudget_hedges_skipped_total{reason=\"extra_load\"} 0\n",
+        "hopbudget_hedge_losers_cancelled_total 1\n", "hopbudget_hedge_extra_load_ratio 0.5\n",
+        "# TYPE hopbudget_slot_wait_seconds histogram\n",
+        "hopbudget_slot_wait_seconds_bucket{le=\"0.025\"} 1\n",
+        "hopbudget_slot_wait_seconds_count 1\n",
+        "hopbudget_slot_refusals_total{reason=\"queue_full\"} 1\n",
+        "hopbudget_slot_refusals_total{reason=\"no_time_to_wait\"} 0\n"}) {
+    EXPECT_THAT(text, ::testing::HasSubstr(line)) << line;
+  }
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("reason=\"send\"")));
+}
+
+}  // namespace
+}  // namespace hopbudget

@@ -227,3 +227,42 @@ TEST(MetricsLabelsTest, ConcurrentInterningGivesOneIndexPerValue) {
 
 }  // namespace
 }  // namespace hopbudget
+
+namespace hopbudget {
+namespace {
+
+TEST(FanOutMetricsTest, RacesHedgesAndSlotsAreCounted) {
+  Metrics m;
+  m.CountRace(RaceOutcome::kWon, 2);
+  m.CountRace(RaceOutcome::kAllFailed, 0);
+  m.CountHedgedCall(/*sent=*/2, /*winner=*/1, /*losers=*/1);
+  m.CountHedgedCall(1, 0, 0);
+  m.CountHedgedCall(1, -1, 0);
+  m.CountHedgedCall(1, 0, 0);
+  m.CountHedgeSkipped(HedgeOutcome::kNoBudget);
+  m.CountHedgeSkipped(HedgeOutcome::kExtraLoad);
+  m.CountHedgeSkipped(HedgeOutcome::kExtraLoad);
+  m.ObserveSlotWait(absl::Milliseconds(3));
+  m.ObserveSlotWait(absl::ZeroDuration());
+  m.CountSlotRefusal(SlotRefusalReason::kNoTimeToWait);
+  const MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.race(RaceOutcome::kWon), 1u);
+  EXPECT_EQ(s.race(RaceOutcome::kAllFailed), 1u);
+  EXPECT_EQ(s.race(RaceOutcome::kCancelled), 0u);
+  EXPECT_EQ(s.race_losers_cancelled, 2u);
+  EXPECT_EQ(s.hedged_calls, 4u);
+  EXPECT_EQ(s.hedges_sent, 1u);
+  EXPECT_EQ(s.hedges_won, 1u);
+  EXPECT_EQ(s.hedge_losers_cancelled, 1u);
+  EXPECT_DOUBLE_EQ(s.extra_load(), 0.25);
+  EXPECT_EQ(s.hedge_skipped(HedgeOutcome::kNoBudget), 1u);
+  EXPECT_EQ(s.hedge_skipped(HedgeOutcome::kExtraLoad), 2u);
+  EXPECT_EQ(s.slot_wait.count, 2u);
+  EXPECT_EQ(s.slot_wait.counts[0], 1u);  // le 1 ms: the zero wait
+  EXPECT_EQ(s.slot_wait.counts[2], 1u);  // le 5 ms
+  EXPECT_EQ(s.slot_refusals[static_cast<int>(SlotRefusalReason::kNoTimeToWait)], 1u);
+  EXPECT_EQ(s.slot_refusals[static_cast<int>(SlotRefusalReason::kQueueFull)], 0u);
+}
+
+}  // namespace
+}  // namespace hopbudget

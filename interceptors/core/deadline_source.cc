@@ -21,6 +21,7 @@ constexpr SourceNames kNames[kDeadlineSourceCount] = {
      "BUDGET_EXHAUSTED_BEFORE_CALL"},
     {DeadlineSource::kArrivedExpired, "arrived-expired", "ARRIVED_EXPIRED"},
     {DeadlineSource::kShield, "shield", "SHIELD_BOUND_EXCEEDED"},
+    {DeadlineSource::kSlotWait, "slot-wait", "SLOT_WAIT_EXHAUSTED"},
 };
 
 }  // namespace

@@ -313,6 +313,46 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
            static_cast<double>(s.shield(ShieldEvent::kDrained)));
   w.Sample("hopbudget_shield_drains_total", L("result", "timed_out"),
            static_cast<double>(s.shield(ShieldEvent::kDrainTimedOut)));
+
+  // Races, hedges and concurrency slots.
+  w.Family("hopbudget_races_total", "counter", "First-success races, by outcome.");
+  for (int o = 0; o < kRaceOutcomeCount; ++o) {
+    w.Sample("hopbudget_races_total", L("outcome", RaceOutcomeName(static_cast<RaceOutcome>(o))),
+             static_cast<double>(s.races[o]));
+  }
+  w.Family("hopbudget_race_losers_cancelled_total", "counter",
+           "Race attempts cancelled because another answered first (not failures).");
+  w.Sample("hopbudget_race_losers_cancelled_total", "",
+           static_cast<double>(s.race_losers_cancelled));
+  w.Family("hopbudget_hedged_calls_total", "counter", "Calls started by a Hedger.");
+  w.Sample("hopbudget_hedged_calls_total", "", static_cast<double>(s.hedged_calls));
+  w.Family("hopbudget_hedges_sent_total", "counter", "Hedges sent (attempts after the first).");
+  w.Sample("hopbudget_hedges_sent_total", "", static_cast<double>(s.hedges_sent));
+  w.Family("hopbudget_hedges_won_total", "counter", "Hedged calls answered by a hedge.");
+  w.Sample("hopbudget_hedges_won_total", "", static_cast<double>(s.hedges_won));
+  w.Family("hopbudget_hedges_skipped_total", "counter",
+           "Hedges considered and not sent, by reason.");
+  for (int o = 1; o < kHedgeOutcomeCount; ++o) {
+    w.Sample("hopbudget_hedges_skipped_total",
+             L("reason", HedgeOutcomeName(static_cast<HedgeOutcome>(o))),
+             static_cast<double>(s.hedges_skipped[o]));
+  }
+  w.Family("hopbudget_hedge_losers_cancelled_total", "counter",
+           "Hedged attempts cancelled because another answered first.");
+  w.Sample("hopbudget_hedge_losers_cancelled_total", "",
+           static_cast<double>(s.hedge_losers_cancelled));
+  w.Family("hopbudget_hedge_extra_load_ratio", "gauge",
+           "Hedges sent per hedged call since start (the extra load).");
+  w.Sample("hopbudget_hedge_extra_load_ratio", "", s.extra_load());
+  w.Family("hopbudget_slot_wait_seconds", "histogram",
+           "Time a call waited for a concurrency slot towards a downstream, when granted.");
+  w.Histogram("hopbudget_slot_wait_seconds", "", s.slot_wait);
+  w.Family("hopbudget_slot_refusals_total", "counter",
+           "Calls that got no concurrency slot, by reason (no_time_to_wait: source slot-wait).");
+  w.Sample("hopbudget_slot_refusals_total", L("reason", "no_time_to_wait"),
+           static_cast<double>(s.slot_refusals[0]));
+  w.Sample("hopbudget_slot_refusals_total", L("reason", "queue_full"),
+           static_cast<double>(s.slot_refusals[1]));
   return w.Take();
 }
 

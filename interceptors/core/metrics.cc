@@ -113,7 +113,21 @@ struct MetricsCells {
   std::atomic<int64_t> recent_last_ns{0};
   std::atomic<int64_t> recent_last_failure_ns{0};
   std::array<RecentSlot, kRecentCallCapacity> recent;
+
+  // Races, hedges and concurrency slots.
+  std::array<std::atomic<uint64_t>, kRaceOutcomeCount> races{};
+  std::atomic<uint64_t> race_losers{0};
+  std::atomic<uint64_t> hedged_calls{0};
+  std::atomic<uint64_t> hedges_sent{0};
+  std::atomic<uint64_t> hedges_won{0};
+  std::array<std::atomic<uint64_t>, kHedgeOutcomeCount> hedges_skipped{};
+  std::atomic<uint64_t> hedge_losers{0};
+  HistogramCells<kBudgetBuckets> slot_wait;
+  std::array<std::atomic<uint64_t>, kSlotRefusalReasonCount> slot_refusals{};
 };
+
+// Fills the races, hedges and slots block of a snapshot.
+void SnapshotFanOut(const MetricsCells& c, MetricsSnapshot& s);
 
 }  // namespace internal
 
@@ -310,6 +324,7 @@ MetricsSnapshot Metrics::Snapshot() const {
       }
     }
   }
+  internal::SnapshotFanOut(c, s);
   return s;
 }
 
@@ -334,5 +349,45 @@ uint64_t MetricsSnapshot::calls_with_code(Side side, absl::string_view name,
   const MethodSnapshot* m = method(name);
   return m == nullptr ? 0 : m->calls[static_cast<int>(side)][internal::CodeIndex(code)];
 }
+
+
+// Races, hedges and concurrency slots.
+void Metrics::CountRace(RaceOutcome outcome, int losers_cancelled) {
+  cells_->races[static_cast<int>(outcome)].fetch_add(1, kRelaxed);
+  if (losers_cancelled > 0) {
+    cells_->race_losers.fetch_add(static_cast<uint64_t>(losers_cancelled), kRelaxed);
+  }
+}
+void Metrics::CountHedgedCall(int sent, int winner, int losers) {
+  cells_->hedged_calls.fetch_add(1, kRelaxed);
+  if (sent > 1) cells_->hedges_sent.fetch_add(static_cast<uint64_t>(sent - 1), kRelaxed);
+  if (winner > 0) cells_->hedges_won.fetch_add(1, kRelaxed);
+  if (losers > 0) cells_->hedge_losers.fetch_add(static_cast<uint64_t>(losers), kRelaxed);
+}
+void Metrics::CountHedgeSkipped(HedgeOutcome reason) {
+  cells_->hedges_skipped[static_cast<int>(reason)].fetch_add(1, kRelaxed);
+}
+void Metrics::ObserveSlotWait(absl::Duration waited) {
+  waited = std::max(waited, absl::ZeroDuration());
+  cells_->slot_wait.Observe(internal::BudgetBucket(waited), internal::Micros(waited));
+}
+void Metrics::CountSlotRefusal(SlotRefusalReason reason) {
+  cells_->slot_refusals[static_cast<int>(reason)].fetch_add(1, kRelaxed);
+}
+
+namespace internal {
+void SnapshotFanOut(const MetricsCells& c, MetricsSnapshot& s) {
+  Copy(c.races, s.races);
+  s.race_losers_cancelled = c.race_losers.load(kRelaxed);
+  s.hedged_calls = c.hedged_calls.load(kRelaxed);
+  s.hedges_sent = c.hedges_sent.load(kRelaxed);
+  s.hedges_won = c.hedges_won.load(kRelaxed);
+  Copy(c.hedges_skipped, s.hedges_skipped);
+  s.hedge_losers_cancelled = c.hedge_losers.load(kRelaxed);
+  s.slot_wait = c.slot_wait.Snapshot(
+      std::vector<double>(kBudgetBucketsSeconds.begin(), kBudgetBucketsSeconds.end()));
+  Copy(c.slot_refusals, s.slot_refusals);
+}
+}  // namespace internal
 
 }  // namespace hopbudget

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/types/optional.h"
+#include "attempt_context.h"
 #include "attempt_result.h"
 #include "call_mutex.h"
 #include "grpc_glue.h"
@@ -27,74 +28,15 @@ namespace hopbudget {
 // the callback form serializes its use.
 class RetryLoopCall {
  public:
-  RetryLoopCall(RetryLoop& loop, const LogicalCall& call) : loop_(loop), inbound_(call.inbound) {
-    const absl::Time now = loop.clock_.Now();
-    attempt_policy_ = loop.options_.budget;
-    // The logical deadline already keeps the reserve.
-    attempt_policy_.hop_reserve = absl::ZeroDuration();
+  RetryLoopCall(RetryLoop& loop, const LogicalCall& call)
+      : loop_(loop), logical_(loop.options_.budget, call, loop.clock_.Now()) {
     if (loop.unfit_) loop.metrics_.CountUnfitPolicyCall();
-    const InboundBudget* budget = inbound_ != nullptr ? InboundBudget::Of(*inbound_) : nullptr;
-    if (budget != nullptr) {
-      // As NewDownstreamContext(): the request deadline less this hop's
-      // reserve, attributed to the request's budget from its arrival.
-      logical_deadline_ = budget->deadline() == absl::InfiniteFuture()
-                              ? absl::InfiniteFuture()
-                              : budget->deadline() - budget->policy().hop_reserve;
-      logical_source_ = budget->source();
-      logical_budget_ = budget->budget_on_arrival();
-      logical_start_ = budget->arrival();
-      exhausted_ = budget->refused();
-      trace_requested_ = budget->trace_requested();
-      inbound_key_ = internal::InboundKey(*budget, &inbound_id_);
-      return;
-    }
-    logical_deadline_ = inbound_ != nullptr ? internal::ToAbslTime(inbound_->deadline())
-                                            : call.deadline;
-    if (inbound_ != nullptr && logical_deadline_ != absl::InfiniteFuture()) {
-      logical_deadline_ -= loop.options_.budget.hop_reserve;
-    }
-    logical_source_ = logical_deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone
-                                                                  : DeadlineSource::kClient;
-    logical_budget_ = logical_deadline_ - now;
-    logical_start_ = now;
   }
 
   // The context of the next attempt, with its deadline and headers.
   std::unique_ptr<grpc::ClientContext> NextAttempt() {
-    const absl::Time now = loop_.clock_.Now();
     ++attempt_;
-    const CallDeadline call =
-        DeriveCallDeadline(attempt_policy_, logical_deadline_, logical_source_, now);
-    // A child of the inbound call, so that its cancel reaches the attempt.
-    std::unique_ptr<grpc::ClientContext> ctx =
-        inbound_ != nullptr ? grpc::ClientContext::FromServerContext(*inbound_)
-                            : std::make_unique<grpc::ClientContext>();
-    if (call.deadline != absl::InfiniteFuture()) {
-      ctx->set_deadline(absl::ToChronoTime(call.deadline));
-    }
-    if (attempt_ > 1) {
-      ctx->AddMetadata(internal::kPreviousAttemptsHeader, absl::StrCat(attempt_ - 1));
-    }
-    // For the budget interceptor on the channel: which budget the deadline
-    // is (for attribution), and an attempt that cannot start is failed there
-    // without the network.
-    internal::SourceTag tag;
-    tag.source = call.outcome == CallOutcome::kExhausted || exhausted_
-                     ? DeadlineSource::kExhaustedBeforeCall
-                     : call.source;
-    const bool attempt_budget = call.source == DeadlineSource::kAttempt;
-    tag.budget = attempt_budget ? call.budget : logical_budget_;
-    tag.budget_start = attempt_budget ? now : logical_start_;
-    tag.has_logical = true;
-    tag.logical_deadline = logical_deadline_;
-    tag.logical_source = logical_source_;
-    tag.logical_budget = logical_budget_;
-    tag.logical_start = logical_start_;
-    tag.inbound_key = inbound_key_;
-    tag.inbound_id = inbound_id_;
-    ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
-    if (trace_requested_) ctx->AddMetadata(kTraceRequestHeader, "1");
-    return ctx;
+    return logical_.NewAttemptContext(attempt_, loop_.clock_.Now());
   }
 
   // After an attempt ended with `status` on `ctx`: feeds the throttle and
@@ -114,8 +56,8 @@ class RetryLoopCall {
       draw = absl::Uniform(*bitgen_, 0.0, 1.0);
     }
     const RetryDecision d =
-        DecideRetry(attempt_policy_, loop_.options_.retry, attempt_, result,
-                    loop_.throttle_.RetryAllowed(), logical_deadline_, loop_.clock_.Now(), draw);
+        DecideRetry(logical_.attempt_policy(), loop_.options_.retry, attempt_, result,
+                    loop_.throttle_.RetryAllowed(), logical_.deadline(), loop_.clock_.Now(), draw);
     loop_.metrics_.CountRetryDecision(d.outcome);
     if (d.outcome == RetryOutcome::kRetry) {
       loop_.metrics_.CountRetry(loop_.method_, result.code);
@@ -143,16 +85,7 @@ class RetryLoopCall {
 
  private:
   RetryLoop& loop_;
-  const grpc::ServerContextBase* const inbound_;
-  BudgetPolicy attempt_policy_;
-  absl::Time logical_deadline_ = absl::InfiniteFuture();
-  DeadlineSource logical_source_ = DeadlineSource::kNone;
-  absl::Duration logical_budget_ = absl::InfiniteDuration();
-  absl::Time logical_start_;
-  bool exhausted_ = false;
-  bool trace_requested_ = false;
-  uintptr_t inbound_key_ = 0;
-  uint64_t inbound_id_ = 0;
+  const internal::LogicalBudget logical_;
   int attempt_ = 0;
   absl::optional<absl::BitGen> bitgen_;  // seeded on the first failure only
 };

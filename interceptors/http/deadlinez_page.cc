@@ -88,7 +88,7 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
 (function () {
   'use strict';
   var SOURCES = ['client', 'request', 'attempt', 'idle', 'downstream', 'exhausted-before-call',
-                 'arrived-expired', 'shield'];
+                 'arrived-expired', 'shield', 'slot-wait'];
   var OUTCOMES = ['started', 'completed', 'failed', 'exceeded_bound', 'refused', 'unobserved'];
   var REFRESH_MS = 2000;
   // "/deadlinez" -> "/deadlinez.json", also behind a path prefix.

@@ -145,7 +145,7 @@ TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   EXPECT_EQ(TextOf(d, {"data-source=\"attempt\"", "data-side=\"server\""}), "1");
   EXPECT_EQ(TextOf(d, {"data-source=\"attempt\"", "data-side=\"client\""}), "2");
   EXPECT_EQ(TextOf(d, {"data-source=\"request\"", "data-side=\"server\""}), "0");
-  EXPECT_EQ(CountElements(d, {"data-side=\"server\""}), 8);
+  EXPECT_EQ(CountElements(d, {"data-side=\"server\""}), 9);  // every source, slot-wait included
 
   // Shielded work.
   EXPECT_EQ(TextOf(d, {"id=\"shield-in-flight\""}), "3");

@@ -42,6 +42,7 @@ REASONS = {
     "exhausted-before-call": "BUDGET_EXHAUSTED_BEFORE_CALL",
     "arrived-expired": "ARRIVED_EXPIRED",
     "shield": "SHIELD_BOUND_EXCEEDED",
+    "slot-wait": "SLOT_WAIT_EXHAUSTED",
     "downstream": "DOWNSTREAM_DEADLINE_EXCEEDED",
 }
 

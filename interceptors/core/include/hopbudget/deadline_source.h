@@ -16,6 +16,7 @@
 //   kExhaustedBeforeCall    exhausted-before-call   BUDGET_EXHAUSTED_BEFORE_CALL
 //   kArrivedExpired         arrived-expired         ARRIVED_EXPIRED
 //   kShield                 shield                  SHIELD_BOUND_EXCEEDED
+//   kSlotWait               slot-wait               SLOT_WAIT_EXHAUSTED
 //
 // kDownstream is a hop's local view ("it fired further down"); attribution
 // that travels upstream always names the origin source and hop instead, except
@@ -43,9 +44,10 @@ enum class DeadlineSource : uint8_t {
   kExhaustedBeforeCall,  // too little budget left to start a downstream call
   kArrivedExpired,       // the inbound call arrived expired or below minimum
   kShield,               // the bound of shielded work (shield.h)
+  kSlotWait,             // no concurrency slot towards a downstream in time (slots.h)
 };
 
-inline constexpr int kDeadlineSourceCount = 9;
+inline constexpr int kDeadlineSourceCount = 10;
 
 // "client", "request", ... ; "none" for kNone.
 absl::string_view DeadlineSourceName(DeadlineSource source);

@@ -23,6 +23,12 @@
 //   hopbudget_shield_started_total, hopbudget_shield_operations_total{outcome},
 //   hopbudget_shield_in_flight (gauge), hopbudget_shield_unobserved_total,
 //   hopbudget_shield_drains_total{result}
+//   hopbudget_races_total{outcome}, hopbudget_race_losers_cancelled_total,
+//   hopbudget_hedged_calls_total, hopbudget_hedges_sent_total,
+//   hopbudget_hedges_won_total, hopbudget_hedges_skipped_total{reason},
+//   hopbudget_hedge_losers_cancelled_total, hopbudget_hedge_extra_load_ratio
+//   (gauge), hopbudget_slot_wait_seconds (histogram),
+//   hopbudget_slot_refusals_total{reason}
 //
 // Thread safety: the functions are pure.
 #ifndef HOPBUDGET_EXPOSITION_H_

@@ -41,6 +41,8 @@
 #include "absl/time/time.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
+#include "hopbudget/hedge.h"
+#include "hopbudget/race.h"
 #include "hopbudget/retry_policy.h"
 #include "hopbudget/trace.h"
 #include "hopbudget/wire.h"
@@ -88,6 +90,13 @@ inline constexpr std::array<double, 15> kBudgetBucketsSeconds = {
 inline constexpr int kRecentCallCapacity = 64;
 inline constexpr absl::Duration kRecentCallInterval = absl::Milliseconds(1);
 inline constexpr absl::Duration kRecentFailureInterval = absl::Microseconds(100);
+
+// Why a caller got no concurrency slot (slots_grpc.h).
+enum class SlotRefusalReason : uint8_t {
+  kNoTimeToWait = 0,  // its give-up time came first (source slot-wait)
+  kQueueFull,         // max_waiters already waiting
+};
+inline constexpr int kSlotRefusalReasonCount = 2;
 
 // An interned method label: Metrics::Method() once per call, then pass it.
 struct MethodId {
@@ -170,6 +179,25 @@ struct MetricsSnapshot {
   const MethodSnapshot* method(absl::string_view name) const;
   // Finished calls of `method` on `side` with `code`.
   uint64_t calls_with_code(Side side, absl::string_view method, absl::StatusCode code) const;
+
+  // Races, hedges and concurrency slots (race_grpc.h, hedge_grpc.h,
+  // slots_grpc.h).
+  std::array<uint64_t, kRaceOutcomeCount> races{};  // index: RaceOutcome
+  uint64_t race_losers_cancelled = 0;
+  uint64_t hedged_calls = 0;   // calls started by a Hedger
+  uint64_t hedges_sent = 0;    // attempts after the first
+  uint64_t hedges_won = 0;     // calls answered by a hedge rather than the first attempt
+  std::array<uint64_t, kHedgeOutcomeCount> hedges_skipped{};  // index: HedgeOutcome (not kSend)
+  uint64_t hedge_losers_cancelled = 0;
+  HistogramSnapshot slot_wait;  // seconds, waits that ended in a grant
+  std::array<uint64_t, kSlotRefusalReasonCount> slot_refusals{};  // index: SlotRefusalReason
+  uint64_t race(RaceOutcome o) const { return races[static_cast<int>(o)]; }
+  uint64_t hedge_skipped(HedgeOutcome o) const { return hedges_skipped[static_cast<int>(o)]; }
+  // hedges_sent / hedged_calls (0 before any call).
+  double extra_load() const {
+    return hedged_calls == 0 ? 0.0
+                             : static_cast<double>(hedges_sent) / static_cast<double>(hedged_calls);
+  }
 };
 
 class Metrics {
@@ -234,6 +262,16 @@ class Metrics {
   MetricsSnapshot Snapshot() const;
   // Newest first.
   std::vector<RecentCall> RecentCalls() const;
+
+  // Races, hedges and concurrency slots.
+  void CountRace(RaceOutcome outcome, int losers_cancelled);
+  // One hedged call ended: `sent` attempts, won by attempt `winner` (-1:
+  // none), `losers` cancelled.
+  void CountHedgedCall(int sent, int winner, int losers);
+  void CountHedgeSkipped(HedgeOutcome reason);
+  // A slot granted after waiting `waited` (zero when free at once).
+  void ObserveSlotWait(absl::Duration waited);
+  void CountSlotRefusal(SlotRefusalReason reason);
 
  private:
   Clock& clock_;

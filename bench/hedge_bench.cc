@@ -1,0 +1,349 @@
+// Copyright hopbudget authors.
+//
+// hedge_bench: the targets of races and hedges (README "Races, hedges and
+// slots"), on in-process callback servers on 127.0.0.1 behind hopbudget's
+// server interceptor, clients on hopbudget channels.
+//
+// 1. Hedging. Two replicas; replica A answers after `--slow_ms` (1 s) for
+//    `--slow_ratio` (5 %) of its calls, B is always fast. Primaries
+//    alternate between them. Runs, `--calls` each with `--concurrency` in
+//    flight: "healthy" (every call to B), "unhedged" (alternating, no hedge),
+//    "hedged" (Hedger, delay = p95 of recent latencies, max_extra_load 5 %,
+//    the hedge to the other replica). Target: hedged p99 <= 2 x healthy p99,
+//    extra load <= 5 %.
+// 2. Race of 3 where one target hangs: time from the winner's answer at the
+//    caller to the hanging target's OnCancel. Target: <= 2 ms.
+//
+//   hedge_bench [--calls=2000] [--concurrency=16] [--slow_ratio_pct=5]
+//               [--slow_ms=1000] [--races=300] [--min_delay_us=1000]
+#include <grpcpp/alarm.h>
+#include <grpcpp/grpcpp.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "bench_util.h"
+#include "echo/relay.grpc.pb.h"
+#include "hopbudget/client.h"
+#include "hopbudget/hedge_grpc.h"
+#include "hopbudget/race_grpc.h"
+#include "hopbudget/server.h"
+
+namespace hopbudget {
+namespace bench {
+namespace {
+
+// What a replica does with one call.
+enum class Behaviour { kFast, kSlow, kHang };
+
+class Replica final : public echo::Relay::CallbackService {
+ public:
+  Replica(std::string name, double slow_ratio, absl::Duration slow, bool hang, uint32_t seed)
+      : slow_ratio_(slow_ratio), slow_(slow), hang_(hang), rng_(seed) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(this);
+    ServerOptions options;
+    options.hop = std::move(name);
+    auto factory = MakeServerInterceptorFactory(options);
+    if (!factory.ok()) Flags::Die(factory.status().ToString());
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(*std::move(factory));
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr) Flags::Die("could not start a replica");
+  }
+  ~Replica() override {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server_->Wait();
+  }
+  std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
+  uint64_t calls() const { return calls_.load(); }
+  // MonoSeconds() of the last OnCancel of a hanging call; 0 when none.
+  double last_cancel() const { return last_cancel_.load(); }
+  void ResetCancel() { last_cancel_.store(0); }
+
+  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext*, const echo::RelayRequest*,
+                                 echo::RelayReply*) override {
+    calls_.fetch_add(1);
+    Behaviour b = Behaviour::kFast;
+    if (hang_) {
+      b = Behaviour::kHang;
+    } else if (slow_ratio_ > 0) {
+      absl::MutexLock lock(&mu_);
+      if (std::uniform_real_distribution<double>(0, 1)(rng_) < slow_ratio_) b = Behaviour::kSlow;
+    }
+    auto* r = new Reactor(this, b);
+    r->Begin();
+    return r;
+  }
+
+ private:
+  class Reactor final : public grpc::ServerUnaryReactor {
+   public:
+    Reactor(Replica* replica, Behaviour b) : replica_(replica), behaviour_(b) {}
+    void Begin() {
+      if (behaviour_ == Behaviour::kFast) {
+        Answer(grpc::Status::OK);
+      } else if (behaviour_ == Behaviour::kSlow) {
+        refs_.fetch_add(1);
+        alarm_.Set(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(replica_->slow_),
+                   [this](bool fired) {
+                     if (fired) Answer(grpc::Status::OK);
+                     Unref();
+                   });
+      }
+    }
+    void OnCancel() override {
+      if (behaviour_ == Behaviour::kHang) replica_->last_cancel_.store(MonoSeconds());
+      alarm_.Cancel();
+      Answer(grpc::Status::CANCELLED);
+    }
+    void OnDone() override { Unref(); }
+
+   private:
+    void Answer(grpc::Status s) {
+      if (answered_.exchange(true)) return;
+      Finish(std::move(s));
+    }
+    void Unref() {
+      if (refs_.fetch_sub(1) == 1) delete this;
+    }
+    Replica* const replica_;
+    const Behaviour behaviour_;
+    grpc::Alarm alarm_;
+    std::atomic<bool> answered_{false};
+    std::atomic<int> refs_{1};
+  };
+
+  const double slow_ratio_;
+  const absl::Duration slow_;
+  const bool hang_;
+  absl::Mutex mu_;
+  std::mt19937 rng_ ABSL_GUARDED_BY(mu_);
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<double> last_cancel_{0};
+};
+
+std::unique_ptr<echo::Relay::Stub> StubTo(const std::string& target) {
+  ClientOptions options;
+  options.hop = "orders";
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options, args);
+  if (!channel.ok()) Flags::Die(channel.status().ToString());
+  return echo::Relay::NewStub(*channel);
+}
+
+// Runs `calls` calls, `concurrency` in flight; `start(i, done)` starts call
+// i and calls done(ok) once. Returns the latencies in ms of the OK calls.
+std::vector<double> ClosedLoop(int calls, int concurrency,
+                               const std::function<void(int, std::function<void(bool)>)>& start,
+                               int* failed) {
+  absl::Mutex mu;
+  std::vector<double> ms;
+  int next = 0, ended = 0;
+  *failed = 0;
+  std::function<void()> launch = [&] {
+    int i;
+    {
+      absl::MutexLock lock(&mu);
+      if (next >= calls) return;
+      i = next++;
+    }
+    const double t0 = MonoSeconds();
+    start(i, [&, t0](bool ok) {
+      const double t = (MonoSeconds() - t0) * 1e3;
+      {
+        absl::MutexLock lock(&mu);
+        if (ok) {
+          ms.push_back(t);
+        } else {
+          ++*failed;
+        }
+        ++ended;
+      }
+      launch();
+    });
+  };
+  for (int c = 0; c < concurrency; ++c) launch();
+  absl::MutexLock lock(&mu);
+  auto all = [&] { return ended == calls; };
+  mu.Await(absl::Condition(&all));
+  return ms;
+}
+
+void PrintRow(const char* run, std::vector<double> ms, int failed, double extra) {
+  const double p999 = QuantileCountingFailures(ms, failed, 0.999);
+  const Stats s = Summarize(ms);
+  std::printf("| %s | %zu | %s | %s | %s | %s | %d | %s |\n", run, s.n, Fixed(s.p50).c_str(),
+              Fixed(s.p99).c_str(), Fixed(p999).c_str(), Fixed(s.max).c_str(), failed,
+              Fixed(extra * 100, 2).c_str());
+  std::printf("RESULT bench=hedge run=%s calls=%zu p50_ms=%.4f p99_ms=%.4f p999_ms=%.4f "
+              "max_ms=%.4f failed=%d extra_load=%.4f\n",
+              run, s.n, s.p50, s.p99, p999, s.max, failed, extra);
+}
+
+int Main(int argc, char** argv) {
+  Flags flags(argc, argv,
+              {"calls", "concurrency", "slow_ratio_pct", "slow_ms", "races", "min_delay_us"});
+  const int calls = static_cast<int>(flags.Int("calls", 2000, 100, 1000000));
+  const int concurrency = static_cast<int>(flags.Int("concurrency", 16, 1, 1024));
+  const double slow_ratio = static_cast<double>(flags.Int("slow_ratio_pct", 5, 0, 100)) / 100;
+  const absl::Duration slow = absl::Milliseconds(flags.Int("slow_ms", 1000, 1, 60000));
+  const int races = static_cast<int>(flags.Int("races", 300, 1, 100000));
+  const absl::Duration min_delay = absl::Microseconds(flags.Int("min_delay_us", 1000, 0, 1000000));
+  const absl::Duration budget = absl::Seconds(10);
+
+  // 1. Hedging.
+  Replica a("replica-a", slow_ratio, slow, false, 7);
+  Replica b("replica-b", 0, slow, false, 8);
+  std::unique_ptr<echo::Relay::Stub> stubs[2] = {StubTo(a.target()), StubTo(b.target())};
+  const echo::RelayRequest request;
+  std::printf("Hedging: replica A slow (%s) for %.0f %% of its calls, B healthy; primaries "
+              "alternate\n\n| run | calls | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | "
+              "failed | extra load (%%) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+              FormatBudget(slow).c_str(), slow_ratio * 100);
+  auto plain = [&](bool alternate) {
+    return [&, alternate](int i, std::function<void(bool)> done) {
+      auto ctx = std::make_shared<grpc::ClientContext>();
+      ctx->set_deadline(absl::ToChronoTime(absl::Now() + budget));
+      auto reply = std::make_shared<echo::RelayReply>();
+      stubs[alternate ? i % 2 : 1]->async()->Call(
+          ctx.get(), &request, reply.get(),
+          [ctx, reply, done](grpc::Status s) { done(s.ok()); });
+    };
+  };
+  int failed = 0;
+  std::vector<double> healthy = ClosedLoop(calls, concurrency, plain(false), &failed);
+  std::vector<double> healthy_copy = healthy;
+  const double healthy_p99 = Summarize(healthy_copy).p99;
+  PrintRow("healthy", healthy, failed, 0);
+  std::vector<double> unhedged = ClosedLoop(calls, concurrency, plain(true), &failed);
+  PrintRow("unhedged", unhedged, failed, 0);
+
+  HedgerOptions options;
+  options.hop = "orders";
+  options.hedge.quantile = 0.95;
+  options.hedge.max_extra_load = 0.05;
+  options.hedge.delay = absl::Milliseconds(5);
+  options.hedge.min_delay = min_delay;
+  Metrics metrics;
+  options.metrics = &metrics;
+  auto hedger = Hedger::Create(options);
+  if (!hedger.ok()) Flags::Die(hedger.status().ToString());
+  std::vector<double> hedged = ClosedLoop(
+      calls, concurrency,
+      [&](int i, std::function<void(bool)> done) {
+        auto replies = std::make_shared<std::array<echo::RelayReply, 3>>();
+        (*hedger)->Start(
+            LogicalCall::WithDeadline(absl::Now() + budget),
+            [&, i, replies](int attempt, grpc::ClientContext* ctx,
+                            std::function<void(grpc::Status)> d) {
+              stubs[(i + attempt) % 2]->async()->Call(ctx, &request, &(*replies)[attempt],
+                                                       std::move(d));
+            },
+            [replies, done](HedgeResult r) { done(r.status.ok()); });
+      },
+      &failed);
+  const MetricsSnapshot ms = metrics.Snapshot();
+  PrintRow("hedged", hedged, failed, ms.extra_load());
+  std::vector<double> hedged_copy = hedged;
+  const double hedged_p99 = Summarize(hedged_copy).p99;
+  std::printf("\nhedges sent %llu, won %llu, skipped for extra load %llu; delay now %s\n",
+              static_cast<unsigned long long>(ms.hedges_sent),
+              static_cast<unsigned long long>(ms.hedges_won),
+              static_cast<unsigned long long>(ms.hedge_skipped(HedgeOutcome::kExtraLoad)),
+              FormatBudget((*hedger)->current_delay()).c_str());
+  const bool p99_met = hedged_p99 <= 2 * healthy_p99;
+  const bool load_met = ms.extra_load() <= 0.05 + 1e-9;
+  std::printf("RESULT bench=hedge_target hedged_p99_ms=%.4f healthy_p99_ms=%.4f ratio=%.3f "
+              "extra_load=%.4f p99_met=%d load_met=%d\n\n",
+              hedged_p99, healthy_p99, healthy_p99 > 0 ? hedged_p99 / healthy_p99 : 0,
+              ms.extra_load(), p99_met ? 1 : 0, load_met ? 1 : 0);
+
+  // 2. A race of 3 where one target hangs.
+  Replica fast1("race-fast-1", 0, slow, false, 1);
+  Replica fast2("race-fast-2", 0, slow, false, 2);
+  Replica hung("race-hang", 0, slow, true, 3);
+  std::unique_ptr<echo::Relay::Stub> race_stubs[3] = {StubTo(fast1.target()),
+                                                       StubTo(fast2.target()),
+                                                       StubTo(hung.target())};
+  RaceOptions race_options;
+  race_options.hop = "orders";
+  auto race = Race::Create(race_options);
+  if (!race.ok()) Flags::Die(race.status().ToString());
+  std::vector<double> lag_ms;
+  int lost = 0;
+  int not_reached = 0;  // cancelled before the hanging callee's handler ran: nothing to cut
+  for (int r = 0; r < races + 10; ++r) {
+    hung.ResetCancel();
+    const uint64_t hung_calls = hung.calls();
+    std::atomic<double> won_at{0};
+    echo::RelayReply replies[3];
+    RaceResult result = (*race)->Call(
+        LogicalCall::WithDeadline(absl::Now() + budget), 3,
+        [&](int i, grpc::ClientContext* ctx, std::function<void(grpc::Status)> d) {
+          race_stubs[i]->async()->Call(ctx, &request, &replies[i],
+                                       [&won_at, d](grpc::Status s) {
+                                         if (s.ok()) {
+                                           double zero = 0;
+                                           won_at.compare_exchange_strong(zero, MonoSeconds());
+                                         }
+                                         d(std::move(s));
+                                       });
+        });
+    // The race answered once the hung loser's cancel completed at the caller;
+    // its callee's OnCancel may still be on its way (the times compared are
+    // taken where the events happen; this wait only collects them).
+    const double deadline = MonoSeconds() + 1;
+    while (hung.last_cancel() == 0 && MonoSeconds() < deadline) {
+      absl::SleepFor(absl::Microseconds(50));
+    }
+    if (r < 10) continue;  // warm-up
+    if (!result.status.ok()) {
+      ++lost;
+    } else if (hung.last_cancel() == 0) {
+      // A loser whose handler never ran was cut before it cost the callee
+      // anything; one whose handler ran and never saw the cancel is lost.
+      if (hung.calls() == hung_calls) {
+        ++not_reached;
+      } else {
+        ++lost;
+      }
+    } else {
+      lag_ms.push_back((hung.last_cancel() - won_at.load()) * 1e3);
+    }
+    continue;
+  }
+  const double lag_p99_all = QuantileCountingFailures(lag_ms, lost, 0.99);
+  const Stats ls = Summarize(lag_ms);
+  std::printf("Race of 3, one target hangs: winner's answer -> hung callee's OnCancel\n\n"
+              "| races | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | lost | cut before the handler |\n"
+              "| --- | --- | --- | --- | --- | --- | --- |\n| %zu | %s | %s | %s | %s | %d | %d |\n",
+              ls.n, Fixed(ls.p50).c_str(), Fixed(ls.p90).c_str(), Fixed(ls.p99).c_str(),
+              Fixed(ls.max).c_str(), lost, not_reached);
+  std::printf("RESULT bench=race_cancel races=%zu p50_ms=%.4f p90_ms=%.4f p99_ms=%.4f "
+              "max_ms=%.4f lost=%d not_reached=%d p99_all_ms=%.4f target_met=%d\n",
+              ls.n, ls.p50, ls.p90, ls.p99, ls.max, lost, not_reached, lag_p99_all,
+              lag_p99_all <= 2.0 ? 1 : 0);
+  return 0;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace hopbudget
+
+int main(int argc, char** argv) { return hopbudget::bench::Main(argc, argv); }

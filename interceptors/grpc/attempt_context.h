@@ -1,0 +1,80 @@
+// Copyright hopbudget authors.
+//
+// attempt_context.h (internal): the budget of one logical call as its
+// attempts see it, and the grpc::ClientContext of each attempt. Shared by
+// every form that makes several real calls under one deadline (RetryLoop,
+// Race, Hedger, DownstreamSlots), so that their attempts carry the same
+// deadline, parentage, source tag and headers.
+#ifndef HOPBUDGET_INTERNAL_ATTEMPT_CONTEXT_H_
+#define HOPBUDGET_INTERNAL_ATTEMPT_CONTEXT_H_
+
+#include <grpcpp/client_context.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/time/time.h"
+#include "hopbudget/budget.h"
+#include "hopbudget/deadline_source.h"
+#include "hopbudget/retry_loop.h"
+
+namespace hopbudget {
+namespace internal {
+
+// Not thread-safe to build; const methods may be called concurrently.
+class LogicalBudget {
+ public:
+  // `policy` shapes each attempt (attempt_cap, min_attempt_budget); its
+  // hop_reserve is taken off the inbound deadline of a handler whose call
+  // did not pass through hopbudget's server interceptor.
+  LogicalBudget(const BudgetPolicy& policy, const LogicalCall& call, absl::Time now);
+
+  // The context of attempt number `attempt` (1-based) started at `now`:
+  //   - deadline min(logical deadline, now + attempt_cap) (DeriveCallDeadline);
+  //   - a child of the inbound call, if any, so that its cancel reaches it;
+  //   - `grpc-previous-rpc-attempts: attempt - 1` from the second attempt on;
+  //   - the source tag hopbudget's client interceptor reads (attribution,
+  //     and a fail-fast without the network when the attempt cannot start
+  //     with min_attempt_budget or the inbound call was refused);
+  //   - the trace request when the inbound caller asked for one.
+  std::unique_ptr<grpc::ClientContext> NewAttemptContext(int attempt, absl::Time now) const;
+
+  // The policy attempts derive from (the reserve already taken off).
+  const BudgetPolicy& attempt_policy() const { return attempt_policy_; }
+  // The logical deadline (InfiniteFuture(): none), its source, its length
+  // and when it started.
+  absl::Time deadline() const { return deadline_; }
+  DeadlineSource source() const { return source_; }
+  absl::Duration budget() const { return budget_; }
+  absl::Time start() const { return start_; }
+  // The inbound call was refused on arrival: every attempt fails fast.
+  bool exhausted() const { return exhausted_; }
+
+ private:
+  const grpc::ServerContextBase* inbound_;
+  BudgetPolicy attempt_policy_;
+  absl::Time deadline_ = absl::InfiniteFuture();
+  DeadlineSource source_ = DeadlineSource::kNone;
+  absl::Duration budget_ = absl::InfiniteDuration();
+  absl::Time start_;
+  bool exhausted_ = false;
+  bool trace_requested_ = false;
+  uintptr_t inbound_key_ = 0;
+  uint64_t inbound_id_ = 0;
+};
+
+// Destroys an ended attempt's context soon, on hopbudget's timer thread.
+// Not inline: the completion callback may run inside that very context's
+// TryCancel() (which holds the context's mutex), and a context destroyed on
+// a gRPC callback thread may drop its channel's last reference there, which
+// gRPC 1.51 cannot shut its callback queue down from (grpc#32584). Forms
+// that call `on_done` once every attempt has ended hand their contexts here
+// first, so the caller may tear its stubs down in `on_done`.
+// A canceller passes its own reference here after TryCancel() returns, for
+// the same reasons.
+void DestroyLater(std::shared_ptr<grpc::ClientContext> ended);
+
+}  // namespace internal
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_INTERNAL_ATTEMPT_CONTEXT_H_

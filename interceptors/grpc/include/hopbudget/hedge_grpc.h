@@ -1,0 +1,134 @@
+// Copyright hopbudget authors.
+//
+// hedge_grpc.h: hedged requests of real gRPC calls under one deadline (the
+// pure decisions are in hedge.h).
+//
+// Use one Hedger per idempotent method (its latency window is that
+// method's). Hedger::Start() sends attempt 0 at once; after the hedge delay
+// (fixed, or the method's recent latency quantile) it asks DecideHedge and
+// sends attempt 1, then attempt 2 after another delay when max_attempts is
+// 3. `attempt(index, ctx, done)` picks the target by index ("to another
+// target where one is given"). Each attempt's context is built as RetryLoop
+// builds its attempts (deadline from what remains of the logical call,
+// child of the inbound call, source tag), and a hedge carries
+// `grpc-previous-rpc-attempts` (1, 2). Then:
+//   - the first OK wins and every other attempt is cancelled at once;
+//   - a non-fatal code (HedgePolicy::non_fatal_codes), or an attempt cut by
+//     its own attempt_cap, lets the next hedge go at once, if DecideHedge
+//     allows it, and the other attempts keep running;
+//   - any other failure, or a pushback, ends the call with that answer and
+//     cancels the rest (gRFC A6);
+//   - a hedge is never sent when less than min_attempt_budget remains, nor
+//     beyond max_extra_load hedges per call (one bucket per Hedger);
+//   - when every attempt has failed, the last failure is the answer.
+// `on_done` runs once every attempt has ended (the cancelled ones complete
+// locally right after the winner), so no completion outlives the caller's
+// response objects. Counted in Metrics: hedged calls, hedges sent, won and
+// skipped by reason (hedge.h HedgeOutcome), and cancelled losers.
+//
+// The stubs' channels should carry hopbudget's client interceptor with
+// ClientOptions::hop == HedgerOptions::hop, and gRPC core retries off
+// (GRPC_ARG_ENABLE_RETRIES = 0: its retry filter replaces
+// grpc-previous-rpc-attempts). Only hedge methods that are idempotent: a
+// hedge runs the method twice whenever both copies reach a server.
+//
+// Thread safety: a Hedger may be used from any number of threads at once.
+//
+// Example:
+//   hopbudget::HedgerOptions o;
+//   o.hop = "orders"; o.budget = policy; o.hedge.quantile = 0.95;
+//   auto hedger = hopbudget::Hedger::Create(o);                 // at start-up
+//   echo::Reply replies[2];
+//   (*hedger)->Start(hopbudget::LogicalCall::Of(*ctx),
+//       [&](int i, grpc::ClientContext* c, std::function<void(grpc::Status)> done) {
+//         replicas[i % 2]->async()->Get(c, &req, &replies[i], std::move(done));
+//       },
+//       [reactor](hopbudget::HedgeResult r) { reactor->Finish(r.status); });
+#ifndef HOPBUDGET_HEDGE_GRPC_H_
+#define HOPBUDGET_HEDGE_GRPC_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "hopbudget/budget.h"
+#include "hopbudget/clock.h"
+#include "hopbudget/hedge.h"
+#include "hopbudget/metrics.h"
+#include "hopbudget/retry_loop.h"
+
+namespace hopbudget {
+
+namespace internal {
+class TimerService;
+}  // namespace internal
+
+struct HedgerOptions {
+  // This hop's name, as its channels' ClientOptions::hop. Required.
+  std::string hop;
+  BudgetPolicy budget;  // must pass ValidatePolicy
+  HedgePolicy hedge;    // must pass ValidateHedgePolicy
+  // Not owned; must outlive the Hedger. Defaults: Clock::Real(),
+  // Metrics::Default().
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;
+};
+
+struct HedgeResult {
+  grpc::Status status;
+  int winner = -1;        // index of the attempt that answered OK, or -1
+  int sent = 0;           // attempts sent, the first included
+  int losers = 0;         // attempts cancelled because another answered first
+  // Why the next hedge was not sent, when one was considered and refused;
+  // kSend when none was refused.
+  HedgeOutcome skipped = HedgeOutcome::kSend;
+};
+
+class HedgingCall {
+ public:
+  virtual ~HedgingCall() = default;
+  // Cancels every attempt and any hedge still to come. Safe from any
+  // thread, any number of times.
+  virtual void TryCancel() = 0;
+};
+
+class Hedger {
+ public:
+  using AsyncAttempt = std::function<void(int index, grpc::ClientContext* ctx,
+                                          std::function<void(grpc::Status)> done)>;
+
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Hedger>> Create(HedgerOptions options);
+  ~Hedger();
+  Hedger(const Hedger&) = delete;
+  Hedger& operator=(const Hedger&) = delete;
+
+  // Sync: blocks the caller until every attempt has ended.
+  HedgeResult Call(const LogicalCall& call, AsyncAttempt attempt);
+  // Callback: `on_done` runs exactly once on a gRPC or timer thread; the
+  // hedge delay waits on the shared timer service, holding no thread.
+  std::shared_ptr<HedgingCall> Start(const LogicalCall& call, AsyncAttempt attempt,
+                                     absl::AnyInvocable<void(HedgeResult)> on_done);
+
+  // Hedges sent / calls started, since creation (the extra load).
+  double extra_load() const;
+  // The delay the next call would wait before its first hedge.
+  absl::Duration current_delay() const;
+
+  const HedgerOptions& options() const { return options_; }
+
+  class Shared;  // internal
+
+ private:
+  explicit Hedger(HedgerOptions options);
+  const HedgerOptions options_;
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_HEDGE_GRPC_H_

@@ -1,0 +1,137 @@
+// Copyright hopbudget authors.
+//
+// race_grpc.h: a first-success race of real gRPC calls under one deadline
+// (the pure bookkeeping is RaceTracker, race.h).
+//
+// Race::Start() starts N attempts at once, each with its own
+// grpc::ClientContext built as RetryLoop builds its attempts (deadline from
+// what remains of the logical call, capped by attempt_cap; child of the
+// inbound call; source tag for hopbudget's client interceptor). The first
+// attempt that ends OK wins; every attempt still running is cancelled at
+// once (ClientContext::TryCancel, which reaches the callee as a cancel) and
+// counted as a cancelled loser, not a failure. If every attempt fails, the
+// result's status is the last failure's code and details, its message
+// followed by a note naming every attempt's code and attribution
+// (FormatRaceFailure). Cancelling the logical call (RacingCall::TryCancel,
+// or the inbound call's cancel) cancels every attempt.
+//
+// `on_done` runs once every attempt has ended, so that no attempt's
+// completion outlives the response objects the caller gave it; the losers'
+// cancels complete locally, right after the winner's answer.
+//
+// No thread per call: the callback form holds no thread; the sync form
+// blocks only its caller while the attempts run in gRPC's callback API.
+//
+// The stubs' channels should carry hopbudget's client interceptor with
+// ClientOptions::hop == RaceOptions::hop (attribution of each attempt).
+//
+// Thread safety: a Race may be used from any number of threads at once.
+//
+// Example (two replicas, first answer wins):
+//   hopbudget::RaceOptions o;
+//   o.hop = "orders"; o.budget = policy;
+//   auto race = hopbudget::Race::Create(o);
+//   echo::Reply replies[2];
+//   hopbudget::RaceResult r = (*race)->Call(hopbudget::LogicalCall::Of(*ctx), 2,
+//       [&](int i, grpc::ClientContext* c, std::function<void(grpc::Status)> done) {
+//         replicas[i]->async()->Get(c, &req, &replies[i], std::move(done));
+//       });
+//   if (r.status.ok()) use(replies[r.winner]);
+#ifndef HOPBUDGET_RACE_GRPC_H_
+#define HOPBUDGET_RACE_GRPC_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/types/optional.h"
+#include "hopbudget/attribution.h"
+#include "hopbudget/budget.h"
+#include "hopbudget/clock.h"
+#include "hopbudget/metrics.h"
+#include "hopbudget/race.h"
+#include "hopbudget/retry_loop.h"
+
+namespace hopbudget {
+
+struct RaceOptions {
+  // This hop's name, as its channels' ClientOptions::hop. Required.
+  std::string hop;
+  // attempt_cap and min_attempt_budget shape each attempt; hop_reserve
+  // applies to handlers whose call did not pass through hopbudget's server
+  // interceptor. Must pass ValidatePolicy.
+  BudgetPolicy budget;
+  // Not owned; must outlive the Race. Defaults: Clock::Real(),
+  // Metrics::Default().
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;
+};
+
+struct RaceAttemptReport {
+  grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
+  RaceFate fate = RaceFate::kRunning;
+  absl::optional<Attribution> attribution;  // of a hopbudget DEADLINE_EXCEEDED
+};
+
+struct RaceResult {
+  RaceOutcome outcome = RaceOutcome::kAllFailed;
+  // OK when won; the failure described above when all failed; CANCELLED
+  // when the logical call was cancelled first.
+  grpc::Status status;
+  int winner = -1;  // the winning attempt's index, -1 unless kWon
+  std::vector<RaceAttemptReport> attempts;  // by index
+  int losers = 0;                           // attempts cancelled because another won
+};
+
+// The callback form's handle.
+class RacingCall {
+ public:
+  virtual ~RacingCall() = default;
+  // Cancels every attempt still running; the result is kCancelled unless an
+  // attempt already won. Safe from any thread, any number of times.
+  virtual void TryCancel() = 0;
+};
+
+class Race {
+ public:
+  // Starts attempt `index` (0..n-1) with `ctx` (owned by the race, valid
+  // until the attempt ends) and arranges for `done` to be called once with
+  // its status (a generated stub's async() method does).
+  using AsyncAttempt = std::function<void(int index, grpc::ClientContext* ctx,
+                                          std::function<void(grpc::Status)> done)>;
+
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Race>> Create(RaceOptions options);
+  ~Race();
+  Race(const Race&) = delete;
+  Race& operator=(const Race&) = delete;
+
+  // The sync form: blocks the caller until every attempt has ended. An
+  // invalid `attempts` (ValidateRaceSize) gives INVALID_ARGUMENT at once.
+  RaceResult Call(const LogicalCall& call, int attempts, AsyncAttempt attempt);
+  // The callback form: `on_done` runs exactly once, on a gRPC thread (or on
+  // the caller's when every attempt ended at once). `attempt` and what it
+  // refers to must stay valid until then. The handle may be dropped; it is
+  // nullptr when `attempts` is invalid (`on_done` then already ran with
+  // INVALID_ARGUMENT).
+  std::shared_ptr<RacingCall> Start(const LogicalCall& call, int attempts, AsyncAttempt attempt,
+                                    absl::AnyInvocable<void(RaceResult)> on_done);
+
+  const RaceOptions& options() const { return options_; }
+
+ private:
+  explicit Race(RaceOptions options);
+  friend class RaceCallImpl;
+  const RaceOptions options_;
+  Clock& clock_;
+  Metrics& metrics_;
+};
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_RACE_GRPC_H_

@@ -1,0 +1,129 @@
+// Copyright hopbudget authors.
+//
+// slots_grpc.h: bounded concurrency towards one downstream (a channel or a
+// target), with the wait for a slot inside the call's budget.
+//
+// Make one DownstreamSlots per downstream you want to protect and run every
+// call to it through Call() (sync) or Start() (callback). At most
+// `max_in_flight` attempts run at once; a call that finds no free slot
+// waits in FIFO order (SlotQueue, slots.h):
+//   - the callback form waits without a thread: the call is resumed by the
+//     completion of the call whose slot it takes, or failed by one shared
+//     timer; the sync form blocks its caller;
+//   - the attempt's grpc::ClientContext is built when the slot is granted
+//     (as RetryLoop builds its attempts: deadline from what remains of the
+//     logical call, child of the inbound call, source tag), so the wait is
+//     spent from the call's budget;
+//   - a call that cannot get a slot before its deadline minus
+//     min_attempt_budget fails with DEADLINE_EXCEEDED, source `slot-wait`,
+//     hop `hop`, attributed in the status message and details, without
+//     touching the network; budget is the logical call's, elapsed counts
+//     from its start;
+//   - a full queue (max_waiters) answers RESOURCE_EXHAUSTED at once.
+// Queue waits and refusals are counted in Metrics (slot waits histogram,
+// slot refusals by reason).
+//
+// The stub's channel should carry hopbudget's client interceptor (as for
+// RetryLoop): it attributes the attempt's own DEADLINE_EXCEEDED and fails an
+// attempt that cannot start with min_attempt_budget.
+//
+// Edge cases: a logical call without a deadline waits as long as it takes;
+// a call already past its give-up time still takes a free slot (its attempt
+// then fails fast with exhausted-before-call in the interceptor) but never
+// queues; a handler's call that is cancelled while it waits is answered
+// CANCELLED when its turn or its give-up time comes (the callback form's
+// TryCancel() answers at once).
+//
+// Lifetime: the DownstreamSlots must outlive every call started on it.
+// Thread safety: all methods may be called concurrently.
+//
+// Example, in a callback handler:
+//   hopbudget::DownstreamSlotsOptions o;
+//   o.hop = "orders"; o.max_in_flight = 32; o.budget = policy;
+//   auto slots = hopbudget::DownstreamSlots::Create(o);          // at start-up
+//   (*slots)->Start(hopbudget::LogicalCall::Of(*ctx),
+//       [&](grpc::ClientContext* c, std::function<void(grpc::Status)> done) {
+//         ledger->async()->Commit(c, &req, &resp, std::move(done));
+//       },
+//       [reactor](grpc::Status s) { reactor->Finish(s); });
+#ifndef HOPBUDGET_SLOTS_GRPC_H_
+#define HOPBUDGET_SLOTS_GRPC_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "hopbudget/budget.h"
+#include "hopbudget/clock.h"
+#include "hopbudget/metrics.h"
+#include "hopbudget/retry_loop.h"
+#include "hopbudget/slots.h"
+
+namespace hopbudget {
+
+struct DownstreamSlotsOptions {
+  // This hop's name, for the slot-wait attribution. Required.
+  std::string hop;
+  // Attempts in flight at most (>= 1), and callers waiting at most (>= 1).
+  int max_in_flight = 0;
+  size_t max_waiters = 1 << 20;
+  // min_attempt_budget sets the give-up time; attempt_cap shapes the
+  // attempt; hop_reserve applies to handlers whose call did not pass
+  // through hopbudget's server interceptor. Must pass ValidatePolicy.
+  BudgetPolicy budget;
+  // Not owned; must outlive the object. Defaults: Clock::Real(),
+  // Metrics::Default().
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;
+};
+
+// One call of the callback form.
+class SlotCall {
+ public:
+  virtual ~SlotCall() = default;
+  // Waiting: leaves the queue and `on_done` runs at once with CANCELLED.
+  // In its attempt: cancels it (its completion ends the call). Safe from
+  // any thread, any number of times.
+  virtual void TryCancel() = 0;
+};
+
+class DownstreamSlots {
+ public:
+  using SyncAttempt = RetryLoop::SyncAttempt;
+  using AsyncAttempt = RetryLoop::AsyncAttempt;
+
+  // InvalidArgument for a bad hop name, max_in_flight < 1, max_waiters < 1
+  // or a policy ValidatePolicy refuses.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DownstreamSlots>> Create(
+      DownstreamSlotsOptions options);
+  ~DownstreamSlots();
+  DownstreamSlots(const DownstreamSlots&) = delete;
+  DownstreamSlots& operator=(const DownstreamSlots&) = delete;
+
+  // Sync: waits (blocking the caller) for a slot, runs `attempt` on the
+  // calling thread and returns its status; or the slot-wait refusal.
+  grpc::Status Call(const LogicalCall& call, SyncAttempt attempt);
+  // Callback: `on_done` runs exactly once, on a gRPC or timer thread (or on
+  // the caller's thread when refused at once). `attempt` and what it refers
+  // to must stay valid until then. The handle may be dropped.
+  std::shared_ptr<SlotCall> Start(const LogicalCall& call, AsyncAttempt attempt,
+                                  absl::AnyInvocable<void(grpc::Status)> on_done);
+
+  int in_flight() const;
+  size_t waiting() const;
+
+  class State;  // internal
+
+ private:
+  explicit DownstreamSlots(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_SLOTS_GRPC_H_

@@ -1,0 +1,228 @@
+// Copyright hopbudget authors.
+//
+// Hedger against real servers on loopback: a slow primary is hedged to the
+// other target and the hedge wins (the primary is cancelled at the callee),
+// a hedge is never sent without room in the budget, the extra-load cap holds
+// under a slow replica, a pushback or a fatal answer stops the hedging, a
+// non-fatal one sends the next hedge at once, and cancelling the logical
+// call cancels every attempt.
+#include "hopbudget/hedge_grpc.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "hopbudget/client.h"
+#include "scripted_server.h"
+
+namespace hopbudget {
+namespace {
+
+using testing::Action;
+using testing::ScriptedServer;
+
+enum class Form { kSync, kCallback };
+
+HedgerOptions Options(Metrics* metrics, absl::Duration delay) {
+  HedgerOptions o;
+  o.hop = "orders";
+  o.metrics = metrics;
+  o.hedge.delay = delay;
+  o.hedge.max_extra_load = 1;  // every call may hedge, unless a test says otherwise
+  return o;
+}
+
+// Attempt i goes to target i % 2.
+struct HedgeRig {
+  HedgeRig(ScriptedServer& a, ScriptedServer& b, HedgerOptions options) {
+    options.metrics = &metrics;
+    stubs.push_back(testing::AttemptStub(a.address(), "orders", &metrics));
+    stubs.push_back(testing::AttemptStub(b.address(), "orders", &metrics));
+    auto h = Hedger::Create(std::move(options));
+    EXPECT_TRUE(h.ok()) << h.status();
+    hedger = *std::move(h);
+  }
+  // `replies` must hold 3 replies and outlive the call.
+  Hedger::AsyncAttempt Attempt(echo::RelayReply* replies) {
+    return [this, replies](int i, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+      stubs[i % 2]->async()->Call(ctx, &request, &replies[i], std::move(done));
+    };
+  }
+  HedgeResult Run(Form form, absl::Duration budget) {
+    echo::RelayReply replies[3];
+    const LogicalCall call = LogicalCall::WithDeadline(absl::Now() + budget);
+    if (form == Form::kSync) return hedger->Call(call, Attempt(replies));
+    absl::Notification done;
+    HedgeResult result;
+    hedger->Start(call, Attempt(replies), [&](HedgeResult r) {
+      result = std::move(r);
+      done.Notify();
+    });
+    EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    return result;
+  }
+  Metrics metrics;
+  std::vector<std::unique_ptr<echo::Relay::Stub>> stubs;
+  const echo::RelayRequest request;
+  std::unique_ptr<Hedger> hedger;
+};
+
+class HedgeGrpcTest : public ::testing::TestWithParam<Form> {};
+
+TEST_P(HedgeGrpcTest, ASlowPrimaryIsHedgedToTheOtherTargetAndTheHedgeWins) {
+  ScriptedServer slow("ledger-a", [](int) { return Action::Hang(); });
+  ScriptedServer fast("ledger-b", [](int) { return Action::Ok(); });
+  HedgeRig rig(slow, fast, Options(nullptr, absl::Milliseconds(20)));
+  const HedgeResult r = rig.Run(GetParam(), absl::Seconds(20));
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.winner, 1);
+  EXPECT_EQ(r.sent, 2);
+  EXPECT_EQ(r.losers, 1);
+  ASSERT_TRUE(slow.WaitForCancels(1, absl::Seconds(10)));  // the primary, cancelled at the callee
+  EXPECT_THAT(slow.previous_attempts(), ::testing::ElementsAre(""));
+  EXPECT_THAT(fast.previous_attempts(), ::testing::ElementsAre("1"));  // the hedge says so
+  const MetricsSnapshot s = rig.metrics.Snapshot();
+  EXPECT_EQ(s.hedges_sent, 1u);
+  EXPECT_EQ(s.hedges_won, 1u);
+  EXPECT_EQ(s.hedge_losers_cancelled, 1u);
+}
+
+TEST_P(HedgeGrpcTest, NoHedgeIsSentWithoutRoomInTheBudget) {
+  ScriptedServer slow("ledger-a", [](int) { return Action::Hang(); });
+  ScriptedServer other("ledger-b", [](int) { return Action::Ok(); });
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(200));
+  o.budget.min_attempt_budget = absl::Milliseconds(150);
+  HedgeRig rig(slow, other, o);
+  // At the hedge delay (200 ms) about 100 ms of the 300 ms remain: below
+  // 150. (The 100 ms also let a late timer decide before the deadline.)
+  const HedgeResult r = rig.Run(GetParam(), absl::Milliseconds(300));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(r.sent, 1);
+  EXPECT_EQ(r.skipped, HedgeOutcome::kNoBudget);
+  EXPECT_EQ(other.calls(), 0);
+  EXPECT_EQ(rig.metrics.Snapshot().hedge_skipped(HedgeOutcome::kNoBudget), 1u);
+}
+
+TEST_P(HedgeGrpcTest, APushbackStopsTheHedging) {
+  ScriptedServer pushing("ledger-a", [](int) {
+    return Action::Fail(grpc::StatusCode::UNAVAILABLE, /*pushback=*/"5");
+  });
+  ScriptedServer other("ledger-b", [](int) { return Action::Ok(); });
+  HedgeRig rig(pushing, other, Options(nullptr, absl::Milliseconds(200)));
+  const HedgeResult r = rig.Run(GetParam(), absl::Seconds(20));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(r.sent, 1);
+  EXPECT_EQ(other.calls(), 0);
+}
+
+TEST_P(HedgeGrpcTest, AFatalAnswerStopsTheHedgingAndCancelsTheRest) {
+  ScriptedServer slow_bad("ledger-a", [](int) { return Action::Hang(); });
+  ScriptedServer bad("ledger-b", [](int) { return Action::Fail(grpc::StatusCode::INVALID_ARGUMENT); });
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(20));
+  o.hedge.max_attempts = 3;
+  HedgeRig rig(slow_bad, bad, o);
+  const HedgeResult r = rig.Run(GetParam(), absl::Seconds(20));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(r.sent, 2);  // no third attempt after the fatal answer
+  EXPECT_EQ(r.losers, 1);
+  EXPECT_TRUE(slow_bad.WaitForCancels(1, absl::Seconds(10)));
+  EXPECT_EQ(slow_bad.calls(), 1);
+}
+
+TEST_P(HedgeGrpcTest, ANonFatalAnswerSendsTheNextHedgeAtOnce) {
+  ScriptedServer down("ledger-a", [](int) { return Action::Fail(grpc::StatusCode::UNAVAILABLE); });
+  ScriptedServer up("ledger-b", [](int) { return Action::Ok(); });
+  HedgeRig rig(down, up, Options(nullptr, absl::Seconds(10)));  // the delay never passes
+  const absl::Time start = absl::Now();
+  const HedgeResult r = rig.Run(GetParam(), absl::Seconds(20));
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.winner, 1);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST_P(HedgeGrpcTest, ThePrimarysAttemptCapDoesNotCutAHedgeStillRunning) {
+  // Hedge at 100 ms; each attempt's cap is 200 ms. The primary hangs and is
+  // cut by its cap at 200 ms; the hedge answers at ~250 ms, within its own
+  // cap (300 ms). A cap that fired is this attempt's, not the call's: the
+  // hedge must win (50 ms of slack on each side).
+  ScriptedServer hung("ledger-a", [](int) { return Action::Hang(); });
+  ScriptedServer late("ledger-b", [](int) { return Action::After(absl::Milliseconds(150)); });
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(100));
+  o.budget.attempt_cap = absl::Milliseconds(200);
+  HedgeRig rig(hung, late, o);
+  const HedgeResult r = rig.Run(GetParam(), absl::Seconds(20));
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.winner, 1);
+  EXPECT_EQ(r.sent, 2);
+}
+
+TEST_P(HedgeGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
+  ScriptedServer a("ledger-a", [](int) { return Action::Hang(); });
+  ScriptedServer b("ledger-b", [](int) { return Action::Hang(); });
+  HedgeRig rig(a, b, Options(nullptr, absl::Milliseconds(10)));
+  echo::RelayReply replies[3];
+  absl::Notification done;
+  HedgeResult r;
+  auto call = rig.hedger->Start(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
+                                rig.Attempt(replies), [&](HedgeResult res) {
+                                  r = std::move(res);
+                                  done.Notify();
+                                });
+  ASSERT_TRUE(b.WaitForCalls(1, absl::Seconds(10)));  // the hedge is out
+  call->TryCancel();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(r.sent, 2);
+  EXPECT_TRUE(a.WaitForCancels(1, absl::Seconds(10)));
+  EXPECT_TRUE(b.WaitForCancels(1, absl::Seconds(10)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, HedgeGrpcTest, ::testing::Values(Form::kSync, Form::kCallback),
+                         [](const ::testing::TestParamInfo<Form>& i) {
+                           return i.param == Form::kSync ? "Sync" : "Callback";
+                         });
+
+// 200 calls at once, every primary slow: only 5 % may be hedged.
+TEST(HedgeLoadTest, TheExtraLoadCapHoldsUnderASlowReplica) {
+  constexpr int kCalls = 200;
+  ScriptedServer slow("ledger-a", [](int) { return Action::After(absl::Milliseconds(150)); });
+  ScriptedServer fast("ledger-b", [](int) { return Action::Ok(); });
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(20));
+  o.hedge.max_extra_load = 0.05;
+  HedgeRig rig(slow, fast, o);
+  std::vector<std::array<echo::RelayReply, 3>> replies(kCalls);
+  std::vector<absl::Notification> done(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    rig.hedger->Start(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
+                      rig.Attempt(replies[i].data()),
+                      [&done, i](HedgeResult r) {
+                        EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+                        done[i].Notify();
+                      });
+  }
+  for (auto& d : done) ASSERT_TRUE(d.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  const MetricsSnapshot s = rig.metrics.Snapshot();
+  std::printf("RESULT hedge_extra_load_cap calls=%d hedges=%llu extra_load=%.3f\n", kCalls,
+              static_cast<unsigned long long>(s.hedges_sent), s.extra_load());
+  EXPECT_LE(s.hedges_sent, static_cast<uint64_t>(kCalls * 0.05 + 1));
+  EXPECT_GE(s.hedges_sent, 5u);  // the cap is a cap, not an off switch
+  EXPECT_EQ(static_cast<uint64_t>(fast.calls()), s.hedges_sent);
+  EXPECT_LE(rig.hedger->extra_load(), 0.05 + 1.0 / kCalls);
+  EXPECT_EQ(s.hedge_skipped(HedgeOutcome::kExtraLoad), kCalls - s.hedges_sent);
+}
+
+TEST(HedgeOptionsTest, BadOptionsAreRefused) {
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(10));
+  o.hedge.max_attempts = 4;
+  EXPECT_THAT(Hedger::Create(o).status().message(), ::testing::HasSubstr("max_attempts"));
+  o = Options(nullptr, absl::Milliseconds(10));
+  o.hop = "";
+  EXPECT_FALSE(Hedger::Create(o).ok());
+}
+
+}  // namespace
+}  // namespace hopbudget

@@ -1,0 +1,285 @@
+// Copyright hopbudget authors.
+//
+// DownstreamSlots against real servers on loopback: the limit holds, a slot
+// wait that outlives the budget fails with source slot-wait and never
+// reaches the server, a cancel while waiting answers at once, and 10 000
+// callers waiting for 100 slots hold no thread and expire on time.
+#include "hopbudget/slots_grpc.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "hopbudget/client.h"
+#include "scripted_server.h"
+
+namespace hopbudget {
+namespace {
+
+using testing::Action;
+using testing::ScriptedServer;
+
+DownstreamSlotsOptions SlotOptions(int max_in_flight, Metrics* metrics) {
+  DownstreamSlotsOptions o;
+  o.hop = "orders";
+  o.max_in_flight = max_in_flight;
+  o.budget.min_attempt_budget = absl::Milliseconds(20);
+  o.metrics = metrics;
+  return o;
+}
+
+struct Result {
+  absl::Notification done;
+  grpc::Status status;
+  absl::Time at;
+};
+
+// One callback call through `slots` at the edge with `budget`.
+std::shared_ptr<SlotCall> StartCall(DownstreamSlots& slots, echo::Relay::Stub& stub,
+                                    absl::Duration budget, Result* result) {
+  static const echo::RelayRequest request;
+  auto reply = std::make_shared<echo::RelayReply>();
+  return slots.Start(
+      LogicalCall::WithDeadline(absl::Now() + budget),
+      [&stub, reply](grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+        stub.async()->Call(ctx, &request, reply.get(), std::move(done));
+      },
+      [result](grpc::Status s) {
+        result->status = std::move(s);
+        result->at = absl::Now();
+        result->done.Notify();
+      });
+}
+
+TEST(DownstreamSlotsTest, BadOptionsAreRefused) {
+  Metrics metrics;
+  DownstreamSlotsOptions o = SlotOptions(0, &metrics);
+  auto s = DownstreamSlots::Create(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), ::testing::HasSubstr("max_in_flight must be >= 1, got 0"));
+  o = SlotOptions(1, &metrics);
+  o.hop = "bad hop";
+  EXPECT_FALSE(DownstreamSlots::Create(o).ok());
+  o = SlotOptions(1, &metrics);
+  o.max_waiters = 0;
+  EXPECT_THAT(DownstreamSlots::Create(o).status().message(), ::testing::HasSubstr("max_waiters"));
+}
+
+TEST(DownstreamSlotsTest, NoMoreThanTheLimitReachTheServerAndAllFinish) {
+  Metrics metrics;
+  ScriptedServer ledger("ledger", [](int) { return Action::After(absl::Milliseconds(30)); });
+  auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);
+  auto slots = DownstreamSlots::Create(SlotOptions(2, &metrics));
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  std::vector<Result> results(8);
+  for (Result& r : results) StartCall(**slots, *stub, absl::Seconds(20), &r);
+  for (Result& r : results) {
+    ASSERT_TRUE(r.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  }
+  EXPECT_EQ(ledger.calls(), 8);
+  EXPECT_EQ(ledger.max_in_flight(), 2);
+  EXPECT_EQ(metrics.Snapshot().slot_wait.count, 8u);  // every grant, queued or not
+  EXPECT_EQ((*slots)->in_flight(), 0);
+  EXPECT_EQ((*slots)->waiting(), 0u);
+}
+
+enum class Form { kSync, kCallback };
+
+class SlotWaitTest : public ::testing::TestWithParam<Form> {};
+
+TEST_P(SlotWaitTest, AWaitThatOutlivesTheBudgetFailsWithSlotWaitAndNoCallIsSent) {
+  Metrics metrics;
+  ScriptedServer ledger("ledger", [](int) { return Action::Hang(); });
+  auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);
+  auto slots = DownstreamSlots::Create(SlotOptions(1, &metrics));
+  ASSERT_TRUE(slots.ok());
+  Result holder;
+  auto held = StartCall(**slots, *stub, absl::Seconds(20), &holder);
+  ASSERT_TRUE(ledger.WaitForCalls(1, absl::Seconds(10)));
+
+  const absl::Duration budget = absl::Milliseconds(200);
+  const absl::Time start = absl::Now();
+  grpc::Status status;
+  if (GetParam() == Form::kSync) {
+    const echo::RelayRequest request;
+    echo::RelayReply reply;
+    status = (*slots)->Call(LogicalCall::WithDeadline(start + budget),
+                            [&](grpc::ClientContext* ctx) { return stub->Call(ctx, request, &reply); });
+  } else {
+    Result r;
+    StartCall(**slots, *stub, budget, &r);
+    ASSERT_TRUE(r.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    status = r.status;
+  }
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  const absl::optional<Attribution> a = AttributionOf(status);
+  ASSERT_TRUE(a.has_value()) << status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kSlotWait);
+  EXPECT_EQ(a->hop, "orders");
+  // It gave up when less than min_attempt_budget (20 ms) was left.
+  EXPECT_GE(took, absl::Milliseconds(175));
+  EXPECT_LT(took, absl::Milliseconds(200) + absl::Milliseconds(400));
+  EXPECT_EQ(ledger.calls(), 1);  // only the holder reached the server
+  EXPECT_EQ(metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kSlotWait), 1u);
+  EXPECT_EQ(metrics.Snapshot().slot_refusals[static_cast<int>(SlotRefusalReason::kNoTimeToWait)],
+            1u);
+  held->TryCancel();
+  ASSERT_TRUE(holder.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(holder.status.error_code(), grpc::StatusCode::CANCELLED);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, SlotWaitTest, ::testing::Values(Form::kSync, Form::kCallback),
+                         [](const ::testing::TestParamInfo<Form>& i) {
+                           return i.param == Form::kSync ? "Sync" : "Callback";
+                         });
+
+// A handler that passes a slot-wait refusal on: its caller reads the
+// origin (slot-wait at orders) from the answer, in every form.
+TEST(DownstreamSlotsTest, AHandlerRelaysTheSlotWaitAttributionToItsCaller) {
+  Metrics metrics;
+  ScriptedServer ledger("ledger", [](int) { return Action::Hang(); });
+  auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);
+  auto slots = DownstreamSlots::Create(SlotOptions(1, &metrics));
+  ASSERT_TRUE(slots.ok());
+  Result holder;
+  auto held = StartCall(**slots, *stub, absl::Seconds(20), &holder);
+  ASSERT_TRUE(ledger.WaitForCalls(1, absl::Seconds(10)));
+
+  class Orders final : public echo::Relay::Service {
+   public:
+    Orders(DownstreamSlots* slots, echo::Relay::Stub* ledger) : slots_(slots), ledger_(ledger) {}
+    grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest* req,
+                      echo::RelayReply* reply) override {
+      return slots_->Call(LogicalCall::Of(*ctx), [&](grpc::ClientContext* c) {
+        return ledger_->Call(c, *req, reply);
+      });
+    }
+    DownstreamSlots* slots_;
+    echo::Relay::Stub* ledger_;
+  } orders(slots->get(), stub.get());
+  ServerOptions so;
+  so.hop = "orders";
+  // Orders gives up 120 ms before its caller's deadline (reserve plus
+  // min_attempt_budget): its answer must beat that deadline under load.
+  so.policy.hop_reserve = absl::Milliseconds(100);
+  std::string address;
+  auto server = testing::ServeBehindHopbudget(&orders, so, &address);
+  ASSERT_NE(server, nullptr);
+  auto front = testing::NewStub(address, /*with_interceptor=*/false);
+  grpc::ClientContext ctx;
+  testing::SetBudget(ctx, absl::Milliseconds(600));
+  echo::RelayReply reply;
+  const grpc::Status status = front->Call(&ctx, echo::RelayRequest(), &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  const absl::optional<Attribution> a = AttributionOf(status);
+  ASSERT_TRUE(a.has_value()) << status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kSlotWait);
+  EXPECT_EQ(a->hop, "orders");
+  const auto& trailers = ctx.GetServerTrailingMetadata();
+  auto it = trailers.find("hopbudget-source");
+  ASSERT_NE(it, trailers.end());
+  EXPECT_EQ(std::string(it->second.data(), it->second.size()), "slot-wait");
+  EXPECT_EQ(ledger.calls(), 1);
+  held->TryCancel();
+  ASSERT_TRUE(holder.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  server->Shutdown();
+}
+
+TEST(DownstreamSlotsTest, AWaiterGetsTheSlotWhenTheHolderEnds) {
+  Metrics metrics;
+  ScriptedServer ledger("ledger", [](int n) { return n == 0 ? Action::Hang() : Action::Ok(); });
+  auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);
+  auto slots = DownstreamSlots::Create(SlotOptions(1, &metrics));
+  ASSERT_TRUE(slots.ok());
+  Result holder, waiter;
+  auto held = StartCall(**slots, *stub, absl::Seconds(20), &holder);
+  ASSERT_TRUE(ledger.WaitForCalls(1, absl::Seconds(10)));
+  StartCall(**slots, *stub, absl::Seconds(20), &waiter);
+  EXPECT_EQ((*slots)->waiting(), 1u);
+  held->TryCancel();
+  ASSERT_TRUE(waiter.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(waiter.status.ok()) << waiter.status.error_message();
+  // The holder's answer may come after the waiter's (its slot went first).
+  ASSERT_TRUE(holder.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(holder.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(ledger.calls(), 2);
+}
+
+TEST(DownstreamSlotsTest, CancelWhileWaitingAnswersAtOnceAndSendsNothing) {
+  Metrics metrics;
+  ScriptedServer ledger("ledger", [](int) { return Action::Hang(); });
+  auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);
+  auto slots = DownstreamSlots::Create(SlotOptions(1, &metrics));
+  ASSERT_TRUE(slots.ok());
+  Result holder, waiter;
+  auto held = StartCall(**slots, *stub, absl::Seconds(20), &holder);
+  ASSERT_TRUE(ledger.WaitForCalls(1, absl::Seconds(10)));
+  auto waiting = StartCall(**slots, *stub, absl::Seconds(20), &waiter);
+  waiting->TryCancel();
+  ASSERT_TRUE(waiter.done.HasBeenNotified());  // on the cancelling thread, at once
+  EXPECT_EQ(waiter.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ((*slots)->waiting(), 0u);
+  held->TryCancel();
+  ASSERT_TRUE(holder.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(ledger.calls(), 1);
+  EXPECT_EQ((*slots)->in_flight(), 0);
+}
+
+// 10 000 callers for 100 slots held by hanging calls: the waiters hold no
+// thread, and each fails with slot-wait close to its own give-up time.
+TEST(DownstreamSlotsTest, TenThousandWaitersHoldNoThreadAndExpireOnTime) {
+  constexpr int kSlots = 100;
+  constexpr int kWaiters = 10000;
+  Metrics metrics;
+  ScriptedServer ledger("ledger", [](int) { return Action::Hang(); });
+  auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);
+  auto slots = DownstreamSlots::Create(SlotOptions(kSlots, &metrics));
+  ASSERT_TRUE(slots.ok());
+  std::vector<Result> holders(kSlots);
+  std::vector<std::shared_ptr<SlotCall>> held;
+  for (Result& r : holders) held.push_back(StartCall(**slots, *stub, absl::Seconds(60), &r));
+  ASSERT_TRUE(ledger.WaitForCalls(kSlots, absl::Seconds(20)));
+  const int threads_before = testing::ThreadCount();
+
+  // Give-up times spread over 300..500 ms from now (min_attempt_budget 20 ms).
+  std::vector<Result> waiters(kWaiters);
+  std::vector<absl::Time> give_up(kWaiters);
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < kWaiters; ++i) {
+    const absl::Duration budget = absl::Milliseconds(320 + (i % 200));
+    give_up[i] = absl::Now() + budget - absl::Milliseconds(20);
+    StartCall(**slots, *stub, budget, &waiters[i]);
+  }
+  const absl::Duration enqueue = absl::Now() - start;
+  EXPECT_EQ((*slots)->waiting(), static_cast<size_t>(kWaiters));
+  const int threads_waiting = testing::ThreadCount();
+  absl::Duration worst_late = absl::ZeroDuration();
+  for (int i = 0; i < kWaiters; ++i) {
+    ASSERT_TRUE(waiters[i].done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    ASSERT_EQ(waiters[i].status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    EXPECT_GE(waiters[i].at, give_up[i]);
+    worst_late = std::max(worst_late, waiters[i].at - give_up[i]);
+  }
+  std::printf("RESULT slots_10k enqueue_ms=%.1f worst_expiry_late_ms=%.2f threads_before=%d "
+              "threads_waiting=%d\n",
+              absl::ToDoubleMilliseconds(enqueue), absl::ToDoubleMilliseconds(worst_late),
+              threads_before, threads_waiting);
+  EXPECT_LE(threads_waiting, threads_before + 2);
+  // On time: a waiter is answered well within its 300 ms budget of its
+  // give-up time, even on a loaded 2-core machine.
+  EXPECT_LT(worst_late, absl::Milliseconds(250));
+  EXPECT_EQ(ledger.calls(), kSlots);
+  EXPECT_EQ(metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kSlotWait),
+            static_cast<uint64_t>(kWaiters));
+  for (auto& h : held) h->TryCancel();
+  for (Result& r : holders) ASSERT_TRUE(r.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+}
+
+}  // namespace
+}  // namespace hopbudget
