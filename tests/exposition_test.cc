@@ -4,6 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/str_format.h"
+
 namespace hopbudget {
 namespace {
 
@@ -56,6 +61,42 @@ TEST(PrometheusTextTest, HistogramBucketsAreCumulativeWithSumAndCount) {
   EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"+Inf\"} 2\n"));
   EXPECT_THAT(text, HasSubstr(name + "_sum{method=\"other\"} 0.82"));
   EXPECT_THAT(text, HasSubstr(name + "_count{method=\"other\"} 2\n"));
+}
+
+TEST(PrometheusTextTest, LatencyHistogramsAreLabelledByMethodAndCode) {
+  Metrics m;
+  m.EndServerCall(MethodId{}, absl::StatusCode::kOk, absl::Milliseconds(800));
+  m.EndClientAttempt(MethodId{}, absl::StatusCode::kUnavailable, absl::Seconds(1),
+                     ClientCallKind::kPlainCall);
+  const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
+  for (const char* family :
+       {"hopbudget_client_attempt_duration_seconds", "hopbudget_client_call_duration_seconds",
+        "hopbudget_server_call_duration_seconds"}) {
+    EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + " histogram\n")) << family;
+  }
+  const std::string server = "hopbudget_server_call_duration_seconds";
+  // 0.8 s lies in (2^(-3/8), 2^(-2/8)] = (0.7711, 0.8409]: the bounds as
+  // written, shortest form that reads back as the same double.
+  auto le = [](double v) {
+    std::string out = absl::StrFormat("%.15g", v);
+    if (std::strtod(out.c_str(), nullptr) != v) out = absl::StrFormat("%.17g", v);
+    return out;
+  };
+  const std::vector<double>& b = m.latency_bounds();
+  const size_t i = std::find(b.begin(), b.end(), 1.0) - b.begin();
+  EXPECT_THAT(text, HasSubstr(server + "_bucket{method=\"other\",code=\"OK\",le=\"" +
+                              le(b[i - 3]) + "\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr(server + "_bucket{method=\"other\",code=\"OK\",le=\"" +
+                              le(b[i - 2]) + "\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(server + "_bucket{method=\"other\",code=\"OK\",le=\"+Inf\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(server + "_sum{method=\"other\",code=\"OK\"} 0.8\n"));
+  EXPECT_THAT(text, HasSubstr(server + "_count{method=\"other\",code=\"OK\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_client_attempt_duration_seconds_bucket{method=\"other\","
+                              "code=\"UNAVAILABLE\",le=\"1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_client_call_duration_seconds_count{method=\"other\","
+                              "code=\"UNAVAILABLE\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("hopbudget_server_call_duration_seconds_count{method=\"other\","
+                                  "code=\"UNAVAILABLE\"}")));
 }
 
 TEST(PrometheusTextTest, LabelValuesAreEscaped) {

@@ -7,6 +7,7 @@
 
 #include "hopbudget/client.h"
 #include "hopbudget/retry.h"
+#include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 
@@ -190,6 +191,115 @@ TEST(MetricsIntegrationTest, ClientDeadlineIsCountedByTheCallerAndTheHopThatSawI
   const MetricsSnapshot l = ledger.metrics().Snapshot();
   EXPECT_EQ(l.deadline_exceeded(Side::kServer, DeadlineSource::kClient, "ledger"), 1u);
   EXPECT_EQ(l.calls_with_code(Side::kServer, kCall, absl::StatusCode::kDeadlineExceeded), 1u);
+}
+
+// Latency over real gRPC: orders retries ledger's hung first attempt on a
+// retrying channel. Each attempt is observed on its own, the logical call
+// once with both attempts in it, and a plain channel's call as both.
+TEST(MetricsIntegrationTest, LatencyIsObservedPerAttemptPerLogicalCallAndPerServerCall) {
+  HopConfig ledger_config = Hop("ledger");
+  ledger_config.faults.hang_first = 1;
+  RelayHop orders(Hop("orders")), ledger(ledger_config);
+  RetryOptions retry;
+  retry.budget.attempt_cap = absl::Milliseconds(150);
+  retry.retry.max_attempts = 3;
+  retry.retry.initial_backoff = absl::Milliseconds(1);
+  retry.retry.max_backoff = absl::Milliseconds(2);
+  orders.SetNext(ledger.address(), &retry);
+  Metrics client_metrics;
+  auto stub = testing::NewStub(orders.address(), true, &client_metrics);
+  ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(10), {Work(0), Work(0)}).ok());
+  orders.Shutdown();
+  ledger.Shutdown();
+
+  const MetricsSnapshot o = orders.metrics().Snapshot();
+  const MethodSnapshot* m = o.method(kCall);
+  ASSERT_NE(m, nullptr);
+  const HistogramSnapshot* cut = m->latency_of(LatencyKind::kClientAttempt,
+                                               absl::StatusCode::kDeadlineExceeded);
+  const HistogramSnapshot* ok_attempt =
+      m->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
+  const HistogramSnapshot* call = m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kOk);
+  const HistogramSnapshot* served = m->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
+  ASSERT_TRUE(cut && ok_attempt && call && served);
+  EXPECT_EQ(cut->count, 1u);
+  EXPECT_GE(cut->sum, 0.150);  // cut at the attempt budget
+  EXPECT_LT(cut->sum, 5.0);
+  EXPECT_EQ(ok_attempt->count, 1u);
+  EXPECT_EQ(call->count, 1u) << "one logical call, not one per attempt";
+  EXPECT_GE(call->sum, cut->sum + ok_attempt->sum);
+  EXPECT_EQ(m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kDeadlineExceeded), nullptr);
+  EXPECT_EQ(served->count, 1u);
+  EXPECT_GE(served->sum, call->sum);  // orders answered after its downstream call ended
+  EXPECT_LT(served->sum, 5.0);
+
+  // The caller's plain channel: its call is its one attempt.
+  const MetricsSnapshot c = client_metrics.Snapshot();
+  const MethodSnapshot* cm = c.method(kCall);
+  ASSERT_NE(cm, nullptr);
+  const HistogramSnapshot* a = cm->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
+  const HistogramSnapshot* l = cm->latency_of(LatencyKind::kClientCall, absl::StatusCode::kOk);
+  ASSERT_TRUE(a && l);
+  EXPECT_EQ(a->count, 1u);
+  EXPECT_EQ(l->count, 1u);
+  EXPECT_EQ(a->counts, l->counts);
+  EXPECT_GE(a->sum, served->sum);
+
+  // Ledger served two calls: the hung one (cut by orders) and the retry.
+  const MetricsSnapshot ls = ledger.metrics().Snapshot();
+  uint64_t ledger_calls = 0;
+  for (const LatencySnapshot& x : ls.method(kCall)->latency) {
+    if (x.kind == LatencyKind::kServerCall) ledger_calls += x.seconds.count;
+  }
+  EXPECT_EQ(ledger_calls, 2u);
+}
+
+// RetryLoop (the explicit loop around a plain stub): the budget interceptor
+// under it sees each attempt, the loop the logical call.
+TEST(MetricsIntegrationTest, RetryLoopObservesTheLogicalCallOnceAndEachAttempt) {
+  HopConfig ledger_config = Hop("ledger");
+  ledger_config.faults.unavailable_first = 2;
+  RelayHop ledger(ledger_config);
+  Metrics metrics;
+  ClientOptions client;
+  client.hop = "orders";
+  client.metrics = &metrics;
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  auto channel = CreateChannel(ledger.address(), grpc::InsecureChannelCredentials(), client, args);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto stub = echo::Relay::NewStub(*channel);
+  RetryLoopOptions options;
+  options.hop = "orders";
+  options.method = kCall;
+  options.metrics = &metrics;
+  options.retry.max_attempts = 3;
+  options.retry.initial_backoff = absl::Milliseconds(1);
+  options.retry.max_backoff = absl::Milliseconds(2);
+  auto loop = RetryLoop::Create(options);
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  const echo::RelayRequest request = testing::Request({Work(0)});
+  echo::RelayReply reply;
+  ASSERT_TRUE((*loop)
+                  ->Call(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(10)),
+                         [&](grpc::ClientContext* attempt) {
+                           return stub->Call(attempt, request, &reply);
+                         })
+                  .ok());
+  ledger.Shutdown();
+  const MetricsSnapshot s = metrics.Snapshot();
+  const MethodSnapshot* m = s.method(kCall);
+  ASSERT_NE(m, nullptr);
+  const HistogramSnapshot* failed =
+      m->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kUnavailable);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->count, 2u);
+  EXPECT_EQ(m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kUnavailable), nullptr)
+      << "a retried attempt is not a logical call";
+  const HistogramSnapshot* call = m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kOk);
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->count, 1u);
+  EXPECT_EQ(s.calls_with_attempts(3), 1u);
 }
 
 }  // namespace

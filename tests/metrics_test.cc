@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -140,6 +142,137 @@ TEST(MetricsHistogramTest, AttemptsPerCallBucketsOneToTenThenInf) {
   EXPECT_DOUBLE_EQ(h.sum, 29);
   EXPECT_EQ(s.calls_with_attempts(1), 1u);
   EXPECT_EQ(s.calls_with_attempts(kMaxAttemptBuckets), 1u);  // 10 and more
+}
+
+// The default latency buckets: 2^(k/8) s from the first >= 1 ms to the first
+// >= 60 s, so that a quantile read from them is within 4.5 %.
+TEST(MetricsLatencyTest, DefaultBucketsGrowBy2ToTheEighthFrom1msTo60s) {
+  Metrics m;
+  const std::vector<double>& b = m.latency_bounds();
+  ASSERT_EQ(b.size(), 128u);
+  EXPECT_GE(b.front(), 0.001);
+  EXPECT_LT(b.front() / std::exp2(0.125), 0.001);
+  EXPECT_GE(b.back(), 60.0);
+  EXPECT_LT(b.back() / std::exp2(0.125), 60.0);
+  for (size_t i = 1; i < b.size(); ++i) EXPECT_NEAR(b[i] / b[i - 1], std::exp2(0.125), 1e-12);
+  // Powers of two are bounds, exactly (native histogram schema 3).
+  EXPECT_NE(std::find(b.begin(), b.end(), 1.0), b.end());
+  EXPECT_NE(std::find(b.begin(), b.end(), 0.5), b.end());
+  EXPECT_NE(std::find(b.begin(), b.end(), 32.0), b.end());
+}
+
+// The computed bucket of each value agrees with the bounds: just below a
+// bound is in its bucket, just above is in the next; a bound itself is in
+// its own bucket (le means <=).
+TEST(MetricsLatencyTest, ComputedBucketAgreesWithTheBoundsEverywhere) {
+  Metrics m;
+  const std::vector<double> b = m.latency_bounds();
+  const MethodId other{};
+  for (double bound : b) {
+    m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                     absl::Seconds(bound * 0.995));
+    m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                     absl::Seconds(bound * 1.005));
+  }
+  const MetricsSnapshot s = m.Snapshot();
+  const HistogramSnapshot* h =
+      s.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
+  ASSERT_NE(h, nullptr);
+  ASSERT_EQ(h->counts.size(), b.size() + 1);
+  EXPECT_EQ(h->counts.front(), 1u);
+  for (size_t i = 1; i < b.size(); ++i) EXPECT_EQ(h->counts[i], 2u) << "bucket le=" << b[i];
+  EXPECT_EQ(h->counts.back(), 1u);  // just above 60.9 s
+  EXPECT_EQ(h->count, 2 * b.size());
+
+  Metrics exact;
+  for (double bound : {0.5, 1.0, 2.0, 32.0}) {
+    exact.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                         absl::Seconds(bound));
+  }
+  const MetricsSnapshot e = exact.Snapshot();
+  const HistogramSnapshot* eh =
+      e.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
+  for (double bound : {0.5, 1.0, 2.0, 32.0}) {
+    const size_t i = std::find(b.begin(), b.end(), bound) - b.begin();
+    EXPECT_EQ(eh->counts[i], 1u) << bound;
+  }
+}
+
+TEST(MetricsLatencyTest, ZeroAndNegativeFallIntoTheFirstBucketInfiniteIntoTheLast) {
+  Metrics m;
+  const MethodId other{};
+  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk, absl::ZeroDuration());
+  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk, -absl::Seconds(1));
+  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk,
+                   absl::InfiniteDuration());
+  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk, absl::Minutes(5));
+  const MetricsSnapshot s = m.Snapshot();
+  const HistogramSnapshot* h =
+      s.method("other")->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->counts.front(), 2u);
+  EXPECT_EQ(h->counts.back(), 2u);
+  EXPECT_EQ(h->count, 4u);
+  EXPECT_DOUBLE_EQ(h->sum, 300.0);  // the infinite one adds nothing to the sum
+}
+
+// A plain channel's call is its one attempt: observed as both. An attempt of
+// a retrying layer is an attempt only; the layer observes the logical call.
+TEST(MetricsLatencyTest, PlainCallIsAttemptAndCallRetryAttemptIsAttemptOnly) {
+  Metrics m;
+  const MethodId other{};
+  m.EndClientAttempt(other, absl::StatusCode::kOk, absl::Milliseconds(10),
+                     ClientCallKind::kPlainCall);
+  m.EndClientAttempt(other, absl::StatusCode::kUnavailable, absl::Milliseconds(20),
+                     ClientCallKind::kRetryAttempt);
+  m.EndClientAttempt(other, absl::StatusCode::kOk, absl::Milliseconds(30),
+                     ClientCallKind::kRetryAttempt);
+  m.EndRetryingCall(other, absl::StatusCode::kOk, 2, absl::Milliseconds(55));
+  m.EndServerCall(other, absl::StatusCode::kNotFound, absl::Milliseconds(7));
+  const MetricsSnapshot s = m.Snapshot();
+  const MethodSnapshot* o = s.method("other");
+  ASSERT_NE(o, nullptr);
+  const HistogramSnapshot* attempt_ok = o->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
+  const HistogramSnapshot* attempt_unavailable =
+      o->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kUnavailable);
+  const HistogramSnapshot* call_ok = o->latency_of(LatencyKind::kClientCall, absl::StatusCode::kOk);
+  const HistogramSnapshot* server = o->latency_of(LatencyKind::kServerCall, absl::StatusCode::kNotFound);
+  ASSERT_TRUE(attempt_ok && attempt_unavailable && call_ok && server);
+  EXPECT_EQ(attempt_ok->count, 2u);
+  EXPECT_NEAR(attempt_ok->sum, 0.040, 1e-9);
+  EXPECT_EQ(attempt_unavailable->count, 1u);
+  EXPECT_EQ(call_ok->count, 2u);  // the plain call and the retrying one
+  EXPECT_NEAR(call_ok->sum, 0.065, 1e-9);
+  EXPECT_EQ(o->latency_of(LatencyKind::kClientCall, absl::StatusCode::kUnavailable), nullptr);
+  EXPECT_EQ(server->count, 1u);
+  EXPECT_EQ(s.calls[static_cast<int>(Side::kClient)], 3u);  // attempts
+  EXPECT_EQ(s.calls[static_cast<int>(Side::kServer)], 1u);
+  EXPECT_EQ(s.calls_with_attempts(2), 1u);
+}
+
+// The first observation of a (kind, method, code) allocates its buckets;
+// threads racing on it must all be counted in the one that wins.
+TEST(MetricsLatencyTest, ConcurrentFirstObservationsAreAllCounted) {
+  Metrics m;
+  const MethodId other{};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5000; ++i) {
+        m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kInternal,
+                         absl::Milliseconds(i % 100));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const MetricsSnapshot s = m.Snapshot();
+  const HistogramSnapshot* h =
+      s.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kInternal);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->count, 20000u);
+  uint64_t in_buckets = 0;
+  for (uint64_t n : h->counts) in_buckets += n;
+  EXPECT_EQ(in_buckets, 20000u);
 }
 
 TEST(MetricsShieldTest, EventsAndInFlightGauge) {

@@ -195,6 +195,31 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
     }
   }
 
+  // Call latency, one family per kind (gRFC A66's three duration metrics).
+  const std::pair<const char*, const char*> latency_families[kLatencyKindCount] = {
+      {"hopbudget_client_attempt_duration_seconds",
+       "Client attempts from start to status, by method and status code (gRFC A66 "
+       "grpc.client.attempt.duration)."},
+      {"hopbudget_client_call_duration_seconds",
+       "Logical client calls, all attempts and backoffs included, by method and status code "
+       "(gRFC A66 grpc.client.call.duration)."},
+      {"hopbudget_server_call_duration_seconds",
+       "Server calls from arrival to status sent, by method and status code (gRFC A66 "
+       "grpc.server.call.duration)."}};
+  for (int kind = 0; kind < kLatencyKindCount; ++kind) {
+    const auto& [name, help] = latency_families[kind];
+    w.Family(name, "histogram", help);
+    for (const MethodSnapshot& m : s.methods) {
+      for (const LatencySnapshot& l : m.latency) {
+        if (static_cast<int>(l.kind) != kind) continue;
+        w.Histogram(name,
+                    absl::StrCat(L("method", m.method), ",",
+                                 L("code", CodeName(static_cast<int>(l.code)))),
+                    l.seconds);
+      }
+    }
+  }
+
   w.Family("hopbudget_deadline_exceeded_total", "counter",
            "DEADLINE_EXCEEDED answers by side, the budget that fired and the hop where it fired.");
   for (const DeadlineExceededCount& d : s.deadline_exceeded_by_hop) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "hopbudget/attribution.h"
 #include "call_mutex.h"
@@ -37,6 +38,56 @@ struct HistogramCells {
     s.sum = static_cast<double>(sum_micros.load(kRelaxed)) / 1e6;
     return s;
   }
+};
+
+// Bounds 2^(k/n) seconds, n = 2^schema, k in [k_min, k_max]. The bucket of a
+// value is computed, not searched: frexp() splits it into a mantissa in
+// [0.5, 1) and an exponent, and the mantissa's position among the n
+// thresholds 2^(-j/n) gives k. Bounds are built from the same thresholds, so
+// a value equal to a bound falls into that bound's bucket (le: <=).
+class ExponentialLayout {
+ public:
+  explicit ExponentialLayout(const LatencyBuckets& b) : n_(1 << b.schema) {
+    for (int j = 0; j <= n_; ++j) descending_.push_back(std::exp2(-static_cast<double>(j) / n_));
+    ascending_.assign(descending_.rbegin(), descending_.rend() - 1);  // t_n .. t_1
+    k_min_ = static_cast<int>(std::ceil(n_ * std::log2(b.min_seconds))) - 1;
+    while (Bound(k_min_) < b.min_seconds) ++k_min_;
+    int k_max = k_min_;
+    while (Bound(k_max) < b.max_seconds) ++k_max;
+    for (int k = k_min_; k <= k_max; ++k) bounds_.push_back(Bound(k));
+  }
+  // 0 .. bounds().size(); the last is +Inf.
+  int Index(double seconds) const {
+    if (!(seconds > bounds_.front())) return 0;  // also NaN
+    if (seconds > bounds_.back()) return static_cast<int>(bounds_.size());
+    int e = 0;
+    const double m = std::frexp(seconds, &e);
+    // j: how many thresholds t_1..t_n are >= m.
+    const int j = n_ - static_cast<int>(std::lower_bound(ascending_.begin(), ascending_.end(), m) -
+                                        ascending_.begin());
+    return n_ * e - j - k_min_;
+  }
+  const std::vector<double>& bounds() const { return bounds_; }
+
+ private:
+  double Bound(int k) const {
+    // k = n * e - j with j in [0, n).
+    const int e = k >= 0 ? (k + n_ - 1) / n_ : -((-k) / n_);
+    return std::ldexp(descending_[n_ * e - k], e);
+  }
+  const int n_;
+  std::vector<double> descending_;  // t_j = 2^(-j/n), j = 0..n
+  std::vector<double> ascending_;   // t_n .. t_1
+  int k_min_ = 0;
+  std::vector<double> bounds_;
+};
+
+// One latency histogram, allocated on its first observation.
+struct LatencyCells {
+  explicit LatencyCells(int buckets) : counts(new std::atomic<uint64_t>[buckets]()) {}
+  std::unique_ptr<std::atomic<uint64_t>[]> counts;
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> sum_nanos{0};
 };
 
 struct MethodCells {
@@ -113,6 +164,19 @@ struct MetricsCells {
   std::atomic<int64_t> recent_last_ns{0};
   std::atomic<int64_t> recent_last_failure_ns{0};
   std::array<RecentSlot, kRecentCallCapacity> recent;
+  // Latency, by kind, method and code: null until first observed.
+  ExponentialLayout latency_layout{LatencyBuckets{}};
+  std::array<std::array<std::array<std::atomic<LatencyCells*>, kStatusCodeCount>, kMaxMethodLabels>,
+             kLatencyKindCount>
+      latency{};
+
+  ~MetricsCells() {
+    for (auto& by_method : latency) {
+      for (auto& by_code : by_method) {
+        for (auto& cells : by_code) delete cells.load(std::memory_order_acquire);
+      }
+    }
+  }
 };
 
 }  // namespace internal
@@ -137,6 +201,52 @@ MethodId Metrics::Method(absl::string_view full_method) {
 void Metrics::CountCallEnd(Side side, MethodId method, absl::StatusCode code) {
   cells_->methods[method.index].calls[static_cast<int>(side)][internal::CodeIndex(code)].fetch_add(
       1, kRelaxed);
+}
+
+void Metrics::EndServerCall(MethodId method, absl::StatusCode code, absl::Duration elapsed) {
+  CountCallEnd(Side::kServer, method, code);
+  ObserveLatency(LatencyKind::kServerCall, method, code, elapsed);
+}
+
+void Metrics::EndClientAttempt(MethodId method, absl::StatusCode code, absl::Duration elapsed,
+                               ClientCallKind kind) {
+  CountCallEnd(Side::kClient, method, code);
+  ObserveLatency(LatencyKind::kClientAttempt, method, code, elapsed);
+  if (kind == ClientCallKind::kPlainCall) {
+    ObserveLatency(LatencyKind::kClientCall, method, code, elapsed);
+  }
+}
+
+void Metrics::EndRetryingCall(MethodId method, absl::StatusCode code, int attempts,
+                              absl::Duration elapsed) {
+  CountAttemptsPerCall(method, attempts);
+  ObserveLatency(LatencyKind::kClientCall, method, code, elapsed);
+}
+
+void Metrics::ObserveLatency(LatencyKind kind, MethodId method, absl::StatusCode code,
+                             absl::Duration elapsed) {
+  std::atomic<internal::LatencyCells*>& slot =
+      cells_->latency[static_cast<int>(kind)][method.index][internal::CodeIndex(code)];
+  internal::LatencyCells* cells = slot.load(std::memory_order_acquire);
+  const internal::ExponentialLayout& layout = cells_->latency_layout;
+  if (cells == nullptr) {
+    auto* mine = new internal::LatencyCells(static_cast<int>(layout.bounds().size()) + 1);
+    if (slot.compare_exchange_strong(cells, mine, std::memory_order_acq_rel)) {
+      cells = mine;
+    } else {
+      delete mine;  // another thread allocated it first; `cells` holds theirs
+    }
+  }
+  elapsed = std::max(elapsed, absl::ZeroDuration());
+  cells->counts[layout.Index(absl::ToDoubleSeconds(elapsed))].fetch_add(1, kRelaxed);
+  cells->count.fetch_add(1, kRelaxed);
+  if (elapsed != absl::InfiniteDuration()) {
+    cells->sum_nanos.fetch_add(static_cast<uint64_t>(absl::ToInt64Nanoseconds(elapsed)), kRelaxed);
+  }
+}
+
+const std::vector<double>& Metrics::latency_bounds() const {
+  return cells_->latency_layout.bounds();
 }
 
 void Metrics::CountDeadlineExceeded(Side side, DeadlineSource source, absl::string_view hop) {
@@ -292,6 +402,21 @@ MetricsSnapshot Metrics::Snapshot() const {
              ms.budget_remaining.count +
              ms.attempts.count;
     for (uint64_t n : ms.retries) total += n;
+    for (int kind = 0; kind < kLatencyKindCount; ++kind) {
+      for (int code = 0; code < kStatusCodeCount; ++code) {
+        const internal::LatencyCells* l = c.latency[kind][i][code].load(std::memory_order_acquire);
+        if (l == nullptr) continue;
+        LatencySnapshot ls{static_cast<LatencyKind>(kind), static_cast<absl::StatusCode>(code), {}};
+        ls.seconds.bounds = c.latency_layout.bounds();
+        for (size_t b = 0; b <= ls.seconds.bounds.size(); ++b) {
+          ls.seconds.counts.push_back(l->counts[b].load(kRelaxed));
+        }
+        ls.seconds.count = l->count.load(kRelaxed);
+        ls.seconds.sum = static_cast<double>(l->sum_nanos.load(kRelaxed)) / 1e9;
+        total += ls.seconds.count;
+        ms.latency.push_back(std::move(ls));
+      }
+    }
     if (i == 0 && total == 0) continue;  // "other" only when something folded into it
     s.methods.push_back(std::move(ms));
   }
@@ -320,6 +445,14 @@ uint64_t MetricsSnapshot::deadline_exceeded(Side side, DeadlineSource source,
     if (d.side == side && d.source == source && d.hop == hop) n += d.count;
   }
   return n;
+}
+
+const HistogramSnapshot* MethodSnapshot::latency_of(LatencyKind kind,
+                                                    absl::StatusCode code) const {
+  for (const LatencySnapshot& l : latency) {
+    if (l.kind == kind && l.code == code) return &l.seconds;
+  }
+  return nullptr;
 }
 
 const MethodSnapshot* MetricsSnapshot::method(absl::string_view name) const {

@@ -58,6 +58,9 @@ std::string FormatSourceTag(const SourceTag& tag);
 SourceTag ParseSourceTag(absl::string_view tag);
 // Per-call stream idle budget in microseconds (SetStreamIdleBudget()).
 inline constexpr char kInternalIdleKey[] = "hopbudget-internal-idle-us";
+// Present on each attempt of a retrying layer's logical call (metrics: the
+// attempt is not the logical call).
+inline constexpr char kInternalAttemptKey[] = "hopbudget-internal-attempt";
 
 // gRPC reports "no deadline" as time_point::max(); absl::FromChrono would turn
 // that into a finite year-2262 time.

@@ -269,6 +269,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     tag.logical_start = logical_start_;
     tag.budget_start = call.source == DeadlineSource::kAttempt ? now : logical_start_;
     ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
+    ctx->AddMetadata(internal::kInternalAttemptKey, "1");
     attempts_.push_back(std::move(ctx));  // kept until the logical call ends
     return attempts_.back().get();
   }
@@ -423,7 +424,9 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       if (!committed_) CopyMetadata(last->GetServerInitialMetadata(), &initial_md_);
       CopyMetadata(last->GetServerTrailingMetadata(), &trailing_md_);
     }
-    shared_.metrics->CountAttemptsPerCall(method_, attempt_);
+    shared_.metrics->EndRetryingCall(method_,
+                                     static_cast<absl::StatusCode>(final_status_.error_code()),
+                                     attempt_, shared_.clock->Now() - started_);
     return ServeLocked(nullptr);
   }
 
@@ -509,6 +512,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   RetryShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
   const MethodId method_;
+  const absl::Time started_ = shared_.clock->Now();  // the logical call's, for its latency
   bool passthrough_ = false;
   bool streaming_ = false;
 

@@ -93,6 +93,7 @@ class RetryLoopCall {
     tag.inbound_key = inbound_key_;
     tag.inbound_id = inbound_id_;
     ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
+    ctx->AddMetadata(internal::kInternalAttemptKey, "1");
     if (trace_requested_) ctx->AddMetadata(kTraceRequestHeader, "1");
     return ctx;
   }
@@ -127,7 +128,9 @@ class RetryLoopCall {
 
   // The logical call's status, once `d` says no retry follows `status`.
   grpc::Status Final(grpc::Status status, const RetryDecision& d) {
-    loop_.metrics_.CountAttemptsPerCall(loop_.method_, attempt_);
+    loop_.metrics_.EndRetryingCall(loop_.method_,
+                                   static_cast<absl::StatusCode>(status.error_code()), attempt_,
+                                   loop_.clock_.Now() - started_);
     if (d.outcome == RetryOutcome::kNoRoom &&
         status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
       // The error stands; say why no retry followed it.
@@ -154,6 +157,7 @@ class RetryLoopCall {
   uintptr_t inbound_key_ = 0;
   uint64_t inbound_id_ = 0;
   int attempt_ = 0;
+  absl::Time started_ = loop_.clock_.Now();  // the logical call's, for its latency
   absl::optional<absl::BitGen> bitgen_;  // seeded on the first failure only
 };
 

@@ -349,7 +349,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     answered_ = true;
     const absl::Time now = shared_.clock->Now();
     const RequestBudget& rb = budget_->request_budget();
-    shared_.metrics->CountCallEnd(Side::kServer, method_, code);
+    shared_.metrics->EndServerCall(method_, code, now - arrival_);
     if (rb.deadline != absl::InfiniteFuture()) {
       shared_.metrics->ObserveBudgetRemaining(method_, rb.deadline - now);
     }

@@ -9,6 +9,9 @@
 //   hopbudget_info{hop}                                 gauge, 1
 //   hopbudget_calls_total{side,method,code}             counter
 //   hopbudget_deadline_exceeded_total{side,source,hop}  counter
+//   hopbudget_client_attempt_duration_seconds{method,code}  histogram (gRFC A66
+//   hopbudget_client_call_duration_seconds{method,code}     grpc.client.attempt.duration,
+//   hopbudget_server_call_duration_seconds{method,code}     .call.duration, grpc.server...)
 //   hopbudget_budget_at_arrival_seconds{method}         histogram (server)
 //   hopbudget_request_budget_seconds{method}            histogram (server)
 //   hopbudget_budget_remaining_seconds{method}          histogram (server)

@@ -83,6 +83,34 @@ inline constexpr int kMaxHopLabels = 32;     // index 0 is "other"
 // Upper bounds, in seconds, of the budget histograms' buckets (+Inf implied).
 inline constexpr std::array<double, 15> kBudgetBucketsSeconds = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+// Call latency (client attempt, client call, server call) is observed in
+// exponential buckets: upper bounds 2^(k / 2^schema) seconds for integer k,
+// the bucket boundaries of Prometheus native histograms and OpenTelemetry
+// exponential histograms of the same schema (scale). The default, schema 3,
+// grows by 2^(1/8) = 1.09 per bucket from the first bound >= 1 ms to the
+// first >= 60 s (128 buckets and +Inf): a quantile read with
+// histogram_quantile() is off by at most half a bucket, 4.5 %.
+struct LatencyBuckets {
+  int schema = 3;             // 0..8: each bound is 2^(2^-schema) times the last
+  double min_seconds = 0.001;  // first bound: the least 2^(k/2^schema) >= min_seconds
+  double max_seconds = 60;     // last bound: the least 2^(k/2^schema) >= max_seconds
+};
+inline constexpr int kMaxLatencyBuckets = 512;  // bounds, +Inf not counted
+
+// What a latency histogram measures; A66 names in README ("Metrics").
+enum class LatencyKind : uint8_t {
+  kClientAttempt = 0,  // grpc.client.attempt.duration: one attempt on the wire
+  kClientCall,         // grpc.client.call.duration: the logical call, all attempts
+  kServerCall,         // grpc.server.call.duration: arrival to status sent
+};
+inline constexpr int kLatencyKindCount = 3;
+
+// What a client-side call that ended was to its caller.
+enum class ClientCallKind : uint8_t {
+  kPlainCall = 0,    // a call of its own: its one attempt is also the logical call
+  kRetryAttempt,     // one attempt of a retrying layer's logical call
+};
+
 // Calls remembered for /deadlinez, and how often at most (a sample, so that
 // the ring costs nothing at tens of thousands of calls per second).
 inline constexpr int kRecentCallCapacity = 64;
@@ -101,6 +129,13 @@ struct HistogramSnapshot {
   double sum = 0;  // in the histogram's unit (seconds; attempts)
 };
 
+// The latency of `method`'s calls of one kind that ended with `code`.
+struct LatencySnapshot {
+  LatencyKind kind;
+  absl::StatusCode code;
+  HistogramSnapshot seconds;
+};
+
 struct MethodSnapshot {
   std::string method;  // "/pkg.Service/Method" or "other"
   // calls finished, by side and canonical code
@@ -112,6 +147,10 @@ struct MethodSnapshot {
   HistogramSnapshot attempts;           // per logical call, retrying client
   // retries started, by the code of the attempt that failed
   std::array<uint64_t, kStatusCodeCount> retries{};
+  // Latency histograms observed, by kind then code; none for a pair never seen.
+  std::vector<LatencySnapshot> latency;
+  // The (kind, code) histogram, or nullptr when nothing was observed.
+  const HistogramSnapshot* latency_of(LatencyKind kind, absl::StatusCode code) const;
 };
 
 struct DeadlineExceededCount {
@@ -177,6 +216,8 @@ class Metrics {
   // `clock` (default Clock::Real()) times the recent-calls sample; it must
   // outlive the registry.
   explicit Metrics(Clock* clock = nullptr);
+  // The bucket layout of the latency histograms (see LatencyBuckets).
+  [[nodiscard]] const std::vector<double>& latency_bounds() const;
   ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
@@ -189,7 +230,27 @@ class Metrics {
   // "other" label.
   MethodId Method(absl::string_view full_method);
 
+  // Counts a finished call (hopbudget_calls_total) without its latency; the
+  // adapters use the End* calls below.
   void CountCallEnd(Side side, MethodId method, absl::StatusCode code);
+  // Server side: a call of `method` answered `code` `elapsed` after it
+  // arrived. Counts the call and observes its latency (kServerCall).
+  void EndServerCall(MethodId method, absl::StatusCode code, absl::Duration elapsed);
+  // Client side: a call of `method` ended with `code` `elapsed` after it
+  // started. Counts it and observes kClientAttempt; a kPlainCall is its own
+  // logical call and is observed as kClientCall too.
+  void EndClientAttempt(MethodId method, absl::StatusCode code, absl::Duration elapsed,
+                        ClientCallKind kind);
+  // A retrying layer's logical call of `method` ended with `code` after
+  // `attempts` attempts, `elapsed` after it started: attempts per call and
+  // kClientCall latency.
+  void EndRetryingCall(MethodId method, absl::StatusCode code, int attempts,
+                       absl::Duration elapsed);
+  // One latency observation without counting a call. Negative durations
+  // count as zero; an infinite one falls into +Inf. Lock-free; the first
+  // observation of a (kind, method, code) allocates its buckets once.
+  void ObserveLatency(LatencyKind kind, MethodId method, absl::StatusCode code,
+                      absl::Duration elapsed);
   // `hop`: where the budget fired ("" when the origin is unknown).
   void CountDeadlineExceeded(Side side, DeadlineSource source, absl::string_view hop);
   // Server side, once per call: the budget the caller brought (its deadline
