@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "hopbudget/process_metrics.h"
 
 namespace hopbudget {
 namespace {
@@ -179,6 +180,9 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
   Writer w;
   w.Family("hopbudget_info", "gauge", "The hop (service name) this process serves as.");
   w.Sample("hopbudget_info", L("hop", hop), 1);
+  w.Family("hopbudget_build_info", "gauge",
+           "1, labelled with the version of hopbudget this binary was built from.");
+  w.Sample("hopbudget_build_info", L("version", BuildVersion()), 1);
 
   w.Family("hopbudget_calls_total", "counter",
            "Finished calls seen by hopbudget, by side, method and status code (client side: "

@@ -7,6 +7,7 @@
 //
 // The metric families (README, "Metrics"), all with the `hopbudget_` prefix:
 //   hopbudget_info{hop}                                 gauge, 1
+//   hopbudget_build_info{version}                       gauge, 1
 //   hopbudget_calls_total{side,method,code}             counter
 //   hopbudget_deadline_exceeded_total{side,source,hop}  counter
 //   hopbudget_client_attempt_duration_seconds{method,code}  histogram (gRFC A66
