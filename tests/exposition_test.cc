@@ -39,14 +39,15 @@ TEST(PrometheusTextTest, CountersCarryTheirLabels) {
   m.CountRetryDecision(RetryOutcome::kThrottled);
   m.CountRetry(MethodId{}, absl::StatusCode::kUnavailable);
   const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
-  EXPECT_THAT(text, HasSubstr("hopbudget_calls_total{side=\"server\",method=\"other\","
-                              "code=\"DEADLINE_EXCEEDED\"} 1\n"));
+  EXPECT_THAT(
+      text, HasSubstr("hopbudget_calls_total{side=\"server\",method=\"other\",role=\"application\","
+                      "code=\"DEADLINE_EXCEEDED\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("hopbudget_deadline_exceeded_total{side=\"client\","
                               "source=\"exhausted-before-call\",hop=\"orders\"} 1\n"));
   EXPECT_THAT(text,
               HasSubstr("hopbudget_retries_skipped_total{reason=\"retry_budget_exhausted\"} 1\n"));
-  EXPECT_THAT(text,
-              HasSubstr("hopbudget_retries_total{method=\"other\",reason=\"UNAVAILABLE\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_retries_total{method=\"other\",role=\"application\","
+                              "reason=\"UNAVAILABLE\"} 1\n"));
 }
 
 TEST(PrometheusTextTest, HistogramBucketsAreCumulativeWithSumAndCount) {
@@ -55,12 +56,14 @@ TEST(PrometheusTextTest, HistogramBucketsAreCumulativeWithSumAndCount) {
   m.ObserveBudgetAtArrival(MethodId{}, absl::Milliseconds(800));
   const std::string text = FormatPrometheusText(m.Snapshot(), "gateway");
   const std::string name = "hopbudget_budget_at_arrival_seconds";
-  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"0.01\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"0.025\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"1\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"+Inf\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr(name + "_sum{method=\"other\"} 0.82"));
-  EXPECT_THAT(text, HasSubstr(name + "_count{method=\"other\"} 2\n"));
+  const std::string labels = "method=\"other\",role=\"application\"";
+  // Powers of two are bounds: 20 ms is in (0.0156, 0.0313], 800 ms under 1.
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{" + labels + ",le=\"0.015625\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{" + labels + ",le=\"0.03125\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{" + labels + ",le=\"1\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{" + labels + ",le=\"+Inf\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_sum{" + labels + "} 0.82"));
+  EXPECT_THAT(text, HasSubstr(name + "_count{" + labels + "} 2\n"));
 }
 
 TEST(PrometheusTextTest, LatencyHistogramsAreLabelledByMethodAndCode) {
@@ -82,20 +85,27 @@ TEST(PrometheusTextTest, LatencyHistogramsAreLabelledByMethodAndCode) {
     if (std::strtod(out.c_str(), nullptr) != v) out = absl::StrFormat("%.17g", v);
     return out;
   };
-  const std::vector<double>& b = m.latency_bounds();
+  const std::vector<double>& b = m.latency_bounds(LatencyKind::kServerCall);
   const size_t i = std::find(b.begin(), b.end(), 1.0) - b.begin();
-  EXPECT_THAT(text, HasSubstr(server + "_bucket{method=\"other\",code=\"OK\",le=\"" +
-                              le(b[i - 3]) + "\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr(server + "_bucket{method=\"other\",code=\"OK\",le=\"" +
-                              le(b[i - 2]) + "\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr(server + "_bucket{method=\"other\",code=\"OK\",le=\"+Inf\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr(server + "_sum{method=\"other\",code=\"OK\"} 0.8\n"));
-  EXPECT_THAT(text, HasSubstr(server + "_count{method=\"other\",code=\"OK\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("hopbudget_client_attempt_duration_seconds_bucket{method=\"other\","
+  EXPECT_THAT(text,
+              HasSubstr(server + "_bucket{method=\"other\",role=\"application\",code=\"OK\",le=\"" +
+                        le(b[i - 3]) + "\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr(server + "_bucket{method=\"other\",role=\"application\",code=\"OK\",le=\"" +
+                        le(b[i - 2]) + "\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(server +
+                "_bucket{method=\"other\",role=\"application\",code=\"OK\",le=\"+Inf\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr(server + "_sum{method=\"other\",role=\"application\",code=\"OK\"} 0.8\n"));
+  const std::string other = "{method=\"other\",role=\"application\",";
+  EXPECT_THAT(text, HasSubstr(server + "_count" + other + "code=\"OK\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_client_attempt_duration_seconds_bucket" + other +
                               "code=\"UNAVAILABLE\",le=\"1\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("hopbudget_client_call_duration_seconds_count{method=\"other\","
+  EXPECT_THAT(text, HasSubstr("hopbudget_client_call_duration_seconds_count" + other +
                               "code=\"UNAVAILABLE\"} 1\n"));
-  EXPECT_THAT(text, Not(HasSubstr("hopbudget_server_call_duration_seconds_count{method=\"other\","
+  EXPECT_THAT(text, Not(HasSubstr("hopbudget_server_call_duration_seconds_count" + other +
                                   "code=\"UNAVAILABLE\"}")));
 }
 

@@ -5,6 +5,8 @@
 // by method and code; budgets at arrival; retries by reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "hopbudget/client.h"
 #include "hopbudget/retry.h"
 #include "hopbudget/retry_loop.h"
@@ -20,6 +22,11 @@ using testing::Request;
 using testing::Work;
 
 constexpr char kCall[] = "/hopbudget.echo.Relay/Call";
+
+// The bucket of `h` that `seconds` falls into (le: <=).
+size_t Bucket(const HistogramSnapshot& h, double seconds) {
+  return std::lower_bound(h.bounds.begin(), h.bounds.end(), seconds) - h.bounds.begin();
+}
 
 HopConfig Hop(std::string name) {
   HopConfig c;
@@ -46,8 +53,8 @@ TEST(MetricsIntegrationTest, SuccessfulCallsAreCountedByMethodCodeAndBudget) {
   const MethodSnapshot* m = s.method(kCall);
   ASSERT_NE(m, nullptr) << "a method of a registered service gets its own label";
   EXPECT_EQ(m->budget_at_arrival.count, 3u);
-  // 2 s lands in the le=2.5 bucket.
-  EXPECT_EQ(m->budget_at_arrival.counts[10], 3u);
+  // Just under 2 s lands in the (1.834, 2] bucket.
+  EXPECT_EQ(m->budget_at_arrival.counts[Bucket(m->budget_at_arrival, 1.999)], 3u);
   EXPECT_EQ(m->budget_remaining.count, 3u);
   EXPECT_EQ(client_metrics.Snapshot().calls_with_code(Side::kClient, kCall,
                                                       absl::StatusCode::kOk), 3u);
@@ -67,15 +74,16 @@ TEST(MetricsIntegrationTest, ArrivalMetricsSayWhatTheCallerBroughtBeforeTheCap) 
     ASSERT_TRUE(stub->Call(&no_deadline, Request({Work(0)}), &reply).ok());
   }
   ledger.Shutdown();
-  const MethodSnapshot* m = ledger.metrics().Snapshot().method(kCall);
+  const MetricsSnapshot s = ledger.metrics().Snapshot();
+  const MethodSnapshot* m = s.method(kCall);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->calls_without_deadline, 1u) << "the cap does not hide a caller without a deadline";
-  // The caller's 2 s, in the le=2.5 bucket, and only the call that had one.
+  // The caller's 2 s, in the (1.834, 2] bucket, and only the call that had one.
   EXPECT_EQ(m->budget_at_arrival.count, 1u);
-  EXPECT_EQ(m->budget_at_arrival.counts[10], 1u);
-  // Both calls had the 300 ms cap as their request budget: le=0.5.
+  EXPECT_EQ(m->budget_at_arrival.counts[Bucket(m->budget_at_arrival, 1.999)], 1u);
+  // Both calls had the 300 ms cap as their request budget: (0.2973, 0.3242].
   EXPECT_EQ(m->request_budget.count, 2u);
-  EXPECT_EQ(m->request_budget.counts[8], 2u);
+  EXPECT_EQ(m->request_budget.counts[Bucket(m->request_budget, 0.300)], 2u);
 }
 
 TEST(MetricsIntegrationTest, ArrivedExpiredIsCountedAtTheRefusingHop) {
@@ -300,6 +308,25 @@ TEST(MetricsIntegrationTest, RetryLoopObservesTheLogicalCallOnceAndEachAttempt) 
   ASSERT_NE(call, nullptr);
   EXPECT_EQ(call->count, 1u);
   EXPECT_EQ(s.calls_with_attempts(3), 1u);
+}
+
+// Health checks, reflection and channelz, and any prefix the options add
+// (the demo's Admin service), are infrastructure: labelled apart.
+TEST(MetricsIntegrationTest, InfrastructureMethodsAreKeptApartByRole) {
+  MetricsOptions o;
+  o.infrastructure_method_prefixes.push_back("/hopbudget.echo.Relay/");
+  absl::StatusOr<std::unique_ptr<Metrics>> created = Metrics::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Metrics& m = **created;
+  m.CountCallEnd(Side::kServer, m.Method("/hopbudget.echo.Relay/Call"), absl::StatusCode::kOk);
+  m.CountCallEnd(Side::kServer, MethodId{}, absl::StatusCode::kOk);
+  const MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.method("/hopbudget.echo.Relay/Call")->role, MethodRole::kInfrastructure);
+  EXPECT_EQ(s.method("other")->role, MethodRole::kApplication);
+  Metrics plain;
+  plain.CountCallEnd(Side::kServer, plain.Method("/hopbudget.echo.Relay/Call"),
+                     absl::StatusCode::kOk);
+  EXPECT_EQ(plain.Snapshot().method("/hopbudget.echo.Relay/Call")->role, MethodRole::kApplication);
 }
 
 }  // namespace

@@ -159,6 +159,9 @@ absl::StatusOr<HopSummary> Summarize(const Exposition& e) {
   std::vector<Bucket> buckets;
   if (*f != nullptr) {
     for (const Sample& sample : (*f)->samples) {
+      // Health checks, reflection and admin calls would blur the budgets the
+      // application's callers bring.
+      if (sample.Label("role") == "infrastructure") continue;
       if (sample.name == "hopbudget_budget_at_arrival_seconds_count") {
         s.budget_observations += Clean(sample.value);
       } else if (sample.name == "hopbudget_budget_at_arrival_seconds_bucket") {

@@ -13,7 +13,8 @@
 //   retries             hopbudget_retries_total summed, and by reason
 //   retries_skipped     hopbudget_retries_skipped_total summed, and by reason
 //   budget p50/p99      histogram_quantile over hopbudget_budget_at_arrival_seconds
-//                       (buckets summed over methods), NaN when no observation
+//                       (buckets summed over application methods: series with
+//                       role="infrastructure" are left out), NaN when no observation
 //   shield              hopbudget_shield_in_flight, and
 //                       hopbudget_shield_operations_total by outcome
 //

@@ -79,6 +79,13 @@ std::string L(absl::string_view k, absl::string_view v) {
   return absl::StrCat(k, "=\"", LabelValue(v), "\"");
 }
 
+// `method` and its `role` (application or infrastructure), on every family
+// labelled by method, so that `role="application"` keeps health checks,
+// reflection and admin calls out of budgets and latencies.
+std::string MethodLabels(const MethodSnapshot& m) {
+  return absl::StrCat(L("method", m.method), ",", L("role", MethodRoleName(m.role)));
+}
+
 std::string CodeName(int code) {
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
 }
@@ -192,7 +199,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
       for (int code = 0; code < kStatusCodeCount; ++code) {
         if (m.calls[side][code] == 0) continue;
         w.Sample("hopbudget_calls_total",
-                 absl::StrCat(L("side", kSideNames[side]), ",", L("method", m.method), ",",
+                 absl::StrCat(L("side", kSideNames[side]), ",", MethodLabels(m), ",",
                               L("code", CodeName(code))),
                  static_cast<double>(m.calls[side][code]));
       }
@@ -217,7 +224,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
       for (const LatencySnapshot& l : m.latency) {
         if (static_cast<int>(l.kind) != kind) continue;
         w.Histogram(name,
-                    absl::StrCat(L("method", m.method), ",",
+                    absl::StrCat(MethodLabels(m), ",",
                                  L("code", CodeName(static_cast<int>(l.code)))),
                     l.seconds);
       }
@@ -238,7 +245,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
                         HistogramSnapshot MethodSnapshot::*field) {
     w.Family(name, "histogram", help);
     for (const MethodSnapshot& m : s.methods) {
-      if ((m.*field).count > 0) w.Histogram(name, L("method", m.method), m.*field);
+      if ((m.*field).count > 0) w.Histogram(name, MethodLabels(m), m.*field);
     }
   };
   per_method("hopbudget_budget_at_arrival_seconds",
@@ -255,7 +262,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
            "Inbound calls that arrived with no deadline at all.");
   for (const MethodSnapshot& m : s.methods) {
     if (m.calls_without_deadline > 0) {
-      w.Sample("hopbudget_calls_without_deadline_total", L("method", m.method),
+      w.Sample("hopbudget_calls_without_deadline_total", MethodLabels(m),
                static_cast<double>(m.calls_without_deadline));
     }
   }
@@ -267,7 +274,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
     for (int code = 0; code < kStatusCodeCount; ++code) {
       if (m.retries[code] == 0) continue;
       w.Sample("hopbudget_retries_total",
-               absl::StrCat(L("method", m.method), ",", L("reason", CodeName(code))),
+               absl::StrCat(MethodLabels(m), ",", L("reason", CodeName(code))),
                static_cast<double>(m.retries[code]));
     }
   }

@@ -49,6 +49,30 @@ TEST(SummaryTest, SummarizesOneHop) {
   EXPECT_EQ(s.shield_outcomes.at("exceeded_bound"), 1);
 }
 
+// Health checks and admin calls (role="infrastructure") do not move the
+// budget percentiles of the application's calls.
+TEST(SummaryTest, InfrastructureMethodsAreLeftOutOfBudgetPercentiles) {
+  const HopSummary s = MustSummarize(
+      "# TYPE hopbudget_budget_at_arrival_seconds histogram\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/a.B/C\",role=\"application\","
+      "le=\"0.5\"} 0\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/a.B/C\",role=\"application\","
+      "le=\"1\"} 4\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/a.B/C\",role=\"application\","
+      "le=\"+Inf\"} 4\n"
+      "hopbudget_budget_at_arrival_seconds_count{method=\"/a.B/C\",role=\"application\"} 4\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/grpc.health.v1.Health/Check\","
+      "role=\"infrastructure\",le=\"0.5\"} 100\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/grpc.health.v1.Health/Check\","
+      "role=\"infrastructure\",le=\"1\"} 100\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/grpc.health.v1.Health/Check\","
+      "role=\"infrastructure\",le=\"+Inf\"} 100\n"
+      "hopbudget_budget_at_arrival_seconds_count{method=\"/grpc.health.v1.Health/Check\","
+      "role=\"infrastructure\"} 100\n");
+  EXPECT_DOUBLE_EQ(s.budget_p50_seconds, 0.75);
+  EXPECT_EQ(s.budget_observations, 4);
+}
+
 TEST(SummaryTest, MissingFamiliesCountAsZero) {
   const HopSummary s = MustSummarize("up 1\n");
   EXPECT_EQ(s.hop, "");

@@ -5,7 +5,9 @@
 // cpp-httplib; a service with an HTTP server of its own can serve these
 // strings instead.
 //
-// The metric families (README, "Metrics"), all with the `hopbudget_` prefix:
+// The metric families (README, "Metrics"), all with the `hopbudget_` prefix;
+// every family labelled by `method` also has `role` (MethodRole), written
+// after `method` and not repeated in the list below:
 //   hopbudget_info{hop}                                 gauge, 1
 //   hopbudget_build_info{version}                       gauge, 1
 //   hopbudget_calls_total{side,method,code}             counter

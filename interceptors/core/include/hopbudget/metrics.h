@@ -80,22 +80,21 @@ inline constexpr int kShieldEventCount = 8;
 inline constexpr int kMaxAttemptBuckets = 10;
 inline constexpr int kMaxMethodLabels = 64;  // index 0 is "other"
 inline constexpr int kMaxHopLabels = 32;     // index 0 is "other"
-// Upper bounds, in seconds, of the budget histograms' buckets (+Inf implied).
-inline constexpr std::array<double, 15> kBudgetBucketsSeconds = {
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-// Call latency (client attempt, client call, server call) is observed in
-// exponential buckets: upper bounds 2^(k / 2^schema) seconds for integer k,
-// the bucket boundaries of Prometheus native histograms and OpenTelemetry
-// exponential histograms of the same schema (scale). The default, schema 3,
-// grows by 2^(1/8) = 1.09 per bucket from the first bound >= 1 ms to the
-// first >= 60 s (128 buckets and +Inf): a quantile read with
-// histogram_quantile() is off by at most half a bucket, 4.5 %.
-struct LatencyBuckets {
-  int schema = 3;             // 0..8: each bound is 2^(2^-schema) times the last
+// Every histogram in seconds (budgets and latencies) has exponential
+// buckets: upper bounds 2^(k / 2^schema) seconds for integer k, the bucket
+// boundaries of Prometheus native histograms and OpenTelemetry exponential
+// histograms of the same schema (scale). The default, schema 3, grows by
+// 2^(1/8) = 1.09 per bucket from the first bound >= 1 ms (1.09 ms) to the
+// first >= 60 s (64 s): 128 buckets and +Inf, and a quantile read with
+// histogram_quantile() is off by at most half a bucket, 4.5 %. The bucket of
+// a value is computed (frexp and a search of 2^schema thresholds), not
+// searched among the bounds.
+struct HistogramBuckets {
+  int schema = 3;              // 0..8: each bound is 2^(2^-schema) times the last
   double min_seconds = 0.001;  // first bound: the least 2^(k/2^schema) >= min_seconds
   double max_seconds = 60;     // last bound: the least 2^(k/2^schema) >= max_seconds
 };
-inline constexpr int kMaxLatencyBuckets = 512;  // bounds, +Inf not counted
+inline constexpr int kMaxHistogramBuckets = 512;  // bounds, +Inf not counted
 
 // What a latency histogram measures; A66 names in README ("Metrics").
 enum class LatencyKind : uint8_t {
@@ -104,6 +103,12 @@ enum class LatencyKind : uint8_t {
   kServerCall,         // grpc.server.call.duration: arrival to status sent
 };
 inline constexpr int kLatencyKindCount = 3;
+
+// Whether a method serves the application or operates the process (health
+// checks, reflection, channelz, an admin service): kept apart so that the
+// budgets and latencies of application calls are read without them.
+enum class MethodRole : uint8_t { kApplication = 0, kInfrastructure };
+absl::string_view MethodRoleName(MethodRole role);  // "application", "infrastructure"
 
 // What a client-side call that ended was to its caller.
 enum class ClientCallKind : uint8_t {
@@ -141,6 +146,9 @@ struct MethodSnapshot {
   // calls finished, by side and canonical code
   std::array<std::array<uint64_t, kStatusCodeCount>, kSideCount> calls{};
   uint64_t calls_without_deadline = 0;  // server side: the caller set no deadline
+  // Infrastructure methods (MetricsOptions::infrastructure_method_prefixes:
+  // health, reflection, channelz, admin) are labelled role="infrastructure".
+  MethodRole role = MethodRole::kApplication;
   HistogramSnapshot budget_at_arrival;  // seconds, server side: what the caller brought
   HistogramSnapshot request_budget;     // seconds, server side: after this hop's caps
   HistogramSnapshot budget_remaining;   // seconds, server side at completion
@@ -211,13 +219,39 @@ struct MetricsSnapshot {
   uint64_t calls_with_code(Side side, absl::string_view method, absl::StatusCode code) const;
 };
 
+struct MetricsOptions {
+  // Times the recent-calls sample; default Clock::Real(). Must outlive the
+  // registry.
+  Clock* clock = nullptr;
+  // Buckets of each histogram in seconds.
+  HistogramBuckets budget_at_arrival;
+  HistogramBuckets request_budget;
+  HistogramBuckets budget_remaining;
+  HistogramBuckets client_attempt_duration;
+  HistogramBuckets client_call_duration;
+  HistogramBuckets server_call_duration;
+  // Full method names starting with one of these are infrastructure
+  // (MethodRole). Each must start with '/'.
+  std::vector<std::string> infrastructure_method_prefixes = {
+      "/grpc.health.v1.", "/grpc.reflection.", "/grpc.channelz."};
+};
+
+// OK, or InvalidArgument naming the field: a schema outside 0..8, a bound
+// that is not finite and positive, max_seconds <= min_seconds, more than
+// kMaxHistogramBuckets buckets, a prefix without a leading '/'.
+absl::Status ValidateMetricsOptions(const MetricsOptions& options);
+
 class Metrics {
  public:
-  // `clock` (default Clock::Real()) times the recent-calls sample; it must
-  // outlive the registry.
+  // A registry with `options`, validated (ValidateMetricsOptions()).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Metrics>> Create(MetricsOptions options);
+  // Default options but `clock` (default Clock::Real()), which times the
+  // recent-calls sample; it must outlive the registry.
   explicit Metrics(Clock* clock = nullptr);
-  // The bucket layout of the latency histograms (see LatencyBuckets).
-  [[nodiscard]] const std::vector<double>& latency_bounds() const;
+  // The upper bounds of a latency histogram's buckets (+Inf implied).
+  [[nodiscard]] const std::vector<double>& latency_bounds(LatencyKind kind) const;
+  // The upper bounds of the budget histograms' buckets.
+  [[nodiscard]] const std::vector<double>& budget_at_arrival_bounds() const;
   ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
@@ -297,6 +331,7 @@ class Metrics {
   std::vector<RecentCall> RecentCalls() const;
 
  private:
+  explicit Metrics(const MetricsOptions& options);
   Clock& clock_;
   std::unique_ptr<internal::MetricsCells> cells_;
 };
