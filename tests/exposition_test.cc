@@ -28,7 +28,7 @@ TEST(PrometheusTextTest, EmptyRegistryStillDescribesEveryFamily) {
         "hopbudget_trace_dropped_total counter"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + "\n")) << family;
   }
-  EXPECT_THAT(text, HasSubstr("hopbudget_retries_skipped_total{reason=\"no_budget\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_retries_skipped_total{reason=\"no_room\"} 0\n"));
   EXPECT_THAT(text, Not(HasSubstr("hopbudget_calls_total{")));
 }
 
@@ -45,9 +45,9 @@ TEST(PrometheusTextTest, CountersCarryTheirLabels) {
   EXPECT_THAT(text, HasSubstr("hopbudget_deadline_exceeded_total{side=\"client\","
                               "source=\"exhausted-before-call\",hop=\"orders\"} 1\n"));
   EXPECT_THAT(text,
-              HasSubstr("hopbudget_retries_skipped_total{reason=\"retry_budget_exhausted\"} 1\n"));
+              HasSubstr("hopbudget_retries_skipped_total{reason=\"throttled\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("hopbudget_retries_total{method=\"other\",role=\"application\","
-                              "reason=\"UNAVAILABLE\"} 1\n"));
+                              "code=\"UNAVAILABLE\"} 1\n"));
 }
 
 TEST(PrometheusTextTest, HistogramBucketsAreCumulativeWithSumAndCount) {
@@ -120,7 +120,11 @@ TEST(PrometheusTextTest, SkipReasonsCoverEveryNonRetryOutcome) {
     const auto outcome = static_cast<RetryOutcome>(o);
     const bool skipped = outcome != RetryOutcome::kRetry && outcome != RetryOutcome::kSucceeded;
     EXPECT_EQ(!RetrySkipReason(outcome).empty(), skipped) << o;
+    // One vocabulary: the metric's reasons are the retry policy's names.
+    if (skipped) EXPECT_EQ(RetrySkipReason(outcome), RetryOutcomeName(outcome)) << o;
   }
+  EXPECT_EQ(RetrySkipReason(RetryOutcome::kNoRoom), "no_room");
+  EXPECT_EQ(RetrySkipReason(RetryOutcome::kThrottled), "throttled");
 }
 
 TEST(JsonStringTest, EscapesQuotesBackslashesAndControls) {

@@ -135,7 +135,10 @@ absl::StatusOr<HopSummary> Summarize(const Exposition& e) {
   if (*f != nullptr) {
     for (const Sample& sample : (*f)->samples) {
       s.retries += Clean(sample.value);
-      s.retries_by_reason[std::string(sample.Label("reason"))] += Clean(sample.value);
+      // `code` since the label was renamed; `reason` from older exporters.
+      const absl::string_view code =
+          sample.HasLabel("code") ? sample.Label("code") : sample.Label("reason");
+      s.retries_by_code[std::string(code)] += Clean(sample.value);
     }
   }
 

@@ -161,26 +161,9 @@ std::string JsonString(absl::string_view s) {
 }
 
 absl::string_view RetrySkipReason(RetryOutcome outcome) {
-  switch (outcome) {
-    case RetryOutcome::kRetry:
-    case RetryOutcome::kSucceeded:
-      return "";
-    case RetryOutcome::kNotRetryableCode:
-      return "not_retryable";
-    case RetryOutcome::kBudgetFired:
-      return "deadline";
-    case RetryOutcome::kCommitted:
-      return "committed";
-    case RetryOutcome::kAttemptsExhausted:
-      return "max_attempts";
-    case RetryOutcome::kPushbackDoNotRetry:
-      return "pushback";
-    case RetryOutcome::kThrottled:
-      return "retry_budget_exhausted";
-    case RetryOutcome::kNoRoom:
-      return "no_budget";
-  }
-  return "";
+  // One vocabulary: the retry policy's own outcome names.
+  if (outcome == RetryOutcome::kRetry || outcome == RetryOutcome::kSucceeded) return "";
+  return RetryOutcomeName(outcome);
 }
 
 std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop) {
@@ -274,13 +257,13 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
     for (int code = 0; code < kStatusCodeCount; ++code) {
       if (m.retries[code] == 0) continue;
       w.Sample("hopbudget_retries_total",
-               absl::StrCat(MethodLabels(m), ",", L("reason", CodeName(code))),
+               absl::StrCat(MethodLabels(m), ",", L("code", CodeName(code))),
                static_cast<double>(m.retries[code]));
     }
   }
   w.Family("hopbudget_retries_skipped_total", "counter",
-           "Failed attempts not retried, by reason (no_budget: no room left in the deadline; "
-           "retry_budget_exhausted: the retry throttle).");
+           "Failed attempts not retried, by reason (RetryOutcomeName: no_room, no room left in "
+           "the deadline; throttled, the retry throttle; attempts_exhausted; ...).");
   for (int o = 0; o < kRetryOutcomeCount; ++o) {
     const absl::string_view reason = RetrySkipReason(static_cast<RetryOutcome>(o));
     if (reason.empty()) continue;

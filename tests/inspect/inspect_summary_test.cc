@@ -35,10 +35,10 @@ TEST(SummaryTest, SummarizesOneHop) {
   EXPECT_EQ(s.timeouts.at("client").at("client"), 1);
   EXPECT_EQ(s.timeouts.at("client").at("shield"), 0);
   EXPECT_EQ(s.retries, 3);
-  EXPECT_EQ(s.retries_by_reason.at("DEADLINE_EXCEEDED"), 2);
-  EXPECT_EQ(s.retries_by_reason.at("UNAVAILABLE"), 1);
+  EXPECT_EQ(s.retries_by_code.at("DEADLINE_EXCEEDED"), 2);
+  EXPECT_EQ(s.retries_by_code.at("UNAVAILABLE"), 1);  // `reason`, as exporters before 0.2 wrote it
   EXPECT_EQ(s.retries_skipped, 1);
-  EXPECT_EQ(s.retries_skipped_by_reason.at("no_budget"), 1);
+  EXPECT_EQ(s.retries_skipped_by_reason.at("no_room"), 1);
   EXPECT_EQ(s.budget_observations, 10);
   EXPECT_EQ(s.calls_without_deadline, 1);
   // Buckets summed over methods: 0.1 -> 4, 0.25 -> 10 (see sample_exposition.h).

@@ -20,7 +20,7 @@
 //   hopbudget_budget_remaining_seconds{method}          histogram (server)
 //   hopbudget_calls_without_deadline_total{method}      counter (server)
 //   hopbudget_attempts_per_call{method}                 histogram (retrying client)
-//   hopbudget_retries_total{method,reason}              counter
+//   hopbudget_retries_total{method,code}                counter
 //   hopbudget_retries_skipped_total{reason}             counter
 //   hopbudget_deadline_leaks_total{kind}, hopbudget_bad_budget_header_total{kind},
 //   hopbudget_bad_attribution_total, hopbudget_trace_dropped_total{reason},
@@ -65,8 +65,10 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& snapshot,
 // to these documents (hopbudget-inspect, chainctl).
 std::string JsonString(absl::string_view s);
 
-// The reason label of hopbudget_retries_skipped_total for a decision, or ""
-// for the decisions that are not skipped retries (kRetry, kSucceeded).
+// The reason label of hopbudget_retries_skipped_total for a decision: its
+// RetryOutcomeName() ("no_room", "throttled", ...), the one vocabulary of
+// retry outcomes; "" for the decisions that are not skipped retries (kRetry,
+// kSucceeded).
 absl::string_view RetrySkipReason(RetryOutcome outcome);
 
 }  // namespace hopbudget
