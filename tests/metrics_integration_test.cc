@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "hopbudget/client.h"
 #include "hopbudget/retry.h"
@@ -327,6 +328,71 @@ TEST(MetricsIntegrationTest, InfrastructureMethodsAreKeptApartByRole) {
   plain.CountCallEnd(Side::kServer, plain.Method("/hopbudget.echo.Relay/Call"),
                      absl::StatusCode::kOk);
   EXPECT_EQ(plain.Snapshot().method("/hopbudget.echo.Relay/Call")->role, MethodRole::kApplication);
+}
+
+// Counting each expiry once across a chain. Every hop that relays an expiry
+// counts it (source="downstream"), and the server behind a client-side
+// expiry sees its caller's deadline pass (side="server", source="client").
+// The README's query keeps the count where the budget fired:
+//   {side="client", source!="downstream"} or
+//   {side="server", source!~"downstream|client"}
+// This is that selector over the same counters, on three chains.
+using FiredCounts = std::map<std::pair<std::string, std::string>, uint64_t>;  // (source, hop)
+
+void AddFired(const Metrics& metrics, FiredCounts* fired, uint64_t* naive) {
+  for (const DeadlineExceededCount& d : metrics.Snapshot().deadline_exceeded_by_hop) {
+    *naive += d.count;
+    const bool fired_here =
+        d.side == Side::kClient ? d.source != DeadlineSource::kDownstream
+                                : d.source != DeadlineSource::kDownstream &&
+                                      d.source != DeadlineSource::kClient;
+    if (fired_here) (*fired)[{std::string(DeadlineSourceName(d.source)), d.hop}] += d.count;
+  }
+}
+
+TEST(MetricsIntegrationTest, DocumentedSelectorCountsEachExpiryOnceAcrossTheChain) {
+  struct Scenario {
+    const char* name;
+    FiredCounts expected;
+  };
+  const Scenario scenarios[] = {
+      {"request cap fires at ledger", {{{"request", "ledger"}, 1}}},
+      {"both attempts cut at orders", {{{"attempt", "orders"}, 2}}},
+      {"the caller's deadline passes in gateway", {{{"client", "client"}, 1}}},
+  };
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(scenarios[i].name);
+    HopConfig ledger_config = Hop("ledger");
+    if (i == 0) ledger_config.policy.request_cap = absl::Milliseconds(100);
+    RelayHop gateway(Hop("gateway")), orders(Hop("orders")), ledger(ledger_config);
+    RetryOptions retry;
+    retry.budget.attempt_cap = absl::Milliseconds(150);
+    retry.retry.max_attempts = 2;
+    retry.retry.initial_backoff = absl::Milliseconds(1);
+    retry.retry.max_backoff = absl::Milliseconds(2);
+    gateway.SetNext(orders.address());
+    orders.SetNext(ledger.address(), i == 1 ? &retry : nullptr);
+    Metrics client_metrics;
+    auto stub = testing::NewStub(gateway.address(), true, &client_metrics);
+    std::vector<echo::Step> steps = {Work(0), Work(0), Work(300)};
+    if (i == 1) steps = {Work(0), Work(0), testing::Hang()};
+    if (i == 2) steps = {testing::Hang()};
+    const absl::Duration budget = i == 2 ? absl::Milliseconds(300) : absl::Seconds(10);
+    EXPECT_EQ(CallWithBudget(*stub, budget, steps).error_code(),
+              grpc::StatusCode::DEADLINE_EXCEEDED);
+    gateway.Shutdown();
+    orders.Shutdown();
+    ledger.Shutdown();
+    FiredCounts fired;
+    uint64_t naive = 0;
+    for (const Metrics* m : {&client_metrics, &gateway.metrics(), &orders.metrics(),
+                             &ledger.metrics()}) {
+      AddFired(*m, &fired, &naive);
+    }
+    EXPECT_EQ(fired, scenarios[i].expected);
+    // Each hop above relays it: a naive sum counts it three or four times.
+    if (i < 2) EXPECT_GT(naive, scenarios[i].expected.begin()->second + 2);
+  }
 }
 
 }  // namespace
