@@ -236,6 +236,7 @@ TEST(MetricsIntegrationTest, LatencyIsObservedPerAttemptPerLogicalCallAndPerServ
   EXPECT_LT(cut->sum, 5.0);
   EXPECT_EQ(ok_attempt->count, 1u);
   EXPECT_EQ(call->count, 1u) << "one logical call, not one per attempt";
+  EXPECT_EQ(m->succeeded_after_retry, 1u);
   EXPECT_GE(call->sum, cut->sum + ok_attempt->sum);
   EXPECT_EQ(m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kDeadlineExceeded), nullptr);
   EXPECT_EQ(served->count, 1u);
@@ -309,6 +310,7 @@ TEST(MetricsIntegrationTest, RetryLoopObservesTheLogicalCallOnceAndEachAttempt) 
   ASSERT_NE(call, nullptr);
   EXPECT_EQ(call->count, 1u);
   EXPECT_EQ(s.calls_with_attempts(3), 1u);
+  EXPECT_EQ(m->succeeded_after_retry, 1u);
 }
 
 // Health checks, reflection and channelz, and any prefix the options add

@@ -1,12 +1,15 @@
 // Copyright hopbudget authors.
 #include "hopbudget/metrics.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <thread>
 #include <vector>
+
+#include "hopbudget/exposition.h"
 
 namespace hopbudget {
 namespace {
@@ -253,6 +256,22 @@ TEST(MetricsLatencyTest, PlainCallIsAttemptAndCallRetryAttemptIsAttemptOnly) {
   EXPECT_EQ(s.calls[static_cast<int>(Side::kClient)], 3u);  // attempts
   EXPECT_EQ(s.calls[static_cast<int>(Side::kServer)], 1u);
   EXPECT_EQ(s.calls_with_attempts(2), 1u);
+  EXPECT_EQ(o->succeeded_after_retry, 1u);
+}
+
+// Only a success that needed a retry: not a first-attempt success, not a
+// failure after retries.
+TEST(MetricsTest, SuccessAfterRetryCountsOnlyOkCallsWithMoreThanOneAttempt) {
+  Metrics m;
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 1, absl::Milliseconds(1));
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kUnavailable, 3, absl::Milliseconds(1));
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 2, absl::Milliseconds(1));
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 3, absl::Milliseconds(1));
+  const MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.method("other")->succeeded_after_retry, 2u);
+  EXPECT_THAT(FormatPrometheusText(s, "orders"),
+              ::testing::HasSubstr("hopbudget_calls_succeeded_after_retry_total{method=\"other\","
+                                   "role=\"application\"} 2\n"));
 }
 
 // The first observation of a (kind, method, code) allocates its buckets;

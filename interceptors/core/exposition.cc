@@ -261,6 +261,14 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
                static_cast<double>(m.retries[code]));
     }
   }
+  w.Family("hopbudget_calls_succeeded_after_retry_total", "counter",
+           "Logical calls of a retrying channel or RetryLoop that succeeded after at least one "
+           "retry.");
+  for (const MethodSnapshot& m : s.methods) {
+    if (m.succeeded_after_retry == 0) continue;
+    w.Sample("hopbudget_calls_succeeded_after_retry_total", MethodLabels(m),
+             static_cast<double>(m.succeeded_after_retry));
+  }
   w.Family("hopbudget_retries_skipped_total", "counter",
            "Failed attempts not retried, by reason (RetryOutcomeName: no_room, no room left in "
            "the deadline; throttled, the retry throttle; attempts_exhausted; ...).");

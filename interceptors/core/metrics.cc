@@ -134,6 +134,7 @@ struct MethodCells {
   std::array<std::atomic<SecondsCells*>, kBudgetHistogramCount> budgets{};  // null until used
   HistogramCells<kMaxAttemptBuckets + 1> attempts;
   std::array<std::atomic<uint64_t>, kStatusCodeCount> retries{};
+  std::atomic<uint64_t> succeeded_after_retry{0};
 };
 
 // "/pkg.Service/Method" -> "pkg.Service.Method", the descriptor's full name.
@@ -322,6 +323,9 @@ void Metrics::EndRetryingCall(MethodId method, absl::StatusCode code, int attemp
                               absl::Duration elapsed) {
   CountAttemptsPerCall(method, attempts);
   ObserveLatency(LatencyKind::kClientCall, method, code, elapsed);
+  if (code == absl::StatusCode::kOk && attempts > 1) {
+    cells_->methods[method.index].succeeded_after_retry.fetch_add(1, kRelaxed);
+  }
 }
 
 void Metrics::ObserveLatency(LatencyKind kind, MethodId method, absl::StatusCode code,
@@ -491,6 +495,7 @@ MetricsSnapshot Metrics::Snapshot() const {
     for (int b = 0; b < kMaxAttemptBuckets; ++b) s.attempts_per_call[b] += ms.attempts.counts[b];
     s.attempts_per_call[kMaxAttemptBuckets - 1] += ms.attempts.counts[kMaxAttemptBuckets];
     Copy(m.retries, ms.retries);
+    ms.succeeded_after_retry = m.succeeded_after_retry.load(kRelaxed);
     total += ms.calls_without_deadline + ms.budget_at_arrival.count + ms.request_budget.count +
              ms.budget_remaining.count +
              ms.attempts.count;

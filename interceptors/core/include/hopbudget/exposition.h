@@ -21,6 +21,7 @@
 //   hopbudget_calls_without_deadline_total{method}      counter (server)
 //   hopbudget_attempts_per_call{method}                 histogram (retrying client)
 //   hopbudget_retries_total{method,code}                counter
+//   hopbudget_calls_succeeded_after_retry_total{method} counter
 //   hopbudget_retries_skipped_total{reason}             counter
 //   hopbudget_deadline_leaks_total{kind}, hopbudget_bad_budget_header_total{kind},
 //   hopbudget_bad_attribution_total, hopbudget_trace_dropped_total{reason},

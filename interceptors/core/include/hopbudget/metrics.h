@@ -155,6 +155,7 @@ struct MethodSnapshot {
   HistogramSnapshot attempts;           // per logical call, retrying client
   // retries started, by the code of the attempt that failed
   std::array<uint64_t, kStatusCodeCount> retries{};
+  uint64_t succeeded_after_retry = 0;  // logical calls OK after 2 or more attempts
   // Latency histograms observed, by kind then code; none for a pair never seen.
   std::vector<LatencySnapshot> latency;
   // The (kind, code) histogram, or nullptr when nothing was observed.
@@ -276,8 +277,9 @@ class Metrics {
   void EndClientAttempt(MethodId method, absl::StatusCode code, absl::Duration elapsed,
                         ClientCallKind kind);
   // A retrying layer's logical call of `method` ended with `code` after
-  // `attempts` attempts, `elapsed` after it started: attempts per call and
-  // kClientCall latency.
+  // `attempts` attempts, `elapsed` after it started: attempts per call,
+  // kClientCall latency, and a success after a retry when OK with
+  // attempts >= 2.
   void EndRetryingCall(MethodId method, absl::StatusCode code, int attempts,
                        absl::Duration elapsed);
   // One latency observation without counting a call. Negative durations
