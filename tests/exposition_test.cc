@@ -189,5 +189,21 @@ TEST(DeadlinezJsonTest, RecentCallsCarryTheirTraceWithNullForNoBudget) {
   EXPECT_THAT(json, HasSubstr("\"server\":{\"client\":0,\"request\":1,"));
 }
 
+TEST(DeadlinezJsonTest, RetriesSayHowManyStartedSavedAndWhyOthersDidNot) {
+  Metrics m;
+  m.CountRetryDecision(RetryOutcome::kRetry);
+  m.CountRetryDecision(RetryOutcome::kThrottled);
+  m.CountRetryDecision(RetryOutcome::kThrottled);
+  m.CountRetryDecision(RetryOutcome::kNoRoom);
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 2, absl::Milliseconds(3));
+  const std::string json = FormatDeadlinezJson(m.Snapshot(), {}, "orders", absl::UnixEpoch());
+  EXPECT_THAT(json, HasSubstr("\"retries\":{\"started\":1,\"succeeded_after_retry\":1,"
+                              "\"skipped\":{"));
+  EXPECT_THAT(json, HasSubstr("\"throttled\":2"));
+  EXPECT_THAT(json, HasSubstr("\"no_room\":1"));
+  EXPECT_THAT(json, HasSubstr("\"attempts_exhausted\":0"));
+  EXPECT_THAT(json, ::testing::EndsWith("}}}"));
+}
+
 }  // namespace
 }  // namespace hopbudget

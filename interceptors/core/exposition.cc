@@ -380,7 +380,21 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& s, const std::vector<Rece
                   ",\"failed\":", s.shield(ShieldEvent::kFailed),
                   ",\"exceeded_bound\":", s.shield(ShieldEvent::kExceededBound),
                   ",\"refused\":", s.shield(ShieldEvent::kRefused),
-                  ",\"unobserved\":", s.shield(ShieldEvent::kUnobserved), "}}");
+                  ",\"unobserved\":", s.shield(ShieldEvent::kUnobserved), "}");
+  // Retries of this hop's calls: started, saved calls, and why failed
+  // attempts were not retried (the reasons of hopbudget_retries_skipped_total).
+  uint64_t saved = 0;
+  for (const MethodSnapshot& m : s.methods) saved += m.succeeded_after_retry;
+  absl::StrAppend(&out, ",\"retries\":{\"started\":", s.retry_decision(RetryOutcome::kRetry),
+                  ",\"succeeded_after_retry\":", saved, ",\"skipped\":{");
+  bool first = true;
+  for (int o = 0; o < kRetryOutcomeCount; ++o) {
+    const absl::string_view reason = RetrySkipReason(static_cast<RetryOutcome>(o));
+    if (reason.empty()) continue;
+    absl::StrAppend(&out, first ? "" : ",", JsonString(reason), ":", s.retry_decisions[o]);
+    first = false;
+  }
+  out += "}}}";
   return out;
 }
 

@@ -84,6 +84,19 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
   </table>
 </section>
 
+<section>
+  <h2>Retries</h2>
+  <p class="legend">Calls this hop made through a retrying channel or RetryLoop, since start:
+    retries started, logical calls a retry saved, and failed attempts not retried, by reason
+    (no_room: no budget left for another attempt; throttled: the retry throttle).</p>
+  <p>started: <strong id="retries-started">0</strong> &middot; saved calls:
+    <strong id="retries-saved">0</strong></p>
+  <table id="retries-skipped">
+    <thead><tr><th>not retried because</th><th>attempts</th></tr></thead>
+    <tbody></tbody>
+  </table>
+</section>
+
 <script>
 (function () {
   'use strict';
@@ -218,6 +231,23 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     });
   }
 
+  function renderRetries(retries) {
+    retries = (retries && typeof retries === 'object') ? retries : {};
+    $('retries-started').textContent = fmtCount(retries.started);
+    $('retries-saved').textContent = fmtCount(retries.succeeded_after_retry);
+    var skipped = (retries.skipped && typeof retries.skipped === 'object') ? retries.skipped : {};
+    var tbody = $('retries-skipped').tBodies[0];
+    tbody.replaceChildren.apply(tbody, Object.keys(skipped).sort().map(function (reason) {
+      var tr = el('tr');
+      tr.appendChild(el('th', null, reason));
+      var v = num(skipped[reason]) || 0;
+      var td = el('td', v > 0 ? 'nonzero' : 'zero', fmtCount(v));
+      td.setAttribute('data-reason', reason);
+      tr.appendChild(td);
+      return tr;
+    }));
+  }
+
   function render(data) {
     if (!data || typeof data !== 'object') throw new Error('not a JSON object');
     var hop = str(data.hop, '(no hop name)');
@@ -238,6 +268,7 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     $('recent-count').textContent = '(' + recent.length + ', ' + failed + ' failed)';
     renderTimeouts(data.timeouts_by_source);
     renderShield(data.shield);
+    renderRetries(data.retries);
   }
 
   function refresh() {

@@ -99,7 +99,8 @@ constexpr char kSampleJson[] = R"({"hop":"gateway","now_unix_ms":1700000010000,
    "exhausted-before-call":0,"arrived-expired":0,"shield":0},
   "client":{"client":0,"request":0,"attempt":2,"idle":0,"downstream":0,"exhausted-before-call":0,
    "arrived-expired":0,"shield":0}},
- "shield":{"in_flight":3,"started":9,"completed":5,"failed":1,"exceeded_bound":0,"refused":0,"unobserved":0}})";
+ "shield":{"in_flight":3,"started":9,"completed":5,"failed":1,"exceeded_bound":0,"refused":0,"unobserved":0},
+ "retries":{"started":4,"succeeded_after_retry":3,"skipped":{"no_room":2,"throttled":1,"committed":0}}})";
 
 TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   PageServer server(kSampleJson);
@@ -151,6 +152,13 @@ TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   EXPECT_EQ(TextOf(d, {"id=\"shield-in-flight\""}), "3");
   EXPECT_EQ(TextOf(d, {"data-outcome=\"completed\""}), "5");
   EXPECT_EQ(TextOf(d, {"data-outcome=\"started\""}), "9");
+
+  // Retries, and why failed attempts were not retried.
+  EXPECT_EQ(TextOf(d, {"id=\"retries-started\""}), "4");
+  EXPECT_EQ(TextOf(d, {"id=\"retries-saved\""}), "3");
+  EXPECT_EQ(TextOf(d, {"data-reason=\"no_room\""}), "2");
+  EXPECT_EQ(TextOf(d, {"data-reason=\"throttled\""}), "1");
+  EXPECT_EQ(CountElements(d, {"data-reason="}), 3);
 }
 
 TEST(DeadlinezPageTest, NoCallsYet) {

@@ -53,8 +53,9 @@ inline constexpr char kPrometheusContentType[] = "text/plain; version=0.0.4; cha
 std::string FormatPrometheusText(const MetricsSnapshot& snapshot, absl::string_view hop);
 
 // The document /deadlinez renders: the hop, the recent calls (newest first)
-// with their traces, DEADLINE_EXCEEDED counts by side and source, and the
-// shield's counters. Format in the README ("/deadlinez").
+// with their traces, DEADLINE_EXCEEDED counts by side and source, the
+// shield's counters, and retries (started, calls they saved, failed attempts
+// not retried by reason). Format in the README ("/deadlinez").
 std::string FormatDeadlinezJson(const MetricsSnapshot& snapshot,
                                 const std::vector<RecentCall>& recent, absl::string_view hop,
                                 absl::Time now);
