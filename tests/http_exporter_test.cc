@@ -99,12 +99,12 @@ TEST_F(HttpExporterTest, MetricsShowTheCallsAndPassPromtool) {
   EXPECT_THAT(r.body, HasSubstr("hopbudget_info{hop=\"gateway\"} 1\n"));
   EXPECT_THAT(r.body,
               HasSubstr("hopbudget_calls_total{side=\"server\",method="
-                        "\"/hopbudget.echo.Relay/Call\",role=\"application\",code=\"OK\"} 1\n"));
+                        "\"hopbudget.echo.Relay/Call\",role=\"application\",code=\"OK\"} 1\n"));
   EXPECT_THAT(
       r.body,
       HasSubstr(
           "hopbudget_calls_total{side=\"server\",method="
-          "\"/hopbudget.echo.Relay/Call\",role=\"application\",code=\"DEADLINE_EXCEEDED\"} 1\n"));
+          "\"hopbudget.echo.Relay/Call\",role=\"application\",code=\"DEADLINE_EXCEEDED\"} 1\n"));
   EXPECT_THAT(r.body, HasSubstr("hopbudget_deadline_exceeded_total{side=\"client\","
                                 "source=\"downstream\",hop=\"ledger\"} 1\n"));
   EXPECT_THAT(r.body, HasSubstr("demo_extra_total 7\n"));
@@ -118,7 +118,7 @@ TEST_F(HttpExporterTest, MetricsShowTheCallsAndPassPromtool) {
     EXPECT_THAT(r.body, HasSubstr(std::string("# TYPE ") + family + "\n")) << family;
   }
   EXPECT_THAT(r.body, HasSubstr("hopbudget_server_call_duration_seconds_count{method="
-                                "\"/hopbudget.echo.Relay/Call\",role=\"application\",code=\"OK\"} 1\n"));
+                                "\"hopbudget.echo.Relay/Call\",role=\"application\",code=\"OK\"} 1\n"));
   const auto [rc, out] = Promtool(r.body);
   EXPECT_EQ(rc, 0) << "promtool check metrics:\n" << out;
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "hopbudget/process_metrics.h"
 
 namespace hopbudget {
@@ -81,9 +82,12 @@ std::string L(absl::string_view k, absl::string_view v) {
 
 // `method` and its `role` (application or infrastructure), on every family
 // labelled by method, so that `role="application"` keeps health checks,
-// reflection and admin calls out of budgets and latencies.
+// reflection and admin calls out of budgets and latencies. The method is
+// written as gRFC A66's grpc.method: "pkg.Service/Method", no leading slash.
+// New families labelled by method use this too.
 std::string MethodLabels(const MethodSnapshot& m) {
-  return absl::StrCat(L("method", m.method), ",", L("role", MethodRoleName(m.role)));
+  return absl::StrCat(L("method", absl::StripPrefix(m.method, "/")), ",",
+                      L("role", MethodRoleName(m.role)));
 }
 
 std::string CodeName(int code) {

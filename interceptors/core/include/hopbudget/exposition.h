@@ -7,7 +7,8 @@
 //
 // The metric families (README, "Metrics"), all with the `hopbudget_` prefix;
 // every family labelled by `method` also has `role` (MethodRole), written
-// after `method` and not repeated in the list below:
+// after `method` and not repeated in the list below. `method` is written as
+// gRFC A66's grpc.method, "pkg.Service/Method" (no leading slash), or "other":
 //   hopbudget_info{hop}                                 gauge, 1
 //   hopbudget_build_info{version}                       gauge, 1
 //   hopbudget_calls_total{side,method,code}             counter
