@@ -205,5 +205,16 @@ TEST(DeadlinezJsonTest, RetriesSayHowManyStartedSavedAndWhyOthersDidNot) {
   EXPECT_THAT(json, ::testing::EndsWith("}}}"));
 }
 
+TEST(DeadlinezJsonTest, EachCallSaysWhyItsFailedAttemptWasNotRetried) {
+  RecentCall throttled{"/a.B/C", absl::UnixEpoch(), absl::StatusCode::kUnavailable,
+                       DeadlineSource::kNone, {}, RetryOutcome::kThrottled};
+  RecentCall ok{"/a.B/C", absl::UnixEpoch(), absl::StatusCode::kOk, DeadlineSource::kNone, {}};
+  const std::string json =
+      FormatDeadlinezJson(Metrics().Snapshot(), {throttled, ok}, "orders", absl::UnixEpoch());
+  EXPECT_THAT(json, HasSubstr("\"code\":\"UNAVAILABLE\",\"source\":\"none\","
+                              "\"retry_skipped\":\"throttled\",\"trace\":[]"));
+  EXPECT_THAT(json, HasSubstr("\"code\":\"OK\",\"source\":\"none\",\"retry_skipped\":\"\","));
+}
+
 }  // namespace
 }  // namespace hopbudget

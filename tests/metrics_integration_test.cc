@@ -165,6 +165,11 @@ TEST(MetricsIntegrationTest, RetryWithoutRoomIsCountedAsSkippedForLackOfBudget) 
   ledger.Shutdown();
   const MetricsSnapshot o = orders.metrics().Snapshot();
   EXPECT_EQ(o.retry_decision(RetryOutcome::kNoRoom), 1u);
+  // orders' /deadlinez entry for the call says why its one attempt stood.
+  const std::vector<RecentCall> recent = orders.metrics().RecentCalls();
+  ASSERT_EQ(recent.size(), 1u);
+  EXPECT_EQ(recent[0].code, absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(recent[0].retry_skipped, RetryOutcome::kNoRoom);
 }
 
 TEST(MetricsIntegrationTest, ExhaustedBeforeCallIsCountedWithoutTouchingTheNetwork) {

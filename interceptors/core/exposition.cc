@@ -357,7 +357,9 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& s, const std::vector<Rece
                     ",\"start_unix_ms\":",
                     absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(c.start - absl::UnixEpoch())),
                     ",\"code\":", JsonString(absl::StatusCodeToString(c.code)),
-                    ",\"source\":", JsonString(DeadlineSourceName(c.source)), ",\"trace\":[");
+                    ",\"source\":", JsonString(DeadlineSourceName(c.source)),
+                    ",\"retry_skipped\":", JsonString(RetrySkipReason(c.retry_skipped)),
+                    ",\"trace\":[");
     for (size_t j = 0; j < c.trace.hops.size(); ++j) {
       const HopTrace& h = c.trace.hops[j];
       absl::StrAppend(&out, j == 0 ? "" : ",", "{\"hop\":", JsonString(h.hop),

@@ -336,6 +336,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
                                                " (hopbudget: no budget left for a retry)"),
                                   status.error_details());
           }
+          internal::RecordRetrySkipped(inbound_key_, inbound_id_, d.outcome);
           finished = FinishLocked(status, ctx);
         } else {
           shared_.metrics->CountRetry(method_, result.code);

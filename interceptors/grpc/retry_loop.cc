@@ -128,6 +128,7 @@ class RetryLoopCall {
 
   // The logical call's status, once `d` says no retry follows `status`.
   grpc::Status Final(grpc::Status status, const RetryDecision& d) {
+    internal::RecordRetrySkipped(inbound_key_, inbound_id_, d.outcome);
     loop_.metrics_.EndRetryingCall(loop_.method_,
                                    static_cast<absl::StatusCode>(status.error_code()), attempt_,
                                    loop_.clock_.Now() - started_);

@@ -29,6 +29,7 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
   .call-head { display: flex; flex-wrap: wrap; gap: 12px; margin-bottom: 4px; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; }
   .call-code { font-weight: 600; color: #2d7d32; }
   .call-row.failed .call-code, .call-row.failed .call-source { color: var(--bad); font-weight: 600; }
+  .call-retry { color: var(--bad); }
   .call-age, .call-budget { color: var(--muted); }
   .hop-line { display: flex; align-items: center; gap: 8px; font-size: 12px; margin: 2px 0; }
   .hop-label { flex: 0 0 9em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-family: ui-monospace, Menlo, Consolas, monospace; }
@@ -174,6 +175,12 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     head.appendChild(el('span', 'call-method', method));
     head.appendChild(el('span', 'call-code', code));
     if (code !== 'OK' || source !== 'none') head.appendChild(el('span', 'call-source', 'source=' + source));
+    // Why a failed attempt below was not retried (throttled, no_room, ...).
+    var skipped = str(call.retry_skipped, '');
+    if (skipped !== '') {
+      row.setAttribute('data-retry-skipped', skipped);
+      head.appendChild(el('span', 'call-retry', 'not retried: ' + skipped));
+    }
     var start = num(call.start_unix_ms);
     if (start !== null && now !== null) {
       head.appendChild(el('span', 'call-age', fmtMs(Math.max(0, now - start)) + ' ago'));

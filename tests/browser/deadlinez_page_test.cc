@@ -89,6 +89,7 @@ class PageServer {
 constexpr char kSampleJson[] = R"({"hop":"gateway","now_unix_ms":1700000010000,
  "recent":[
   {"method":"/hopbudget.echo.Relay/Call","start_unix_ms":1700000009000.0,"code":"DEADLINE_EXCEEDED","source":"attempt",
+   "retry_skipped":"no_room",
    "trace":[{"hop":"gateway","budget_ms":300.0,"spent_ms":300.5,"attempts":2,"code":"DEADLINE_EXCEEDED","source":"attempt"},
             {"hop":"ledger","budget_ms":null,"spent_ms":150.0,"attempts":0,"code":"CANCELLED","source":"none"}]},
   {"method":"/hopbudget.echo.Relay/Call","start_unix_ms":1700000008000.0,"code":"OK","source":"none",
@@ -119,6 +120,10 @@ TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   EXPECT_EQ(CountElements(d, {"class=\"call-row\"", "class=\"failed\""}), 1);
   EXPECT_EQ(TextOf(d, {"class=\"call-code\""}), "DEADLINE_EXCEEDED");
   EXPECT_EQ(TextOf(d, {"class=\"call-source\""}), "source=attempt");
+  // Why its failed attempt was not retried; the other calls say nothing.
+  EXPECT_EQ(CountElements(d, {"class=\"call-row\"", "data-retry-skipped=\"no_room\""}), 1);
+  EXPECT_EQ(CountElements(d, {"data-retry-skipped="}), 1);
+  EXPECT_EQ(TextOf(d, {"class=\"call-retry\""}), "not retried: no_room");
 
   // One bar per hop entry; width proportional to the time spent (scale per
   // call: the OK call's largest value is gateway's 800 ms budget).

@@ -176,6 +176,9 @@ struct RecentCall {
   absl::StatusCode code = absl::StatusCode::kOk;
   DeadlineSource source = DeadlineSource::kNone;  // the budget that fired, if any
   BudgetTrace trace;                              // this hop first
+  // Why a failed attempt of a retrying call this hop made for it was not
+  // retried (RetrySkipReason); kSucceeded: no attempt went unretried.
+  RetryOutcome retry_skipped = RetryOutcome::kSucceeded;
 };
 
 struct MetricsSnapshot {
