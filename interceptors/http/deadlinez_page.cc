@@ -55,14 +55,6 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     <a href="metrics">metrics</a> &middot; <a id="json-link" href="deadlinez.json">json</a></p>
 </header>
 
-<section id="recent">
-  <h2>Recent calls <span id="recent-count" class="count"></span></h2>
-  <p class="legend">Newest first. One line per hop of the call's trace (caller first): the bar is the
-    time spent at that hop, the black mark the budget it had on arrival (scale per call). Failed calls
-    are red, with their code and the budget that fired.</p>
-  <div id="calls"><p id="no-calls" class="empty">no calls yet</p></div>
-</section>
-
 <section>
   <h2>Timeouts by source</h2>
   <p class="legend">DEADLINE_EXCEEDED counted at this hop, by the budget that fired: server side
@@ -96,6 +88,15 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     <thead><tr><th>not retried because</th><th>attempts</th></tr></thead>
     <tbody></tbody>
   </table>
+</section>
+
+<section id="recent">
+  <h2>Recent calls <span id="recent-count" class="count"></span></h2>
+  <p class="legend">Newest finished first (the age is since the call started). One line per hop
+    of the call's trace (caller first): the bar is the time spent at that hop, the black mark the
+    budget it had on arrival (scale per call). Failed calls are red, with their code and the budget
+    that fired.</p>
+  <div id="calls"><p id="no-calls" class="empty">no calls yet</p></div>
 </section>
 
 <script>

@@ -110,6 +110,9 @@ TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   const std::string& d = *dom;
   EXPECT_EQ(CountElements(d, {"data-state=\"ok\""}), 1) << d;
   EXPECT_EQ(TextOf(d, {"id=\"hop\""}), "gateway");
+  // The summary (timeouts, shield, retries) comes before the 64 call cards.
+  EXPECT_LT(d.find("id=\"timeouts\""), d.find("id=\"recent\""));
+  EXPECT_LT(d.find("id=\"retries-skipped\""), d.find("id=\"recent\""));
   EXPECT_EQ(CountElements(d, {"id=\"no-calls\""}), 0);
 
   // One row per call, newest first; the failed one highlighted with code and source.
