@@ -99,6 +99,41 @@ void BM_MetricCallEnd(benchmark::State& state) {
 }
 BENCHMARK(BM_MetricCallEnd)->Threads(1)->Threads(2);
 
+// A call's end with its latency, as the server interceptor records it: the
+// counter plus one exponential-bucket observation (bucket computed with
+// frexp and a search of 8 thresholds). Durations spread over 1 ms .. 60 s so
+// that the branch predictor cannot learn one bucket.
+void BM_MetricEndServerCall(benchmark::State& state) {
+  static Metrics metrics;
+  static const MethodId method = metrics.Method("/hopbudget.echo.Relay/Call");
+  std::vector<absl::Duration> durations;
+  for (int i = 0; i < 1024; ++i)
+    durations.push_back(absl::Microseconds(1000 + (i * 58593) % 60000000));
+  size_t i = 0;
+  for (auto _ : state) {
+    metrics.EndServerCall(method, absl::StatusCode::kOk, durations[i++ & 1023]);
+  }
+}
+BENCHMARK(BM_MetricEndServerCall)->Threads(1)->Threads(2);
+
+// What the computed bucket index saves: the same 128 default bounds searched
+// by a linear scan, as the former 15 fixed buckets were (the index alone,
+// no counting).
+void BM_BucketLinearScan128(benchmark::State& state) {
+  static Metrics metrics;
+  const std::vector<double>& bounds = metrics.latency_bounds(LatencyKind::kServerCall);
+  std::vector<double> seconds;
+  for (int i = 0; i < 1024; ++i) seconds.push_back(0.001 + ((i * 58593) % 60000000) / 1e6);
+  size_t i = 0;
+  for (auto _ : state) {
+    const double v = seconds[i++ & 1023];
+    size_t b = 0;
+    while (b < bounds.size() && v > bounds[b]) ++b;
+    benchmark::DoNotOptimize(b);
+  }
+}
+BENCHMARK(BM_BucketLinearScan128);
+
 // Why per-call state uses internal::CallMutex: a mutex made and locked once
 // per call. Debian's abseil runs absl::Mutex's debug deadlock detection,
 // which registers every new mutex in a process-wide graph.

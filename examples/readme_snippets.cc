@@ -18,12 +18,19 @@
 #include "demo/demo.grpc.pb.h"
 #include "hopbudget/client.h"
 #include "hopbudget/http_exporter.h"
+#include "hopbudget/metrics.h"
+#include "hopbudget/race_grpc.h"
 #include "hopbudget/retry.h"
 #include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 #include "hopbudget/shield.h"
 #include "hopbudget/shield_grpc.h"
 #include "hopbudget/trace.h"
+#ifdef HOPBUDGET_WITH_PROMETHEUS
+#include <prometheus/exposer.h>
+
+#include "hopbudget/prometheus_collectable.h"
+#endif
 
 namespace readme {
 
@@ -169,6 +176,23 @@ class CallbackShieldedLedger final : public Ledger::CallbackService {
   hopbudget::Shield shield_;
 };
 
+absl::Status RaceUse(const hopbudget::BudgetPolicy& policy, grpc::ServerContext* ctx,
+                     std::unique_ptr<Ledger::Stub> (&replica)[2], const Order& req,
+                     OrderResult (&reply)[2]) {
+  // [START race]
+  hopbudget::RaceOptions race_options;
+  race_options.hop = "orders";
+  race_options.budget = policy;
+  auto race = hopbudget::Race::Create(race_options);  // validates, or says why not
+  if (!race.ok()) return race.status();
+  hopbudget::RaceResult r = (*race)->Call(hopbudget::LogicalCall::Of(*ctx), 2,
+      [&](int i, grpc::ClientContext* c, std::function<void(grpc::Status)> done) {
+        replica[i]->async()->Commit(c, &req, &reply[i], std::move(done));
+      });  // or Start(..., on_done): no thread held
+  // [END race]
+  return r.winner >= 0 ? absl::OkStatus() : absl::DeadlineExceededError("no replica answered");
+}
+
 absl::Status ExporterSetup() {
   // [START http_exporter]
   hopbudget::HttpExporterOptions http;
@@ -179,6 +203,31 @@ absl::Status ExporterSetup() {
   // [END http_exporter]
   return absl::OkStatus();
 }
+
+absl::Status MetricsWithOptions() {
+  // [START metrics_options]
+  hopbudget::MetricsOptions o;
+  o.server_call_duration = {/*schema=*/2, /*min_seconds=*/0.0005, /*max_seconds=*/10};
+  o.infrastructure_method_prefixes.push_back("/hopbudget.demo.Admin/");
+  absl::StatusOr<std::unique_ptr<hopbudget::Metrics>> metrics = hopbudget::Metrics::Create(o);
+  // schema 9: InvalidArgument "MetricsOptions.server_call_duration.schema: 9 is outside 0..8"
+  // [END metrics_options]
+  return metrics.status();
+}
+
+#ifdef HOPBUDGET_WITH_PROMETHEUS
+absl::Status PrometheusCpp() {
+  // [START prometheus]
+  prometheus::Exposer exposer("127.0.0.1:9102");
+  hopbudget::PrometheusOptions options;
+  options.hop = "orders";
+  auto hopbudget = hopbudget::NewPrometheusCollectable(options);  // StatusOr
+  if (!hopbudget.ok()) return hopbudget.status();
+  exposer.RegisterCollectable(*hopbudget);  // keep the shared_ptr alive
+  // [END prometheus]
+  return absl::OkStatus();
+}
+#endif  // without prometheus-cpp the README region is still checked, not compiled
 
 void Waterfall(Gateway::Stub* stub, const Order& request) {
   grpc::ClientContext ctx;

@@ -4,6 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/str_format.h"
+
 namespace hopbudget {
 namespace {
 
@@ -23,7 +28,7 @@ TEST(PrometheusTextTest, EmptyRegistryStillDescribesEveryFamily) {
         "hopbudget_trace_dropped_total counter"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + "\n")) << family;
   }
-  EXPECT_THAT(text, HasSubstr("hopbudget_retries_skipped_total{reason=\"no_budget\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_retries_skipped_total{reason=\"no_room\"} 0\n"));
   EXPECT_THAT(text, Not(HasSubstr("hopbudget_calls_total{")));
 }
 
@@ -34,14 +39,15 @@ TEST(PrometheusTextTest, CountersCarryTheirLabels) {
   m.CountRetryDecision(RetryOutcome::kThrottled);
   m.CountRetry(MethodId{}, absl::StatusCode::kUnavailable);
   const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
-  EXPECT_THAT(text, HasSubstr("hopbudget_calls_total{side=\"server\",method=\"other\","
-                              "code=\"DEADLINE_EXCEEDED\"} 1\n"));
+  EXPECT_THAT(
+      text, HasSubstr("hopbudget_calls_total{side=\"server\",method=\"other\",role=\"application\","
+                      "code=\"DEADLINE_EXCEEDED\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("hopbudget_deadline_exceeded_total{side=\"client\","
                               "source=\"exhausted-before-call\",hop=\"orders\"} 1\n"));
   EXPECT_THAT(text,
-              HasSubstr("hopbudget_retries_skipped_total{reason=\"retry_budget_exhausted\"} 1\n"));
-  EXPECT_THAT(text,
-              HasSubstr("hopbudget_retries_total{method=\"other\",reason=\"UNAVAILABLE\"} 1\n"));
+              HasSubstr("hopbudget_retries_skipped_total{reason=\"throttled\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_retries_total{method=\"other\",role=\"application\","
+                              "code=\"UNAVAILABLE\"} 1\n"));
 }
 
 TEST(PrometheusTextTest, HistogramBucketsAreCumulativeWithSumAndCount) {
@@ -50,12 +56,57 @@ TEST(PrometheusTextTest, HistogramBucketsAreCumulativeWithSumAndCount) {
   m.ObserveBudgetAtArrival(MethodId{}, absl::Milliseconds(800));
   const std::string text = FormatPrometheusText(m.Snapshot(), "gateway");
   const std::string name = "hopbudget_budget_at_arrival_seconds";
-  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"0.01\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"0.025\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"1\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr(name + "_bucket{method=\"other\",le=\"+Inf\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr(name + "_sum{method=\"other\"} 0.82"));
-  EXPECT_THAT(text, HasSubstr(name + "_count{method=\"other\"} 2\n"));
+  const std::string labels = "method=\"other\",role=\"application\"";
+  // Powers of two are bounds: 20 ms is in (0.0156, 0.0313], 800 ms under 1.
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{" + labels + ",le=\"0.015625\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{" + labels + ",le=\"0.03125\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{" + labels + ",le=\"1\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_bucket{" + labels + ",le=\"+Inf\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(name + "_sum{" + labels + "} 0.82"));
+  EXPECT_THAT(text, HasSubstr(name + "_count{" + labels + "} 2\n"));
+}
+
+TEST(PrometheusTextTest, LatencyHistogramsAreLabelledByMethodAndCode) {
+  Metrics m;
+  m.EndServerCall(MethodId{}, absl::StatusCode::kOk, absl::Milliseconds(800));
+  m.EndClientAttempt(MethodId{}, absl::StatusCode::kUnavailable, absl::Seconds(1),
+                     ClientCallKind::kPlainCall);
+  const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
+  for (const char* family :
+       {"hopbudget_client_attempt_duration_seconds", "hopbudget_client_call_duration_seconds",
+        "hopbudget_server_call_duration_seconds"}) {
+    EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + " histogram\n")) << family;
+  }
+  const std::string server = "hopbudget_server_call_duration_seconds";
+  // 0.8 s lies in (2^(-3/8), 2^(-2/8)] = (0.7711, 0.8409]: the bounds as
+  // written, shortest form that reads back as the same double.
+  auto le = [](double v) {
+    std::string out = absl::StrFormat("%.15g", v);
+    if (std::strtod(out.c_str(), nullptr) != v) out = absl::StrFormat("%.17g", v);
+    return out;
+  };
+  const std::vector<double>& b = m.latency_bounds(LatencyKind::kServerCall);
+  const size_t i = std::find(b.begin(), b.end(), 1.0) - b.begin();
+  EXPECT_THAT(text,
+              HasSubstr(server + "_bucket{method=\"other\",role=\"application\",code=\"OK\",le=\"" +
+                        le(b[i - 3]) + "\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr(server + "_bucket{method=\"other\",role=\"application\",code=\"OK\",le=\"" +
+                        le(b[i - 2]) + "\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(server +
+                "_bucket{method=\"other\",role=\"application\",code=\"OK\",le=\"+Inf\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr(server + "_sum{method=\"other\",role=\"application\",code=\"OK\"} 0.8\n"));
+  const std::string other = "{method=\"other\",role=\"application\",";
+  EXPECT_THAT(text, HasSubstr(server + "_count" + other + "code=\"OK\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_client_attempt_duration_seconds_bucket" + other +
+                              "code=\"UNAVAILABLE\",le=\"1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_client_call_duration_seconds_count" + other +
+                              "code=\"UNAVAILABLE\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("hopbudget_server_call_duration_seconds_count" + other +
+                                  "code=\"UNAVAILABLE\"}")));
 }
 
 TEST(PrometheusTextTest, LabelValuesAreEscaped) {
@@ -69,7 +120,11 @@ TEST(PrometheusTextTest, SkipReasonsCoverEveryNonRetryOutcome) {
     const auto outcome = static_cast<RetryOutcome>(o);
     const bool skipped = outcome != RetryOutcome::kRetry && outcome != RetryOutcome::kSucceeded;
     EXPECT_EQ(!RetrySkipReason(outcome).empty(), skipped) << o;
+    // One vocabulary: the metric's reasons are the retry policy's names.
+    if (skipped) EXPECT_EQ(RetrySkipReason(outcome), RetryOutcomeName(outcome)) << o;
   }
+  EXPECT_EQ(RetrySkipReason(RetryOutcome::kNoRoom), "no_room");
+  EXPECT_EQ(RetrySkipReason(RetryOutcome::kThrottled), "throttled");
 }
 
 TEST(JsonStringTest, EscapesQuotesBackslashesAndControls) {
@@ -134,6 +189,33 @@ TEST(DeadlinezJsonTest, RecentCallsCarryTheirTraceWithNullForNoBudget) {
   EXPECT_THAT(json, HasSubstr("\"server\":{\"client\":0,\"request\":1,"));
 }
 
+TEST(DeadlinezJsonTest, RetriesSayHowManyStartedSavedAndWhyOthersDidNot) {
+  Metrics m;
+  m.CountRetryDecision(RetryOutcome::kRetry);
+  m.CountRetryDecision(RetryOutcome::kThrottled);
+  m.CountRetryDecision(RetryOutcome::kThrottled);
+  m.CountRetryDecision(RetryOutcome::kNoRoom);
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 2, absl::Milliseconds(3));
+  const std::string json = FormatDeadlinezJson(m.Snapshot(), {}, "orders", absl::UnixEpoch());
+  EXPECT_THAT(json, HasSubstr("\"retries\":{\"started\":1,\"succeeded_after_retry\":1,"
+                              "\"skipped\":{"));
+  EXPECT_THAT(json, HasSubstr("\"throttled\":2"));
+  EXPECT_THAT(json, HasSubstr("\"no_room\":1"));
+  EXPECT_THAT(json, HasSubstr("\"attempts_exhausted\":0"));
+  EXPECT_THAT(json, ::testing::EndsWith("}}}"));
+}
+
+TEST(DeadlinezJsonTest, EachCallSaysWhyItsFailedAttemptWasNotRetried) {
+  RecentCall throttled{"/a.B/C", absl::UnixEpoch(), absl::StatusCode::kUnavailable,
+                       DeadlineSource::kNone, {}, RetryOutcome::kThrottled};
+  RecentCall ok{"/a.B/C", absl::UnixEpoch(), absl::StatusCode::kOk, DeadlineSource::kNone, {}};
+  const std::string json =
+      FormatDeadlinezJson(Metrics().Snapshot(), {throttled, ok}, "orders", absl::UnixEpoch());
+  EXPECT_THAT(json, HasSubstr("\"code\":\"UNAVAILABLE\",\"source\":\"none\","
+                              "\"retry_skipped\":\"throttled\",\"trace\":[]"));
+  EXPECT_THAT(json, HasSubstr("\"code\":\"OK\",\"source\":\"none\",\"retry_skipped\":\"\","));
+}
+
 }  // namespace
 }  // namespace hopbudget
 
@@ -158,7 +240,9 @@ TEST(PrometheusTextTest, RacesHedgesAndSlotsHaveTheirFamilies) {
         "hopbudget_hedges_skipped_total{reason=\"extra_load\"} 0\n",
         "hopbudget_hedge_losers_cancelled_total 1\n", "hopbudget_hedge_extra_load_ratio 0.5\n",
         "# TYPE hopbudget_slot_wait_seconds histogram\n",
-        "hopbudget_slot_wait_seconds_bucket{le=\"0.025\"} 1\n",
+        // 20 ms, in the bucket whose bound is the first above it
+        "hopbudget_slot_wait_seconds_bucket{le=\"0.018581361171917516\"} 0\n",
+        "hopbudget_slot_wait_seconds_bucket{le=\"0.020263118041422026\"} 1\n",
         "hopbudget_slot_wait_seconds_count 1\n",
         "hopbudget_slot_refusals_total{reason=\"queue_full\"} 1\n",
         "hopbudget_slot_refusals_total{reason=\"no_time_to_wait\"} 0\n"}) {

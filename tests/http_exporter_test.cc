@@ -97,13 +97,28 @@ TEST_F(HttpExporterTest, MetricsShowTheCallsAndPassPromtool) {
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_THAT(r.body, HasSubstr("hopbudget_info{hop=\"gateway\"} 1\n"));
-  EXPECT_THAT(r.body, HasSubstr("hopbudget_calls_total{side=\"server\",method="
-                                "\"/hopbudget.echo.Relay/Call\",code=\"OK\"} 1\n"));
-  EXPECT_THAT(r.body, HasSubstr("hopbudget_calls_total{side=\"server\",method="
-                                "\"/hopbudget.echo.Relay/Call\",code=\"DEADLINE_EXCEEDED\"} 1\n"));
+  EXPECT_THAT(r.body,
+              HasSubstr("hopbudget_calls_total{side=\"server\",method="
+                        "\"hopbudget.echo.Relay/Call\",role=\"application\",code=\"OK\"} 1\n"));
+  EXPECT_THAT(
+      r.body,
+      HasSubstr(
+          "hopbudget_calls_total{side=\"server\",method="
+          "\"hopbudget.echo.Relay/Call\",role=\"application\",code=\"DEADLINE_EXCEEDED\"} 1\n"));
   EXPECT_THAT(r.body, HasSubstr("hopbudget_deadline_exceeded_total{side=\"client\","
                                 "source=\"downstream\",hop=\"ledger\"} 1\n"));
   EXPECT_THAT(r.body, HasSubstr("demo_extra_total 7\n"));
+  for (const char* family :
+       {"process_cpu_seconds_total counter", "process_resident_memory_bytes gauge",
+        "process_virtual_memory_bytes gauge", "process_open_fds gauge",
+        "process_start_time_seconds gauge", "hopbudget_build_info gauge",
+        "hopbudget_client_attempt_duration_seconds histogram",
+        "hopbudget_client_call_duration_seconds histogram",
+        "hopbudget_server_call_duration_seconds histogram"}) {
+    EXPECT_THAT(r.body, HasSubstr(std::string("# TYPE ") + family + "\n")) << family;
+  }
+  EXPECT_THAT(r.body, HasSubstr("hopbudget_server_call_duration_seconds_count{method="
+                                "\"hopbudget.echo.Relay/Call\",role=\"application\",code=\"OK\"} 1\n"));
   const auto [rc, out] = Promtool(r.body);
   EXPECT_EQ(rc, 0) << "promtool check metrics:\n" << out;
 }

@@ -5,8 +5,12 @@
 // by method and code; budgets at arrival; retries by reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "hopbudget/client.h"
 #include "hopbudget/retry.h"
+#include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 
@@ -19,6 +23,11 @@ using testing::Request;
 using testing::Work;
 
 constexpr char kCall[] = "/hopbudget.echo.Relay/Call";
+
+// The bucket of `h` that `seconds` falls into (le: <=).
+size_t Bucket(const HistogramSnapshot& h, double seconds) {
+  return std::lower_bound(h.bounds.begin(), h.bounds.end(), seconds) - h.bounds.begin();
+}
 
 HopConfig Hop(std::string name) {
   HopConfig c;
@@ -45,8 +54,8 @@ TEST(MetricsIntegrationTest, SuccessfulCallsAreCountedByMethodCodeAndBudget) {
   const MethodSnapshot* m = s.method(kCall);
   ASSERT_NE(m, nullptr) << "a method of a registered service gets its own label";
   EXPECT_EQ(m->budget_at_arrival.count, 3u);
-  // 2 s lands in the le=2.5 bucket.
-  EXPECT_EQ(m->budget_at_arrival.counts[10], 3u);
+  // Just under 2 s lands in the (1.834, 2] bucket.
+  EXPECT_EQ(m->budget_at_arrival.counts[Bucket(m->budget_at_arrival, 1.999)], 3u);
   EXPECT_EQ(m->budget_remaining.count, 3u);
   EXPECT_EQ(client_metrics.Snapshot().calls_with_code(Side::kClient, kCall,
                                                       absl::StatusCode::kOk), 3u);
@@ -66,16 +75,16 @@ TEST(MetricsIntegrationTest, ArrivalMetricsSayWhatTheCallerBroughtBeforeTheCap) 
     ASSERT_TRUE(stub->Call(&no_deadline, Request({Work(0)}), &reply).ok());
   }
   ledger.Shutdown();
-  const MetricsSnapshot snapshot = ledger.metrics().Snapshot();
-  const MethodSnapshot* m = snapshot.method(kCall);
+  const MetricsSnapshot s = ledger.metrics().Snapshot();
+  const MethodSnapshot* m = s.method(kCall);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->calls_without_deadline, 1u) << "the cap does not hide a caller without a deadline";
-  // The caller's 2 s, in the le=2.5 bucket, and only the call that had one.
+  // The caller's 2 s, in the (1.834, 2] bucket, and only the call that had one.
   EXPECT_EQ(m->budget_at_arrival.count, 1u);
-  EXPECT_EQ(m->budget_at_arrival.counts[10], 1u);
-  // Both calls had the 300 ms cap as their request budget: le=0.5.
+  EXPECT_EQ(m->budget_at_arrival.counts[Bucket(m->budget_at_arrival, 1.999)], 1u);
+  // Both calls had the 300 ms cap as their request budget: (0.2973, 0.3242].
   EXPECT_EQ(m->request_budget.count, 2u);
-  EXPECT_EQ(m->request_budget.counts[8], 2u);
+  EXPECT_EQ(m->request_budget.counts[Bucket(m->request_budget, 0.300)], 2u);
 }
 
 TEST(MetricsIntegrationTest, ArrivedExpiredIsCountedAtTheRefusingHop) {
@@ -156,6 +165,11 @@ TEST(MetricsIntegrationTest, RetryWithoutRoomIsCountedAsSkippedForLackOfBudget) 
   ledger.Shutdown();
   const MetricsSnapshot o = orders.metrics().Snapshot();
   EXPECT_EQ(o.retry_decision(RetryOutcome::kNoRoom), 1u);
+  // orders' /deadlinez entry for the call says why its one attempt stood.
+  const std::vector<RecentCall> recent = orders.metrics().RecentCalls();
+  ASSERT_EQ(recent.size(), 1u);
+  EXPECT_EQ(recent[0].code, absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(recent[0].retry_skipped, RetryOutcome::kNoRoom);
 }
 
 TEST(MetricsIntegrationTest, ExhaustedBeforeCallIsCountedWithoutTouchingTheNetwork) {
@@ -196,6 +210,201 @@ TEST(MetricsIntegrationTest, ClientDeadlineIsCountedByTheCallerAndTheHopThatSawI
   const MetricsSnapshot l = ledger.metrics().Snapshot();
   EXPECT_EQ(l.deadline_exceeded(Side::kServer, DeadlineSource::kClient, "ledger"), 1u);
   EXPECT_EQ(l.calls_with_code(Side::kServer, kCall, absl::StatusCode::kDeadlineExceeded), 1u);
+}
+
+// Latency over real gRPC: orders retries ledger's hung first attempt on a
+// retrying channel. Each attempt is observed on its own, the logical call
+// once with both attempts in it, and a plain channel's call as both.
+TEST(MetricsIntegrationTest, LatencyIsObservedPerAttemptPerLogicalCallAndPerServerCall) {
+  HopConfig ledger_config = Hop("ledger");
+  ledger_config.faults.hang_first = 1;
+  RelayHop orders(Hop("orders")), ledger(ledger_config);
+  RetryOptions retry;
+  retry.budget.attempt_cap = absl::Milliseconds(150);
+  retry.retry.max_attempts = 3;
+  retry.retry.initial_backoff = absl::Milliseconds(1);
+  retry.retry.max_backoff = absl::Milliseconds(2);
+  orders.SetNext(ledger.address(), &retry);
+  Metrics client_metrics;
+  auto stub = testing::NewStub(orders.address(), true, &client_metrics);
+  ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(10), {Work(0), Work(0)}).ok());
+  orders.Shutdown();
+  ledger.Shutdown();
+
+  const MetricsSnapshot o = orders.metrics().Snapshot();
+  const MethodSnapshot* m = o.method(kCall);
+  ASSERT_NE(m, nullptr);
+  const HistogramSnapshot* cut = m->latency_of(LatencyKind::kClientAttempt,
+                                               absl::StatusCode::kDeadlineExceeded);
+  const HistogramSnapshot* ok_attempt =
+      m->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
+  const HistogramSnapshot* call = m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kOk);
+  const HistogramSnapshot* served = m->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
+  ASSERT_TRUE(cut && ok_attempt && call && served);
+  EXPECT_EQ(cut->count, 1u);
+  EXPECT_GE(cut->sum, 0.150);  // cut at the attempt budget
+  EXPECT_LT(cut->sum, 5.0);
+  EXPECT_EQ(ok_attempt->count, 1u);
+  EXPECT_EQ(call->count, 1u) << "one logical call, not one per attempt";
+  EXPECT_EQ(m->succeeded_after_retry, 1u);
+  EXPECT_GE(call->sum, cut->sum + ok_attempt->sum);
+  EXPECT_EQ(m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kDeadlineExceeded), nullptr);
+  EXPECT_EQ(served->count, 1u);
+  EXPECT_GE(served->sum, call->sum);  // orders answered after its downstream call ended
+  EXPECT_LT(served->sum, 5.0);
+
+  // The caller's plain channel: its call is its one attempt.
+  const MetricsSnapshot c = client_metrics.Snapshot();
+  const MethodSnapshot* cm = c.method(kCall);
+  ASSERT_NE(cm, nullptr);
+  const HistogramSnapshot* a = cm->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
+  const HistogramSnapshot* l = cm->latency_of(LatencyKind::kClientCall, absl::StatusCode::kOk);
+  ASSERT_TRUE(a && l);
+  EXPECT_EQ(a->count, 1u);
+  EXPECT_EQ(l->count, 1u);
+  EXPECT_EQ(a->counts, l->counts);
+  EXPECT_GE(a->sum, served->sum);
+
+  // Ledger served two calls: the hung one (cut by orders) and the retry.
+  const MetricsSnapshot ls = ledger.metrics().Snapshot();
+  uint64_t ledger_calls = 0;
+  for (const LatencySnapshot& x : ls.method(kCall)->latency) {
+    if (x.kind == LatencyKind::kServerCall) ledger_calls += x.seconds.count;
+  }
+  EXPECT_EQ(ledger_calls, 2u);
+}
+
+// RetryLoop (the explicit loop around a plain stub): the budget interceptor
+// under it sees each attempt, the loop the logical call.
+TEST(MetricsIntegrationTest, RetryLoopObservesTheLogicalCallOnceAndEachAttempt) {
+  HopConfig ledger_config = Hop("ledger");
+  ledger_config.faults.unavailable_first = 2;
+  RelayHop ledger(ledger_config);
+  Metrics metrics;
+  ClientOptions client;
+  client.hop = "orders";
+  client.metrics = &metrics;
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  auto channel = CreateChannel(ledger.address(), grpc::InsecureChannelCredentials(), client, args);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto stub = echo::Relay::NewStub(*channel);
+  RetryLoopOptions options;
+  options.hop = "orders";
+  options.method = kCall;
+  options.metrics = &metrics;
+  options.retry.max_attempts = 3;
+  options.retry.initial_backoff = absl::Milliseconds(1);
+  options.retry.max_backoff = absl::Milliseconds(2);
+  auto loop = RetryLoop::Create(options);
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  const echo::RelayRequest request = testing::Request({Work(0)});
+  echo::RelayReply reply;
+  ASSERT_TRUE((*loop)
+                  ->Call(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(10)),
+                         [&](grpc::ClientContext* attempt) {
+                           return stub->Call(attempt, request, &reply);
+                         })
+                  .ok());
+  ledger.Shutdown();
+  const MetricsSnapshot s = metrics.Snapshot();
+  const MethodSnapshot* m = s.method(kCall);
+  ASSERT_NE(m, nullptr);
+  const HistogramSnapshot* failed =
+      m->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kUnavailable);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->count, 2u);
+  EXPECT_EQ(m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kUnavailable), nullptr)
+      << "a retried attempt is not a logical call";
+  const HistogramSnapshot* call = m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kOk);
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->count, 1u);
+  EXPECT_EQ(s.calls_with_attempts(3), 1u);
+  EXPECT_EQ(m->succeeded_after_retry, 1u);
+}
+
+// Health checks, reflection and channelz, and any prefix the options add
+// (the demo's Admin service), are infrastructure: labelled apart.
+TEST(MetricsIntegrationTest, InfrastructureMethodsAreKeptApartByRole) {
+  MetricsOptions o;
+  o.infrastructure_method_prefixes.push_back("/hopbudget.echo.Relay/");
+  absl::StatusOr<std::unique_ptr<Metrics>> created = Metrics::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Metrics& m = **created;
+  m.CountCallEnd(Side::kServer, m.Method("/hopbudget.echo.Relay/Call"), absl::StatusCode::kOk);
+  m.CountCallEnd(Side::kServer, MethodId{}, absl::StatusCode::kOk);
+  const MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.method("/hopbudget.echo.Relay/Call")->role, MethodRole::kInfrastructure);
+  EXPECT_EQ(s.method("other")->role, MethodRole::kApplication);
+  Metrics plain;
+  plain.CountCallEnd(Side::kServer, plain.Method("/hopbudget.echo.Relay/Call"),
+                     absl::StatusCode::kOk);
+  EXPECT_EQ(plain.Snapshot().method("/hopbudget.echo.Relay/Call")->role, MethodRole::kApplication);
+}
+
+// Counting each expiry once across a chain. Every hop that relays an expiry
+// counts it (source="downstream"), and the server behind a client-side
+// expiry sees its caller's deadline pass (side="server", source="client").
+// The README's query keeps the count where the budget fired:
+//   {side="client", source!="downstream"} or
+//   {side="server", source!~"downstream|client"}
+// This is that selector over the same counters, on three chains.
+using FiredCounts = std::map<std::pair<std::string, std::string>, uint64_t>;  // (source, hop)
+
+void AddFired(const Metrics& metrics, FiredCounts* fired, uint64_t* naive) {
+  for (const DeadlineExceededCount& d : metrics.Snapshot().deadline_exceeded_by_hop) {
+    *naive += d.count;
+    const bool fired_here =
+        d.side == Side::kClient ? d.source != DeadlineSource::kDownstream
+                                : d.source != DeadlineSource::kDownstream &&
+                                      d.source != DeadlineSource::kClient;
+    if (fired_here) (*fired)[{std::string(DeadlineSourceName(d.source)), d.hop}] += d.count;
+  }
+}
+
+TEST(MetricsIntegrationTest, DocumentedSelectorCountsEachExpiryOnceAcrossTheChain) {
+  struct Scenario {
+    const char* name;
+    FiredCounts expected;
+  };
+  const Scenario scenarios[] = {
+      {"request cap fires at ledger", {{{"request", "ledger"}, 1}}},
+      {"both attempts cut at orders", {{{"attempt", "orders"}, 2}}},
+      {"the caller's deadline passes in gateway", {{{"client", "client"}, 1}}},
+  };
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(scenarios[i].name);
+    HopConfig ledger_config = Hop("ledger");
+    if (i == 0) ledger_config.policy.request_cap = absl::Milliseconds(100);
+    RelayHop gateway(Hop("gateway")), orders(Hop("orders")), ledger(ledger_config);
+    RetryOptions retry;
+    retry.budget.attempt_cap = absl::Milliseconds(150);
+    retry.retry.max_attempts = 2;
+    retry.retry.initial_backoff = absl::Milliseconds(1);
+    retry.retry.max_backoff = absl::Milliseconds(2);
+    gateway.SetNext(orders.address());
+    orders.SetNext(ledger.address(), i == 1 ? &retry : nullptr);
+    Metrics client_metrics;
+    auto stub = testing::NewStub(gateway.address(), true, &client_metrics);
+    std::vector<echo::Step> steps = {Work(0), Work(0), Work(300)};
+    if (i == 1) steps = {Work(0), Work(0), testing::Hang()};
+    if (i == 2) steps = {testing::Hang()};
+    const absl::Duration budget = i == 2 ? absl::Milliseconds(300) : absl::Seconds(10);
+    EXPECT_EQ(CallWithBudget(*stub, budget, steps).error_code(),
+              grpc::StatusCode::DEADLINE_EXCEEDED);
+    gateway.Shutdown();
+    orders.Shutdown();
+    ledger.Shutdown();
+    FiredCounts fired;
+    uint64_t naive = 0;
+    for (const Metrics* m : {&client_metrics, &gateway.metrics(), &orders.metrics(),
+                             &ledger.metrics()}) {
+      AddFired(*m, &fired, &naive);
+    }
+    EXPECT_EQ(fired, scenarios[i].expected);
+    // Each hop above relays it: a naive sum counts it three or four times.
+    if (i < 2) EXPECT_GT(naive, scenarios[i].expected.begin()->second + 2);
+  }
 }
 
 }  // namespace

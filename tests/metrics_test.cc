@@ -1,10 +1,15 @@
 // Copyright hopbudget authors.
 #include "hopbudget/metrics.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <thread>
 #include <vector>
+
+#include "hopbudget/exposition.h"
 
 namespace hopbudget {
 namespace {
@@ -97,19 +102,22 @@ TEST(MetricsLabelsTest, DeadlineExceededIsCountedByHopWithBoundedHops) {
 TEST(MetricsHistogramTest, BudgetAtArrivalFallsIntoItsBucketAndSums) {
   Metrics m;
   const MethodId id = m.Method("/x.Y/Z");
-  m.ObserveBudgetAtArrival(id, absl::Milliseconds(1));    // le=0.001 (inclusive)
-  m.ObserveBudgetAtArrival(id, absl::Milliseconds(30));   // le=0.05
+  m.ObserveBudgetAtArrival(id, absl::Milliseconds(1));    // the first bucket, le=0.00109
+  m.ObserveBudgetAtArrival(id, absl::Milliseconds(30));   // (0.0287, 0.03125]
   m.ObserveBudgetAtArrival(id, absl::Seconds(100));       // +Inf
-  m.ObserveBudgetAtArrival(id, absl::Milliseconds(-5));   // counts as 0: le=0.001
+  m.ObserveBudgetAtArrival(id, absl::Milliseconds(-5));   // counts as 0: the first bucket
   m.ObserveBudgetAtArrival(id, absl::InfiniteDuration());  // no deadline
   const MetricsSnapshot snapshot = m.Snapshot();
   const MethodSnapshot* ms = snapshot.method("other");
   ASSERT_NE(ms, nullptr);
   const HistogramSnapshot& h = ms->budget_at_arrival;
-  ASSERT_EQ(h.counts.size(), kBudgetBucketsSeconds.size() + 1);
+  ASSERT_EQ(h.bounds, m.budget_at_arrival_bounds());
+  ASSERT_EQ(h.counts.size(), h.bounds.size() + 1);
   EXPECT_EQ(h.count, 4u);
   EXPECT_EQ(h.counts[0], 2u);
-  EXPECT_EQ(h.counts[5], 1u);  // 0.05
+  const size_t i = std::lower_bound(h.bounds.begin(), h.bounds.end(), 0.030) - h.bounds.begin();
+  EXPECT_EQ(h.bounds[i], 0.03125);
+  EXPECT_EQ(h.counts[i], 1u);
   EXPECT_EQ(h.counts.back(), 1u);
   EXPECT_DOUBLE_EQ(h.sum, 100.031);
   EXPECT_EQ(ms->calls_without_deadline, 1u);
@@ -140,6 +148,222 @@ TEST(MetricsHistogramTest, AttemptsPerCallBucketsOneToTenThenInf) {
   EXPECT_DOUBLE_EQ(h.sum, 29);
   EXPECT_EQ(s.calls_with_attempts(1), 1u);
   EXPECT_EQ(s.calls_with_attempts(kMaxAttemptBuckets), 1u);  // 10 and more
+}
+
+// The default latency buckets: 2^(k/8) s from the first >= 1 ms to the first
+// >= 60 s, so that a quantile read from them is within 4.5 %.
+TEST(MetricsLatencyTest, DefaultBucketsGrowBy2ToTheEighthFrom1msTo60s) {
+  Metrics m;
+  const std::vector<double>& b = m.latency_bounds(LatencyKind::kServerCall);
+  ASSERT_EQ(b.size(), 128u);
+  EXPECT_GE(b.front(), 0.001);
+  EXPECT_LT(b.front() / std::exp2(0.125), 0.001);
+  EXPECT_GE(b.back(), 60.0);
+  EXPECT_LT(b.back() / std::exp2(0.125), 60.0);
+  for (size_t i = 1; i < b.size(); ++i) EXPECT_NEAR(b[i] / b[i - 1], std::exp2(0.125), 1e-12);
+  // Powers of two are bounds, exactly (native histogram schema 3).
+  EXPECT_NE(std::find(b.begin(), b.end(), 1.0), b.end());
+  EXPECT_NE(std::find(b.begin(), b.end(), 0.5), b.end());
+  EXPECT_NE(std::find(b.begin(), b.end(), 32.0), b.end());
+}
+
+// The computed bucket of each value agrees with the bounds: just below a
+// bound is in its bucket, just above is in the next; a bound itself is in
+// its own bucket (le means <=).
+TEST(MetricsLatencyTest, ComputedBucketAgreesWithTheBoundsEverywhere) {
+  Metrics m;
+  const std::vector<double> b = m.latency_bounds(LatencyKind::kServerCall);
+  const MethodId other{};
+  for (double bound : b) {
+    m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                     absl::Seconds(bound * 0.995));
+    m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                     absl::Seconds(bound * 1.005));
+  }
+  const MetricsSnapshot s = m.Snapshot();
+  const HistogramSnapshot* h =
+      s.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
+  ASSERT_NE(h, nullptr);
+  ASSERT_EQ(h->counts.size(), b.size() + 1);
+  EXPECT_EQ(h->counts.front(), 1u);
+  for (size_t i = 1; i < b.size(); ++i) EXPECT_EQ(h->counts[i], 2u) << "bucket le=" << b[i];
+  EXPECT_EQ(h->counts.back(), 1u);  // just above 60.9 s
+  EXPECT_EQ(h->count, 2 * b.size());
+
+  Metrics exact;
+  for (double bound : {0.5, 1.0, 2.0, 32.0}) {
+    exact.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                         absl::Seconds(bound));
+  }
+  const MetricsSnapshot e = exact.Snapshot();
+  const HistogramSnapshot* eh =
+      e.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
+  for (double bound : {0.5, 1.0, 2.0, 32.0}) {
+    const size_t i = std::find(b.begin(), b.end(), bound) - b.begin();
+    EXPECT_EQ(eh->counts[i], 1u) << bound;
+  }
+}
+
+TEST(MetricsLatencyTest, ZeroAndNegativeFallIntoTheFirstBucketInfiniteIntoTheLast) {
+  Metrics m;
+  const MethodId other{};
+  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk, absl::ZeroDuration());
+  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk, -absl::Seconds(1));
+  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk,
+                   absl::InfiniteDuration());
+  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk, absl::Minutes(5));
+  const MetricsSnapshot s = m.Snapshot();
+  const HistogramSnapshot* h =
+      s.method("other")->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->counts.front(), 2u);
+  EXPECT_EQ(h->counts.back(), 2u);
+  EXPECT_EQ(h->count, 4u);
+  EXPECT_DOUBLE_EQ(h->sum, 300.0);  // the infinite one adds nothing to the sum
+}
+
+// A plain channel's call is its one attempt: observed as both. An attempt of
+// a retrying layer is an attempt only; the layer observes the logical call.
+TEST(MetricsLatencyTest, PlainCallIsAttemptAndCallRetryAttemptIsAttemptOnly) {
+  Metrics m;
+  const MethodId other{};
+  m.EndClientAttempt(other, absl::StatusCode::kOk, absl::Milliseconds(10),
+                     ClientCallKind::kPlainCall);
+  m.EndClientAttempt(other, absl::StatusCode::kUnavailable, absl::Milliseconds(20),
+                     ClientCallKind::kRetryAttempt);
+  m.EndClientAttempt(other, absl::StatusCode::kOk, absl::Milliseconds(30),
+                     ClientCallKind::kRetryAttempt);
+  m.EndRetryingCall(other, absl::StatusCode::kOk, 2, absl::Milliseconds(55));
+  m.EndServerCall(other, absl::StatusCode::kNotFound, absl::Milliseconds(7));
+  const MetricsSnapshot s = m.Snapshot();
+  const MethodSnapshot* o = s.method("other");
+  ASSERT_NE(o, nullptr);
+  const HistogramSnapshot* attempt_ok =
+      o->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
+  const HistogramSnapshot* attempt_unavailable =
+      o->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kUnavailable);
+  const HistogramSnapshot* call_ok = o->latency_of(LatencyKind::kClientCall, absl::StatusCode::kOk);
+  const HistogramSnapshot* server =
+      o->latency_of(LatencyKind::kServerCall, absl::StatusCode::kNotFound);
+  ASSERT_TRUE(attempt_ok && attempt_unavailable && call_ok && server);
+  EXPECT_EQ(attempt_ok->count, 2u);
+  EXPECT_NEAR(attempt_ok->sum, 0.040, 1e-9);
+  EXPECT_EQ(attempt_unavailable->count, 1u);
+  EXPECT_EQ(call_ok->count, 2u);  // the plain call and the retrying one
+  EXPECT_NEAR(call_ok->sum, 0.065, 1e-9);
+  EXPECT_EQ(o->latency_of(LatencyKind::kClientCall, absl::StatusCode::kUnavailable), nullptr);
+  EXPECT_EQ(server->count, 1u);
+  EXPECT_EQ(s.calls[static_cast<int>(Side::kClient)], 3u);  // attempts
+  EXPECT_EQ(s.calls[static_cast<int>(Side::kServer)], 1u);
+  EXPECT_EQ(s.calls_with_attempts(2), 1u);
+  EXPECT_EQ(o->succeeded_after_retry, 1u);
+}
+
+// Only a success that needed a retry: not a first-attempt success, not a
+// failure after retries.
+TEST(MetricsTest, SuccessAfterRetryCountsOnlyOkCallsWithMoreThanOneAttempt) {
+  Metrics m;
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 1, absl::Milliseconds(1));
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kUnavailable, 3, absl::Milliseconds(1));
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 2, absl::Milliseconds(1));
+  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 3, absl::Milliseconds(1));
+  const MetricsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.method("other")->succeeded_after_retry, 2u);
+  EXPECT_THAT(FormatPrometheusText(s, "orders"),
+              ::testing::HasSubstr("hopbudget_calls_succeeded_after_retry_total{method=\"other\","
+                                   "role=\"application\"} 2\n"));
+}
+
+// The first observation of a (kind, method, code) allocates its buckets;
+// threads racing on it must all be counted in the one that wins.
+TEST(MetricsLatencyTest, ConcurrentFirstObservationsAreAllCounted) {
+  Metrics m;
+  const MethodId other{};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5000; ++i) {
+        m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kInternal,
+                         absl::Milliseconds(i % 100));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const MetricsSnapshot s = m.Snapshot();
+  const HistogramSnapshot* h =
+      s.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kInternal);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->count, 20000u);
+  uint64_t in_buckets = 0;
+  for (uint64_t n : h->counts) in_buckets += n;
+  EXPECT_EQ(in_buckets, 20000u);
+}
+
+TEST(MetricsOptionsTest, BadBucketsAndPrefixesAreRefusedNamingTheField) {
+  struct Case {
+    const char* name;
+    void (*spoil)(MetricsOptions&);
+    const char* message;
+  };
+  const Case cases[] = {
+      {"schema too big", [](MetricsOptions& o) { o.server_call_duration.schema = 9; },
+       "MetricsOptions.server_call_duration.schema: 9 is outside 0..8"},
+      {"negative schema", [](MetricsOptions& o) { o.budget_at_arrival.schema = -1; },
+       "MetricsOptions.budget_at_arrival.schema: -1"},
+      {"zero min", [](MetricsOptions& o) { o.request_budget.min_seconds = 0; },
+       "MetricsOptions.request_budget.min_seconds: 0 is not a finite positive number"},
+      {"max below min", [](MetricsOptions& o) { o.budget_remaining.max_seconds = 0.0005; },
+       "MetricsOptions.budget_remaining.max_seconds: 0.0005 is not finite and above min_seconds"},
+      {"infinite max", [](MetricsOptions& o) { o.client_call_duration.max_seconds = INFINITY; },
+       "MetricsOptions.client_call_duration.max_seconds: inf"},
+      {"too many buckets",
+       [](MetricsOptions& o) {
+         o.client_attempt_duration.schema = 8;
+         o.client_attempt_duration.min_seconds = 1e-6;
+       },
+       "MetricsOptions.client_attempt_duration.schema: 8 from 1e-06 s to 60 s makes"},
+      {"prefix without slash",
+       [](MetricsOptions& o) { o.infrastructure_method_prefixes.push_back("demo.Admin/"); },
+       "MetricsOptions.infrastructure_method_prefixes[3]: \"demo.Admin/\" does not start"},
+  };
+  for (const Case& c : cases) {
+    MetricsOptions o;
+    c.spoil(o);
+    absl::StatusOr<std::unique_ptr<Metrics>> m = Metrics::Create(o);
+    ASSERT_FALSE(m.ok()) << c.name;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_NE(m.status().message().find(c.message), absl::string_view::npos)
+        << c.name << ": " << m.status().message();
+  }
+  EXPECT_TRUE(Metrics::Create(MetricsOptions{}).ok());
+}
+
+// Each histogram has its own buckets: a coarser schema and a narrower range
+// for one leave the others at the default.
+TEST(MetricsOptionsTest, BucketsAreConfiguredPerHistogram) {
+  MetricsOptions o;
+  o.server_call_duration = {/*schema=*/0, /*min_seconds=*/0.01, /*max_seconds=*/10};
+  o.budget_at_arrival = {/*schema=*/2, /*min_seconds=*/0.1, /*max_seconds=*/2};
+  absl::StatusOr<std::unique_ptr<Metrics>> created = Metrics::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Metrics& m = **created;
+  // 2^-7 = 0.0078 < 0.01 <= 2^-6 .. 2^4 = 16 >= 10: factor 2.
+  EXPECT_EQ(m.latency_bounds(LatencyKind::kServerCall),
+            (std::vector<double>{0.015625, 0.03125, 0.0625, 0.125, 0.25, 0.5, 1, 2, 4, 8, 16}));
+  EXPECT_EQ(m.latency_bounds(LatencyKind::kClientCall).size(), 128u);
+  const std::vector<double>& budget = m.budget_at_arrival_bounds();
+  EXPECT_EQ(budget.size(), 18u);  // 2^(-13/4) = 0.105 .. 2^(4/4) = 2
+  EXPECT_NEAR(budget.front(), 0.1051, 1e-4);
+  EXPECT_EQ(budget.back(), 2.0);
+
+  m.EndServerCall(MethodId{}, absl::StatusCode::kOk, absl::Milliseconds(300));  // (0.25, 0.5]
+  m.ObserveBudgetAtArrival(MethodId{}, absl::Seconds(1));
+  const MetricsSnapshot s = m.Snapshot();
+  const HistogramSnapshot* h =
+      s.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->counts[5], 1u);
+  EXPECT_EQ(s.method("other")->budget_at_arrival.bounds, budget);
 }
 
 TEST(MetricsShieldTest, EventsAndInFlightGauge) {
@@ -258,8 +482,12 @@ TEST(FanOutMetricsTest, RacesHedgesAndSlotsAreCounted) {
   EXPECT_EQ(s.hedge_skipped(HedgeOutcome::kNoBudget), 1u);
   EXPECT_EQ(s.hedge_skipped(HedgeOutcome::kExtraLoad), 2u);
   EXPECT_EQ(s.slot_wait.count, 2u);
-  EXPECT_EQ(s.slot_wait.counts[0], 1u);  // le 1 ms: the zero wait
-  EXPECT_EQ(s.slot_wait.counts[2], 1u);  // le 5 ms
+  EXPECT_EQ(s.slot_wait.counts[0], 1u);  // the lowest bucket: the zero wait
+  // 3 ms, in the first bucket whose bound is at or above it.
+  const size_t three_ms = static_cast<size_t>(
+      std::lower_bound(s.slot_wait.bounds.begin(), s.slot_wait.bounds.end(), 0.003) -
+      s.slot_wait.bounds.begin());
+  EXPECT_EQ(s.slot_wait.counts[three_ms], 1u);
   EXPECT_EQ(s.slot_refusals[static_cast<int>(SlotRefusalReason::kNoTimeToWait)], 1u);
   EXPECT_EQ(s.slot_refusals[static_cast<int>(SlotRefusalReason::kQueueFull)], 0u);
 }

@@ -128,7 +128,7 @@ std::string FormatJson(const std::vector<TargetResult>& results) {
         ",\"client_calls\":", Number(s.client_calls), ",\"client_success\":", Number(s.client_ok),
         ",\"timeouts\":{\"server\":", JsonCounts(SideOrEmpty(s, "server"), true),
         ",\"client\":", JsonCounts(SideOrEmpty(s, "client"), true), "}", ",\"retries\":{\"total\":",
-        Number(s.retries), ",\"by_reason\":", JsonCounts(s.retries_by_reason, false), "}",
+        Number(s.retries), ",\"by_code\":", JsonCounts(s.retries_by_code, false), "}",
         ",\"retries_skipped\":{\"total\":", Number(s.retries_skipped),
         ",\"by_reason\":", JsonCounts(s.retries_skipped_by_reason, false), "}",
         ",\"budget_at_arrival_seconds\":{\"count\":", Number(s.budget_observations),

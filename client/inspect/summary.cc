@@ -135,7 +135,10 @@ absl::StatusOr<HopSummary> Summarize(const Exposition& e) {
   if (*f != nullptr) {
     for (const Sample& sample : (*f)->samples) {
       s.retries += Clean(sample.value);
-      s.retries_by_reason[std::string(sample.Label("reason"))] += Clean(sample.value);
+      // `code` since the label was renamed; `reason` from older exporters.
+      const absl::string_view code =
+          sample.HasLabel("code") ? sample.Label("code") : sample.Label("reason");
+      s.retries_by_code[std::string(code)] += Clean(sample.value);
     }
   }
 
@@ -159,6 +162,9 @@ absl::StatusOr<HopSummary> Summarize(const Exposition& e) {
   std::vector<Bucket> buckets;
   if (*f != nullptr) {
     for (const Sample& sample : (*f)->samples) {
+      // Health checks, reflection and admin calls would blur the budgets the
+      // application's callers bring.
+      if (sample.Label("role") == "infrastructure") continue;
       if (sample.name == "hopbudget_budget_at_arrival_seconds_count") {
         s.budget_observations += Clean(sample.value);
       } else if (sample.name == "hopbudget_budget_at_arrival_seconds_bucket") {

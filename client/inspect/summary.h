@@ -10,10 +10,12 @@
 //   timeouts            hopbudget_deadline_exceeded_total by side, then source
 //                       (summed over the `hop` label); every known source
 //                       present, 0 when not exposed
-//   retries             hopbudget_retries_total summed, and by reason
+//   retries             hopbudget_retries_total summed, and by code (the failed
+//                       attempt's; label `reason` before it was renamed)
 //   retries_skipped     hopbudget_retries_skipped_total summed, and by reason
 //   budget p50/p99      histogram_quantile over hopbudget_budget_at_arrival_seconds
-//                       (buckets summed over methods), NaN when no observation
+//                       (buckets summed over application methods: series with
+//                       role="infrastructure" are left out), NaN when no observation
 //   shield              hopbudget_shield_in_flight, and
 //                       hopbudget_shield_operations_total by outcome
 //
@@ -47,7 +49,7 @@ struct HopSummary {
   // side ("server", "client") -> source -> count.
   std::map<std::string, std::map<std::string, double>> timeouts;
   double retries = 0;
-  std::map<std::string, double> retries_by_reason;
+  std::map<std::string, double> retries_by_code;
   double retries_skipped = 0;
   std::map<std::string, double> retries_skipped_by_reason;
   double budget_observations = 0;  // calls that arrived with a deadline

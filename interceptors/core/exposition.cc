@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "hopbudget/process_metrics.h"
 
 namespace hopbudget {
 namespace {
@@ -76,6 +78,16 @@ class Writer {
 
 std::string L(absl::string_view k, absl::string_view v) {
   return absl::StrCat(k, "=\"", LabelValue(v), "\"");
+}
+
+// `method` and its `role` (application or infrastructure), on every family
+// labelled by method, so that `role="application"` keeps health checks,
+// reflection and admin calls out of budgets and latencies. The method is
+// written as gRFC A66's grpc.method: "pkg.Service/Method", no leading slash.
+// New families labelled by method use this too.
+std::string MethodLabels(const MethodSnapshot& m) {
+  return absl::StrCat(L("method", absl::StripPrefix(m.method, "/")), ",",
+                      L("role", MethodRoleName(m.role)));
 }
 
 std::string CodeName(int code) {
@@ -153,32 +165,18 @@ std::string JsonString(absl::string_view s) {
 }
 
 absl::string_view RetrySkipReason(RetryOutcome outcome) {
-  switch (outcome) {
-    case RetryOutcome::kRetry:
-    case RetryOutcome::kSucceeded:
-      return "";
-    case RetryOutcome::kNotRetryableCode:
-      return "not_retryable";
-    case RetryOutcome::kBudgetFired:
-      return "deadline";
-    case RetryOutcome::kCommitted:
-      return "committed";
-    case RetryOutcome::kAttemptsExhausted:
-      return "max_attempts";
-    case RetryOutcome::kPushbackDoNotRetry:
-      return "pushback";
-    case RetryOutcome::kThrottled:
-      return "retry_budget_exhausted";
-    case RetryOutcome::kNoRoom:
-      return "no_budget";
-  }
-  return "";
+  // One vocabulary: the retry policy's own outcome names.
+  if (outcome == RetryOutcome::kRetry || outcome == RetryOutcome::kSucceeded) return "";
+  return RetryOutcomeName(outcome);
 }
 
 std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop) {
   Writer w;
   w.Family("hopbudget_info", "gauge", "The hop (service name) this process serves as.");
   w.Sample("hopbudget_info", L("hop", hop), 1);
+  w.Family("hopbudget_build_info", "gauge",
+           "1, labelled with the version of hopbudget this binary was built from.");
+  w.Sample("hopbudget_build_info", L("version", BuildVersion()), 1);
 
   w.Family("hopbudget_calls_total", "counter",
            "Finished calls seen by hopbudget, by side, method and status code (client side: "
@@ -188,9 +186,34 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
       for (int code = 0; code < kStatusCodeCount; ++code) {
         if (m.calls[side][code] == 0) continue;
         w.Sample("hopbudget_calls_total",
-                 absl::StrCat(L("side", kSideNames[side]), ",", L("method", m.method), ",",
+                 absl::StrCat(L("side", kSideNames[side]), ",", MethodLabels(m), ",",
                               L("code", CodeName(code))),
                  static_cast<double>(m.calls[side][code]));
+      }
+    }
+  }
+
+  // Call latency, one family per kind (gRFC A66's three duration metrics).
+  const std::pair<const char*, const char*> latency_families[kLatencyKindCount] = {
+      {"hopbudget_client_attempt_duration_seconds",
+       "Client attempts from start to status, by method and status code (gRFC A66 "
+       "grpc.client.attempt.duration)."},
+      {"hopbudget_client_call_duration_seconds",
+       "Logical client calls, all attempts and backoffs included, by method and status code "
+       "(gRFC A66 grpc.client.call.duration)."},
+      {"hopbudget_server_call_duration_seconds",
+       "Server calls from arrival to status sent, by method and status code (gRFC A66 "
+       "grpc.server.call.duration)."}};
+  for (int kind = 0; kind < kLatencyKindCount; ++kind) {
+    const auto& [name, help] = latency_families[kind];
+    w.Family(name, "histogram", help);
+    for (const MethodSnapshot& m : s.methods) {
+      for (const LatencySnapshot& l : m.latency) {
+        if (static_cast<int>(l.kind) != kind) continue;
+        w.Histogram(name,
+                    absl::StrCat(MethodLabels(m), ",",
+                                 L("code", CodeName(static_cast<int>(l.code)))),
+                    l.seconds);
       }
     }
   }
@@ -209,7 +232,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
                         HistogramSnapshot MethodSnapshot::*field) {
     w.Family(name, "histogram", help);
     for (const MethodSnapshot& m : s.methods) {
-      if ((m.*field).count > 0) w.Histogram(name, L("method", m.method), m.*field);
+      if ((m.*field).count > 0) w.Histogram(name, MethodLabels(m), m.*field);
     }
   };
   per_method("hopbudget_budget_at_arrival_seconds",
@@ -226,7 +249,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
            "Inbound calls that arrived with no deadline at all.");
   for (const MethodSnapshot& m : s.methods) {
     if (m.calls_without_deadline > 0) {
-      w.Sample("hopbudget_calls_without_deadline_total", L("method", m.method),
+      w.Sample("hopbudget_calls_without_deadline_total", MethodLabels(m),
                static_cast<double>(m.calls_without_deadline));
     }
   }
@@ -238,13 +261,21 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
     for (int code = 0; code < kStatusCodeCount; ++code) {
       if (m.retries[code] == 0) continue;
       w.Sample("hopbudget_retries_total",
-               absl::StrCat(L("method", m.method), ",", L("reason", CodeName(code))),
+               absl::StrCat(MethodLabels(m), ",", L("code", CodeName(code))),
                static_cast<double>(m.retries[code]));
     }
   }
+  w.Family("hopbudget_calls_succeeded_after_retry_total", "counter",
+           "Logical calls of a retrying channel or RetryLoop that succeeded after at least one "
+           "retry.");
+  for (const MethodSnapshot& m : s.methods) {
+    if (m.succeeded_after_retry == 0) continue;
+    w.Sample("hopbudget_calls_succeeded_after_retry_total", MethodLabels(m),
+             static_cast<double>(m.succeeded_after_retry));
+  }
   w.Family("hopbudget_retries_skipped_total", "counter",
-           "Failed attempts not retried, by reason (no_budget: no room left in the deadline; "
-           "retry_budget_exhausted: the retry throttle).");
+           "Failed attempts not retried, by reason (RetryOutcomeName: no_room, no room left in "
+           "the deadline; throttled, the retry throttle; attempts_exhausted; ...).");
   for (int o = 0; o < kRetryOutcomeCount; ++o) {
     const absl::string_view reason = RetrySkipReason(static_cast<RetryOutcome>(o));
     if (reason.empty()) continue;
@@ -366,7 +397,9 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& s, const std::vector<Rece
                     ",\"start_unix_ms\":",
                     absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(c.start - absl::UnixEpoch())),
                     ",\"code\":", JsonString(absl::StatusCodeToString(c.code)),
-                    ",\"source\":", JsonString(DeadlineSourceName(c.source)), ",\"trace\":[");
+                    ",\"source\":", JsonString(DeadlineSourceName(c.source)),
+                    ",\"retry_skipped\":", JsonString(RetrySkipReason(c.retry_skipped)),
+                    ",\"trace\":[");
     for (size_t j = 0; j < c.trace.hops.size(); ++j) {
       const HopTrace& h = c.trace.hops[j];
       absl::StrAppend(&out, j == 0 ? "" : ",", "{\"hop\":", JsonString(h.hop),
@@ -393,7 +426,21 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& s, const std::vector<Rece
                   ",\"failed\":", s.shield(ShieldEvent::kFailed),
                   ",\"exceeded_bound\":", s.shield(ShieldEvent::kExceededBound),
                   ",\"refused\":", s.shield(ShieldEvent::kRefused),
-                  ",\"unobserved\":", s.shield(ShieldEvent::kUnobserved), "}}");
+                  ",\"unobserved\":", s.shield(ShieldEvent::kUnobserved), "}");
+  // Retries of this hop's calls: started, saved calls, and why failed
+  // attempts were not retried (the reasons of hopbudget_retries_skipped_total).
+  uint64_t saved = 0;
+  for (const MethodSnapshot& m : s.methods) saved += m.succeeded_after_retry;
+  absl::StrAppend(&out, ",\"retries\":{\"started\":", s.retry_decision(RetryOutcome::kRetry),
+                  ",\"succeeded_after_retry\":", saved, ",\"skipped\":{");
+  bool first = true;
+  for (int o = 0; o < kRetryOutcomeCount; ++o) {
+    const absl::string_view reason = RetrySkipReason(static_cast<RetryOutcome>(o));
+    if (reason.empty()) continue;
+    absl::StrAppend(&out, first ? "" : ",", JsonString(reason), ":", s.retry_decisions[o]);
+    first = false;
+  }
+  out += "}}}";
   return out;
 }
 

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "hopbudget/attribution.h"
 #include "call_mutex.h"
 #include "label_table.h"
@@ -15,7 +18,6 @@ namespace internal {
 namespace {
 
 constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
-constexpr int kBudgetBuckets = static_cast<int>(kBudgetBucketsSeconds.size()) + 1;
 constexpr char kUnknownHop[] = "unknown";
 
 template <int kBuckets>
@@ -39,14 +41,100 @@ struct HistogramCells {
   }
 };
 
+// Bounds 2^(k/n) seconds, n = 2^schema, k in [k_min, k_max]. The bucket of a
+// value is computed, not searched: frexp() splits it into a mantissa in
+// [0.5, 1) and an exponent, and the mantissa's position among the n
+// thresholds 2^(-j/n) gives k. Bounds are built from the same thresholds, so
+// a value equal to a bound falls into that bound's bucket (le: <=).
+class ExponentialLayout {
+ public:
+  // `b` must have passed ValidateMetricsOptions().
+  explicit ExponentialLayout(const HistogramBuckets& b) : n_(1 << b.schema) {
+    for (int j = 0; j <= n_; ++j) descending_.push_back(std::exp2(-static_cast<double>(j) / n_));
+    ascending_.assign(descending_.rbegin(), descending_.rend() - 1);  // t_n .. t_1
+    k_min_ = static_cast<int>(std::ceil(n_ * std::log2(b.min_seconds))) - 1;
+    while (Bound(k_min_) < b.min_seconds) ++k_min_;
+    int k_max = k_min_;
+    while (Bound(k_max) < b.max_seconds) ++k_max;
+    for (int k = k_min_; k <= k_max; ++k) bounds_.push_back(Bound(k));
+  }
+  // 0 .. bounds().size(); the last is +Inf.
+  int Index(double seconds) const {
+    if (!(seconds > bounds_.front())) return 0;  // also NaN
+    if (seconds > bounds_.back()) return static_cast<int>(bounds_.size());
+    int e = 0;
+    const double m = std::frexp(seconds, &e);
+    // j: how many thresholds t_1..t_n are >= m.
+    const int j = n_ - static_cast<int>(std::lower_bound(ascending_.begin(), ascending_.end(), m) -
+                                        ascending_.begin());
+    return n_ * e - j - k_min_;
+  }
+  const std::vector<double>& bounds() const { return bounds_; }
+
+ private:
+  double Bound(int k) const {
+    // k = n * e - j with j in [0, n).
+    const int e = k >= 0 ? (k + n_ - 1) / n_ : -((-k) / n_);
+    return std::ldexp(descending_[n_ * e - k], e);
+  }
+  const int n_;
+  std::vector<double> descending_;  // t_j = 2^(-j/n), j = 0..n
+  std::vector<double> ascending_;   // t_n .. t_1
+  int k_min_ = 0;
+  std::vector<double> bounds_;
+};
+
+// One histogram in seconds, allocated on its first observation.
+struct SecondsCells {
+  explicit SecondsCells(int buckets) : counts(new std::atomic<uint64_t>[buckets]()) {}
+  std::unique_ptr<std::atomic<uint64_t>[]> counts;
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> sum_nanos{0};
+};
+
+// Observes `d` (negative: zero; infinite: +Inf, not summed) in the histogram
+// of `slot`, allocating it on first use: the thread whose compare-exchange
+// wins installs its cells, the others free theirs.
+void ObserveSeconds(std::atomic<SecondsCells*>& slot, const ExponentialLayout& layout,
+                    absl::Duration d) {
+  SecondsCells* cells = slot.load(std::memory_order_acquire);
+  if (cells == nullptr) {
+    auto* mine = new SecondsCells(static_cast<int>(layout.bounds().size()) + 1);
+    if (slot.compare_exchange_strong(cells, mine, std::memory_order_acq_rel)) {
+      cells = mine;
+    } else {
+      delete mine;  // `cells` now holds the winner's
+    }
+  }
+  d = std::max(d, absl::ZeroDuration());
+  cells->counts[layout.Index(absl::ToDoubleSeconds(d))].fetch_add(1, kRelaxed);
+  cells->count.fetch_add(1, kRelaxed);
+  if (d != absl::InfiniteDuration()) {
+    cells->sum_nanos.fetch_add(static_cast<uint64_t>(absl::ToInt64Nanoseconds(d)), kRelaxed);
+  }
+}
+
+HistogramSnapshot SnapshotSeconds(const SecondsCells* cells, const ExponentialLayout& layout) {
+  HistogramSnapshot s;
+  s.bounds = layout.bounds();
+  s.counts.assign(s.bounds.size() + 1, 0);
+  if (cells == nullptr) return s;
+  for (size_t b = 0; b < s.counts.size(); ++b) s.counts[b] = cells->counts[b].load(kRelaxed);
+  s.count = cells->count.load(kRelaxed);
+  s.sum = static_cast<double>(cells->sum_nanos.load(kRelaxed)) / 1e9;
+  return s;
+}
+
+// The budget histograms of a method.
+enum BudgetHistogram { kAtArrival = 0, kRequestBudget, kRemaining, kBudgetHistogramCount };
+
 struct MethodCells {
   std::array<std::array<std::atomic<uint64_t>, kStatusCodeCount>, kSideCount> calls{};
   std::atomic<uint64_t> without_deadline{0};
-  HistogramCells<kBudgetBuckets> at_arrival;
-  HistogramCells<kBudgetBuckets> request_budget;
-  HistogramCells<kBudgetBuckets> remaining;
+  std::array<std::atomic<SecondsCells*>, kBudgetHistogramCount> budgets{};  // null until used
   HistogramCells<kMaxAttemptBuckets + 1> attempts;
   std::array<std::atomic<uint64_t>, kStatusCodeCount> retries{};
+  std::atomic<uint64_t> succeeded_after_retry{0};
 };
 
 // "/pkg.Service/Method" -> "pkg.Service.Method", the descriptor's full name.
@@ -57,17 +145,6 @@ bool KnownToDescriptorPool(absl::string_view method) {
   if (slash == std::string::npos || slash == 0 || slash + 1 == name.size()) return false;
   name[slash] = '.';
   return google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(name) != nullptr;
-}
-
-int BudgetBucket(absl::Duration d) {
-  const double s = absl::ToDoubleSeconds(d);
-  int i = 0;
-  while (i < static_cast<int>(kBudgetBucketsSeconds.size()) && s > kBudgetBucketsSeconds[i]) ++i;
-  return i;
-}
-
-uint64_t Micros(absl::Duration d) {
-  return static_cast<uint64_t>(std::max<int64_t>(absl::ToInt64Microseconds(d), 0));
 }
 
 int CodeIndex(absl::StatusCode code) {
@@ -90,6 +167,14 @@ struct RecentSlot {
 };
 
 struct MetricsCells {
+  explicit MetricsCells(const MetricsOptions& o)
+      : budget_layouts{ExponentialLayout(o.budget_at_arrival),
+                       ExponentialLayout(o.request_budget),
+                       ExponentialLayout(o.budget_remaining)},
+        latency_layouts{ExponentialLayout(o.client_attempt_duration),
+                        ExponentialLayout(o.client_call_duration),
+                        ExponentialLayout(o.server_call_duration)},
+        infrastructure_prefixes(o.infrastructure_method_prefixes) {}
   LabelTable<kMaxMethodLabels> method_labels{KnownToDescriptorPool};
   LabelTable<kMaxHopLabels> hop_labels{
       [](absl::string_view hop) { return ValidateHopName(hop).ok(); }};
@@ -113,6 +198,25 @@ struct MetricsCells {
   std::atomic<int64_t> recent_last_ns{0};
   std::atomic<int64_t> recent_last_failure_ns{0};
   std::array<RecentSlot, kRecentCallCapacity> recent;
+  const std::array<ExponentialLayout, kBudgetHistogramCount> budget_layouts;
+  const std::array<ExponentialLayout, kLatencyKindCount> latency_layouts;
+  const std::vector<std::string> infrastructure_prefixes;
+  // Latency, by kind, method and code: null until first observed.
+  std::array<std::array<std::array<std::atomic<SecondsCells*>, kStatusCodeCount>, kMaxMethodLabels>,
+             kLatencyKindCount>
+      latency{};
+
+  ~MetricsCells() {
+    for (auto& by_method : latency) {
+      for (auto& by_code : by_method) {
+        for (auto& cells : by_code) delete cells.load(std::memory_order_acquire);
+      }
+    }
+    for (auto& m : methods) {
+      for (auto& cells : m.budgets) delete cells.load(std::memory_order_acquire);
+    }
+    delete slot_wait.load(std::memory_order_acquire);
+  }
 
   // Races, hedges and concurrency slots.
   std::array<std::atomic<uint64_t>, kRaceOutcomeCount> races{};
@@ -122,7 +226,8 @@ struct MetricsCells {
   std::atomic<uint64_t> hedges_won{0};
   std::array<std::atomic<uint64_t>, kHedgeOutcomeCount> hedges_skipped{};
   std::atomic<uint64_t> hedge_losers{0};
-  HistogramCells<kBudgetBuckets> slot_wait;
+  // Seconds waited for a slot, on the budget layout: null until first observed.
+  std::atomic<SecondsCells*> slot_wait{nullptr};
   std::array<std::atomic<uint64_t>, kSlotRefusalReasonCount> slot_refusals{};
 };
 
@@ -134,9 +239,72 @@ void SnapshotFanOut(const MetricsCells& c, MetricsSnapshot& s);
 using internal::kRelaxed;
 using internal::Copy;
 
-Metrics::Metrics(Clock* clock)
-    : clock_(clock != nullptr ? *clock : Clock::Real()),
-      cells_(std::make_unique<internal::MetricsCells>()) {}
+namespace {
+absl::Status ValidateBuckets(absl::string_view field, const HistogramBuckets& b) {
+  auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("MetricsOptions.", field, ".", what));
+  };
+  if (b.schema < 0 || b.schema > 8) {
+    return bad(absl::StrCat("schema: ", b.schema, " is outside 0..8"));
+  }
+  if (!(b.min_seconds > 0) || !std::isfinite(b.min_seconds)) {
+    return bad(absl::StrCat("min_seconds: ", b.min_seconds, " is not a finite positive number"));
+  }
+  if (!(b.max_seconds > b.min_seconds) || !std::isfinite(b.max_seconds)) {
+    return bad(absl::StrCat("max_seconds: ", b.max_seconds,
+                            " is not finite and above min_seconds (", b.min_seconds, ")"));
+  }
+  const double buckets = std::ceil((std::log2(b.max_seconds) - std::log2(b.min_seconds)) *
+                                   static_cast<double>(1 << b.schema)) + 1;
+  if (buckets > kMaxHistogramBuckets) {
+    return bad(absl::StrCat("schema: ", b.schema, " from ", b.min_seconds, " s to ",
+                            b.max_seconds, " s makes ", buckets, " buckets, more than ",
+                            kMaxHistogramBuckets));
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::string_view MethodRoleName(MethodRole role) {
+  return role == MethodRole::kInfrastructure ? "infrastructure" : "application";
+}
+
+absl::Status ValidateMetricsOptions(const MetricsOptions& o) {
+  const std::pair<absl::string_view, const HistogramBuckets*> histograms[] = {
+      {"budget_at_arrival", &o.budget_at_arrival},
+      {"request_budget", &o.request_budget},
+      {"budget_remaining", &o.budget_remaining},
+      {"client_attempt_duration", &o.client_attempt_duration},
+      {"client_call_duration", &o.client_call_duration},
+      {"server_call_duration", &o.server_call_duration}};
+  for (const auto& [field, buckets] : histograms) {
+    if (absl::Status s = ValidateBuckets(field, *buckets); !s.ok()) return s;
+  }
+  for (size_t i = 0; i < o.infrastructure_method_prefixes.size(); ++i) {
+    const std::string& p = o.infrastructure_method_prefixes[i];
+    if (p.empty() || p[0] != '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("MetricsOptions.infrastructure_method_prefixes[", i, "]: \"", p,
+                       "\" does not start with '/' (full method names do)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(MetricsOptions options) {
+  if (absl::Status s = ValidateMetricsOptions(options); !s.ok()) return s;
+  return std::unique_ptr<Metrics>(new Metrics(options));
+}
+
+Metrics::Metrics(Clock* clock) : Metrics([clock] {
+  MetricsOptions o;
+  o.clock = clock;
+  return o;
+}()) {}
+
+Metrics::Metrics(const MetricsOptions& options)
+    : clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
+      cells_(std::make_unique<internal::MetricsCells>(options)) {}
 Metrics::~Metrics() = default;
 
 Metrics& Metrics::Default() {
@@ -153,6 +321,44 @@ void Metrics::CountCallEnd(Side side, MethodId method, absl::StatusCode code) {
       1, kRelaxed);
 }
 
+void Metrics::EndServerCall(MethodId method, absl::StatusCode code, absl::Duration elapsed) {
+  CountCallEnd(Side::kServer, method, code);
+  ObserveLatency(LatencyKind::kServerCall, method, code, elapsed);
+}
+
+void Metrics::EndClientAttempt(MethodId method, absl::StatusCode code, absl::Duration elapsed,
+                               ClientCallKind kind) {
+  CountCallEnd(Side::kClient, method, code);
+  ObserveLatency(LatencyKind::kClientAttempt, method, code, elapsed);
+  if (kind == ClientCallKind::kPlainCall) {
+    ObserveLatency(LatencyKind::kClientCall, method, code, elapsed);
+  }
+}
+
+void Metrics::EndRetryingCall(MethodId method, absl::StatusCode code, int attempts,
+                              absl::Duration elapsed) {
+  CountAttemptsPerCall(method, attempts);
+  ObserveLatency(LatencyKind::kClientCall, method, code, elapsed);
+  if (code == absl::StatusCode::kOk && attempts > 1) {
+    cells_->methods[method.index].succeeded_after_retry.fetch_add(1, kRelaxed);
+  }
+}
+
+void Metrics::ObserveLatency(LatencyKind kind, MethodId method, absl::StatusCode code,
+                             absl::Duration elapsed) {
+  const int k = static_cast<int>(kind);
+  internal::ObserveSeconds(cells_->latency[k][method.index][internal::CodeIndex(code)],
+                           cells_->latency_layouts[k], elapsed);
+}
+
+const std::vector<double>& Metrics::latency_bounds(LatencyKind kind) const {
+  return cells_->latency_layouts[static_cast<int>(kind)].bounds();
+}
+
+const std::vector<double>& Metrics::budget_at_arrival_bounds() const {
+  return cells_->budget_layouts[internal::kAtArrival].bounds();
+}
+
 void Metrics::CountDeadlineExceeded(Side side, DeadlineSource source, absl::string_view hop) {
   const int h = hop.empty() ? kMaxHopLabels : cells_->hop_labels.Intern(hop);
   cells_->deadline_exceeded[static_cast<int>(side)][static_cast<int>(source)][h].fetch_add(
@@ -165,22 +371,20 @@ void Metrics::ObserveBudgetAtArrival(MethodId method, absl::Duration budget) {
     m.without_deadline.fetch_add(1, kRelaxed);
     return;
   }
-  budget = std::max(budget, absl::ZeroDuration());
-  m.at_arrival.Observe(internal::BudgetBucket(budget), internal::Micros(budget));
+  internal::ObserveSeconds(m.budgets[internal::kAtArrival],
+                           cells_->budget_layouts[internal::kAtArrival], budget);
 }
 
 void Metrics::ObserveRequestBudget(MethodId method, absl::Duration budget) {
   if (budget == absl::InfiniteDuration()) return;
-  budget = std::max(budget, absl::ZeroDuration());
-  cells_->methods[method.index].request_budget.Observe(internal::BudgetBucket(budget),
-                                                       internal::Micros(budget));
+  internal::ObserveSeconds(cells_->methods[method.index].budgets[internal::kRequestBudget],
+                           cells_->budget_layouts[internal::kRequestBudget], budget);
 }
 
 void Metrics::ObserveBudgetRemaining(MethodId method, absl::Duration remaining) {
   if (remaining == absl::InfiniteDuration()) return;
-  remaining = std::max(remaining, absl::ZeroDuration());
-  cells_->methods[method.index].remaining.Observe(internal::BudgetBucket(remaining),
-                                                  internal::Micros(remaining));
+  internal::ObserveSeconds(cells_->methods[method.index].budgets[internal::kRemaining],
+                           cells_->budget_layouts[internal::kRemaining], remaining);
 }
 
 void Metrics::CountBadBudgetHeader(HeaderParse kind) {
@@ -274,8 +478,6 @@ MetricsSnapshot Metrics::Snapshot() const {
   Copy(c.shield_events, s.shield_events);
   s.shield_in_flight = c.shield_in_flight.load(kRelaxed);
 
-  const std::vector<double> budget_bounds(kBudgetBucketsSeconds.begin(),
-                                          kBudgetBucketsSeconds.end());
   std::vector<double> attempt_bounds;
   for (int i = 1; i <= kMaxAttemptBuckets; ++i) attempt_bounds.push_back(i);
 
@@ -295,17 +497,35 @@ MetricsSnapshot Metrics::Snapshot() const {
       }
     }
     ms.calls_without_deadline = m.without_deadline.load(kRelaxed);
-    ms.budget_at_arrival = m.at_arrival.Snapshot(budget_bounds);
-    ms.request_budget = m.request_budget.Snapshot(budget_bounds);
-    ms.budget_remaining = m.remaining.Snapshot(budget_bounds);
+    for (const std::string& prefix : c.infrastructure_prefixes) {
+      if (absl::StartsWith(ms.method, prefix)) ms.role = MethodRole::kInfrastructure;
+    }
+    auto budget = [&](internal::BudgetHistogram h) {
+      return internal::SnapshotSeconds(m.budgets[h].load(std::memory_order_acquire),
+                                       c.budget_layouts[h]);
+    };
+    ms.budget_at_arrival = budget(internal::kAtArrival);
+    ms.request_budget = budget(internal::kRequestBudget);
+    ms.budget_remaining = budget(internal::kRemaining);
     ms.attempts = m.attempts.Snapshot(attempt_bounds);
     for (int b = 0; b < kMaxAttemptBuckets; ++b) s.attempts_per_call[b] += ms.attempts.counts[b];
     s.attempts_per_call[kMaxAttemptBuckets - 1] += ms.attempts.counts[kMaxAttemptBuckets];
     Copy(m.retries, ms.retries);
+    ms.succeeded_after_retry = m.succeeded_after_retry.load(kRelaxed);
     total += ms.calls_without_deadline + ms.budget_at_arrival.count + ms.request_budget.count +
              ms.budget_remaining.count +
              ms.attempts.count;
     for (uint64_t n : ms.retries) total += n;
+    for (int kind = 0; kind < kLatencyKindCount; ++kind) {
+      for (int code = 0; code < kStatusCodeCount; ++code) {
+        const internal::SecondsCells* l = c.latency[kind][i][code].load(std::memory_order_acquire);
+        if (l == nullptr) continue;
+        LatencySnapshot ls{static_cast<LatencyKind>(kind), static_cast<absl::StatusCode>(code),
+                           internal::SnapshotSeconds(l, c.latency_layouts[kind])};
+        total += ls.seconds.count;
+        ms.latency.push_back(std::move(ls));
+      }
+    }
     if (i == 0 && total == 0) continue;  // "other" only when something folded into it
     s.methods.push_back(std::move(ms));
   }
@@ -335,6 +555,14 @@ uint64_t MetricsSnapshot::deadline_exceeded(Side side, DeadlineSource source,
     if (d.side == side && d.source == source && d.hop == hop) n += d.count;
   }
   return n;
+}
+
+const HistogramSnapshot* MethodSnapshot::latency_of(LatencyKind kind,
+                                                    absl::StatusCode code) const {
+  for (const LatencySnapshot& l : latency) {
+    if (l.kind == kind && l.code == code) return &l.seconds;
+  }
+  return nullptr;
 }
 
 const MethodSnapshot* MetricsSnapshot::method(absl::string_view name) const {
@@ -368,8 +596,8 @@ void Metrics::CountHedgeSkipped(HedgeOutcome reason) {
   cells_->hedges_skipped[static_cast<int>(reason)].fetch_add(1, kRelaxed);
 }
 void Metrics::ObserveSlotWait(absl::Duration waited) {
-  waited = std::max(waited, absl::ZeroDuration());
-  cells_->slot_wait.Observe(internal::BudgetBucket(waited), internal::Micros(waited));
+  internal::ObserveSeconds(cells_->slot_wait, cells_->budget_layouts[internal::kRemaining],
+                           waited);
 }
 void Metrics::CountSlotRefusal(SlotRefusalReason reason) {
   cells_->slot_refusals[static_cast<int>(reason)].fetch_add(1, kRelaxed);
@@ -384,8 +612,8 @@ void SnapshotFanOut(const MetricsCells& c, MetricsSnapshot& s) {
   s.hedges_won = c.hedges_won.load(kRelaxed);
   Copy(c.hedges_skipped, s.hedges_skipped);
   s.hedge_losers_cancelled = c.hedge_losers.load(kRelaxed);
-  s.slot_wait = c.slot_wait.Snapshot(
-      std::vector<double>(kBudgetBucketsSeconds.begin(), kBudgetBucketsSeconds.end()));
+  s.slot_wait = SnapshotSeconds(c.slot_wait.load(std::memory_order_acquire),
+                                c.budget_layouts[kRemaining]);
   Copy(c.slot_refusals, s.slot_refusals);
 }
 }  // namespace internal

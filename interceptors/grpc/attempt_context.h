@@ -49,6 +49,9 @@ class LogicalBudget {
   absl::Time start() const { return start_; }
   // The inbound call was refused on arrival: every attempt fails fast.
   bool exhausted() const { return exhausted_; }
+  // The inbound call the attempts serve (0: none), for reports to it.
+  uintptr_t inbound_key() const { return inbound_key_; }
+  uint64_t inbound_id() const { return inbound_id_; }
 
  private:
   const grpc::ServerContextBase* inbound_;

@@ -115,6 +115,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     }
     md->erase(internal::kInternalSourceKey);
     md->erase(internal::kInternalIdleKey);
+    if (md->erase(internal::kInternalAttemptKey) > 0) call_kind_ = ClientCallKind::kRetryAttempt;
     md->erase(kBudgetHeader);  // ours alone decides what the server is told
 
     const absl::Time now = shared_.clock->Now();
@@ -186,7 +187,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   void FailFast(absl::Duration remaining) {
     shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall,
                                            shared_.hop);
-    shared_.metrics->CountCallEnd(Side::kClient, method_, absl::StatusCode::kDeadlineExceeded);
+    shared_.metrics->EndClientAttempt(method_, absl::StatusCode::kDeadlineExceeded,
+                                      shared_.clock->Now() - start_, call_kind_);
     Attribution a{DeadlineSource::kExhaustedBeforeCall, shared_.hop,
                   std::max(remaining, absl::ZeroDuration()), absl::ZeroDuration()};
     hijack_status_ = internal::AttributedStatus(a);
@@ -274,8 +276,9 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   void OnStatus(InterceptorBatchMethods* m) {
     StopTimer();
     Classify(m);
-    shared_.metrics->CountCallEnd(Side::kClient, method_,
-                                  static_cast<absl::StatusCode>(m->GetRecvStatus()->error_code()));
+    shared_.metrics->EndClientAttempt(
+        method_, static_cast<absl::StatusCode>(m->GetRecvStatus()->error_code()),
+        shared_.clock->Now() - start_, call_kind_);
     if (inbound_key_ != 0) ReportToInbound(*m->GetRecvTrailingMetadata());
   }
 
@@ -342,6 +345,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   uint64_t inbound_id_ = 0;
   // Set in OnStart(), before any timer is armed; read-only afterwards.
   absl::Time start_;
+  ClientCallKind call_kind_ = ClientCallKind::kPlainCall;
   absl::Time deadline_ = absl::InfiniteFuture();
   DeadlineSource deadline_source_ = DeadlineSource::kNone;
   absl::Duration deadline_budget_ = absl::InfiniteDuration();  // length, for attribution

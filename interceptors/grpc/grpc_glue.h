@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/time/time.h"
+#include "hopbudget/retry_policy.h"
 #include "hopbudget/server.h"
 #include "hopbudget/trace.h"
 
@@ -58,6 +59,9 @@ std::string FormatSourceTag(const SourceTag& tag);
 SourceTag ParseSourceTag(absl::string_view tag);
 // Per-call stream idle budget in microseconds (SetStreamIdleBudget()).
 inline constexpr char kInternalIdleKey[] = "hopbudget-internal-idle-us";
+// Present on each attempt of a retrying layer's logical call (metrics: the
+// attempt is not the logical call).
+inline constexpr char kInternalAttemptKey[] = "hopbudget-internal-attempt";
 
 // gRPC reports "no deadline" as time_point::max(); absl::FromChrono would turn
 // that into a finite year-2262 time.
@@ -84,6 +88,10 @@ std::unique_ptr<grpc::ClientContext> NewChildOfInbound(uintptr_t key, uint64_t i
 // the entries the inbound call will answer with. Does nothing once that call
 // has answered.
 void RecordDownstreamCall(uintptr_t key, uint64_t id, const BudgetTrace* trace);
+// A retrying layer's logical call made for that inbound call ended after a
+// failed attempt with no retry, for `outcome` (its /deadlinez entry says
+// why); kSucceeded and kRetry are ignored. The last such outcome is kept.
+void RecordRetrySkipped(uintptr_t key, uint64_t id, RetryOutcome outcome);
 
 }  // namespace internal
 }  // namespace hopbudget

@@ -270,6 +270,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     tag.logical_start = logical_start_;
     tag.budget_start = call.source == DeadlineSource::kAttempt ? now : logical_start_;
     ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
+    ctx->AddMetadata(internal::kInternalAttemptKey, "1");
     attempts_.push_back(std::move(ctx));  // kept until the logical call ends
     return attempts_.back().get();
   }
@@ -336,6 +337,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
                                                " (hopbudget: no budget left for a retry)"),
                                   status.error_details());
           }
+          internal::RecordRetrySkipped(inbound_key_, inbound_id_, d.outcome);
           finished = FinishLocked(status, ctx);
         } else {
           shared_.metrics->CountRetry(method_, result.code);
@@ -424,7 +426,9 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       if (!committed_) CopyMetadata(last->GetServerInitialMetadata(), &initial_md_);
       CopyMetadata(last->GetServerTrailingMetadata(), &trailing_md_);
     }
-    shared_.metrics->CountAttemptsPerCall(method_, attempt_);
+    shared_.metrics->EndRetryingCall(method_,
+                                     static_cast<absl::StatusCode>(final_status_.error_code()),
+                                     attempt_, shared_.clock->Now() - started_);
     return ServeLocked(nullptr);
   }
 
@@ -510,6 +514,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   RetryShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
   const MethodId method_;
+  const absl::Time started_ = shared_.clock->Now();  // the logical call's, for its latency
   bool passthrough_ = false;
   bool streaming_ = false;
 

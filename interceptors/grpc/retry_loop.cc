@@ -36,7 +36,12 @@ class RetryLoopCall {
   // The context of the next attempt, with its deadline and headers.
   std::unique_ptr<grpc::ClientContext> NextAttempt() {
     ++attempt_;
-    return logical_.NewAttemptContext(attempt_, loop_.clock_.Now());
+    std::unique_ptr<grpc::ClientContext> ctx =
+        logical_.NewAttemptContext(attempt_, loop_.clock_.Now());
+    // An attempt: the loop observes the logical call once (Final), the
+    // budget interceptor each attempt.
+    ctx->AddMetadata(internal::kInternalAttemptKey, "1");
+    return ctx;
   }
 
   // After an attempt ended with `status` on `ctx`: feeds the throttle and
@@ -69,7 +74,10 @@ class RetryLoopCall {
 
   // The logical call's status, once `d` says no retry follows `status`.
   grpc::Status Final(grpc::Status status, const RetryDecision& d) {
-    loop_.metrics_.CountAttemptsPerCall(loop_.method_, attempt_);
+    internal::RecordRetrySkipped(logical_.inbound_key(), logical_.inbound_id(), d.outcome);
+    loop_.metrics_.EndRetryingCall(loop_.method_,
+                                   static_cast<absl::StatusCode>(status.error_code()), attempt_,
+                                   loop_.clock_.Now() - started_);
     if (d.outcome == RetryOutcome::kNoRoom &&
         status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
       // The error stands; say why no retry followed it.
@@ -87,6 +95,7 @@ class RetryLoopCall {
   RetryLoop& loop_;
   const internal::LogicalBudget logical_;
   int attempt_ = 0;
+  absl::Time started_ = loop_.clock_.Now();  // the logical call's, for its latency
   absl::optional<absl::BitGen> bitgen_;  // seeded on the first failure only
 };
 

@@ -62,9 +62,18 @@ class DownstreamLog {
     internal::CallMutexLock lock(&mu_);
     AppendTrace(into, trace_);
   }
+  void RetrySkipped(RetryOutcome outcome) {
+    internal::CallMutexLock lock(&mu_);
+    retry_skipped_ = outcome;
+  }
+  RetryOutcome retry_skipped() const {
+    internal::CallMutexLock lock(&mu_);
+    return retry_skipped_;
+  }
 
  private:
   mutable internal::CallMutex mu_;
+  RetryOutcome retry_skipped_ ABSL_GUARDED_BY(mu_) = RetryOutcome::kSucceeded;  // none
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   BudgetTrace trace_ ABSL_GUARDED_BY(mu_);
 };
@@ -108,6 +117,14 @@ class InboundRegistry {
     auto it = s.map.find(ctx);
     if (it == s.map.end() || internal::InboundBudgetAccess::Id(*it->second.budget) != id) return;
     it->second.downstream->Record(trace);
+  }
+  void RecordRetrySkipped(uintptr_t key, uint64_t id, RetryOutcome outcome) {
+    const auto* ctx = reinterpret_cast<const grpc::ServerContextBase*>(key);
+    Shard& s = ShardFor(ctx);
+    internal::CallMutexLock lock(&s.mu);
+    auto it = s.map.find(ctx);
+    if (it == s.map.end() || internal::InboundBudgetAccess::Id(*it->second.budget) != id) return;
+    it->second.downstream->RetrySkipped(outcome);
   }
   // `key` is an address taken from a tag: only compared, and used as a
   // context only while it is registered with the same id. The child keeps
@@ -334,7 +351,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     answered_ = true;
     const absl::Time now = shared_.clock->Now();
     const RequestBudget& rb = budget_->request_budget();
-    shared_.metrics->CountCallEnd(Side::kServer, method_, code);
+    shared_.metrics->EndServerCall(method_, code, now - arrival_);
     if (rb.deadline != absl::InfiniteFuture()) {
       shared_.metrics->ObserveBudgetRemaining(method_, rb.deadline - now);
     }
@@ -353,7 +370,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
       return trace;
     };
     shared_.metrics->RecordRecentCall(
-        code, sampled_, [&] { return RecentCall{method_name_, arrival_, code, fired, make_trace()}; });
+        code, sampled_, [&] {
+          return RecentCall{method_name_, arrival_, code, fired, make_trace(),
+                            downstream_.retry_skipped()};
+        });
     return send_trace_ || code != absl::StatusCode::kOk ? make_trace() : BudgetTrace{};
   }
 
@@ -419,6 +439,10 @@ uintptr_t InboundKey(const InboundBudget& budget, uint64_t* id) {
 }
 void RecordDownstreamCall(uintptr_t key, uint64_t id, const BudgetTrace* trace) {
   InboundRegistry::Get().RecordDownstream(key, id, trace);
+}
+void RecordRetrySkipped(uintptr_t key, uint64_t id, RetryOutcome outcome) {
+  if (key == 0 || outcome == RetryOutcome::kSucceeded || outcome == RetryOutcome::kRetry) return;
+  InboundRegistry::Get().RecordRetrySkipped(key, id, outcome);
 }
 }  // namespace internal
 

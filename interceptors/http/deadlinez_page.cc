@@ -29,6 +29,7 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
   .call-head { display: flex; flex-wrap: wrap; gap: 12px; margin-bottom: 4px; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; }
   .call-code { font-weight: 600; color: #2d7d32; }
   .call-row.failed .call-code, .call-row.failed .call-source { color: var(--bad); font-weight: 600; }
+  .call-retry { color: var(--bad); }
   .call-age, .call-budget { color: var(--muted); }
   .hop-line { display: flex; align-items: center; gap: 8px; font-size: 12px; margin: 2px 0; }
   .hop-label { flex: 0 0 9em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-family: ui-monospace, Menlo, Consolas, monospace; }
@@ -54,14 +55,6 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     <a href="metrics">metrics</a> &middot; <a id="json-link" href="deadlinez.json">json</a></p>
 </header>
 
-<section id="recent">
-  <h2>Recent calls <span id="recent-count" class="count"></span></h2>
-  <p class="legend">Newest first. One line per hop of the call's trace (caller first): the bar is the
-    time spent at that hop, the black mark the budget it had on arrival (scale per call). Failed calls
-    are red, with their code and the budget that fired.</p>
-  <div id="calls"><p id="no-calls" class="empty">no calls yet</p></div>
-</section>
-
 <section>
   <h2>Timeouts by source</h2>
   <p class="legend">DEADLINE_EXCEEDED counted at this hop, by the budget that fired: server side
@@ -82,6 +75,28 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
       <td data-outcome="exceeded_bound">0</td><td data-outcome="refused">0</td><td data-outcome="unobserved">0</td>
     </tr></tbody>
   </table>
+</section>
+
+<section>
+  <h2>Retries</h2>
+  <p class="legend">Calls this hop made through a retrying channel or RetryLoop, since start:
+    retries started, logical calls a retry saved, and failed attempts not retried, by reason
+    (no_room: no budget left for another attempt; throttled: the retry throttle).</p>
+  <p>started: <strong id="retries-started">0</strong> &middot; saved calls:
+    <strong id="retries-saved">0</strong></p>
+  <table id="retries-skipped">
+    <thead><tr><th>not retried because</th><th>attempts</th></tr></thead>
+    <tbody></tbody>
+  </table>
+</section>
+
+<section id="recent">
+  <h2>Recent calls <span id="recent-count" class="count"></span></h2>
+  <p class="legend">Newest finished first (the age is since the call started). One line per hop
+    of the call's trace (caller first): the bar is the time spent at that hop, the black mark the
+    budget it had on arrival (scale per call). Failed calls are red, with their code and the budget
+    that fired.</p>
+  <div id="calls"><p id="no-calls" class="empty">no calls yet</p></div>
 </section>
 
 <script>
@@ -161,6 +176,12 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     head.appendChild(el('span', 'call-method', method));
     head.appendChild(el('span', 'call-code', code));
     if (code !== 'OK' || source !== 'none') head.appendChild(el('span', 'call-source', 'source=' + source));
+    // Why a failed attempt below was not retried (throttled, no_room, ...).
+    var skipped = str(call.retry_skipped, '');
+    if (skipped !== '') {
+      row.setAttribute('data-retry-skipped', skipped);
+      head.appendChild(el('span', 'call-retry', 'not retried: ' + skipped));
+    }
     var start = num(call.start_unix_ms);
     if (start !== null && now !== null) {
       head.appendChild(el('span', 'call-age', fmtMs(Math.max(0, now - start)) + ' ago'));
@@ -218,6 +239,23 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     });
   }
 
+  function renderRetries(retries) {
+    retries = (retries && typeof retries === 'object') ? retries : {};
+    $('retries-started').textContent = fmtCount(retries.started);
+    $('retries-saved').textContent = fmtCount(retries.succeeded_after_retry);
+    var skipped = (retries.skipped && typeof retries.skipped === 'object') ? retries.skipped : {};
+    var tbody = $('retries-skipped').tBodies[0];
+    tbody.replaceChildren.apply(tbody, Object.keys(skipped).sort().map(function (reason) {
+      var tr = el('tr');
+      tr.appendChild(el('th', null, reason));
+      var v = num(skipped[reason]) || 0;
+      var td = el('td', v > 0 ? 'nonzero' : 'zero', fmtCount(v));
+      td.setAttribute('data-reason', reason);
+      tr.appendChild(td);
+      return tr;
+    }));
+  }
+
   function render(data) {
     if (!data || typeof data !== 'object') throw new Error('not a JSON object');
     var hop = str(data.hop, '(no hop name)');
@@ -238,6 +276,7 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     $('recent-count').textContent = '(' + recent.length + ', ' + failed + ' failed)';
     renderTimeouts(data.timeouts_by_source);
     renderShield(data.shield);
+    renderRetries(data.retries);
   }
 
   function refresh() {

@@ -12,6 +12,7 @@
 #include "deadlinez_page.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/exposition.h"
+#include "hopbudget/process_metrics.h"
 
 namespace hopbudget {
 
@@ -29,6 +30,12 @@ class HttpExporter::Impl {
     });
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       std::string body = FormatPrometheusText(metrics_.Snapshot(), options_.hop);
+      if (options_.process_metrics) {
+        // A /proc that cannot be read leaves the families out, not the scrape.
+        if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
+          body += FormatProcessMetrics(*p);
+        }
+      }
       if (options_.extra_metrics) body += options_.extra_metrics();
       res.set_content(body, kPrometheusContentType);
     });

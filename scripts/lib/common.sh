@@ -8,6 +8,7 @@ HOPBUDGET_BUILD_PACKAGES=(
   grpc-proto libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev      # hopbudget::http serves /metrics and /deadlinez
   libsqlite3-dev sqlite3  # the demo chain's ledger
+  prometheus-cpp-dev      # hopbudget::prometheus, hopbudget's series in a prometheus-cpp registry
 )
 # What the tests run besides the build: promtool checks the /metrics
 # exposition, headless Chromium renders /deadlinez, Python grpcio calls the

@@ -89,6 +89,7 @@ class PageServer {
 constexpr char kSampleJson[] = R"({"hop":"gateway","now_unix_ms":1700000010000,
  "recent":[
   {"method":"/hopbudget.echo.Relay/Call","start_unix_ms":1700000009000.0,"code":"DEADLINE_EXCEEDED","source":"attempt",
+   "retry_skipped":"no_room",
    "trace":[{"hop":"gateway","budget_ms":300.0,"spent_ms":300.5,"attempts":2,"code":"DEADLINE_EXCEEDED","source":"attempt"},
             {"hop":"ledger","budget_ms":null,"spent_ms":150.0,"attempts":0,"code":"CANCELLED","source":"none"}]},
   {"method":"/hopbudget.echo.Relay/Call","start_unix_ms":1700000008000.0,"code":"OK","source":"none",
@@ -99,7 +100,8 @@ constexpr char kSampleJson[] = R"({"hop":"gateway","now_unix_ms":1700000010000,
    "exhausted-before-call":0,"arrived-expired":0,"shield":0},
   "client":{"client":0,"request":0,"attempt":2,"idle":0,"downstream":0,"exhausted-before-call":0,
    "arrived-expired":0,"shield":0}},
- "shield":{"in_flight":3,"started":9,"completed":5,"failed":1,"exceeded_bound":0,"refused":0,"unobserved":0}})";
+ "shield":{"in_flight":3,"started":9,"completed":5,"failed":1,"exceeded_bound":0,"refused":0,"unobserved":0},
+ "retries":{"started":4,"succeeded_after_retry":3,"skipped":{"no_room":2,"throttled":1,"committed":0}}})";
 
 TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   PageServer server(kSampleJson);
@@ -108,6 +110,9 @@ TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   const std::string& d = *dom;
   EXPECT_EQ(CountElements(d, {"data-state=\"ok\""}), 1) << d;
   EXPECT_EQ(TextOf(d, {"id=\"hop\""}), "gateway");
+  // The summary (timeouts, shield, retries) comes before the 64 call cards.
+  EXPECT_LT(d.find("id=\"timeouts\""), d.find("id=\"recent\""));
+  EXPECT_LT(d.find("id=\"retries-skipped\""), d.find("id=\"recent\""));
   EXPECT_EQ(CountElements(d, {"id=\"no-calls\""}), 0);
 
   // One row per call, newest first; the failed one highlighted with code and source.
@@ -118,6 +123,10 @@ TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   EXPECT_EQ(CountElements(d, {"class=\"call-row\"", "class=\"failed\""}), 1);
   EXPECT_EQ(TextOf(d, {"class=\"call-code\""}), "DEADLINE_EXCEEDED");
   EXPECT_EQ(TextOf(d, {"class=\"call-source\""}), "source=attempt");
+  // Why its failed attempt was not retried; the other calls say nothing.
+  EXPECT_EQ(CountElements(d, {"class=\"call-row\"", "data-retry-skipped=\"no_room\""}), 1);
+  EXPECT_EQ(CountElements(d, {"data-retry-skipped="}), 1);
+  EXPECT_EQ(TextOf(d, {"class=\"call-retry\""}), "not retried: no_room");
 
   // One bar per hop entry; width proportional to the time spent (scale per
   // call: the OK call's largest value is gateway's 800 ms budget).
@@ -151,6 +160,13 @@ TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   EXPECT_EQ(TextOf(d, {"id=\"shield-in-flight\""}), "3");
   EXPECT_EQ(TextOf(d, {"data-outcome=\"completed\""}), "5");
   EXPECT_EQ(TextOf(d, {"data-outcome=\"started\""}), "9");
+
+  // Retries, and why failed attempts were not retried.
+  EXPECT_EQ(TextOf(d, {"id=\"retries-started\""}), "4");
+  EXPECT_EQ(TextOf(d, {"id=\"retries-saved\""}), "3");
+  EXPECT_EQ(TextOf(d, {"data-reason=\"no_room\""}), "2");
+  EXPECT_EQ(TextOf(d, {"data-reason=\"throttled\""}), "1");
+  EXPECT_EQ(CountElements(d, {"data-reason="}), 3);
 }
 
 TEST(DeadlinezPageTest, NoCallsYet) {

@@ -105,17 +105,18 @@ TEST_F(InspectLiveTest, TableShowsEachHop) {
   // Columns: HOP TARGET CALLS OK SUCCESS TIMEOUTS(SERVER) TIMEOUTS(CLIENT)
   // RETRIES SKIPPED BUDGET_P50 BUDGET_P99 SHIELD.
   // gateway: 4 calls, 3 OK; the expiry came from downstream, on both sides
-  // (its local view). Budgets on arrival ~20 s, all in the (10, 30] bucket:
-  // p50 = 10 + 20 * 0.5, p99 = 10 + 20 * 0.99.
+  // (its local view). Budgets on arrival just under 20 s, all in the
+  // (2^(34/8), 2^(35/8)] = (19.03, 20.75] bucket: p50 = 19.89, p99 = 20.73,
+  // within 4.5 % of the 20 s sent (the former fixed buckets said 20 and 29.8).
   EXPECT_THAT(absl::StrSplit(lines[1], ' ', absl::SkipEmpty()),
               ElementsAre("gateway", gateway_target(), "4", "3", "75.0%", "downstream=1",
-                          "downstream=1", "0", "0", "20s", "29.8s", "0"));
+                          "downstream=1", "0", "0", "19.9s", "20.7s", "0"));
   // ledger: its request cap fired (server side, source request). The
   // budgets are what its caller brought, before its 300 ms cap: the
-  // gateway's ~20 s less the reserve, in the same (10, 30] bucket.
+  // gateway's ~20 s less the reserve, in the same (19.03, 20.75] bucket.
   EXPECT_THAT(absl::StrSplit(lines[2], ' ', absl::SkipEmpty()),
               ElementsAre("ledger", ledger_target(), "4", "3", "75.0%", "request=1", "-", "0", "0",
-                          "20s", "29.8s", "0"));
+                          "19.9s", "20.7s", "0"));
   EXPECT_EQ(lines[3], "");
 }
 
@@ -145,10 +146,10 @@ TEST_F(InspectLiveTest, JsonShowsEachHop) {
                         "\"timeouts\":{\"server\":{\"client\":0,\"request\":0,\"attempt\":0,"
                         "\"idle\":0,\"downstream\":1,"));
   // Quantiles of the budget the caller brought, interpolated in their
-  // bucket: ~20 s in (10, 30] at both hops (the ledger's 300 ms cap is
+  // bucket: ~20 s in (19.03, 20.75] at both hops (the ledger's 300 ms cap is
   // applied after arrival and is not what its caller brought).
   const std::string quantiles =
-      "\"budget_at_arrival_seconds\":{\"count\":4,\"p50\":20,\"p99\":29.8}";
+      "\"budget_at_arrival_seconds\":{\"count\":4,\"p50\":19.8884,\"p99\":20.7322}";
   const size_t first = json.find(quantiles);
   ASSERT_NE(first, std::string::npos);
   EXPECT_NE(json.find(quantiles, first + 1), std::string::npos);

@@ -35,10 +35,10 @@ TEST(SummaryTest, SummarizesOneHop) {
   EXPECT_EQ(s.timeouts.at("client").at("client"), 1);
   EXPECT_EQ(s.timeouts.at("client").at("shield"), 0);
   EXPECT_EQ(s.retries, 3);
-  EXPECT_EQ(s.retries_by_reason.at("DEADLINE_EXCEEDED"), 2);
-  EXPECT_EQ(s.retries_by_reason.at("UNAVAILABLE"), 1);
+  EXPECT_EQ(s.retries_by_code.at("DEADLINE_EXCEEDED"), 2);
+  EXPECT_EQ(s.retries_by_code.at("UNAVAILABLE"), 1);  // `reason`, as exporters before 0.2 wrote it
   EXPECT_EQ(s.retries_skipped, 1);
-  EXPECT_EQ(s.retries_skipped_by_reason.at("no_budget"), 1);
+  EXPECT_EQ(s.retries_skipped_by_reason.at("no_room"), 1);
   EXPECT_EQ(s.budget_observations, 10);
   EXPECT_EQ(s.calls_without_deadline, 1);
   // Buckets summed over methods: 0.1 -> 4, 0.25 -> 10 (see sample_exposition.h).
@@ -47,6 +47,30 @@ TEST(SummaryTest, SummarizesOneHop) {
   EXPECT_EQ(s.shield_in_flight, 2);
   EXPECT_EQ(s.shield_outcomes.at("completed"), 4);
   EXPECT_EQ(s.shield_outcomes.at("exceeded_bound"), 1);
+}
+
+// Health checks and admin calls (role="infrastructure") do not move the
+// budget percentiles of the application's calls.
+TEST(SummaryTest, InfrastructureMethodsAreLeftOutOfBudgetPercentiles) {
+  const HopSummary s = MustSummarize(
+      "# TYPE hopbudget_budget_at_arrival_seconds histogram\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/a.B/C\",role=\"application\","
+      "le=\"0.5\"} 0\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/a.B/C\",role=\"application\","
+      "le=\"1\"} 4\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/a.B/C\",role=\"application\","
+      "le=\"+Inf\"} 4\n"
+      "hopbudget_budget_at_arrival_seconds_count{method=\"/a.B/C\",role=\"application\"} 4\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/grpc.health.v1.Health/Check\","
+      "role=\"infrastructure\",le=\"0.5\"} 100\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/grpc.health.v1.Health/Check\","
+      "role=\"infrastructure\",le=\"1\"} 100\n"
+      "hopbudget_budget_at_arrival_seconds_bucket{method=\"/grpc.health.v1.Health/Check\","
+      "role=\"infrastructure\",le=\"+Inf\"} 100\n"
+      "hopbudget_budget_at_arrival_seconds_count{method=\"/grpc.health.v1.Health/Check\","
+      "role=\"infrastructure\"} 100\n");
+  EXPECT_DOUBLE_EQ(s.budget_p50_seconds, 0.75);
+  EXPECT_EQ(s.budget_observations, 4);
 }
 
 TEST(SummaryTest, MissingFamiliesCountAsZero) {

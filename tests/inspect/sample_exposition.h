@@ -47,11 +47,11 @@ hopbudget_budget_at_arrival_seconds_count{method="other"} 2
 # TYPE hopbudget_calls_without_deadline_total counter
 hopbudget_calls_without_deadline_total{method="/demo.Orders/Create"} 1
 # TYPE hopbudget_retries_total counter
-hopbudget_retries_total{method="/demo.Ledger/Commit",reason="DEADLINE_EXCEEDED"} 2
+hopbudget_retries_total{method="/demo.Ledger/Commit",code="DEADLINE_EXCEEDED"} 2
 hopbudget_retries_total{method="/demo.Ledger/Commit",reason="UNAVAILABLE"} 1
 # TYPE hopbudget_retries_skipped_total counter
-hopbudget_retries_skipped_total{reason="no_budget"} 1
-hopbudget_retries_skipped_total{reason="max_attempts"} 0
+hopbudget_retries_skipped_total{reason="no_room"} 1
+hopbudget_retries_skipped_total{reason="attempts_exhausted"} 0
 # TYPE hopbudget_shield_operations_total counter
 hopbudget_shield_operations_total{outcome="completed"} 4
 hopbudget_shield_operations_total{outcome="failed"} 0

@@ -1,12 +1,14 @@
 # Fails when a layer of the library reaches past the one below it:
-#   core/ and http/ include no gRPC header (they must build without gRPC);
+#   core/, http/ and prometheus/ include no gRPC header (they must build
+#   without gRPC);
 #   core/ includes no header of http/ or grpc/.
 # (The build already refuses an adapter or http header in core/: it is not
 # on the core's include path. gRPC's headers are on every include path, so
 # this scan is what keeps them out.)
 # Run as: cmake -DROOT=<source dir> -P check_layers.cmake
 file(GLOB_RECURSE core_files ${ROOT}/interceptors/core/*.h ${ROOT}/interceptors/core/*.cc)
-file(GLOB_RECURSE http_files ${ROOT}/interceptors/http/*.h ${ROOT}/interceptors/http/*.cc)
+file(GLOB_RECURSE http_files ${ROOT}/interceptors/http/*.h ${ROOT}/interceptors/http/*.cc
+     ${ROOT}/interceptors/prometheus/*.h ${ROOT}/interceptors/prometheus/*.cc)
 set(bad "")
 foreach(f IN LISTS core_files http_files)
   file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](grpc/|grpcpp/|grpc_glue|attributed_status|attempt_result)")

@@ -5,16 +5,24 @@
 // cpp-httplib; a service with an HTTP server of its own can serve these
 // strings instead.
 //
-// The metric families (README, "Metrics"), all with the `hopbudget_` prefix:
+// The metric families (README, "Metrics"), all with the `hopbudget_` prefix;
+// every family labelled by `method` also has `role` (MethodRole), written
+// after `method` and not repeated in the list below. `method` is written as
+// gRFC A66's grpc.method, "pkg.Service/Method" (no leading slash), or "other":
 //   hopbudget_info{hop}                                 gauge, 1
+//   hopbudget_build_info{version}                       gauge, 1
 //   hopbudget_calls_total{side,method,code}             counter
 //   hopbudget_deadline_exceeded_total{side,source,hop}  counter
+//   hopbudget_client_attempt_duration_seconds{method,code}  histogram (gRFC A66
+//   hopbudget_client_call_duration_seconds{method,code}     grpc.client.attempt.duration,
+//   hopbudget_server_call_duration_seconds{method,code}     .call.duration, grpc.server...)
 //   hopbudget_budget_at_arrival_seconds{method}         histogram (server)
 //   hopbudget_request_budget_seconds{method}            histogram (server)
 //   hopbudget_budget_remaining_seconds{method}          histogram (server)
 //   hopbudget_calls_without_deadline_total{method}      counter (server)
 //   hopbudget_attempts_per_call{method}                 histogram (retrying client)
-//   hopbudget_retries_total{method,reason}              counter
+//   hopbudget_retries_total{method,code}                counter
+//   hopbudget_calls_succeeded_after_retry_total{method} counter
 //   hopbudget_retries_skipped_total{reason}             counter
 //   hopbudget_deadline_leaks_total{kind}, hopbudget_bad_budget_header_total{kind},
 //   hopbudget_bad_attribution_total, hopbudget_trace_dropped_total{reason},
@@ -52,8 +60,9 @@ inline constexpr char kPrometheusContentType[] = "text/plain; version=0.0.4; cha
 std::string FormatPrometheusText(const MetricsSnapshot& snapshot, absl::string_view hop);
 
 // The document /deadlinez renders: the hop, the recent calls (newest first)
-// with their traces, DEADLINE_EXCEEDED counts by side and source, and the
-// shield's counters. Format in the README ("/deadlinez").
+// with their traces, DEADLINE_EXCEEDED counts by side and source, the
+// shield's counters, and retries (started, calls they saved, failed attempts
+// not retried by reason). Format in the README ("/deadlinez").
 std::string FormatDeadlinezJson(const MetricsSnapshot& snapshot,
                                 const std::vector<RecentCall>& recent, absl::string_view hop,
                                 absl::Time now);
@@ -65,8 +74,10 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& snapshot,
 // to these documents (hopbudget-inspect, chainctl).
 std::string JsonString(absl::string_view s);
 
-// The reason label of hopbudget_retries_skipped_total for a decision, or ""
-// for the decisions that are not skipped retries (kRetry, kSucceeded).
+// The reason label of hopbudget_retries_skipped_total for a decision: its
+// RetryOutcomeName() ("no_room", "throttled", ...), the one vocabulary of
+// retry outcomes; "" for the decisions that are not skipped retries (kRetry,
+// kSucceeded).
 absl::string_view RetrySkipReason(RetryOutcome outcome);
 
 }  // namespace hopbudget

@@ -82,9 +82,42 @@ inline constexpr int kShieldEventCount = 8;
 inline constexpr int kMaxAttemptBuckets = 10;
 inline constexpr int kMaxMethodLabels = 64;  // index 0 is "other"
 inline constexpr int kMaxHopLabels = 32;     // index 0 is "other"
-// Upper bounds, in seconds, of the budget histograms' buckets (+Inf implied).
-inline constexpr std::array<double, 15> kBudgetBucketsSeconds = {
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+// Every histogram in seconds (budgets and latencies) has exponential
+// buckets: upper bounds 2^(k / 2^schema) seconds for integer k, the bucket
+// boundaries of Prometheus native histograms and OpenTelemetry exponential
+// histograms of the same schema (scale). The default, schema 3, grows by
+// 2^(1/8) = 1.09 per bucket from the first bound >= 1 ms (1.09 ms) to the
+// first >= 60 s (64 s): 128 buckets and +Inf, and a quantile read with
+// histogram_quantile() is off by at most half a bucket, 4.5 %. The bucket of
+// a value is computed (frexp and a search of 2^schema thresholds), not
+// searched among the bounds.
+struct HistogramBuckets {
+  int schema = 3;              // 0..8: each bound is 2^(2^-schema) times the last
+  double min_seconds = 0.001;  // first bound: the least 2^(k/2^schema) >= min_seconds
+  double max_seconds = 60;     // last bound: the least 2^(k/2^schema) >= max_seconds
+};
+inline constexpr int kMaxHistogramBuckets = 512;  // bounds, +Inf not counted
+
+// What a latency histogram measures; A66 names in README ("Metrics").
+enum class LatencyKind : uint8_t {
+  kClientAttempt = 0,  // grpc.client.attempt.duration: one attempt on the wire
+  kClientCall,         // grpc.client.call.duration: the logical call, all attempts
+  kServerCall,         // grpc.server.call.duration: arrival to status sent
+};
+inline constexpr int kLatencyKindCount = 3;
+
+// Whether a method serves the application or operates the process (health
+// checks, reflection, channelz, an admin service): kept apart so that the
+// budgets and latencies of application calls are read without them.
+enum class MethodRole : uint8_t { kApplication = 0, kInfrastructure };
+absl::string_view MethodRoleName(MethodRole role);  // "application", "infrastructure"
+
+// What a client-side call that ended was to its caller.
+enum class ClientCallKind : uint8_t {
+  kPlainCall = 0,    // a call of its own: its one attempt is also the logical call
+  kRetryAttempt,     // one attempt of a retrying layer's logical call
+};
+
 // Calls remembered for /deadlinez, and how often at most (a sample, so that
 // the ring costs nothing at tens of thousands of calls per second).
 inline constexpr int kRecentCallCapacity = 64;
@@ -110,17 +143,32 @@ struct HistogramSnapshot {
   double sum = 0;  // in the histogram's unit (seconds; attempts)
 };
 
+// The latency of `method`'s calls of one kind that ended with `code`.
+struct LatencySnapshot {
+  LatencyKind kind;
+  absl::StatusCode code;
+  HistogramSnapshot seconds;
+};
+
 struct MethodSnapshot {
   std::string method;  // "/pkg.Service/Method" or "other"
   // calls finished, by side and canonical code
   std::array<std::array<uint64_t, kStatusCodeCount>, kSideCount> calls{};
   uint64_t calls_without_deadline = 0;  // server side: the caller set no deadline
+  // Infrastructure methods (MetricsOptions::infrastructure_method_prefixes:
+  // health, reflection, channelz, admin) are labelled role="infrastructure".
+  MethodRole role = MethodRole::kApplication;
   HistogramSnapshot budget_at_arrival;  // seconds, server side: what the caller brought
   HistogramSnapshot request_budget;     // seconds, server side: after this hop's caps
   HistogramSnapshot budget_remaining;   // seconds, server side at completion
   HistogramSnapshot attempts;           // per logical call, retrying client
   // retries started, by the code of the attempt that failed
   std::array<uint64_t, kStatusCodeCount> retries{};
+  uint64_t succeeded_after_retry = 0;  // logical calls OK after 2 or more attempts
+  // Latency histograms observed, by kind then code; none for a pair never seen.
+  std::vector<LatencySnapshot> latency;
+  // The (kind, code) histogram, or nullptr when nothing was observed.
+  const HistogramSnapshot* latency_of(LatencyKind kind, absl::StatusCode code) const;
 };
 
 struct DeadlineExceededCount {
@@ -137,6 +185,9 @@ struct RecentCall {
   absl::StatusCode code = absl::StatusCode::kOk;
   DeadlineSource source = DeadlineSource::kNone;  // the budget that fired, if any
   BudgetTrace trace;                              // this hop first
+  // Why a failed attempt of a retrying call this hop made for it was not
+  // retried (RetrySkipReason); kSucceeded: no attempt went unretried.
+  RetryOutcome retry_skipped = RetryOutcome::kSucceeded;
 };
 
 struct MetricsSnapshot {
@@ -200,11 +251,39 @@ struct MetricsSnapshot {
   }
 };
 
+struct MetricsOptions {
+  // Times the recent-calls sample; default Clock::Real(). Must outlive the
+  // registry.
+  Clock* clock = nullptr;
+  // Buckets of each histogram in seconds.
+  HistogramBuckets budget_at_arrival;
+  HistogramBuckets request_budget;
+  HistogramBuckets budget_remaining;
+  HistogramBuckets client_attempt_duration;
+  HistogramBuckets client_call_duration;
+  HistogramBuckets server_call_duration;
+  // Full method names starting with one of these are infrastructure
+  // (MethodRole). Each must start with '/'.
+  std::vector<std::string> infrastructure_method_prefixes = {
+      "/grpc.health.v1.", "/grpc.reflection.", "/grpc.channelz."};
+};
+
+// OK, or InvalidArgument naming the field: a schema outside 0..8, a bound
+// that is not finite and positive, max_seconds <= min_seconds, more than
+// kMaxHistogramBuckets buckets, a prefix without a leading '/'.
+absl::Status ValidateMetricsOptions(const MetricsOptions& options);
+
 class Metrics {
  public:
-  // `clock` (default Clock::Real()) times the recent-calls sample; it must
-  // outlive the registry.
+  // A registry with `options`, validated (ValidateMetricsOptions()).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Metrics>> Create(MetricsOptions options);
+  // Default options but `clock` (default Clock::Real()), which times the
+  // recent-calls sample; it must outlive the registry.
   explicit Metrics(Clock* clock = nullptr);
+  // The upper bounds of a latency histogram's buckets (+Inf implied).
+  [[nodiscard]] const std::vector<double>& latency_bounds(LatencyKind kind) const;
+  // The upper bounds of the budget histograms' buckets.
+  [[nodiscard]] const std::vector<double>& budget_at_arrival_bounds() const;
   ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
@@ -217,7 +296,28 @@ class Metrics {
   // "other" label.
   MethodId Method(absl::string_view full_method);
 
+  // Counts a finished call (hopbudget_calls_total) without its latency; the
+  // adapters use the End* calls below.
   void CountCallEnd(Side side, MethodId method, absl::StatusCode code);
+  // Server side: a call of `method` answered `code` `elapsed` after it
+  // arrived. Counts the call and observes its latency (kServerCall).
+  void EndServerCall(MethodId method, absl::StatusCode code, absl::Duration elapsed);
+  // Client side: a call of `method` ended with `code` `elapsed` after it
+  // started. Counts it and observes kClientAttempt; a kPlainCall is its own
+  // logical call and is observed as kClientCall too.
+  void EndClientAttempt(MethodId method, absl::StatusCode code, absl::Duration elapsed,
+                        ClientCallKind kind);
+  // A retrying layer's logical call of `method` ended with `code` after
+  // `attempts` attempts, `elapsed` after it started: attempts per call,
+  // kClientCall latency, and a success after a retry when OK with
+  // attempts >= 2.
+  void EndRetryingCall(MethodId method, absl::StatusCode code, int attempts,
+                       absl::Duration elapsed);
+  // One latency observation without counting a call. Negative durations
+  // count as zero; an infinite one falls into +Inf. Lock-free; the first
+  // observation of a (kind, method, code) allocates its buckets once.
+  void ObserveLatency(LatencyKind kind, MethodId method, absl::StatusCode code,
+                      absl::Duration elapsed);
   // `hop`: where the budget fired ("" when the origin is unknown).
   void CountDeadlineExceeded(Side side, DeadlineSource source, absl::string_view hop);
   // Server side, once per call: the budget the caller brought (its deadline
@@ -274,6 +374,7 @@ class Metrics {
   void CountSlotRefusal(SlotRefusalReason reason);
 
  private:
+  explicit Metrics(const MetricsOptions& options);
   Clock& clock_;
   std::unique_ptr<internal::MetricsCells> cells_;
 };

@@ -53,6 +53,11 @@ struct HttpExporterOptions {
   // embedding service, in the text format, each line ending in "\n". Called
   // on an HTTP thread for every scrape.
   std::function<std::string()> extra_metrics;
+  // Whether /metrics also serves the standard process_* families read from
+  // /proc (process_metrics.h). Turn off when the service exports them
+  // already (a Prometheus client library's process collector): the same
+  // family twice is an invalid exposition.
+  bool process_metrics = true;
 };
 
 class HttpExporter {
