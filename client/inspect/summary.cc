@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "hopbudget/deadline_source.h"
 
 namespace hopbudget::inspect {
 namespace {
@@ -32,10 +33,16 @@ double Clean(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
 
 }  // namespace
 
+// The library's own list (deadline_source.h), so that a new source is
+// known here the day it exists.
 const std::vector<std::string>& KnownSources() {
-  static const auto* sources = new std::vector<std::string>{
-      "client",          "request", "attempt", "idle", "downstream", "exhausted-before-call",
-      "arrived-expired", "shield"};
+  static const auto* sources = [] {
+    auto* names = new std::vector<std::string>;
+    for (int i = 1; i < kDeadlineSourceCount; ++i) {  // 0 is kNone
+      names->emplace_back(DeadlineSourceName(static_cast<DeadlineSource>(i)));
+    }
+    return names;
+  }();
   return *sources;
 }
 
