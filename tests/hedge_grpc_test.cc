@@ -172,6 +172,10 @@ TEST_P(HedgeGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
                                   r = std::move(res);
                                   done.Notify();
                                 });
+  // Both attempts have reached their callees (under ASan on a loaded
+  // machine the primary can still be in flight when the hedge arrives: a
+  // cancel then overtakes it and the callee never sees a call to cancel).
+  ASSERT_TRUE(a.WaitForCalls(1, absl::Seconds(10)));
   ASSERT_TRUE(b.WaitForCalls(1, absl::Seconds(10)));  // the hedge is out
   call->TryCancel();
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
