@@ -125,6 +125,7 @@ absl::Status ChildProcess::WaitReady(absl::Duration timeout) {
               3 ||
           std::sscanf(line.c_str(), "listening on %d", &port) == 1) {  // the examples
         port_ = port;
+        metrics_port_ = metrics;
         return absl::OkStatus();
       }
       continue;

@@ -43,6 +43,8 @@ class ChildProcess {
   // the process exits first (its stderr in the message) or time runs out.
   absl::Status WaitReady(absl::Duration timeout);
   int port() const { return port_; }
+  // The demo services' HTTP port (0 for the examples, which print none).
+  int metrics_port() const { return metrics_port_; }
   std::string address() const;
 
   // Waits for the process to end: its exit status (128 + signal when killed
@@ -64,6 +66,7 @@ class ChildProcess {
   bool exited_ = false;
   int exit_status_ = 0;
   int port_ = 0;
+  int metrics_port_ = 0;
 };
 
 // A fresh temporary directory under /tmp, removed with its contents when

@@ -5,11 +5,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -60,89 +57,23 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Dur
   return response.substr(body + 4);
 }
 
-std::string ChainProcess::address() const { return absl::StrCat("127.0.0.1:", port_); }
-
 absl::StatusOr<std::unique_ptr<ChainProcess>> ChainProcess::Start(
     const std::string& binary, const std::vector<std::string>& args,
     absl::Duration ready_timeout) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(1);
-    dup2(fds[1], STDOUT_FILENO);
-    std::vector<std::string> argv_s = {binary};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
+  absl::StatusOr<std::unique_ptr<demo::ChildProcess>> child =
+      demo::ChildProcess::Spawn(binary, args);
+  if (!child.ok()) return child.status();
+  if (absl::Status ready = (*child)->WaitReady(ready_timeout); !ready.ok()) {
+    return absl::Status(ready.code(), absl::StrCat(binary, ": ", ready.message()));
   }
-  close(fds[1]);
-  std::unique_ptr<ChainProcess> p(new ChainProcess());
-  p->pid_ = pid;
-  std::string out;
-  const absl::Time deadline = absl::Now() + ready_timeout;
-  while (true) {
-    const size_t nl = out.find('\n');
-    if (nl != std::string::npos) {
-      const std::string line = out.substr(0, nl);
-      out.erase(0, nl + 1);
-      char name[65] = {0};
-      int port = 0, metrics = 0;
-      if (std::sscanf(line.c_str(), "%64s listening on %d metrics on %d", name, &port, &metrics) ==
-          3) {
-        p->port_ = port;
-        p->metrics_port_ = metrics;
-        break;
-      }
-      continue;
-    }
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) {
-      p->stdout_fd_ = fds[0];
-      return absl::DeadlineExceededError(absl::StrCat(binary, " printed no ready line in time"));
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1000));
-    if (poll(&pfd, 1, ms) <= 0) continue;
-    char buf[512];
-    const ssize_t n = read(fds[0], buf, sizeof(buf));
-    if (n <= 0) {
-      p->stdout_fd_ = fds[0];
-      return absl::InternalError(absl::StrCat(binary, " exited before it was ready (see stderr)"));
-    }
-    out.append(buf, static_cast<size_t>(n));
-  }
-  // Kept open until the process ends: a write to a closed pipe would kill it.
-  p->stdout_fd_ = fds[0];
-  return p;
+  return std::unique_ptr<ChainProcess>(new ChainProcess(*std::move(child)));
 }
 
 ChainProcess::~ChainProcess() {
-  struct Closer {
-    ChainProcess* p;
-    ~Closer() { p->CloseStdout(); }
-  } closer{this};
-  if (pid_ <= 0) return;
-  kill(pid_, SIGTERM);
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (absl::Now() < deadline) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) return;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-}
-
-void ChainProcess::CloseStdout() {
-  if (stdout_fd_ >= 0) close(stdout_fd_);
-  stdout_fd_ = -1;
+  // A clean stop first (shielded commits drain); the child's own
+  // destructor kills what still runs.
+  child_->Signal(SIGTERM);
+  (void)child_->WaitExit(absl::Seconds(20));
 }
 
 }  // namespace hopbudget::e2e

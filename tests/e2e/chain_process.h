@@ -3,7 +3,9 @@
 // chain_process.h: starts the demo chain's real processes for end-to-end
 // tests: each on port 0, ready when it prints "<name> listening on <port>
 // metrics on <port> ...", stopped (SIGTERM, then SIGKILL) when destroyed.
-// A child also dies with the test (PR_SET_PDEATHSIG).
+// A child also dies with the test. The process itself is a
+// demo::ChildProcess (tests/demo/child_process.h); its stderr goes to a
+// file, quoted in the error when it fails to start.
 #ifndef HOPBUDGET_TESTS_E2E_CHAIN_PROCESS_H_
 #define HOPBUDGET_TESTS_E2E_CHAIN_PROCESS_H_
 
@@ -15,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "child_process.h"
 
 namespace hopbudget::e2e {
 
@@ -27,17 +30,13 @@ class ChainProcess {
       absl::Duration ready_timeout = absl::Seconds(60));
   ~ChainProcess();
 
-  int port() const { return port_; }
-  int metrics_port() const { return metrics_port_; }
-  std::string address() const;
+  int port() const { return child_->port(); }
+  int metrics_port() const { return child_->metrics_port(); }
+  std::string address() const { return child_->address(); }
 
  private:
-  ChainProcess() = default;
-  void CloseStdout();
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  int port_ = 0;
-  int metrics_port_ = 0;
+  explicit ChainProcess(std::unique_ptr<demo::ChildProcess> child) : child_(std::move(child)) {}
+  std::unique_ptr<demo::ChildProcess> child_;
 };
 
 // A fresh temporary directory (removed by the caller if it wants).
