@@ -268,6 +268,45 @@ TEST(ClassifyServerAnswerTest, RefusalAndCutCarryTheirOwnAttribution) {
   EXPECT_EQ(cut.elapsed, absl::Milliseconds(301));
 }
 
+ServerCall Shed(ArrivalOutcome outcome, int budget_ms) {
+  ServerCall c = Inbound(DeadlineSource::kClient, budget_ms);
+  c.budget.outcome = outcome;
+  return c;
+}
+
+TEST(ClassifyServerAnswerTest, AdmissionShedsCarryTheirOwnSourceOrAPushbackCode) {
+  struct Case {
+    const char* name;
+    ArrivalOutcome outcome;
+    absl::StatusCode code;
+    bool overload;
+    DeadlineSource source;
+  } cases[] = {
+      {"cannot finish", ArrivalOutcome::kShedCannotFinish, absl::StatusCode::kDeadlineExceeded,
+       false, DeadlineSource::kCannotFinish},
+      {"ran out in the queue", ArrivalOutcome::kShedQueueExpired,
+       absl::StatusCode::kDeadlineExceeded, false, DeadlineSource::kQueueWait},
+      {"overload", ArrivalOutcome::kShedOverload, absl::StatusCode::kResourceExhausted, true,
+       DeadlineSource::kNone},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    // Whatever the handler answered, 40 ms after arrival.
+    const ServerVerdict v = ClassifyServerAnswer(Shed(c.outcome, 200), absl::StatusCode::kOk, {},
+                                                 kStart + absl::Milliseconds(40));
+    EXPECT_EQ(v.code, c.code);
+    EXPECT_TRUE(v.replace);
+    EXPECT_EQ(v.overload_shed, c.overload);
+    EXPECT_FALSE(v.count);  // counted when admission decided
+    if (!c.overload) {
+      EXPECT_EQ(v.attribution.source, c.source);
+      EXPECT_EQ(v.attribution.hop, "orders");
+      EXPECT_EQ(v.attribution.budget, absl::Milliseconds(200));
+      EXPECT_EQ(v.attribution.elapsed, absl::Milliseconds(40));  // the time it waited
+    }
+  }
+}
+
 TEST(ClassifyServerAnswerTest, MalformedRelayedFormsAreCounted) {
   const ServerVerdict v =
       ClassifyServerAnswer(Inbound(DeadlineSource::kClient, 100),

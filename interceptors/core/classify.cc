@@ -76,9 +76,20 @@ ClientVerdict ClassifyClientDeadline(const ClientCall& call, const ReceivedAttri
 
 Attribution ServerCutAttribution(const ServerCall& call, absl::Time now) {
   const RequestBudget& rb = call.budget;
-  if (rb.outcome != ArrivalOutcome::kAccepted) {
-    return {DeadlineSource::kArrivedExpired, std::string(call.hop),
-            std::max(rb.budget_on_arrival, absl::ZeroDuration()), absl::ZeroDuration()};
+  switch (rb.outcome) {
+    case ArrivalOutcome::kAccepted:
+      break;
+    case ArrivalOutcome::kShedCannotFinish:
+      return {DeadlineSource::kCannotFinish, std::string(call.hop), rb.budget_on_arrival,
+              now - rb.arrival};
+    case ArrivalOutcome::kShedQueueExpired:
+    case ArrivalOutcome::kShedOverload:
+      return {DeadlineSource::kQueueWait, std::string(call.hop), rb.budget_on_arrival,
+              now - rb.arrival};
+    case ArrivalOutcome::kExpired:
+    case ArrivalOutcome::kBelowMinimum:
+      return {DeadlineSource::kArrivedExpired, std::string(call.hop),
+              std::max(rb.budget_on_arrival, absl::ZeroDuration()), absl::ZeroDuration()};
   }
   return {DeadlineSource::kRequest, std::string(call.hop), rb.budget_on_arrival,
           now - rb.arrival};
@@ -100,6 +111,12 @@ ServerVerdict ClassifyServerAnswer(const ServerCall& call, absl::StatusCode hand
   const RequestBudget& rb = call.budget;
   const bool refused = rb.outcome != ArrivalOutcome::kAccepted;
   v.code = handler_code;
+  if (rb.outcome == ArrivalOutcome::kShedOverload && !call.cut_by_this_hop) {
+    v.code = absl::StatusCode::kResourceExhausted;
+    v.replace = true;
+    v.overload_shed = true;
+    return v;
+  }
   if (call.cut_by_this_hop || refused) {
     v.code = absl::StatusCode::kDeadlineExceeded;
     v.attribution = ServerCutAttribution(call, now);

@@ -22,6 +22,8 @@ constexpr SourceNames kNames[kDeadlineSourceCount] = {
     {DeadlineSource::kArrivedExpired, "arrived-expired", "ARRIVED_EXPIRED"},
     {DeadlineSource::kShield, "shield", "SHIELD_BOUND_EXCEEDED"},
     {DeadlineSource::kSlotWait, "slot-wait", "SLOT_WAIT_EXHAUSTED"},
+    {DeadlineSource::kQueueWait, "queue-wait", "ADMISSION_QUEUE_EXHAUSTED"},
+    {DeadlineSource::kCannotFinish, "cannot-finish", "PREDICTED_TO_MISS_DEADLINE"},
 };
 
 }  // namespace

@@ -21,7 +21,7 @@
 //              SP "budget_ms=" millis SP "elapsed_ms=" millis
 //   source   = "client" / "request" / "attempt" / "idle" /
 //              "exhausted-before-call" / "arrived-expired" / "shield" /
-//              "slot-wait" /
+//              "slot-wait" / "queue-wait" / "cannot-finish" /
 //              "downstream"
 //   hop      = 1*64( ALPHA / DIGIT / "." / "_" / "-" )
 //   millis   = 1*13DIGIT   ; whole milliseconds, at most 100 years

@@ -81,6 +81,10 @@ enum class ArrivalOutcome {
   kAccepted,
   kExpired,        // the deadline had already passed on arrival
   kBelowMinimum,   // time was left, but less than min_attempt_budget
+  // Set by admission (admission.h), never by DeriveRequestBudget:
+  kShedCannotFinish,  // less budget than the predicted handler time
+  kShedQueueExpired,  // waited for admission until less than min_attempt_budget was left
+  kShedOverload,      // over the limit: queue full, no queue, or waited max_wait
 };
 
 // The request budget of one inbound call.

@@ -119,17 +119,23 @@ struct ServerVerdict {
   DeadlineSource counted_source = DeadlineSource::kNone;
   std::string counted_hop;
   int malformed_forms = 0;  // forms the handler relayed that were malformed
+  // Admission shed the call for overload: answer RESOURCE_EXHAUSTED with a
+  // pushback (v.code), not an attribution.
+  bool overload_shed = false;
 };
 
 // The attribution of a call this hop ends itself: refused on arrival
-// (arrived-expired, elapsed 0), or cut at its request budget.
+// (arrived-expired, elapsed 0), shed by admission (cannot-finish or
+// queue-wait, elapsed since arrival), or cut at its request budget.
 Attribution ServerCutAttribution(const ServerCall& call, absl::Time now);
 
 // The handler answered `handler_code`, carrying `relayed` (its status's
 // details and message; the trailers are unused). In order:
 //   1. this hop cut the call: the cut stands (nothing reaches the caller);
-//   2. the call was refused on arrival: the refusal goes out, whatever the
-//      handler said (source arrived-expired, elapsed 0);
+//   2. the call was refused on arrival or shed by admission: the refusal
+//      goes out, whatever the handler said (DEADLINE_EXCEEDED, source
+//      arrived-expired, cannot-finish or queue-wait; an overload shed is
+//      RESOURCE_EXHAUSTED with `overload_shed` set and no attribution);
 //   3. DEADLINE_EXCEEDED carrying a valid origin: relayed as it is, counted
 //      as kDownstream at the origin's hop;
 //   4. DEADLINE_EXCEEDED with no origin, this hop's request deadline passed:

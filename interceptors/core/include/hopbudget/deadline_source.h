@@ -17,6 +17,8 @@
 //   kArrivedExpired         arrived-expired         ARRIVED_EXPIRED
 //   kShield                 shield                  SHIELD_BOUND_EXCEEDED
 //   kSlotWait               slot-wait               SLOT_WAIT_EXHAUSTED
+//   kQueueWait              queue-wait              ADMISSION_QUEUE_EXHAUSTED
+//   kCannotFinish           cannot-finish           PREDICTED_TO_MISS_DEADLINE
 //
 // kDownstream is a hop's local view ("it fired further down"); attribution
 // that travels upstream always names the origin source and hop instead, except
@@ -45,9 +47,11 @@ enum class DeadlineSource : uint8_t {
   kArrivedExpired,       // the inbound call arrived expired or below minimum
   kShield,               // the bound of shielded work (shield.h)
   kSlotWait,             // no concurrency slot towards a downstream in time (slots.h)
+  kQueueWait,            // waited for admission until the budget ran out (admission.h)
+  kCannotFinish,         // less budget than the predicted handler time (admission.h)
 };
 
-inline constexpr int kDeadlineSourceCount = 10;
+inline constexpr int kDeadlineSourceCount = 12;
 
 // "client", "request", ... ; "none" for kNone.
 absl::string_view DeadlineSourceName(DeadlineSource source);

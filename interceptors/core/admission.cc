@@ -1,0 +1,412 @@
+// Copyright hopbudget authors.
+#include "hopbudget/admission.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace hopbudget {
+
+namespace {
+
+template <typename T>
+absl::Status Bad(absl::string_view field, absl::string_view why, const T& value) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("admission: ", field, " (", value, ") ", why));
+}
+
+}  // namespace
+
+absl::Status ValidateAdmissionPolicy(const AdmissionPolicy& p) {
+  if (p.max_in_flight <= 0) return Bad("max_in_flight", "must be > 0", p.max_in_flight);
+  if (p.max_queue < 0) return Bad("max_queue", "must be >= 0", p.max_queue);
+  if (p.lifo_after < absl::ZeroDuration()) {
+    return Bad("lifo_after", "must be >= 0", absl::FormatDuration(p.lifo_after));
+  }
+  if (p.max_wait <= absl::ZeroDuration()) {
+    return Bad("max_wait", "must be > 0", absl::FormatDuration(p.max_wait));
+  }
+  if (p.pushback < absl::ZeroDuration()) {
+    return Bad("pushback", "must be >= 0", absl::FormatDuration(p.pushback));
+  }
+  if (!(p.quantile > 0.0 && p.quantile < 1.0)) {
+    return Bad("quantile", "must be in (0, 1)", p.quantile);
+  }
+  if (p.predict_window <= 0 || p.predict_window > 65536) {
+    return Bad("predict_window", "must be in [1, 65536]", p.predict_window);
+  }
+  if (p.predict_min_samples <= 0) {
+    return Bad("predict_min_samples", "must be > 0", p.predict_min_samples);
+  }
+  if (p.predict_min_samples > p.predict_window) {
+    return Bad("predict_min_samples", "must be <= predict_window", p.predict_min_samples);
+  }
+  if (p.limit == LimitKind::kAdaptive) {
+    if (p.min_limit <= 0) return Bad("min_limit", "must be > 0", p.min_limit);
+    if (p.max_limit < p.min_limit) {
+      return Bad("max_limit", absl::StrCat("must be >= min_limit (", p.min_limit, ")"),
+                 p.max_limit);
+    }
+    if (p.max_in_flight < p.min_limit || p.max_in_flight > p.max_limit) {
+      return Bad("max_in_flight",
+                 absl::StrCat("must be in [min_limit, max_limit] = [", p.min_limit, ", ",
+                              p.max_limit, "]"),
+                 p.max_in_flight);
+    }
+    if (!(p.latency_tolerance > 1.0) || !std::isfinite(p.latency_tolerance)) {
+      return Bad("latency_tolerance", "must be > 1", p.latency_tolerance);
+    }
+    if (p.window_samples <= 0) return Bad("window_samples", "must be > 0", p.window_samples);
+  }
+  return absl::OkStatus();
+}
+
+absl::string_view ArrivalDecisionName(ArrivalDecision decision) {
+  switch (decision) {
+    case ArrivalDecision::kAdmit:
+      return "admit";
+    case ArrivalDecision::kQueue:
+      return "queue";
+    case ArrivalDecision::kShedCannotFinish:
+      return "cannot_finish";
+    case ArrivalDecision::kShedQueueFull:
+      return "queue_full";
+    case ArrivalDecision::kShedOverLimit:
+      return "over_limit";
+    case ArrivalDecision::kShedQueueExpired:
+      return "queue_expired";
+    case ArrivalDecision::kShedQueueTimeout:
+      return "queue_timeout";
+  }
+  return "unknown";
+}
+
+absl::string_view QueueOrderName(QueueOrder order) {
+  switch (order) {
+    case QueueOrder::kEarliestDeadlineFirst:
+      return "earliest_deadline_first";
+    case QueueOrder::kNewestFirst:
+      return "newest_first";
+  }
+  return "unknown";
+}
+
+ArrivalDecision DecideArrival(const AdmissionState& s, absl::Duration remaining,
+                              absl::optional<absl::Duration> predicted) {
+  if (predicted.has_value() && remaining < *predicted) return ArrivalDecision::kShedCannotFinish;
+  if (s.in_flight < s.limit && s.queued == 0) return ArrivalDecision::kAdmit;
+  if (s.queued < s.max_queue) return ArrivalDecision::kQueue;
+  return s.max_queue == 0 ? ArrivalDecision::kShedOverLimit : ArrivalDecision::kShedQueueFull;
+}
+
+QueueOrder PickQueueOrder(absl::Time nonempty_since, absl::Time now, absl::Duration lifo_after) {
+  if (nonempty_since == absl::InfiniteFuture()) return QueueOrder::kEarliestDeadlineFirst;
+  return now - nonempty_since >= lifo_after ? QueueOrder::kNewestFirst
+                                            : QueueOrder::kEarliestDeadlineFirst;
+}
+
+AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy,
+                                     const AdaptiveLimitState& state,
+                                     const LimitWindow& window) {
+  AdaptiveLimitState next = state;
+  const double recent = absl::ToDoubleSeconds(window.mean_handler_time);
+  if (!(recent > 0.0)) return next;  // nothing measured
+  if (next.long_seconds <= 0.0 || recent < next.long_seconds / 2) {
+    next.long_seconds = recent;  // first window, or the hop got much faster
+  } else {
+    next.long_seconds = 0.95 * next.long_seconds + 0.05 * recent;
+  }
+  const double gradient =
+      std::clamp(policy.latency_tolerance * next.long_seconds / recent, 0.5, 1.0);
+  // Probe upwards only while handler time holds: a hop that is slowing down
+  // shrinks without a floor of headroom.
+  double target = gradient < 1.0 ? state.limit * gradient : state.limit + std::sqrt(state.limit);
+  // A hop that never used half its limit was not what held calls back:
+  // its limit says nothing about its capacity, so it does not grow.
+  if (window.max_in_flight < state.limit / 2) target = std::min(target, state.limit);
+  const double smoothed = 0.8 * state.limit + 0.2 * target;
+  next.limit = std::clamp(smoothed, static_cast<double>(policy.min_limit),
+                          static_cast<double>(policy.max_limit));
+  return next;
+}
+
+LatencyPredictor::LatencyPredictor(const AdmissionPolicy& policy)
+    : enabled_(policy.predict),
+      quantile_(policy.quantile),
+      min_samples_(policy.predict_min_samples),
+      ring_(new std::atomic<int64_t>[static_cast<size_t>(policy.predict_window)]),
+      size_(policy.predict_window) {
+  for (int i = 0; i < size_; ++i) ring_[i].store(0, std::memory_order_relaxed);
+}
+
+void LatencyPredictor::Record(absl::Duration handler_time) {
+  if (!enabled_) return;
+  const uint64_t n = count_.fetch_add(1, std::memory_order_relaxed);
+  ring_[n % static_cast<uint64_t>(size_)].store(absl::ToInt64Nanoseconds(handler_time),
+                                                std::memory_order_relaxed);
+  const uint64_t have = n + 1;
+  // Recomputed as soon as there are enough samples, then every 16: the
+  // prediction trails the ring by at most 16 calls.
+  if (have == static_cast<uint64_t>(min_samples_) ||
+      (have > static_cast<uint64_t>(min_samples_) && have % 16 == 0)) {
+    Recompute(have);
+  }
+}
+
+void LatencyPredictor::Recompute(uint64_t count) {
+  const int n = static_cast<int>(std::min<uint64_t>(count, static_cast<uint64_t>(size_)));
+  // On the stack for the usual window sizes: Record() allocates nothing.
+  int64_t small[256];
+  std::unique_ptr<int64_t[]> large;
+  int64_t* v = small;
+  if (n > 256) {
+    large.reset(new int64_t[static_cast<size_t>(n)]);
+    v = large.get();
+  }
+  for (int i = 0; i < n; ++i) v[i] = ring_[i].load(std::memory_order_relaxed);
+  const int k = std::min(n - 1, static_cast<int>(std::ceil(quantile_ * n)) - 1);
+  std::nth_element(v, v + std::max(k, 0), v + n);
+  predicted_ns_.store(v[std::max(k, 0)], std::memory_order_relaxed);
+}
+
+absl::optional<absl::Duration> LatencyPredictor::Predicted() const {
+  const int64_t ns = predicted_ns_.load(std::memory_order_relaxed);
+  if (ns < 0) return absl::nullopt;
+  return absl::Nanoseconds(ns);
+}
+
+absl::StatusOr<std::unique_ptr<Admission>> Admission::Create(const AdmissionPolicy& policy,
+                                                              absl::Duration min_attempt_budget,
+                                                              Clock* clock) {
+  if (absl::Status s = ValidateAdmissionPolicy(policy); !s.ok()) return s;
+  if (min_attempt_budget < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("admission: min_attempt_budget must be >= 0");
+  }
+  return std::unique_ptr<Admission>(
+      new Admission(policy, min_attempt_budget, clock != nullptr ? clock : &Clock::Real()));
+}
+
+Admission::Admission(const AdmissionPolicy& policy, absl::Duration min_attempt_budget,
+                     Clock* clock)
+    : policy_(policy),
+      min_attempt_budget_(min_attempt_budget),
+      clock_(*clock),
+      limit_(policy.max_in_flight) {
+  adaptive_.limit = policy.max_in_flight;
+}
+
+bool Admission::TryAcquire() {
+  int n = in_flight_.load(std::memory_order_seq_cst);
+  while (n < limit_.load(std::memory_order_relaxed)) {
+    if (in_flight_.compare_exchange_weak(n, n + 1, std::memory_order_seq_cst)) {
+      // The most seen in this window, for the adaptive limit.
+      int seen = window_max_in_flight_.load(std::memory_order_relaxed);
+      while (n + 1 > seen &&
+             !window_max_in_flight_.compare_exchange_weak(seen, n + 1, std::memory_order_relaxed)) {
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline,
+                                  const LatencyPredictor* predictor, Ready* others) {
+  const absl::optional<absl::Duration> predicted =
+      predictor != nullptr ? predictor->Predicted() : absl::nullopt;
+  others->admitted.clear();
+  others->shed.clear();
+  const absl::Time now = clock_.Now();
+  const absl::Duration remaining =
+      deadline == absl::InfiniteFuture() ? absl::InfiniteDuration() : deadline - now;
+  auto shed = [&](ArrivalDecision d) {
+    shed_[static_cast<int>(d)].fetch_add(1, std::memory_order_relaxed);
+    return d;
+  };
+  if (predicted.has_value() && remaining < *predicted) {
+    return shed(ArrivalDecision::kShedCannotFinish);
+  }
+  // Fast path: nobody waits and there is room.
+  if (queued_.load(std::memory_order_seq_cst) == 0 && TryAcquire()) {
+    admitted_.fetch_add(1, std::memory_order_relaxed);
+    return ArrivalDecision::kAdmit;
+  }
+  absl::MutexLock lock(&mu_);
+  AdmissionState state;
+  state.in_flight = in_flight_.load(std::memory_order_seq_cst);
+  state.limit = limit_.load(std::memory_order_relaxed);
+  state.queued = queued_.load(std::memory_order_relaxed);
+  state.max_queue = policy_.max_queue;
+  const ArrivalDecision d = DecideArrival(state, remaining, predicted);
+  switch (d) {
+    case ArrivalDecision::kAdmit:
+      if (TryAcquire()) {
+        admitted_.fetch_add(1, std::memory_order_relaxed);
+        return d;
+      }
+      break;  // lost the place to a concurrent arrival: wait
+    case ArrivalDecision::kQueue:
+      break;
+    default:
+      return shed(d);
+  }
+  if (queued_.load(std::memory_order_relaxed) >= policy_.max_queue) {
+    return shed(policy_.max_queue == 0 ? ArrivalDecision::kShedOverLimit
+                                       : ArrivalDecision::kShedQueueFull);
+  }
+  w->deadline = deadline;
+  w->enqueued = now;
+  w->predictor = predictor;
+  w->expiry = std::min(deadline == absl::InfiniteFuture() ? absl::InfiniteFuture()
+                                                          : deadline - min_attempt_budget_,
+                       now + policy_.max_wait);
+  PushLocked(w);
+  // A release that ran between our look at in_flight and the push saw an
+  // empty queue and admitted nobody (and a grown adaptive limit admits
+  // nobody by itself): look again, now that we are queued. The drain may
+  // reach waiters ahead of us; they go to `others`.
+  DrainLocked(now, others);
+  ArrivalDecision mine = ArrivalDecision::kQueue;
+  auto& admitted = others->admitted;
+  for (auto it = admitted.begin(); it != admitted.end(); ++it) {
+    if (*it == w) {
+      admitted.erase(it);
+      mine = ArrivalDecision::kAdmit;
+      break;
+    }
+  }
+  auto& shed_list = others->shed;
+  for (auto it = shed_list.begin(); it != shed_list.end(); ++it) {
+    if (it->first == w) {
+      mine = it->second;
+      shed_list.erase(it);
+      break;
+    }
+  }
+  return mine;
+}
+
+void Admission::PushLocked(Waiter* w) {
+  w->seq = next_seq_++;
+  if (by_seq_.empty()) nonempty_since_ = w->enqueued;
+  by_deadline_.emplace(w->deadline, w->seq);
+  by_expiry_.emplace(w->expiry, w->seq);
+  by_seq_.emplace(w->seq, w);
+  queued_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void Admission::EraseLocked(Waiter* w) {
+  by_deadline_.erase(DeadlineKey(w->deadline, w->seq));
+  by_expiry_.erase(DeadlineKey(w->expiry, w->seq));
+  by_seq_.erase(w->seq);
+  queued_.fetch_sub(1, std::memory_order_seq_cst);
+  if (by_seq_.empty()) nonempty_since_ = absl::InfiniteFuture();
+}
+
+Admission::Waiter* Admission::PopLocked(absl::Time now) {
+  if (by_seq_.empty()) return nullptr;
+  Waiter* w;
+  if (PickQueueOrder(nonempty_since_, now, policy_.lifo_after) == QueueOrder::kNewestFirst) {
+    w = std::prev(by_seq_.end())->second;
+  } else {
+    w = by_seq_.at(by_deadline_.begin()->second);
+  }
+  EraseLocked(w);
+  return w;
+}
+
+void Admission::DrainLocked(absl::Time now, Ready* ready) {
+  while (!by_seq_.empty() && TryAcquire()) {
+    Waiter* w = PopLocked(now);
+    const absl::Duration remaining =
+        w->deadline == absl::InfiniteFuture() ? absl::InfiniteDuration() : w->deadline - now;
+    ArrivalDecision shed_as = ArrivalDecision::kAdmit;
+    if (remaining < min_attempt_budget_) {
+      shed_as = ArrivalDecision::kShedQueueExpired;
+    } else if (const absl::optional<absl::Duration> predicted =
+                   w->predictor != nullptr ? w->predictor->Predicted() : absl::nullopt;
+               predicted.has_value() && remaining < *predicted) {
+      shed_as = ArrivalDecision::kShedCannotFinish;
+    }
+    if (shed_as == ArrivalDecision::kAdmit) {
+      admitted_after_wait_.fetch_add(1, std::memory_order_relaxed);
+      ready->admitted.push_back(w);
+    } else {
+      in_flight_.fetch_sub(1, std::memory_order_seq_cst);  // the place goes to the next
+      shed_[static_cast<int>(shed_as)].fetch_add(1, std::memory_order_relaxed);
+      ready->shed.emplace_back(w, shed_as);
+    }
+  }
+}
+
+void Admission::Release(absl::Duration handler_time, Ready* ready) {
+  ready->admitted.clear();
+  ready->shed.clear();
+  in_flight_.fetch_sub(1, std::memory_order_seq_cst);
+  if (policy_.limit == LimitKind::kAdaptive) Sample(handler_time);
+  if (queued_.load(std::memory_order_seq_cst) == 0) return;
+  absl::MutexLock lock(&mu_);
+  DrainLocked(clock_.Now(), ready);
+}
+
+void Admission::Sample(absl::Duration handler_time) {
+  window_sum_ns_.fetch_add(absl::ToInt64Nanoseconds(handler_time), std::memory_order_relaxed);
+  const int n = window_count_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (n != policy_.window_samples) return;
+  // This completion filled the window: it closes it. Samples that land
+  // between the reads and the resets count in the next window.
+  absl::MutexLock lock(&window_mu_);
+  LimitWindow window;
+  window.mean_handler_time =
+      absl::Nanoseconds(window_sum_ns_.exchange(0, std::memory_order_relaxed) / n);
+  window.max_in_flight = window_max_in_flight_.exchange(0, std::memory_order_relaxed);
+  window_count_.store(0, std::memory_order_release);
+  adaptive_ = NextAdaptiveLimit(policy_, adaptive_, window);
+  limit_.store(static_cast<int>(std::lround(adaptive_.limit)), std::memory_order_relaxed);
+}
+
+void Admission::Expire(Ready* ready) {
+  ready->admitted.clear();
+  ready->shed.clear();
+  const absl::Time now = clock_.Now();
+  absl::MutexLock lock(&mu_);
+  while (!by_expiry_.empty() && by_expiry_.begin()->first <= now) {
+    Waiter* w = by_seq_.at(by_expiry_.begin()->second);
+    EraseLocked(w);
+    const ArrivalDecision why = w->deadline != absl::InfiniteFuture() &&
+                                        w->deadline - now < min_attempt_budget_
+                                    ? ArrivalDecision::kShedQueueExpired
+                                    : ArrivalDecision::kShedQueueTimeout;
+    shed_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
+    ready->shed.emplace_back(w, why);
+  }
+}
+
+absl::Time Admission::NextExpiry() const {
+  absl::MutexLock lock(&mu_);
+  return by_expiry_.empty() ? absl::InfiniteFuture() : by_expiry_.begin()->first;
+}
+
+bool Admission::Leave(Waiter* w) {
+  absl::MutexLock lock(&mu_);
+  auto it = by_seq_.find(w->seq);
+  if (it == by_seq_.end() || it->second != w) return false;
+  EraseLocked(w);
+  return true;
+}
+
+AdmissionStats Admission::Stats() const {
+  AdmissionStats s;
+  s.admitted = admitted_.load(std::memory_order_relaxed);
+  s.admitted_after_wait = admitted_after_wait_.load(std::memory_order_relaxed);
+  for (int i = 0; i < kArrivalDecisionCount; ++i) s.shed[i] = shed_[i].load(std::memory_order_relaxed);
+  s.in_flight = in_flight_.load(std::memory_order_relaxed);
+  s.queued = queued_.load(std::memory_order_relaxed);
+  s.limit = limit_.load(std::memory_order_relaxed);
+  absl::MutexLock lock(&mu_);
+  s.order = PickQueueOrder(nonempty_since_, clock_.Now(), policy_.lifo_after);
+  return s;
+}
+
+}  // namespace hopbudget

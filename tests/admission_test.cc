@@ -1,0 +1,460 @@
+// Copyright hopbudget authors.
+//
+// The admission decisions, table-style, and the Admission state on a
+// FakeClock: limit, queue order, expiry while queued, prediction. No sleeps.
+#include "hopbudget/admission.h"
+
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hopbudget {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kMs = absl::Milliseconds(1);
+const absl::optional<absl::Duration> kUnknown = absl::nullopt;
+
+struct ArrivalCase {
+  const char* name;
+  AdmissionState state;
+  absl::Duration remaining;
+  absl::optional<absl::Duration> predicted;
+  ArrivalDecision want;
+};
+
+TEST(DecideArrivalTest, Table) {
+  const ArrivalCase cases[] = {
+      {"room and nobody waiting", {3, 4, 0, 10}, 100 * kMs, kUnknown, ArrivalDecision::kAdmit},
+      {"at the limit: wait", {4, 4, 0, 10}, 100 * kMs, kUnknown, ArrivalDecision::kQueue},
+      {"room but others wait: no jumping", {3, 4, 2, 10}, 100 * kMs, kUnknown,
+       ArrivalDecision::kQueue},
+      {"queue full", {4, 4, 10, 10}, 100 * kMs, kUnknown, ArrivalDecision::kShedQueueFull},
+      {"no queue", {4, 4, 0, 0}, 100 * kMs, kUnknown, ArrivalDecision::kShedOverLimit},
+      {"cannot finish", {0, 4, 0, 10}, 40 * kMs, 50 * kMs, ArrivalDecision::kShedCannotFinish},
+      {"exactly the prediction fits", {0, 4, 0, 10}, 50 * kMs, 50 * kMs, ArrivalDecision::kAdmit},
+      {"cannot finish beats queue full", {4, 4, 10, 10}, 1 * kMs, 2 * kMs,
+       ArrivalDecision::kShedCannotFinish},
+      {"infinite budget always fits", {0, 4, 0, 10}, absl::InfiniteDuration(),
+       absl::Seconds(100), ArrivalDecision::kAdmit},
+  };
+  for (const ArrivalCase& c : cases) {
+    EXPECT_EQ(DecideArrival(c.state, c.remaining, c.predicted), c.want) << c.name;
+  }
+}
+
+TEST(PickQueueOrderTest, NewestFirstOnlyAfterSustainedQueue) {
+  const absl::Time t0 = absl::UnixEpoch() + absl::Hours(1);
+  const absl::Duration lifo_after = 100 * kMs;
+  EXPECT_EQ(PickQueueOrder(absl::InfiniteFuture(), t0, lifo_after),
+            QueueOrder::kEarliestDeadlineFirst);
+  EXPECT_EQ(PickQueueOrder(t0, t0 + 99 * kMs, lifo_after), QueueOrder::kEarliestDeadlineFirst);
+  EXPECT_EQ(PickQueueOrder(t0, t0 + 100 * kMs, lifo_after), QueueOrder::kNewestFirst);
+  EXPECT_EQ(PickQueueOrder(t0, t0, absl::ZeroDuration()), QueueOrder::kNewestFirst);
+}
+
+AdmissionPolicy Adaptive() {
+  AdmissionPolicy p;
+  p.limit = LimitKind::kAdaptive;
+  p.max_in_flight = 20;
+  p.min_limit = 2;
+  p.max_limit = 100;
+  return p;
+}
+
+TEST(NextAdaptiveLimitTest, Table) {
+  const AdmissionPolicy p = Adaptive();
+  struct Case {
+    const char* name;
+    AdaptiveLimitState state;
+    LimitWindow window;
+    double want_limit_min, want_limit_max;
+  } cases[] = {
+      // Steady latency and a full limit: grows by sqrt(limit), smoothed 20 %.
+      {"steady, busy: grows", {20, 0.010}, {10 * kMs, 20}, 20.5, 21.0},
+      // Latency doubled (beyond the 1.5x tolerance): gradient 0.79.
+      {"latency up 2x: shrinks", {20, 0.010}, {20 * kMs, 20}, 19.0, 19.3},
+      // Far slower: the gradient is floored at 0.5.
+      {"latency up 10x: floor", {20, 0.010}, {100 * kMs, 20}, 18.0, 18.0},
+      // Never used half the limit: no growth.
+      {"idle: no growth", {20, 0.010}, {10 * kMs, 5}, 20.0, 20.0},
+      // Clamped to the policy's range.
+      {"at max", {100, 0.010}, {10 * kMs, 100}, 100.0, 100.0},
+      {"at min", {2, 0.010}, {1000 * kMs, 2}, 2.0, 2.0},
+      {"nothing measured: unchanged", {20, 0.010}, {absl::ZeroDuration(), 20}, 20.0, 20.0},
+  };
+  for (const Case& c : cases) {
+    const AdaptiveLimitState next = NextAdaptiveLimit(p, c.state, c.window);
+    EXPECT_GE(next.limit, c.want_limit_min) << c.name;
+    EXPECT_LE(next.limit, c.want_limit_max) << c.name;
+  }
+  // The first window sets the long-run average; a much faster one resets it.
+  EXPECT_DOUBLE_EQ(NextAdaptiveLimit(p, {20, 0}, {10 * kMs, 20}).long_seconds, 0.010);
+  EXPECT_DOUBLE_EQ(NextAdaptiveLimit(p, {20, 0.100}, {10 * kMs, 20}).long_seconds, 0.010);
+}
+
+TEST(ValidateAdmissionPolicyTest, NamesTheBadField) {
+  struct Case {
+    const char* field;
+    void (*mutate)(AdmissionPolicy&);
+  } cases[] = {
+      {"max_in_flight (0)", [](AdmissionPolicy& p) { p.max_in_flight = 0; }},
+      {"max_in_flight (-3)", [](AdmissionPolicy& p) { p.max_in_flight = -3; }},
+      {"max_queue (-1)", [](AdmissionPolicy& p) { p.max_queue = -1; }},
+      {"quantile (0)", [](AdmissionPolicy& p) { p.quantile = 0; }},
+      {"quantile (1)", [](AdmissionPolicy& p) { p.quantile = 1; }},
+      {"quantile (1.5)", [](AdmissionPolicy& p) { p.quantile = 1.5; }},
+      {"quantile (nan)", [](AdmissionPolicy& p) { p.quantile = std::nan(""); }},
+      {"lifo_after (-1ms)", [](AdmissionPolicy& p) { p.lifo_after = -kMs; }},
+      {"pushback (-1ms)", [](AdmissionPolicy& p) { p.pushback = -kMs; }},
+      {"max_wait (0)", [](AdmissionPolicy& p) { p.max_wait = absl::ZeroDuration(); }},
+      {"predict_window (0)", [](AdmissionPolicy& p) { p.predict_window = 0; }},
+      {"predict_min_samples (0)", [](AdmissionPolicy& p) { p.predict_min_samples = 0; }},
+      {"predict_min_samples (200)", [](AdmissionPolicy& p) { p.predict_min_samples = 200; }},
+      {"min_limit (0)",
+       [](AdmissionPolicy& p) {
+         p = Adaptive();
+         p.min_limit = 0;
+       }},
+      {"max_limit (1)",
+       [](AdmissionPolicy& p) {
+         p = Adaptive();
+         p.max_limit = 1;
+       }},
+      {"max_in_flight (200)",
+       [](AdmissionPolicy& p) {
+         p = Adaptive();
+         p.max_in_flight = 200;
+       }},
+      {"latency_tolerance (1)",
+       [](AdmissionPolicy& p) {
+         p = Adaptive();
+         p.latency_tolerance = 1;
+       }},
+      {"window_samples (0)",
+       [](AdmissionPolicy& p) {
+         p = Adaptive();
+         p.window_samples = 0;
+       }},
+  };
+  EXPECT_TRUE(ValidateAdmissionPolicy(AdmissionPolicy{}).ok());
+  EXPECT_TRUE(ValidateAdmissionPolicy(Adaptive()).ok());
+  for (const Case& c : cases) {
+    AdmissionPolicy p;
+    c.mutate(p);
+    const absl::Status s = ValidateAdmissionPolicy(p);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.field));
+  }
+  // Create refuses the same, and a negative min_attempt_budget.
+  AdmissionPolicy bad;
+  bad.quantile = 2;
+  EXPECT_FALSE(Admission::Create(bad, kMs).ok());
+  EXPECT_FALSE(Admission::Create(AdmissionPolicy{}, -kMs).ok());
+}
+
+TEST(LatencyPredictorTest, UnknownUntilEnoughSamplesThenTheQuantile) {
+  AdmissionPolicy p;
+  p.predict_window = 100;
+  p.predict_min_samples = 10;
+  p.quantile = 0.9;
+  LatencyPredictor predictor(p);
+  for (int i = 1; i <= 9; ++i) predictor.Record(i * kMs);
+  EXPECT_EQ(predictor.Predicted(), kUnknown);
+  predictor.Record(10 * kMs);  // 1..10 ms: p90 is 9 ms
+  EXPECT_EQ(predictor.Predicted(), 9 * kMs);
+  // The ring forgets: 100 samples of 50 ms replace the old ones.
+  for (int i = 0; i < 112; ++i) predictor.Record(50 * kMs);
+  EXPECT_EQ(predictor.Predicted(), 50 * kMs);
+}
+
+TEST(LatencyPredictorTest, OffPredictsNothing) {
+  AdmissionPolicy p;
+  p.predict = false;
+  LatencyPredictor predictor(p);
+  for (int i = 0; i < 100; ++i) predictor.Record(kMs);
+  EXPECT_EQ(predictor.Predicted(), kUnknown);
+}
+
+class AdmissionTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Admission> Make(AdmissionPolicy p) {
+    auto a = Admission::Create(p, kMinAttempt, &clock_);
+    EXPECT_TRUE(a.ok()) << a.status();
+    return *std::move(a);
+  }
+  static AdmissionPolicy Fixed(int limit, int queue) {
+    AdmissionPolicy p;
+    p.max_in_flight = limit;
+    p.max_queue = queue;
+    p.lifo_after = absl::Seconds(1);
+    return p;
+  }
+  absl::Time In(absl::Duration d) const { return clock_.Now() + d; }
+
+  static constexpr absl::Duration kMinAttempt = absl::Milliseconds(5);
+  FakeClock clock_;
+  Admission::Ready others_;
+};
+
+std::vector<int> Ids(const std::vector<Admission::Waiter*>& ws) {
+  std::vector<int> ids;
+  for (const auto* w : ws) ids.push_back(static_cast<int>(reinterpret_cast<intptr_t>(w->user)));
+  return ids;
+}
+
+TEST_F(AdmissionTest, AdmitsUpToTheLimitThenQueuesThenShedsWhenFull) {
+  auto a = Make(Fixed(2, 1));
+  Admission::Waiter w[4];
+  EXPECT_EQ(a->Arrive(&w[0], In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kAdmit);
+  EXPECT_EQ(a->Arrive(&w[1], In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kAdmit);
+  EXPECT_EQ(a->Arrive(&w[2], In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kQueue);
+  EXPECT_EQ(a->Arrive(&w[3], In(absl::Seconds(1)), nullptr, &others_),
+            ArrivalDecision::kShedQueueFull);
+  const AdmissionStats s = a->Stats();
+  EXPECT_EQ(s.in_flight, 2);
+  EXPECT_EQ(s.queued, 1);
+  EXPECT_EQ(s.admitted, 2u);
+  EXPECT_EQ(s.shed[static_cast<int>(ArrivalDecision::kShedQueueFull)], 1u);
+}
+
+TEST_F(AdmissionTest, ReleaseHandsThePlaceToTheEarliestDeadline) {
+  auto a = Make(Fixed(1, 10));
+  Admission::Waiter running, late, early, middle;
+  late.user = reinterpret_cast<void*>(1);
+  early.user = reinterpret_cast<void*>(2);
+  middle.user = reinterpret_cast<void*>(3);
+  ASSERT_EQ(a->Arrive(&running, In(absl::Seconds(9)), nullptr, &others_), ArrivalDecision::kAdmit);
+  ASSERT_EQ(a->Arrive(&late, In(absl::Seconds(3)), nullptr, &others_), ArrivalDecision::kQueue);
+  ASSERT_EQ(a->Arrive(&early, In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kQueue);
+  ASSERT_EQ(a->Arrive(&middle, In(absl::Seconds(2)), nullptr, &others_), ArrivalDecision::kQueue);
+  Admission::Ready ready;
+  std::vector<int> order;
+  for (int i = 0; i < 3; ++i) {
+    a->Release(10 * kMs, &ready);
+    ASSERT_EQ(ready.admitted.size(), 1u);
+    order.push_back(Ids(ready.admitted)[0]);
+  }
+  EXPECT_THAT(order, ElementsAre(2, 3, 1));
+  EXPECT_EQ(a->Stats().admitted_after_wait, 3u);
+}
+
+TEST_F(AdmissionTest, SustainedQueueServesNewestFirst) {
+  AdmissionPolicy p = Fixed(1, 10);
+  p.lifo_after = 100 * kMs;
+  auto a = Make(p);
+  Admission::Waiter running, w1, w2, w3;
+  w1.user = reinterpret_cast<void*>(1);
+  w2.user = reinterpret_cast<void*>(2);
+  w3.user = reinterpret_cast<void*>(3);
+  ASSERT_EQ(a->Arrive(&running, In(absl::Seconds(9)), nullptr, &others_), ArrivalDecision::kAdmit);
+  ASSERT_EQ(a->Arrive(&w1, In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kQueue);
+  clock_.Advance(10 * kMs);
+  ASSERT_EQ(a->Arrive(&w2, In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kQueue);
+  clock_.Advance(10 * kMs);
+  ASSERT_EQ(a->Arrive(&w3, In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kQueue);
+  EXPECT_EQ(a->Stats().order, QueueOrder::kEarliestDeadlineFirst);
+  clock_.Advance(100 * kMs);  // non-empty for 120 ms
+  EXPECT_EQ(a->Stats().order, QueueOrder::kNewestFirst);
+  Admission::Ready ready;
+  a->Release(10 * kMs, &ready);
+  EXPECT_THAT(Ids(ready.admitted), ElementsAre(3));
+}
+
+TEST_F(AdmissionTest, WaiterExpiresWhenLessThanTheMinimumIsLeft) {
+  auto a = Make(Fixed(1, 10));
+  Admission::Waiter running, soon, later;
+  soon.user = reinterpret_cast<void*>(1);
+  ASSERT_EQ(a->Arrive(&running, In(absl::Seconds(9)), nullptr, &others_), ArrivalDecision::kAdmit);
+  ASSERT_EQ(a->Arrive(&soon, In(50 * kMs), nullptr, &others_), ArrivalDecision::kQueue);
+  ASSERT_EQ(a->Arrive(&later, In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kQueue);
+  EXPECT_EQ(a->NextExpiry(), In(45 * kMs));
+  Admission::Ready ready;
+  clock_.Advance(44 * kMs);
+  a->Expire(&ready);
+  EXPECT_TRUE(ready.shed.empty());
+  clock_.Advance(2 * kMs);  // 4 ms left, below the 5 ms minimum
+  a->Expire(&ready);
+  ASSERT_EQ(ready.shed.size(), 1u);
+  EXPECT_EQ(ready.shed[0].first, &soon);
+  EXPECT_EQ(ready.shed[0].second, ArrivalDecision::kShedQueueExpired);
+  EXPECT_EQ(a->Stats().queued, 1);
+  EXPECT_EQ(a->NextExpiry(), later.deadline - kMinAttempt);
+}
+
+TEST_F(AdmissionTest, InfiniteDeadlineIsServedLastAndWaitsAtMostMaxWait) {
+  auto a = Make(Fixed(1, 10));
+  Admission::Waiter running, forever, bounded;
+  forever.user = reinterpret_cast<void*>(1);
+  bounded.user = reinterpret_cast<void*>(2);
+  ASSERT_EQ(a->Arrive(&running, In(absl::Seconds(9)), nullptr, &others_), ArrivalDecision::kAdmit);
+  ASSERT_EQ(a->Arrive(&forever, absl::InfiniteFuture(), nullptr, &others_),
+            ArrivalDecision::kQueue);
+  EXPECT_EQ(a->NextExpiry(), In(absl::Seconds(1)));  // max_wait
+  ASSERT_EQ(a->Arrive(&bounded, In(absl::Hours(1)), nullptr, &others_), ArrivalDecision::kQueue);
+  Admission::Ready ready;
+  a->Release(kMs, &ready);
+  EXPECT_THAT(Ids(ready.admitted), ElementsAre(2));
+  a->Release(kMs, &ready);
+  EXPECT_THAT(Ids(ready.admitted), ElementsAre(1));
+}
+
+TEST_F(AdmissionTest, WaiterWithBudgetLeftTimesOutAfterMaxWait) {
+  AdmissionPolicy p = Fixed(1, 10);
+  p.max_wait = 200 * kMs;
+  auto a = Make(p);
+  Admission::Waiter running, w;
+  ASSERT_EQ(a->Arrive(&running, In(absl::Seconds(9)), nullptr, &others_), ArrivalDecision::kAdmit);
+  ASSERT_EQ(a->Arrive(&w, In(absl::Seconds(5)), nullptr, &others_), ArrivalDecision::kQueue);
+  EXPECT_EQ(a->NextExpiry(), In(200 * kMs));
+  clock_.Advance(200 * kMs);
+  Admission::Ready ready;
+  a->Expire(&ready);
+  ASSERT_EQ(ready.shed.size(), 1u);
+  EXPECT_EQ(ready.shed[0].second, ArrivalDecision::kShedQueueTimeout);
+  EXPECT_EQ(a->NextExpiry(), absl::InfiniteFuture());
+}
+
+TEST_F(AdmissionTest, WaiterThatCanNoLongerFinishIsShedWhenItsTurnComes) {
+  auto a = Make(Fixed(1, 10));
+  AdmissionPolicy learn_fast;
+  learn_fast.predict_window = 1;
+  learn_fast.predict_min_samples = 1;
+  LatencyPredictor slow(learn_fast), quick(learn_fast);
+  quick.Record(10 * kMs);
+  Admission::Waiter running, slow_method, fine;
+  slow_method.user = reinterpret_cast<void*>(1);
+  fine.user = reinterpret_cast<void*>(2);
+  ASSERT_EQ(a->Arrive(&running, In(absl::Seconds(9)), nullptr, &others_), ArrivalDecision::kAdmit);
+  // Nothing is known of the slow method when it arrives with 200 ms ...
+  ASSERT_EQ(a->Arrive(&slow_method, In(200 * kMs), &slow, &others_), ArrivalDecision::kQueue);
+  ASSERT_EQ(a->Arrive(&fine, In(absl::Seconds(1)), &quick, &others_), ArrivalDecision::kQueue);
+  // ... it has learnt 150 ms when its turn comes with 100 ms left.
+  slow.Record(150 * kMs);
+  clock_.Advance(100 * kMs);
+  Admission::Ready ready;
+  a->Release(kMs, &ready);
+  ASSERT_EQ(ready.shed.size(), 1u);
+  EXPECT_EQ(ready.shed[0].first, &slow_method);
+  EXPECT_EQ(ready.shed[0].second, ArrivalDecision::kShedCannotFinish);
+  EXPECT_THAT(Ids(ready.admitted), ElementsAre(2));  // the place went on to the next
+  EXPECT_EQ(a->Stats().in_flight, 1);
+}
+
+TEST_F(AdmissionTest, CallThatCannotFinishIsShedOnArrivalWhateverTheRoom) {
+  auto a = Make(Fixed(4, 10));
+  AdmissionPolicy learn_fast;
+  learn_fast.predict_window = 1;
+  learn_fast.predict_min_samples = 1;
+  LatencyPredictor predictor(learn_fast);
+  predictor.Record(50 * kMs);
+  Admission::Waiter w;
+  EXPECT_EQ(a->Arrive(&w, In(40 * kMs), &predictor, &others_),
+            ArrivalDecision::kShedCannotFinish);
+  EXPECT_EQ(a->Arrive(&w, In(60 * kMs), &predictor, &others_), ArrivalDecision::kAdmit);
+  EXPECT_EQ(a->Stats().shed[static_cast<int>(ArrivalDecision::kShedCannotFinish)], 1u);
+}
+
+TEST_F(AdmissionTest, LeaveRemovesAWaiterOnceOnly) {
+  auto a = Make(Fixed(1, 10));
+  Admission::Waiter running, gone, next;
+  next.user = reinterpret_cast<void*>(2);
+  ASSERT_EQ(a->Arrive(&running, In(absl::Seconds(9)), nullptr, &others_), ArrivalDecision::kAdmit);
+  ASSERT_EQ(a->Arrive(&gone, In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kQueue);
+  ASSERT_EQ(a->Arrive(&next, In(absl::Seconds(2)), nullptr, &others_), ArrivalDecision::kQueue);
+  EXPECT_TRUE(a->Leave(&gone));
+  EXPECT_FALSE(a->Leave(&gone));
+  Admission::Ready ready;
+  a->Release(kMs, &ready);
+  EXPECT_THAT(Ids(ready.admitted), ElementsAre(2));
+  EXPECT_FALSE(a->Leave(&next));  // already admitted
+}
+
+TEST_F(AdmissionTest, NoQueueShedsOverTheLimitAtOnce) {
+  auto a = Make(Fixed(1, 0));
+  Admission::Waiter w1, w2;
+  EXPECT_EQ(a->Arrive(&w1, In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kAdmit);
+  EXPECT_EQ(a->Arrive(&w2, In(absl::Seconds(1)), nullptr, &others_),
+            ArrivalDecision::kShedOverLimit);
+}
+
+TEST_F(AdmissionTest, AdaptiveLimitShrinksWhenHandlersSlowDown) {
+  AdmissionPolicy p = Adaptive();
+  p.window_samples = 10;
+  auto a = Make(p);
+  std::vector<Admission::Waiter> w(20);
+  Admission::Ready ready;
+  // Busy windows at 10 ms: the limit grows.
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
+    for (int i = 0; i < 20; ++i) a->Release(10 * kMs, &ready);
+  }
+  const int grown = a->limit();
+  EXPECT_GT(grown, 20);
+  // Handlers take 5x longer: the limit shrinks.
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
+    for (int i = 0; i < 20; ++i) a->Release(50 * kMs, &ready);
+  }
+  EXPECT_LT(a->limit(), grown - 3);
+  EXPECT_GE(a->limit(), p.min_limit);
+}
+
+// Many threads arriving and releasing: every admitted call is released once,
+// nobody is stranded in the queue while places are free, and the counts add
+// up. (Races show up under the sanitizers.)
+TEST_F(AdmissionTest, ConcurrentArrivalsAndReleasesStrandNobody) {
+  auto a = Make(Fixed(4, 100000));
+  constexpr int kThreads = 4, kPerThread = 2000;
+  // Waiters outlive every thread: one thread's release admits another's.
+  std::vector<Admission::Waiter> ws(kThreads * kPerThread);
+  std::atomic<int> started{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      Admission::Ready others, ready;
+      // Each thread runs up to two admitted calls at a time, so that the
+      // limit is reached and the queue is used all the time.
+      std::vector<Admission::Waiter*> running;
+      auto admit = [&](const std::vector<Admission::Waiter*>& ws_admitted) {
+        started.fetch_add(static_cast<int>(ws_admitted.size()));
+        running.insert(running.end(), ws_admitted.begin(), ws_admitted.end());
+      };
+      auto release_one = [&] {
+        running.erase(running.begin());
+        a->Release(kMs, &ready);
+        admit(ready.admitted);
+      };
+      for (int i = 0; i < kPerThread; ++i) {
+        Admission::Waiter* w = &ws[t * kPerThread + i];
+        const ArrivalDecision d = a->Arrive(w, absl::InfiniteFuture(), nullptr, &others);
+        admit(others.admitted);
+        if (d == ArrivalDecision::kAdmit) admit({w});
+        while (running.size() > 2) release_one();
+      }
+      while (!running.empty()) release_one();
+    });
+  }
+  for (auto& t : threads) t.join();
+  const AdmissionStats s = a->Stats();
+  EXPECT_EQ(s.queued, 0);
+  EXPECT_EQ(s.in_flight, 0);
+  EXPECT_EQ(started.load(), kThreads * kPerThread);
+}
+
+TEST(ArrivalDecisionTest, NamesAreTheMetricLabels) {
+  EXPECT_EQ(ArrivalDecisionName(ArrivalDecision::kShedCannotFinish), "cannot_finish");
+  EXPECT_EQ(ArrivalDecisionName(ArrivalDecision::kShedQueueExpired), "queue_expired");
+  std::ostringstream os;
+  os << ArrivalDecision::kShedQueueFull;
+  EXPECT_EQ(os.str(), "queue_full");
+  EXPECT_EQ(QueueOrderName(QueueOrder::kNewestFirst), "newest_first");
+}
+
+}  // namespace
+}  // namespace hopbudget
