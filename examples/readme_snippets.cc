@@ -55,6 +55,23 @@ absl::Status ServerSetup(grpc::ServerBuilder& builder) {
   return absl::OkStatus();
 }
 
+absl::Status AdmissionSetup(grpc::ServerBuilder& builder) {
+  // [START admission]
+  hopbudget::ServerOptions options;
+  options.hop = "orders";
+  options.admission.enabled = true;
+  options.admission.policy.limit = hopbudget::LimitKind::kAdaptive;
+  options.admission.policy.max_in_flight = 32;  // where the adaptive limit starts
+  options.admission.handlers = hopbudget::HandlerThreads::kBlocking;  // a sync service
+  auto factory = hopbudget::MakeServerInterceptorFactory(options);
+  if (!factory.ok()) return factory.status();  // names the bad field
+  // [END admission]
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  return absl::OkStatus();
+}
+
 class OrdersService final : public Orders::Service {
  public:
   // [START handler]

@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "admission_gate.h"
 #include "attributed_status.h"
 #include "call_mutex.h"
 #include "grpc_glue.h"
@@ -36,6 +37,9 @@ struct InboundBudgetAccess {
                          reinterpret_cast<uintptr_t>(ctx), trace_requested);
   }
   static uint64_t Id(const InboundBudget& b) { return b.id_; }
+  // Admission's refusals, decided before the handler starts (which reads it
+  // after the Proceed() that starts it).
+  static void SetOutcome(InboundBudget& b, ArrivalOutcome outcome) { b.budget_.outcome = outcome; }
   static uintptr_t Key(const InboundBudget& b) { return b.key_; }
 };
 }  // namespace internal
@@ -160,11 +164,31 @@ struct ServerShared {
   Clock* clock;
   Metrics* metrics;
   internal::TimerService* timers;
+  internal::AdmissionGate* gate;  // nullptr: admission off
 };
+
+// A waiting call gives up with this much left: no downstream attempt could
+// start in less (min_attempt_budget after the hop's reserve), and the
+// refusal must still reach the caller before its own deadline fires.
+absl::Duration GiveUpMargin(const BudgetPolicy& policy) {
+  return policy.min_attempt_budget + policy.hop_reserve;
+}
+
+ArrivalOutcome OutcomeOf(ArrivalDecision d) {
+  switch (d) {
+    case ArrivalDecision::kShedCannotFinish:
+      return ArrivalOutcome::kShedCannotFinish;
+    case ArrivalDecision::kShedQueueExpired:
+      return ArrivalOutcome::kShedQueueExpired;
+    default:
+      return ArrivalOutcome::kShedOverload;
+  }
+}
 
 absl::Duration NonNegative(absl::Duration d) { return std::max(d, absl::ZeroDuration()); }
 
-class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
+class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
+                                      public internal::AdmissionClient {
  public:
   ServerBudgetInterceptor(const ServerShared* shared, grpc::experimental::ServerRpcInfo* info)
       : shared_(*shared),
@@ -175,6 +199,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   ~ServerBudgetInterceptor() override {
     CancelTimer();
+    ReleaseAdmission(absl::StatusCode::kCancelled);
     if (budget_.has_value()) {
       InboundRegistry::Get().Remove(ctx_, &*budget_);
       // Answered without our PRE_SEND_STATUS hook: cancelled by gRPC, by a
@@ -191,7 +216,9 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* m) override {
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
-      OnArrival(*m->GetRecvInitialMetadata());
+      // Held for admission: Admitted() or Shed() proceeds, on another
+      // thread, and may already have.
+      if (OnArrival(*m->GetRecvInitialMetadata(), m) == Arrival::kWaiting) return;
     }
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       OnSendStatus(m);
@@ -200,8 +227,11 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
   }
 
  private:
-  void OnArrival(const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
-    if (budget_.has_value()) return;
+  enum class Arrival { kGoOn, kWaiting };
+
+  Arrival OnArrival(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
+                    grpc::experimental::InterceptorBatchMethods* m) {
+    if (budget_.has_value()) return Arrival::kGoOn;
     absl::Time inbound = internal::ToAbslTime(ctx_->deadline());
     auto header = md.find(kBudgetHeader);
     if (header != md.end()) {
@@ -239,20 +269,91 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
         // The caller's deadline has passed too: no answer can reach it in
         // time, so none is waited for.
         CancelNow();
-        return;
+        return Arrival::kGoOn;
       }
       // The handler sees refused() and returns; its answer goes out through
       // OnSendStatus with the attribution in every form. Only a cancel can
       // answer for a handler that does not return, and a cancel carries the
       // message form alone: it is the backstop, halfway to the deadline.
       ArmTimer(arrival_ + rb.budget_on_arrival / 2);
-      return;
+      return Arrival::kGoOn;
     }
     if (rb.source == DeadlineSource::kRequest) {
       // The cap is tighter than the caller's deadline: gRPC will not enforce
       // it, so the shared timer service does.
       ArmTimer(rb.deadline);
     }
+    if (shared_.gate != nullptr) return Admit(rb, m);
+    return Arrival::kGoOn;
+  }
+
+  Arrival Admit(const RequestBudget& rb, grpc::experimental::InterceptorBatchMethods* m) {
+    const internal::AdmissionGate::Method& method = shared_.gate->For(method_name_);
+    if (!method.covered) return Arrival::kGoOn;
+    predictor_ = method.predictor.get();
+    pending_ = m;  // before the waiter is visible to other threads
+    waiter_.user = static_cast<internal::AdmissionClient*>(this);
+    Admission::Ready others;
+    const ArrivalDecision d =
+        shared_.gate->admission().Arrive(&waiter_, rb.deadline, predictor_, &others);
+    shared_.gate->Dispatch(others);
+    switch (d) {
+      case ArrivalDecision::kAdmit:
+        admitted_ = true;
+        handler_start_ = shared_.clock->Now();
+        return Arrival::kGoOn;
+      case ArrivalDecision::kQueue:
+        // From here on another thread owns this call until it proceeds.
+        shared_.gate->Queued(waiter_.expiry);
+        return Arrival::kWaiting;
+      default:
+        MarkShed(d);
+        return Arrival::kGoOn;
+    }
+  }
+
+  // internal::AdmissionClient, on the gate's workers.
+  void Admitted() override {
+    admitted_ = true;
+    handler_start_ = shared_.clock->Now();
+    pending_->Proceed();
+  }
+  void Shed(ArrivalDecision why) override {
+    MarkShed(why);
+    pending_->Proceed();
+  }
+
+  // Refuses the call for admission's reason `why`: the handler sees
+  // refused(); the answer goes out through OnSendStatus.
+  void MarkShed(ArrivalDecision why) {
+    shed_ = why;
+    const ArrivalOutcome outcome = OutcomeOf(why);
+    internal::InboundBudgetAccess::SetOutcome(*budget_, outcome);
+    if (outcome != ArrivalOutcome::kShedOverload) {
+      shared_.metrics->CountDeadlineExceeded(Side::kServer,
+                                             ServerCutAttribution(Call(), arrival_).source,
+                                             shared_.hop);
+    }
+    const RequestBudget& rb = budget_->request_budget();
+    if (rb.deadline == absl::InfiniteFuture()) return;
+    const absl::Duration left = rb.deadline - shared_.clock->Now();
+    if (left <= absl::ZeroDuration()) {
+      CancelNow();
+    } else if (timer_ == 0) {
+      ArmTimer(shared_.clock->Now() + left / 2);  // the backstop, as for arrival refusals
+    }
+  }
+
+  // An admitted call answered (or ended): its place goes to the next.
+  void ReleaseAdmission(absl::StatusCode code) {
+    if (!admitted_ || released_) return;
+    released_ = true;
+    const absl::Duration handler_time = shared_.clock->Now() - handler_start_;
+    // Only answers that finished teach the prediction "time to finish".
+    if (code == absl::StatusCode::kOk) predictor_->Record(handler_time);
+    Admission::Ready ready;
+    shared_.gate->admission().Release(handler_time, &ready);
+    shared_.gate->Dispatch(ready);
   }
 
   void ArmTimer(absl::Time at) {
@@ -316,6 +417,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     if (!budget_.has_value() || answered_) return;
     const grpc::Status status = m->GetSendStatus();
     const absl::StatusCode code = static_cast<absl::StatusCode>(status.error_code());
+    ReleaseAdmission(code);
     // Only a DEADLINE_EXCEEDED's relayed attribution is read: the common
     // path parses nothing.
     ReceivedAttribution relayed;
@@ -328,7 +430,9 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
     if (v.count) {
       shared_.metrics->CountDeadlineExceeded(Side::kServer, v.counted_source, v.counted_hop);
     }
-    if (v.replace) {
+    if (v.overload_shed) {
+      AnswerOverloadShed(m);
+    } else if (v.replace) {
       // A refusal ignores what the handler said; anything else keeps its
       // message after the attribution.
       m->ModifySendStatus(internal::AttributedStatus(
@@ -341,6 +445,24 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
       m->GetSendTrailingMetadata()->emplace(kTraceTrailer, EncodeTrace(Finish(v.code, v.fired)));
     } else {
       Finish(v.code, v.fired);
+    }
+  }
+
+  // RESOURCE_EXHAUSTED, with what a caller needs to back off rather than
+  // retry at once: gRFC A6's pushback, and why.
+  void AnswerOverloadShed(grpc::experimental::InterceptorBatchMethods* m) {
+    const absl::string_view reason = ArrivalDecisionName(shed_);
+    const absl::Duration pushback = shared_.gate->policy().pushback;
+    m->ModifySendStatus(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("hopbudget: shed at ", shared_.hop, " (", reason, "): over its limit of ",
+                     shared_.gate->admission().limit(), " calls in progress; retry after ",
+                     absl::ToInt64Milliseconds(pushback), " ms")));
+    auto* trailers = m->GetSendTrailingMetadata();
+    trailers->emplace(kShedTrailer, std::string(reason));
+    trailers->emplace(kHopTrailer, shared_.hop);
+    if (pushback > absl::ZeroDuration()) {
+      trailers->emplace(kPushbackHeader, absl::StrCat(absl::ToInt64Milliseconds(pushback)));
     }
   }
 
@@ -390,6 +512,15 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor {
   bool sampled_ = false;     // kept for /deadlinez whatever the outcome
   internal::TimerService::TimerId timer_ = 0;
   grpc_call* timer_call_ = nullptr;  // ref held while the timer is armed
+  // Admission (when on and this method is covered). A waiting call is owned
+  // by the gate's threads from Arrive() until Admitted()/Shed() proceeds it.
+  Admission::Waiter waiter_;
+  grpc::experimental::InterceptorBatchMethods* pending_ = nullptr;
+  LatencyPredictor* predictor_ = nullptr;  // owned by the gate
+  bool admitted_ = false;
+  bool released_ = false;
+  absl::Time handler_start_;
+  ArrivalDecision shed_ = ArrivalDecision::kAdmit;
   std::atomic<bool> request_fired_{false};
 };
 
@@ -397,11 +528,19 @@ class ServerFactory final : public grpc::experimental::ServerInterceptorFactoryI
  public:
   // Timers must read the same clock as the budgets they enforce: the real
   // clock shares the process-wide service, any other clock gets its own.
-  explicit ServerFactory(ServerShared shared)
+  ServerFactory(ServerShared shared, const AdmissionOptions& admission)
       : own_timers_(shared.clock == &Clock::Real()
                         ? nullptr
                         : std::make_unique<internal::TimerService>(*shared.clock)),
-        shared_(WithTimers(std::move(shared), own_timers_.get())) {}
+        shared_(WithTimers(std::move(shared), own_timers_.get())) {
+    if (admission.enabled) {
+      // Validated by MakeServerInterceptorFactory.
+      gate_ = *internal::AdmissionGate::Create(admission, GiveUpMargin(shared_.policy),
+                                               shared_.clock, shared_.timers);
+      shared_.gate = gate_.get();
+    }
+  }
+  const internal::AdmissionGate* gate() const { return gate_.get(); }
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
     return new ServerBudgetInterceptor(&shared_, info);
@@ -413,7 +552,8 @@ class ServerFactory final : public grpc::experimental::ServerInterceptorFactoryI
     return shared;
   }
   const std::unique_ptr<internal::TimerService> own_timers_;
-  const ServerShared shared_;
+  ServerShared shared_;
+  std::unique_ptr<internal::AdmissionGate> gate_;  // outlives no call: the server ends first
 };
 
 }  // namespace
@@ -422,11 +562,17 @@ absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInter
 MakeServerInterceptorFactory(ServerOptions options) {
   if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
   if (absl::Status s = ValidatePolicy(options.policy); !s.ok()) return s;
+  if (options.admission.enabled) {
+    // The same checks the factory's gate repeats, reported here.
+    auto gate = internal::AdmissionGate::Create(options.admission, GiveUpMargin(options.policy),
+                                                &Clock::Real(), &internal::TimerService::Shared());
+    if (!gate.ok()) return gate.status();
+  }
   ServerShared shared{std::move(options.hop), options.policy, options.trace,
                       options.clock != nullptr ? options.clock : &Clock::Real(),
                       options.metrics != nullptr ? options.metrics : &Metrics::Default(),
-                      nullptr};
-  return std::make_unique<ServerFactory>(std::move(shared));
+                      nullptr, nullptr};
+  return std::make_unique<ServerFactory>(std::move(shared), options.admission);
 }
 
 namespace internal {
@@ -445,6 +591,13 @@ void RecordRetrySkipped(uintptr_t key, uint64_t id, RetryOutcome outcome) {
   InboundRegistry::Get().RecordRetrySkipped(key, id, outcome);
 }
 }  // namespace internal
+
+absl::optional<AdmissionStats> AdmissionStatsOf(
+    const grpc::experimental::ServerInterceptorFactoryInterface& factory) {
+  const auto* ours = dynamic_cast<const ServerFactory*>(&factory);
+  if (ours == nullptr || ours->gate() == nullptr) return absl::nullopt;
+  return const_cast<internal::AdmissionGate*>(ours->gate())->admission().Stats();
+}
 
 const InboundBudget* InboundBudget::Of(const grpc::ServerContextBase& context) {
   return InboundRegistry::Get().Find(&context);

@@ -37,6 +37,9 @@ inline constexpr char kSourceTrailer[] = "hopbudget-source";
 inline constexpr char kHopTrailer[] = "hopbudget-hop";
 inline constexpr char kBudgetTrailer[] = "hopbudget-budget-ms";
 inline constexpr char kElapsedTrailer[] = "hopbudget-elapsed-ms";
+// On a RESOURCE_EXHAUSTED from admission: why the call was shed
+// (ArrivalDecisionName, admission.h), beside `hopbudget-hop`.
+inline constexpr char kShedTrailer[] = "hopbudget-shed";
 
 // Largest budget the header may carry: 100 years. Larger values are refused
 // (kTooLarge) rather than clamped, so that garbage cannot pose as "a lot".

@@ -57,6 +57,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/server_context.h>
@@ -64,6 +65,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "hopbudget/admission.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
@@ -85,21 +87,71 @@ enum class TraceMode {
   kAlways,
 };
 
+// Who runs the handlers of calls admitted after waiting (AdmissionOptions).
+enum class HandlerThreads {
+  // Sync services: the handler runs on the thread that starts it, and
+  // blocks it. hopbudget starts admitted calls on its own pool of at most
+  // as many threads as the limit can reach (max_in_flight, or max_limit
+  // when adaptive).
+  kBlocking,
+  // Callback and async services: starting a call returns at once; two
+  // threads start them all.
+  kNonBlocking,
+};
+
+// Deadline-aware admission (admission.h), off by default. When on, every
+// covered call that arrives with room under the limit starts at once; over
+// the limit it waits without holding a thread (its first interception batch
+// is not proceeded until it is admitted), earliest deadline first (newest
+// first under sustained overload); it is refused when its remaining budget
+// is below the predicted handler time, when it waits until less than
+// min_attempt_budget + hop_reserve is left (no downstream attempt could
+// start, and the refusal must reach the caller before its own deadline
+// fires) (DEADLINE_EXCEEDED, sources cannot-finish and
+// queue-wait, with the attribution in every form), or when the queue is
+// full, there is none, or it waited max_wait (RESOURCE_EXHAUSTED with
+// `grpc-retry-pushback-ms` and `hopbudget-shed: <reason>`). A refused
+// call's handler still runs, as for every refusal (InboundBudget::refused()
+// is true: return at once). gRPC's own services (/grpc.*: health,
+// reflection, channelz) are never held back.
+//
+// What gRPC 1.51 does not allow: a server interceptor learns nothing of a
+// caller's cancel before the handler starts (the call's completion op is
+// begun then), so a queued call whose caller cancels stays in the queue
+// until its turn, its deadline, or max_wait.
+struct AdmissionOptions {
+  bool enabled = false;
+  AdmissionPolicy policy;
+  // Full method names ("/package.Service/Method") held to admission; empty:
+  // every method of the server.
+  std::vector<std::string> methods;
+  HandlerThreads handlers = HandlerThreads::kBlocking;
+};
+
 struct ServerOptions {
   // Name of this service in attribution and metrics. Required; 1..64 chars of
   // [A-Za-z0-9._-].
   std::string hop;
   BudgetPolicy policy;
+  AdmissionOptions admission;
   TraceMode trace = TraceMode::kOnFailureOrRequest;
   Clock* clock = nullptr;      // default: Clock::Real()
   Metrics* metrics = nullptr;  // default: Metrics::Default()
 };
 
-// Validates `options` (hop name and ValidatePolicy) and returns the factory to
-// pass to ServerBuilder::experimental().SetInterceptorCreators().
+// Validates `options` (hop name, ValidatePolicy, and the admission policy
+// and method names when admission is on) and returns the factory to pass to
+// ServerBuilder::experimental().SetInterceptorCreators().
 [[nodiscard]] absl::StatusOr<
     std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 MakeServerInterceptorFactory(ServerOptions options);
+
+// The admission counters of a factory made by MakeServerInterceptorFactory,
+// or nullopt when admission is off (or `factory` is not hopbudget's).
+// Keep a pointer before handing the factory to ServerBuilder: the server
+// owns it then, and it lives as long as the server.
+absl::optional<AdmissionStats> AdmissionStatsOf(
+    const grpc::experimental::ServerInterceptorFactoryInterface& factory);
 
 // The budget of one inbound call, as the server interceptor derived it when
 // the call arrived. Lives as long as the call.
