@@ -744,6 +744,17 @@ TEST(ThrottleEffectOfTest, PushbackDoNotRetryCountsAsAFailure) {
             ThrottleEffect::kFailure);
 }
 
+// An admission shed: RESOURCE_EXHAUSTED (not retryable by default) with a
+// pushback delay. It drains the throttle, so that callers of a hop that
+// sheds load do not retry into it harder.
+TEST(ThrottleEffectOfTest, ShedWithPushbackDelayCountsAsAFailure) {
+  EXPECT_EQ(ThrottleEffectOf(RetryPolicy(), WithPushback(Failed(absl::StatusCode::kResourceExhausted),
+                                                         Delay(absl::Milliseconds(100)))),
+            ThrottleEffect::kFailure);
+  EXPECT_EQ(ThrottleEffectOf(RetryPolicy(), Failed(absl::StatusCode::kResourceExhausted)),
+            ThrottleEffect::kNone);
+}
+
 // ---------------------------------------------------------------------------
 // RetryThrottle
 

@@ -753,5 +753,69 @@ TEST_F(ShieldTest, MetricsCountRefusalsAndDrainsThatGaveUp) {
   EXPECT_EQ(m.shield(ShieldEvent::kDrainTimedOut), 1u);
 }
 
+// Single flight: a retry of the same request while its shielded work still
+// runs joins that work instead of starting it again.
+TEST_F(ShieldTest, RunOnceJoinsTheOperationInFlightForTheSameKey) {
+  Gate gate;
+  Shield shield(Manual());
+  std::atomic<int> runs{0};
+  auto work = [&](ShieldContext&) {
+    runs.fetch_add(1);
+    gate.Wait();
+    return absl::OkStatus();
+  };
+  bool joined = true;
+  absl::StatusOr<ShieldHandle> first =
+      shield.RunOnce("key-1", "commit key-1", absl::Seconds(1), work, &joined);
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(joined);
+  absl::StatusOr<ShieldHandle> retry =
+      shield.RunOnce("key-1", "commit key-1", absl::Seconds(1), work, &joined);
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(joined);
+  bool other_joined = true;
+  absl::StatusOr<ShieldHandle> other =
+      shield.RunOnce("key-2", "commit key-2", absl::Seconds(1), work, &other_joined);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other_joined);
+  EXPECT_EQ(shield.stats().started, 2u);
+  EXPECT_EQ(shield.stats().joined, 1u);
+  gate.Open();
+  absl::optional<ShieldRecord> a = first->Wait();
+  absl::optional<ShieldRecord> b = retry->Wait();
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_EQ(a->outcome, ShieldOutcome::kCompleted);
+  EXPECT_EQ(b->outcome, ShieldOutcome::kCompleted);
+  EXPECT_EQ(a->started, b->started);  // one operation, two holders
+  ASSERT_TRUE(other->Wait().has_value());
+  EXPECT_EQ(runs.load(), 2);
+  // Ended: the key is forgotten, and the next RunOnce starts afresh.
+  absl::StatusOr<ShieldHandle> later =
+      shield.RunOnce("key-1", "commit key-1", absl::Seconds(1), work, &joined);
+  ASSERT_TRUE(later.ok());
+  EXPECT_FALSE(joined);
+  ASSERT_TRUE(later->Wait().has_value());
+  EXPECT_EQ(runs.load(), 3);
+}
+
+TEST_F(ShieldTest, RunOnceRefusalIsNotRemembered) {
+  Gate gate;
+  Shield shield(Manual(/*threads=*/1, /*max_in_flight=*/1));
+  absl::StatusOr<ShieldHandle> busy = shield.Run("busy", absl::Seconds(1), BlockUntil(gate));
+  ASSERT_TRUE(busy.ok());
+  bool joined = true;
+  absl::StatusOr<ShieldHandle> refused =
+      shield.RunOnce("key-1", "commit key-1", absl::Seconds(1), BlockUntil(gate), &joined);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(joined);
+  gate.Open();
+  ASSERT_TRUE(busy->Wait().has_value());
+  absl::StatusOr<ShieldHandle> now =
+      shield.RunOnce("key-1", "commit key-1", absl::Seconds(1), BlockUntil(gate), &joined);
+  ASSERT_TRUE(now.ok());
+  EXPECT_FALSE(joined);
+  ASSERT_TRUE(now->Wait().has_value());
+}
+
 }  // namespace
 }  // namespace hopbudget

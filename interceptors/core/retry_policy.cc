@@ -251,7 +251,9 @@ RetryDecision DecideRetry(const BudgetPolicy& budget, const RetryPolicy& retry,
 ThrottleEffect ThrottleEffectOf(const RetryPolicy& retry, const AttemptResult& result) {
   if (result.code == absl::StatusCode::kOk) return ThrottleEffect::kSuccess;
   if (IsRetryableFailure(retry, result)) return ThrottleEffect::kFailure;
-  if (result.pushback.kind == PushbackKind::kDoNotRetry) return ThrottleEffect::kFailure;
+  // Any pushback is the server saying it is overloaded (an admission shed
+  // carries one): a hop that sheds load is not retried into harder.
+  if (result.pushback.kind != PushbackKind::kAbsent) return ThrottleEffect::kFailure;
   return ThrottleEffect::kNone;
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -559,7 +560,14 @@ class Shield::Impl {
   std::vector<std::thread> threads_;  // last: started once the rest exists
 };
 
-Shield::Shield(ShieldOptions options) : impl_(std::make_unique<Impl>(options)) {}
+struct Shield::Flights {
+  absl::Mutex mu;
+  absl::flat_hash_map<std::string, ShieldHandle> by_key ABSL_GUARDED_BY(mu);
+  std::atomic<uint64_t> joined{0};
+};
+
+Shield::Shield(ShieldOptions options)
+    : impl_(std::make_unique<Impl>(options)), flights_(std::make_shared<Flights>()) {}
 
 Shield::~Shield() = default;
 
@@ -570,7 +578,44 @@ absl::StatusOr<ShieldHandle> Shield::Run(std::string name, absl::Duration bound,
 
 DrainReport Shield::Drain(absl::Duration max_wait) { return impl_->Drain(max_wait); }
 
-ShieldStats Shield::stats() const { return impl_->stats(); }
+absl::StatusOr<ShieldHandle> Shield::RunOnce(
+    std::string key, std::string name, absl::Duration bound,
+    absl::AnyInvocable<absl::Status(ShieldContext&)> work, bool* joined) {
+  if (joined != nullptr) *joined = false;
+  absl::StatusOr<ShieldHandle> handle;
+  {
+    absl::MutexLock lock(&flights_->mu);
+    auto it = flights_->by_key.find(key);
+    if (it != flights_->by_key.end() && !it->second.done()) {
+      flights_->joined.fetch_add(1, std::memory_order_relaxed);
+      if (joined != nullptr) *joined = true;
+      return it->second;
+    }
+    // Started under the lock, so that two first arrivals cannot both start.
+    handle = impl_->Run(std::move(name), bound, std::move(work));
+    if (!handle.ok()) return handle;
+    flights_->by_key.insert_or_assign(key, *handle);
+  }
+  // Forget the key when the operation ends. Not an observation: returns
+  // false, so an outcome nobody read is still reported unobserved. Runs at
+  // once if the work has already ended; registered outside the lock for that.
+  std::weak_ptr<const internal::ShieldHandleToken> mine = handle->token_;
+  handle->OnDone([flights = flights_, key = std::move(key), mine](const ShieldRecord&) {
+    absl::MutexLock lock(&flights->mu);
+    auto it = flights->by_key.find(key);
+    if (it != flights->by_key.end() && it->second.token_ == mine.lock()) {
+      flights->by_key.erase(it);
+    }
+    return false;
+  });
+  return handle;
+}
+
+ShieldStats Shield::stats() const {
+  ShieldStats s = impl_->stats();
+  s.joined = flights_->joined.load(std::memory_order_relaxed);
+  return s;
+}
 
 int Shield::RunDueTimers() { return impl_->RunDueTimers(); }
 

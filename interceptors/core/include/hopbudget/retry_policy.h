@@ -270,8 +270,9 @@ enum class ThrottleEffect {
   kNone,     // not counted
   kSuccess,  // RecordSuccess(): code OK
   kFailure,  // RecordFailure(): a code DecideRetry treats as retryable (step 4
-             // above: listed, or an attempt-budget timeout), or a pushback
-             // saying not to retry
+             // above: listed, or an attempt-budget timeout), or any answer
+             // carrying a pushback (the server is overloaded: an admission
+             // shed, server.h, carries one)
 };
 
 // Classifies `result` for the throttle. Independent of `committed` and of the

@@ -235,6 +235,7 @@ struct ShieldStats {
   uint64_t failed = 0;
   uint64_t exceeded_bound = 0;
   uint64_t refused = 0;         // Run() refused for max_in_flight
+  uint64_t joined = 0;          // RunOnce() calls that joined an operation in flight
   uint64_t unobserved = 0;      // ended and nobody observed the outcome
   bool draining = false;        // Drain() has started; Run() refuses
 };
@@ -276,6 +277,19 @@ class Shield {
   [[nodiscard]] absl::StatusOr<ShieldHandle> Run(std::string name, absl::Duration bound,
                                    absl::AnyInvocable<absl::Status(ShieldContext&)> work);
 
+  // Single flight: like Run(), unless an operation started by RunOnce() with
+  // the same `key` is still in flight; then `work` is dropped unrun and the
+  // handle is that operation's (a copy: every holder may wait on it and
+  // read its record), `*joined` is set, and ShieldStats::joined counts it.
+  // For retries and duplicates of one request (an idempotency key): a
+  // retry that arrives while the first attempt's shielded work still runs
+  // waits for that work instead of starting it again. `joined` may be null.
+  // The key is forgotten when the operation ends: a later RunOnce() starts
+  // afresh (the work must itself be idempotent, as for any retry).
+  [[nodiscard]] absl::StatusOr<ShieldHandle> RunOnce(
+      std::string key, std::string name, absl::Duration bound,
+      absl::AnyInvocable<absl::Status(ShieldContext&)> work, bool* joined = nullptr);
+
   // Stops accepting work (Run() refuses from now on, for good) and waits
   // until every operation in flight has ended, but at most `max_wait` in all
   // (real time; <= 0 does not wait, InfiniteDuration() waits until the end).
@@ -293,7 +307,11 @@ class Shield {
 
  private:
   class Impl;
+  struct Flights;
   std::unique_ptr<Impl> impl_;
+  // Shared with the end-of-operation callbacks that forget keys, which may
+  // run while impl_ drains in the destructor.
+  std::shared_ptr<Flights> flights_;
 };
 
 }  // namespace hopbudget
