@@ -221,6 +221,20 @@ absl::Status ExporterSetup() {
   return absl::OkStatus();
 }
 
+absl::Status ExporterWithPolicyAndPeers(const hopbudget::ServerOptions& server_options,
+                                        const hopbudget::RetryLoopOptions& loop_options) {
+  hopbudget::HttpExporterOptions http;
+  http.hop = "orders";
+  // [START deadlinez_options]
+  http.policy = server_options.policy;     // caps, reserve, min_attempt_budget
+  http.retry_policy = loop_options.retry;  // optional: shown with the attempts that fit
+  http.peers = {{"gateway", "http://gateway-host:9101/deadlinez"},
+                {"ledger", "http://ledger-host:9103/deadlinez"}};
+  // [END deadlinez_options]
+  auto exporter = hopbudget::HttpExporter::Start(http);  // a bad peer: InvalidArgument
+  return exporter.status();
+}
+
 absl::Status MetricsWithOptions() {
   // [START metrics_options]
   hopbudget::MetricsOptions o;

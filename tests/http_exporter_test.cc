@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "hopbudget/client.h"
+#include "hopbudget/clock.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 
@@ -135,6 +136,93 @@ TEST_F(HttpExporterTest, DeadlinezJsonListsRecentCallsWithTheirTraces) {
   EXPECT_THAT(r.body, HasSubstr("{\"hop\":\"ledger\""));
 }
 
+TEST_F(HttpExporterTest, DeadlinezJsonTakesFiltersAndRefusesBadOnes) {
+  ASSERT_TRUE(Call({testing::Work(0), testing::Work(0)}).ok());
+  ASSERT_EQ(Call({testing::Work(0), testing::Hang()}).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  gateway_->Shutdown();
+  Response r = Get(exporter_->port(), "/deadlinez.json?failed=1");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.body, HasSubstr("\"filter\":{\"failed\":true,"));
+  EXPECT_THAT(r.body, HasSubstr("\"recent_total\":2"));
+  EXPECT_THAT(r.body, HasSubstr("\"recent\":[{\"method\":\"/hopbudget.echo.Relay/Call\""));
+  EXPECT_THAT(r.body, HasSubstr("\"code\":\"DEADLINE_EXCEEDED\""));
+  auto calls_listed = [](const std::string& body) {
+    int n = 0;
+    for (size_t at = body.find("\"start_unix_ms\""); at != std::string::npos;
+         at = body.find("\"start_unix_ms\"", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(calls_listed(r.body), 1);
+  // The source the gateway's call shows (the ledger's request cap fired).
+  r = Get(exporter_->port(), "/deadlinez.json?source=request&method=%2Fhopbudget.echo.Relay%2FCall");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(calls_listed(r.body), 1);
+  EXPECT_THAT(r.body, HasSubstr("\"code\":\"DEADLINE_EXCEEDED\""));
+  r = Get(exporter_->port(), "/deadlinez.json");
+  EXPECT_EQ(calls_listed(r.body), 2);
+  r = Get(exporter_->port(), "/deadlinez.json?source=shield");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.body, HasSubstr("\"recent\":[]"));
+  // Rates: the windows are there, with no sample old enough yet.
+  EXPECT_THAT(r.body, HasSubstr("\"windows\":[{\"name\":\"1m\""));
+  EXPECT_THAT(r.body, HasSubstr("\"policy\":null,\"retry_policy\":null,\"peers\":[]"));
+
+  for (const char* bad : {"/deadlinez.json?source=bogus", "/deadlinez.json?failed=maybe",
+                          "/deadlinez.json?method=Call", "/deadlinez.json?limit=5"}) {
+    r = Get(exporter_->port(), bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_THAT(r.body, HasSubstr("/deadlinez: ")) << bad;
+  }
+  r = Get(exporter_->port(), "/deadlinez.json?source=bogus");
+  EXPECT_THAT(r.body, HasSubstr("source='bogus' is not a deadline source (client, request, "));
+}
+
+TEST(HttpExporterClockTest, RatesFollowTheInjectedClock) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));
+  Metrics metrics(&clock);
+  HttpExporterOptions options;
+  options.hop = "orders";
+  options.metrics = &metrics;
+  options.clock = &clock;
+  options.process_metrics = false;
+  BudgetPolicy policy;
+  policy.request_cap = absl::Milliseconds(500);
+  policy.attempt_cap = absl::Milliseconds(100);
+  options.policy = policy;
+  options.peers = {{"gateway", "http://127.0.0.1:9101/deadlinez"}};
+  auto exporter = HttpExporter::Start(options);
+  ASSERT_TRUE(exporter.ok()) << exporter.status();
+  // Counters change before the clock moves: whenever the exporter's own
+  // sampler runs, it samples what a request at that time would.
+  metrics.CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt, "orders");
+  clock.Advance(absl::Minutes(5));
+  ASSERT_EQ(Get((*exporter)->port(), "/deadlinez.json").status, 200);
+  metrics.CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt, "orders");
+  metrics.CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt, "orders");
+  clock.Advance(absl::Seconds(70));
+  const Response r = Get((*exporter)->port(), "/deadlinez.json");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, HasSubstr("\"now_unix_ms\":1700000370000"));
+  EXPECT_THAT(r.body, HasSubstr("\"totals\":{\"calls.server\":0"));
+  EXPECT_THAT(r.body, HasSubstr("\"timeouts.server.attempt\":3"));
+  EXPECT_THAT(r.body, HasSubstr("{\"name\":\"1m\",\"window_s\":60.000,\"span_s\":70.000,"
+                                "\"complete\":true,"));
+  EXPECT_THAT(r.body, HasSubstr("{\"name\":\"10m\",\"window_s\":600.000,\"span_s\":370.000,"
+                                "\"complete\":false,"));
+  // 1 min: the two of the last 70 s; 10 min (all there is): all three.
+  const size_t one = r.body.find("\"name\":\"1m\"");
+  const size_t ten = r.body.find("\"name\":\"10m\"");
+  ASSERT_NE(one, std::string::npos);
+  ASSERT_NE(ten, std::string::npos);
+  EXPECT_NE(r.body.substr(one, ten - one).find("\"timeouts.server.attempt\":2"), std::string::npos);
+  EXPECT_NE(r.body.substr(ten).find("\"timeouts.server.attempt\":3"), std::string::npos);
+  EXPECT_THAT(r.body, HasSubstr("\"policy\":{\"request_cap_ms\":500.000,"));
+  EXPECT_THAT(r.body, HasSubstr("\"peers\":[{\"name\":\"gateway\","));
+}
+
 TEST_F(HttpExporterTest, DeadlinezPageIsSelfContainedHtml) {
   const Response r = Get(exporter_->port(), "/deadlinez");
   ASSERT_EQ(r.status, 200);
@@ -166,6 +254,36 @@ TEST(HttpExporterOptionsTest, BadOptionsAreRefusedWithClearErrors) {
   no_host.hop = "x";
   no_host.host = "";
   EXPECT_EQ(HttpExporter::Start(no_host).status().code(), absl::StatusCode::kInvalidArgument);
+
+  struct BadPeer {
+    HttpPeer peer;
+    std::string message;
+  };
+  const BadPeer bad_peers[] = {
+      {{"", "http://a:1/deadlinez"}, "HTTP peer name: "},
+      {{"bad name", "http://a:1/deadlinez"}, "HTTP peer name: "},
+      {{"ledger", "javascript:alert(1)"}, "is not an absolute http:// or https:// URL"},
+      {{"ledger", "ledger:9103/deadlinez"}, "is not an absolute http:// or https:// URL"},
+      {{"ledger", "http://"}, "is not an absolute http:// or https:// URL with a host"},
+      {{"ledger", "http://a:1/dead linez"}, "url has a space, control character"},
+      {{"ledger", "http://a:1/\"onmouseover=x"}, "url has a space, control character"},
+      {{"ledger", "http://a:1/<b>"}, "url has a space, control character"},
+  };
+  for (const BadPeer& b : bad_peers) {
+    HttpExporterOptions o;
+    o.hop = "x";
+    o.peers = {b.peer};
+    auto e = HttpExporter::Start(o);
+    ASSERT_FALSE(e.ok()) << b.peer.url;
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(e.status().message()), HasSubstr(b.message)) << b.peer.url;
+  }
+  HttpExporterOptions many;
+  many.hop = "x";
+  many.peers.assign(33, HttpPeer{"p", "http://a:1/deadlinez"});
+  auto e = HttpExporter::Start(many);
+  ASSERT_FALSE(e.ok());
+  EXPECT_THAT(std::string(e.status().message()), HasSubstr("33 HTTP peers, at most 32"));
 }
 
 TEST(HttpExporterOptionsTest, PortInUseIsUnavailable) {

@@ -67,8 +67,9 @@ absl::StatusOr<std::string> FindChromium() {
       "(apt-get install -y chromium; scripts/test.sh installs it), or set HOPBUDGET_CHROMIUM");
 }
 
-absl::StatusOr<std::string> DumpDom(const std::string& url, int virtual_time_ms,
-                                    absl::Duration limit) {
+absl::StatusOr<std::string> DumpDom(const std::string& url, const DumpDomOptions& options) {
+  const int virtual_time_ms = options.virtual_time_ms;
+  const absl::Duration limit = options.limit;
   absl::StatusOr<std::string> chromium = FindChromium();
   if (!chromium.ok()) return chromium.status();
   char dir_template[] = "/tmp/hopbudget-chromium-XXXXXX";
@@ -86,9 +87,14 @@ absl::StatusOr<std::string> DumpDom(const std::string& url, int virtual_time_ms,
                                    "--disable-sync",
                                    "--disable-dev-shm-usage",
                                    absl::StrCat("--user-data-dir=", dir, "/profile"),
-                                   absl::StrCat("--virtual-time-budget=", virtual_time_ms),
-                                   "--dump-dom",
-                                   url};
+                                   absl::StrCat("--virtual-time-budget=", virtual_time_ms)};
+  if (options.window_width > 0 && options.window_height > 0) {
+    args.push_back(absl::StrCat("--window-size=", options.window_width, ",",
+                                options.window_height));
+    args.push_back("--hide-scrollbars");
+  }
+  args.push_back("--dump-dom");
+  args.push_back(url);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

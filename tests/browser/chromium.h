@@ -21,9 +21,24 @@ namespace hopbudget::testing {
 // The chromium binary, or NotFound with what to install.
 absl::StatusOr<std::string> FindChromium();
 
+struct DumpDomOptions {
+  int virtual_time_ms = 5000;
+  absl::Duration limit = absl::Seconds(90);
+  // The window (the layout viewport), without scrollbars so that the
+  // width is exactly this; 0: chromium's default.
+  int window_width = 0;
+  int window_height = 0;
+};
+
 // The serialized DOM of `url` after `virtual_time_ms` of virtual time.
-absl::StatusOr<std::string> DumpDom(const std::string& url, int virtual_time_ms = 5000,
-                                    absl::Duration limit = absl::Seconds(90));
+absl::StatusOr<std::string> DumpDom(const std::string& url, const DumpDomOptions& options);
+inline absl::StatusOr<std::string> DumpDom(const std::string& url, int virtual_time_ms = 5000,
+                                           absl::Duration limit = absl::Seconds(90)) {
+  DumpDomOptions options;
+  options.virtual_time_ms = virtual_time_ms;
+  options.limit = limit;
+  return DumpDom(url, options);
+}
 
 // Number of start tags in `dom` whose attributes contain every one of
 // `attrs` (each a literal such as `class="hop-bar"` or `data-hop="ledger"`).

@@ -6,9 +6,19 @@
 //
 //   GET /metrics          Prometheus text format 0.0.4 (exposition.h)
 //   GET /deadlinez        a self-contained HTML page (no external assets)
-//                         showing recent calls as per-hop budget waterfalls,
-//                         timeouts by source and shielded work in flight
-//   GET /deadlinez.json   the data behind that page
+//                         for an operator in an incident: first a summary
+//                         (timeouts by source, shield, retries, each as a
+//                         total and over the last 1 and 10 minutes), the
+//                         policy in force and links to the other hops, then
+//                         recent calls as per-hop budget waterfalls, newest
+//                         first by start, each failed one saying why it was
+//                         not retried
+//   GET /deadlinez.json   the data behind that page. It takes the filters
+//                         ?failed=1&method=/pkg.Service/Method&source=attempt
+//                         (any subset; the page passes its own query on, and
+//                         links to them); a bad or unknown parameter is
+//                         answered 400 with a message naming it, which the
+//                         page shows.
 //
 // Example:
 //   hopbudget::HttpExporterOptions http;
@@ -19,8 +29,9 @@
 //   std::cout << "metrics on " << (*exporter)->port() << "\n";
 //
 // The server answers on a small pool of its own threads (kHttpThreads), not
-// a thread per connection, and reads the registry with Snapshot(): serving a
-// scrape never blocks the gRPC hot path.
+// a thread per connection, plus one that accepts connections and one that
+// samples the summary counters every 10 s for the rates; it reads the
+// registry with Snapshot(): serving a scrape never blocks the gRPC hot path.
 //
 // Thread safety: Start() and the destructor may be called from any thread;
 // the destructor stops serving and waits for requests in progress.
@@ -29,14 +40,25 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "hopbudget/budget.h"
+#include "hopbudget/clock.h"
 #include "hopbudget/metrics.h"
+#include "hopbudget/retry_policy.h"
 
 namespace hopbudget {
 
 inline constexpr int kHttpThreads = 2;
+
+// Another hop's /deadlinez, linked from this one's page.
+struct HttpPeer {
+  std::string name;  // a hop name: 1..64 characters of [A-Za-z0-9._-]
+  std::string url;   // absolute http:// or https:// URL, e.g. "http://orders:9102/deadlinez"
+};
 
 struct HttpExporterOptions {
   // Address to listen on. Loopback by default: metrics are not for everyone.
@@ -58,13 +80,32 @@ struct HttpExporterOptions {
   // already (a Prometheus client library's process collector): the same
   // family twice is an invalid exposition.
   bool process_metrics = true;
+  // Shown on /deadlinez as the policy in force (caps, reserve,
+  // min_attempt_budget), and the retry policy with how many attempts fit in
+  // the request budget. Pass what the service gave its interceptors; nullopt:
+  // "not given". Shown as given, not validated again (the interceptor
+  // factories did that; a policy run with accept_unfit_policy is shown with
+  // the reason it is unfit).
+  std::optional<BudgetPolicy> policy;
+  std::optional<RetryPolicy> retry_policy;
+  // Links to the other hops' /deadlinez pages, in the order given (at most
+  // 32). Each name must be a hop name and each url an absolute http(s) URL
+  // without spaces, quotes or angle brackets; InvalidArgument otherwise.
+  std::vector<HttpPeer> peers;
+  // Reads the time for /deadlinez (ages, the rate windows); default
+  // Clock::Real(). Must outlive the exporter. The counters of the summary
+  // are sampled every 10 s (a thread of the exporter, sleeping between
+  // samples) and on each /deadlinez.json request, in a ring that reaches 10
+  // minutes back (62 samples of about 40 counters: a few tens of KB).
+  Clock* clock = nullptr;
 };
 
 class HttpExporter {
  public:
-  // Binds and starts serving. Errors: InvalidArgument for a bad hop name or
-  // port, Unavailable when the address cannot be bound.
-  static absl::StatusOr<std::unique_ptr<HttpExporter>> Start(HttpExporterOptions options);
+  // Binds and starts serving. Errors: InvalidArgument for a bad hop name,
+  // port or peer, Unavailable when the address cannot be bound.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<HttpExporter>> Start(
+      HttpExporterOptions options);
 
   ~HttpExporter();
   HttpExporter(const HttpExporter&) = delete;
