@@ -142,7 +142,7 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
 (function () {
   'use strict';
   var SOURCES = ['client', 'request', 'attempt', 'idle', 'downstream', 'exhausted-before-call',
-                 'arrived-expired', 'shield', 'slot-wait'];
+                 'arrived-expired', 'shield', 'slot-wait', 'queue-wait', 'cannot-finish'];
   var OUTCOMES = ['started', 'completed', 'failed', 'exceeded_bound', 'refused', 'unobserved'];
   var WINDOWS = ['1m', '10m'];
   // Why a failed attempt was not retried (RetryOutcomeName), in words.

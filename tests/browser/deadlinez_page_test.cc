@@ -193,8 +193,8 @@ TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   EXPECT_EQ(cell("attempt", "client", "1m"), "0");
   EXPECT_EQ(cell("attempt", "client", "10m"), "2");
   EXPECT_EQ(cell("request", "server", "total"), "0");
-  // every source, slot-wait included
-  EXPECT_EQ(CountElements(d, {"data-side=\"server\"", "data-window=\"total\""}), 9);
+  // every source, slot-wait, queue-wait and cannot-finish included
+  EXPECT_EQ(CountElements(d, {"data-side=\"server\"", "data-window=\"total\""}), 11);
 
   // Calls, with rates over the windows.
   EXPECT_EQ(TextOf(d, {"data-key=\"calls.server\"", "data-window=\"1m\""}), "6");
