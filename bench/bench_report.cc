@@ -8,7 +8,7 @@
 //   grep -h ^RESULT results/*.txt | bench_report --section=overhead
 //
 // Sections: overhead (aggregates rounds: medians, and the ratios c/a and c/b
-// per round with their spread), scale, precision, cancel.
+// per round with their spread), scale, precision, cancel, hedge.
 //
 // Every target the README quotes is judged here, by code, never by hand:
 // each verdict is "met", "**missed**" or "not measured" (no samples, or
@@ -47,7 +47,11 @@ std::vector<Record> ReadResults(const std::string& section) {
       std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
       r[p.first] = p.second;
     }
-    if (r["bench"] == section) out.push_back(r);
+    // The hedge section gathers the three kinds of line hedge_bench prints.
+    const bool ours = section == "hedge" ? (r["bench"] == "hedge" || r["bench"] == "hedge_target" ||
+                                            r["bench"] == "race_cancel")
+                                         : r["bench"] == section;
+    if (ours) out.push_back(r);
   }
   return out;
 }
@@ -427,6 +431,60 @@ void Cancel(const std::vector<Record>& rs) {
   EmitVerdict("a client cancel reaching the third hop: p99 <= 2 ms", result, verdict);
 }
 
+constexpr char kHedgeP99Target[] =
+    "hedged p99 <= 2x a healthy replica's p99 (one of two replicas slow 5 % of calls)";
+constexpr char kHedgeLoadTarget[] = "hedging extra load <= 5 %";
+constexpr char kRaceTarget[] =
+    "race of 3, one target hangs: loser cancelled at the callee, p99 <= 2 ms after the winner";
+
+// hedge_bench: the latency rows (healthy, slow replica unhedged, hedged),
+// then the verdicts on the targets of the hedging issue.
+void Hedge(const std::vector<Record>& rs) {
+  std::printf("| run | calls | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | failed | "
+              "extra load (%%) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  const Record* target = nullptr;
+  const Record* race = nullptr;
+  for (const Record& r : rs) {
+    if (Str(r, "bench") == "hedge") {
+      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", Str(r, "run").c_str(),
+                  Str(r, "calls").c_str(), Fixed(Num(r, "p50_ms"), 2).c_str(),
+                  Fixed(Num(r, "p99_ms"), 2).c_str(), Fixed(Num(r, "p999_ms"), 2).c_str(),
+                  Fixed(Num(r, "max_ms"), 2).c_str(), Str(r, "failed").c_str(),
+                  Fixed(Num(r, "extra_load") * 100, 2).c_str());
+    } else if (Str(r, "bench") == "hedge_target") {
+      target = &r;
+    } else {
+      race = &r;
+    }
+  }
+  if (target == nullptr) {
+    EmitVerdict(kHedgeP99Target, "-", kNotMeasured);
+    EmitVerdict(kHedgeLoadTarget, "-", kNotMeasured);
+  } else {
+    const double ratio = Num(*target, "ratio");
+    EmitVerdict(kHedgeP99Target,
+                "hedged " + Fixed(Num(*target, "hedged_p99_ms"), 2) + " ms, healthy " +
+                    Fixed(Num(*target, "healthy_p99_ms"), 2) + " ms, ratio " + Fixed(ratio, 2),
+                Num(*target, "healthy_p99_ms") > 0 && ratio <= 2.0 ? kMet : kMissed);
+    const double load = Num(*target, "extra_load");
+    EmitVerdict(kHedgeLoadTarget, Fixed(load * 100, 2) + " %",
+                load <= 0.05 + 1e-9 ? kMet : kMissed);
+  }
+  if (race == nullptr) {
+    EmitVerdict(kRaceTarget, "-", kNotMeasured);
+  } else {
+    std::printf("\nRace of 3, one target hangs: %s races, loser cancelled at the callee p50 %s "
+                "ms, p99 %s ms, max %s ms, lost %s.\n",
+                Str(*race, "races").c_str(), Fixed(Num(*race, "p50_ms"), 3).c_str(),
+                Fixed(Num(*race, "p99_ms"), 3).c_str(), Fixed(Num(*race, "max_ms"), 3).c_str(),
+                Str(*race, "lost").c_str());
+    const double p99_all = Num(*race, "p99_all_ms");
+    std::string result = "p99 " + Fixed(p99_all, 3) + " ms";
+    if (Num(*race, "lost") > 0) result += " (" + Str(*race, "lost") + " cancels lost)";
+    EmitVerdict(kRaceTarget, result, Num(*race, "races") > 0 && p99_all <= 2.0 ? kMet : kMissed);
+  }
+}
+
 // The verdicts of a section that has no results at all.
 void NothingMeasured(const std::string& section) {
   if (section == "overhead") {
@@ -442,6 +500,10 @@ void NothingMeasured(const std::string& section) {
     }
   } else if (section == "cancel") {
     EmitVerdict("a client cancel reaching the third hop: p99 <= 2 ms", "-", kNotMeasured);
+  } else if (section == "hedge") {
+    for (const char* target : {kHedgeP99Target, kHedgeLoadTarget, kRaceTarget}) {
+      EmitVerdict(target, "-", kNotMeasured);
+    }
   } else if (section == "scale") {
     EmitVerdict(ScaleTarget(kJudgedConcurrency), "-", kNotMeasured);
   }
@@ -450,7 +512,7 @@ void NothingMeasured(const std::string& section) {
 int Main(int argc, char** argv) {
   Flags flags(argc, argv, {"section"});
   const std::string section =
-      flags.OneOf("section", "overhead", {"overhead", "scale", "precision", "cancel"});
+      flags.OneOf("section", "overhead", {"overhead", "scale", "precision", "cancel", "hedge"});
   const std::vector<Record> rs = ReadResults(section);
   if (rs.empty()) {
     std::printf("_No results for this section (the benchmark did not run or failed; see the "
@@ -462,6 +524,7 @@ int Main(int argc, char** argv) {
   if (section == "scale") Scale(rs);
   if (section == "precision") Precision(rs);
   if (section == "cancel") Cancel(rs);
+  if (section == "hedge") Hedge(rs);
   return 0;
 }
 

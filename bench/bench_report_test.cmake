@@ -33,6 +33,14 @@ verdict(cancel_some_lost cancel
   "RESULT bench=cancel hops=3 calls=490 p50_ms=0.3 p90_ms=0.4 p99_ms=0.6 max_ms=0.9 lost=10 p99_all_ms=inf${nl}"
   "\\*\\*missed\\*\\* \\(10 of 500 calls lost")
 verdict(cancel_none cancel "" "third hop: p99 <= 2 ms \\| - \\| not measured")
+# Hedge: met; p99 ratio and load missed; a race that lost cancels; nothing.
+verdict(hedge_met hedge
+  "RESULT bench=hedge run=hedged calls=4000 p50_ms=1 p99_ms=3 p999_ms=9 max_ms=20 failed=0 extra_load=0.03${nl}RESULT bench=hedge_target hedged_p99_ms=3 healthy_p99_ms=2 ratio=1.5 extra_load=0.03 p99_met=1 load_met=1${nl}RESULT bench=race_cancel races=200 p50_ms=0.4 p90_ms=0.6 p99_ms=0.9 max_ms=1.2 lost=0 not_reached=0 p99_all_ms=0.9 target_met=1${nl}"
+  "ratio 1.50 \\| met.*extra load <= 5 % \\| 3.00 % \\| met.*p99 0.900 ms \\| met")
+verdict(hedge_missed hedge
+  "RESULT bench=hedge_target hedged_p99_ms=9 healthy_p99_ms=2 ratio=4.5 extra_load=0.08 p99_met=0 load_met=0${nl}RESULT bench=race_cancel races=190 p50_ms=0.4 p90_ms=0.6 p99_ms=0.9 max_ms=1.2 lost=10 not_reached=0 p99_all_ms=inf target_met=0${nl}"
+  "ratio 4.50 \\| \\*\\*missed\\*\\*.*8.00 % \\| \\*\\*missed\\*\\*.*10 cancels lost\\) \\| \\*\\*missed\\*\\*")
+verdict(hedge_none hedge "" "extra load <= 5 % \\| - \\| not measured")
 # Precision: a source whose calls were not attributed misses; absent sources
 # are not measured.
 verdict(precision_wrong precision

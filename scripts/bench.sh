@@ -5,7 +5,7 @@
 #   ./scripts/bench.sh              # full run (< 15 min on 2 cores, build included)
 #   ./scripts/bench.sh --quick      # smoke run, about 2 minutes once built
 #   ./scripts/bench.sh --out DIR    # report directory (default build/bench-report)
-#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain
+#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge
 #   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
 #   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
 #                                    # in the overhead processes (see bench/bench_util.h)
@@ -26,7 +26,7 @@ usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=build/bench-report
-only="overhead,precision,cancel,scale,micro,chain"
+only="overhead,precision,cancel,scale,micro,chain,hedge"
 build_dir=build/bench
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -49,8 +49,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 for s in ${only//,/ }; do
-  case "$s" in overhead|precision|cancel|scale|micro|chain) ;;
-    *) echo "error: --only: unknown section '$s' (overhead,precision,cancel,scale,micro,chain)" >&2
+  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge) ;;
+    *) echo "error: --only: unknown section '$s' (overhead,precision,cancel,scale,micro,chain,hedge)" >&2
        exit 2 ;;
   esac
 done
@@ -59,13 +59,13 @@ wants() { [[ ",$only," == *",$1,"* ]]; }
 # ---------------------------------------------------------------- settings
 if [ "$quick" = 1 ]; then
   rounds=2; duration=1s; warmup=300ms
-  precision_calls=100; cancel_calls=100
+  precision_calls=100; cancel_calls=100; hedge_calls=400; hedge_races=50
   scale_rounds=(20 3 2 1)        # for concurrency 1 100 1000 10000
   micro_min_time=0.02
   chain_duration=2s; chain_ramp_step=1500ms; chain_gap=1; chain_ramp_start=100
 else
   rounds=3; duration=3s; warmup=1s
-  precision_calls=500; cancel_calls=500
+  precision_calls=500; cancel_calls=500; hedge_calls=4000; hedge_races=300
   scale_rounds=(100 10 3 2)
   micro_min_time=0.2
   chain_duration=8s; chain_ramp_step=3s; chain_gap=2; chain_ramp_start=50
@@ -203,6 +203,11 @@ run_scale() {
         "$bin/scale_bench" --mode="$mode" --concurrency="$n" --rounds="${scale_rounds[$i]}"
     done
   done
+}
+run_hedge() {
+  : >"$raw/hedge.txt"
+  run_bench "$raw/hedge.txt" hedge_bench "$bin/hedge_bench" --calls="$hedge_calls" \
+    --races="$hedge_races"
 }
 run_micro() {
   : >"$raw/micro.txt"
@@ -397,6 +402,7 @@ if wants cancel; then section "cancellation across three hops"; run_cancel; fi
 if wants scale; then section "scale"; run_scale; fi
 if wants micro; then section "micro-benchmarks"; run_micro; fi
 if wants chain; then section "saved work on the demo chain"; run_chain; fi
+if wants hedge; then section "hedged requests and races"; run_hedge; fi
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 elapsed=$((SECONDS - t_start))
 
@@ -412,7 +418,7 @@ results() { cat "$raw"/*.txt 2>/dev/null | grep '^RESULT' || true; }
 # verdict" on bench_report's stderr) for the summary at the top.
 verdicts="$raw/verdicts.log"
 : >"$verdicts"
-for s in overhead precision cancel scale; do
+for s in overhead precision cancel scale hedge; do
   results | "$bin/bench_report" --section="$s" >"$raw/$s.md" 2>>"$verdicts"
 done
 echo "VERDICT work after the client deadline on the demo chain, hopbudget / baseline: <= 1 % |" \
@@ -522,6 +528,16 @@ micro_table() {
   echo "Google Benchmark (\`bench/micro_bench\`), min time ${micro_min_time}s per benchmark."
   echo
   micro_table
+  echo
+  echo "## 7. Hedged requests and races"
+  echo
+  echo "\`bench/hedge_bench\`: two in-process callback replicas; replica A answers in 1 s for"
+  echo "5 % of its calls. Closed loop, 16 in flight: a healthy replica alone, both unhedged"
+  echo "(primaries alternate), and hedged (delay from the recent p95, extra load capped at 5 %)."
+  echo "Then races of 3 where one target hangs: how long after the winner's answer the hung"
+  echo "callee sees its cancel."
+  echo
+  cat "$raw/hedge.md"
   echo
   echo "## Raw data"
   echo
