@@ -280,32 +280,40 @@ run_chain() {
 
   # ok_ratio FILE: OK / sent of a run (0 when nothing was sent).
   ok_ratio() { jq -r 'if .sent > 0 then .ok / .sent else 0 end' "$1"; }
-  # Capacity: the highest rate at which >= 90 % of the calls succeed, on the
-  # baseline chain: a doubling ramp, then two bisection steps.
-  local rps=$chain_ramp_start lo=0 hi=0 mid ratio i
-  echo "capacity ramp (baseline chain, $chain_ramp_step per step, budget $chain_budget):"
-  while [ "$rps" -le 6400 ]; do
-    load baseline "$rps" "$chain_ramp_step" "$work/ramp-$rps.json"
-    ratio="$(ok_ratio "$work/ramp-$rps.json")"
-    echo "  offered $rps/s -> OK ratio $ratio"
-    sleep "$chain_gap"
-    if awk -v r="$ratio" 'BEGIN { exit !(r < 0.9) }'; then hi=$rps; break; fi
-    lo=$rps
-    rps=$((rps * 2))
-  done
-  if [ "$hi" -gt 0 ] && [ "$lo" -gt 0 ]; then
-    for i in 1 2; do
-      mid=$(((lo + hi) / 2))
-      load baseline "$mid" "$chain_ramp_step" "$work/ramp-$mid.json"
-      ratio="$(ok_ratio "$work/ramp-$mid.json")"
-      echo "  offered $mid/s -> OK ratio $ratio"
+  # capacity_of MODE: the highest rate at which >= 90 % of the calls
+  # succeed, on that chain: a doubling ramp, then two bisection steps.
+  capacity_of() {
+    local mode=$1 rps=$chain_ramp_start lo=0 hi=0 mid ratio i
+    echo "capacity ramp ($mode chain, $chain_ramp_step per step, budget $chain_budget):" >&2
+    while [ "$rps" -le 6400 ]; do
+      load "$mode" "$rps" "$chain_ramp_step" "$work/ramp-$mode-$rps.json"
+      ratio="$(ok_ratio "$work/ramp-$mode-$rps.json")"
+      echo "  offered $rps/s -> OK ratio $ratio" >&2
       sleep "$chain_gap"
-      if awk -v r="$ratio" 'BEGIN { exit !(r < 0.9) }'; then hi=$mid; else lo=$mid; fi
+      if awk -v r="$ratio" 'BEGIN { exit !(r < 0.9) }'; then hi=$rps; break; fi
+      lo=$rps
+      rps=$((rps * 2))
     done
-  fi
-  local capacity=$((lo > 0 ? lo : 25))
-  echo "capacity: $capacity/s"
+    if [ "$hi" -gt 0 ] && [ "$lo" -gt 0 ]; then
+      for i in 1 2; do
+        mid=$(((lo + hi) / 2))
+        load "$mode" "$mid" "$chain_ramp_step" "$work/ramp-$mode-$mid.json"
+        ratio="$(ok_ratio "$work/ramp-$mode-$mid.json")"
+        echo "  offered $mid/s -> OK ratio $ratio" >&2
+        sleep "$chain_gap"
+        if awk -v r="$ratio" 'BEGIN { exit !(r < 0.9) }'; then hi=$mid; else lo=$mid; fi
+      done
+    fi
+    echo $((lo > 0 ? lo : 25))
+  }
+  # Each chain's capacity on its own chain; the load levels are multiples of
+  # the baseline's.
+  local capacity hb_capacity
+  capacity="$(capacity_of baseline)"
+  hb_capacity="$(capacity_of hopbudget)"
+  echo "capacity: baseline $capacity/s, hopbudget $hb_capacity/s"
   echo "$capacity" >"$work/capacity"
+  echo "$hb_capacity" >"$work/capacity-hopbudget"
 
   # Each level runs on both chains; the order alternates from level to level
   # and a gap follows each run, so that one chain's leftover work (the
@@ -323,7 +331,7 @@ run_chain() {
         {mode: $mode, factor: ($factor | tonumber), rate: ($rate | tonumber),
          sent, ok, not_sent, goodput: (.ok / ($d | tonumber)),
          de: (.errors_by_code.DEADLINE_EXCEEDED // 0), retries,
-         p50: .latency_ms.p50, p99: .latency_ms.p99,
+         p50: .latency_ms.p50, p99: .latency_ms.p99, ok_p99: (.ok_latency_ms.p99 // null),
          late: .calls_started_after_deadline, work: .work_after_deadline_ms,
          per_hop: ([.per_hop[]? | "\(.hop) \(.work_after_deadline_ms | round)"] | join(", "))}' \
         "$work/load-$factor-$mode.json" | tee -a "$work/levels.jsonl"
@@ -331,7 +339,7 @@ run_chain() {
     done
   done
   stop_pids
-  chain_judge "$work/levels.jsonl"
+  chain_judge "$work/levels.jsonl" "$capacity" "$hb_capacity"
 
   # The report's section, the chart's data and a RESULT line per run.
   jq -r '"RESULT bench=chain mode=\(.mode) factor=\(.factor) rate=\(.rate) sent=\(.sent) " +
@@ -349,53 +357,77 @@ run_chain() {
     echo "cap 300 ms x 3, shield bound 600 ms). Latency mix injected: gateway"
     echo "$chain_latency_gateway, orders $chain_latency_orders, ledger $chain_latency_ledger."
     echo "Client budget $chain_budget, open loop (\`chainctl load\`), $chain_duration per run."
-    echo "Measured capacity (baseline chain: the highest rate with >= 90 % OK, from a doubling"
-    echo "ramp of $chain_ramp_step steps and two bisection steps): **$capacity/s**."
+    echo "Measured capacity (each chain on its own: the highest rate with >= 90 % OK, from a"
+    echo "doubling ramp of $chain_ramp_step steps and two bisection steps): baseline"
+    echo "**$capacity/s**, hopbudget **$hb_capacity/s**. Load levels are multiples of the"
+    echo "baseline's capacity."
     echo "Goodput = OK responses (all within the client budget) per second. Work after"
     echo "deadline = handler time spent past the client deadline, summed over the hops"
     echo "(each service's accounting, read 1.5 s after the run: baseline work still running"
     echo "then is not counted, so the baseline figure is a lower bound)."
     echo
-    echo "| load | offered/s | mode | sent | not sent | OK | goodput/s | DEADLINE_EXCEEDED | retries | p50 (ms) | p99 (ms) | calls started after deadline | work after deadline (ms) | by hop (ms) |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    jq -r '"| \(.factor)x | \(.rate) | \(.mode) | \(.sent) | \(.not_sent) | \(.ok) | \(.goodput * 10 | round / 10) | \(.de) | \(.retries) | \(.p50 * 10 | round / 10) | \(.p99 * 10 | round / 10) | \(.late) | \(.work | round) | \(.per_hop) |"' \
+    echo "| load | offered/s | mode | sent | not sent | OK | goodput/s | DEADLINE_EXCEEDED | retries | p50 (ms) | p99 (ms) | p99 of OK (ms) | calls started after deadline | work after deadline (ms) | by hop (ms) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    jq -r '"| \(.factor)x | \(.rate) | \(.mode) | \(.sent) | \(.not_sent) | \(.ok) | \(.goodput * 10 | round / 10) | \(.de) | \(.retries) | \(.p50 * 10 | round / 10) | \(.p99 * 10 | round / 10) | \(if .ok_p99 == null then "-" else (.ok_p99 * 10 | round / 10) end) | \(.late) | \(.work | round) | \(.per_hop) |"' \
       "$work/levels.jsonl"
     echo
-    echo "Work after the deadline, all levels: $chain_result (target <= 1 % of the baseline's:" \
-      "$chain_verdict)."
+    echo "| target | result | verdict |"
+    echo "| --- | --- | --- |"
+    sed -n 's/^VERDICT \(.*\)$/| \1 |/p' "$chain_verdicts"
     echo
     echo "<!-- chart -->"
   } >"$raw/chain.md"
 }
 
-# chain_judge LEVELS: sets chain_result and chain_verdict from the runs of
-# LEVELS (one JSON object per run): hopbudget's work after the deadline over
-# the baseline's, summed over the levels run on both chains. Not measured
-# when a chain's runs are missing or the baseline did no such work (no ratio).
+# chain_judge LEVELS BASELINE_CAPACITY HOPBUDGET_CAPACITY: the verdicts of
+# the overload targets from the runs of LEVELS (one JSON object per run), as
+# "VERDICT target | result | verdict" lines in $chain_verdicts: hopbudget's
+# work after the deadline over the baseline's at 2x and 4x, calls started
+# after the deadline, goodput against the capacity, p99 of OK calls, and the
+# two chains' capacities. Not measured when a chain's runs are missing or the
+# baseline did no such work (no ratio).
 chain_judge() {
   local out
-  out="$(jq -s -r '
+  out="$(jq -s -r --argjson cap "$2" --argjson hbcap "$3" --arg budget "$chain_budget" '
+    def verdict(t; r; ok): "VERDICT \(t) | \(r) | \(if ok then "met" else "**missed**" end)";
+    def none(t; r): "VERDICT \(t) | \(r) | not measured";
+    ($budget | sub("ms$"; "") | tonumber) as $budget_ms |
     (map(select(.mode == "baseline"))) as $bl | (map(select(.mode == "hopbudget"))) as $hb |
+    ($hb | map(select(.factor >= 2))) as $hb_over | ($bl | map(select(.factor >= 2))) as $bl_over |
     if ($bl | length) == 0 or ($bl | length) != ($hb | length) then
-      "\($bl | length) baseline and \($hb | length) hopbudget runs\tnot measured"
+      none("work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 %";
+           "\($bl | length) baseline and \($hb | length) hopbudget runs")
     else
-      ($bl | map(.work) | add) as $b | ($hb | map(.work) | add) as $h |
-      if $b > 0 then
-        "hopbudget \($h | round) ms vs baseline \($b | round) ms = **\($h / $b * 1000 | round / 10) %**\t" +
-        (if $h <= 0.01 * $b then "met" else "**missed**" end)
-      else
-        "the baseline did no work after the deadline (hopbudget \($h | round) ms): no ratio\tnot measured"
-      end
-    end' "$1" 2>/dev/null)" || out="$(printf 'no runs\tnot measured')"
-  [ -n "$out" ] || out="$(printf 'no runs\tnot measured')"
-  chain_result="${out%%$'\t'*}"
-  chain_verdict="${out#*$'\t'}"
+      (($bl_over | map(.work) | add) // 0) as $b | (($hb_over | map(.work) | add) // 0) as $h |
+      (if $b > 0 then
+        verdict("work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 %";
+                "hopbudget \($h | round) ms vs baseline \($b | round) ms = **\($h / $b * 1000 | round / 10) %**";
+                $h <= 0.01 * $b)
+      else none("work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 %";
+                "the baseline did no work after the deadline (hopbudget \($h | round) ms)") end),
+      verdict("calls started after the client deadline at 2x and 4x (hopbudget): 0";
+              ($hb_over | map("\(.factor)x: \(.late)") | join(", ")); ($hb_over | map(.late) | add) == 0),
+      verdict("goodput at 2x and 4x >= 90 % of the capacity (hopbudget; capacity \($cap)/s)";
+              ($hb_over | map("\(.factor)x: \(.goodput | round)/s = \(.goodput / $cap * 100 | round) %") | join(", "));
+              ($hb_over | all(.goodput >= 0.9 * $cap))),
+      (if ($hb | all(.ok_p99 != null)) then
+        verdict("p99 latency of successful calls inside the \($budget) budget at every level (hopbudget)";
+                ($hb | map("\(.factor)x: \(.ok_p99 | round) ms") | join(", "));
+                ($hb | all(.ok_p99 <= $budget_ms)))
+      else none("p99 latency of successful calls inside the \($budget) budget at every level (hopbudget)";
+                "chainctl did not report it") end)
+    end,
+    verdict("demo chain capacity, hopbudget >= baseline"; "hopbudget \($hbcap)/s, baseline \($cap)/s";
+            $hbcap >= $cap)' "$1" 2>/dev/null)" || out=""
+  [ -n "$out" ] || out="VERDICT work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 % | no runs | not measured"
+  printf '%s\n' "$out" >"$chain_verdicts"
 }
 
 # ---------------------------------------------------------------- run
 section() { echo; echo "=== $1 ($(date -u +%H:%M:%S), $((SECONDS - t_start)) s in)"; }
-chain_result="-"
-chain_verdict="not measured (not run)"
+chain_verdicts="$raw/chain-verdicts.log"
+echo "VERDICT work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 % | - | not measured (not run)" \
+  >"$chain_verdicts"
 if wants overhead; then section "overhead"; run_overhead; fi
 if wants precision; then section "enforcement precision"; run_precision; fi
 if wants cancel; then section "cancellation across three hops"; run_cancel; fi
@@ -421,8 +453,7 @@ verdicts="$raw/verdicts.log"
 for s in overhead precision cancel scale hedge; do
   results | "$bin/bench_report" --section="$s" >"$raw/$s.md" 2>>"$verdicts"
 done
-echo "VERDICT work after the client deadline on the demo chain, hopbudget / baseline: <= 1 % |" \
-  "$chain_result | $chain_verdict" >>"$verdicts"
+cat "$chain_verdicts" >>"$verdicts"
 verdict_table() {
   echo "| target | result | verdict |"
   echo "| --- | --- | --- |"
