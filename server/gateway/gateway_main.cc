@@ -32,7 +32,7 @@ class GatewayService final : public Gateway::Service {
       // An order without a key gets one here, so retries below are idempotent.
       order.set_key(absl::StrCat("gw-", absl::ToUnixMicros(absl::Now()), "-", ++next_key_));
     }
-    std::unique_ptr<grpc::ClientContext> out = process_.NewOutgoingContext(*ctx);
+    std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewContext(*ctx);
     // Passed on unchanged: a DEADLINE_EXCEEDED keeps the attribution of the
     // hop where the budget fired.
     grpc::Status status = orders_->CreateOrder(out.get(), order, reply);

@@ -71,7 +71,7 @@ class LedgerService final : public Ledger::Service {
       if (slow > absl::ZeroDuration()) absl::SleepFor(slow);
       absl::StatusOr<CommitResult> r = store_.Commit(request->key(), ItemsText(*request), absl::Now());
       if (!r.ok()) return ToGrpcStatus(r.status());
-      process_.CountCommit(r->replayed);
+      process_.stats().CountCommit(r->replayed);
       FillReply(*r, request->key(), reply);
       return grpc::Status::OK;
     }
@@ -91,13 +91,13 @@ class LedgerService final : public Ledger::Service {
             const bool stopped = stop.WaitForNotificationWithTimeout(slow);
             shielded.RemoveStopCallback(id);
             if (stopped) {
-              process.CountCommitStopped();
+              process.stats().CountCommitStopped();
               return absl::DeadlineExceededError("commit stopped before it wrote");
             }
           }
           absl::StatusOr<CommitResult> r = store.Commit(key, items, absl::Now());
           if (!r.ok()) return r.status();
-          process.CountCommit(r->replayed);
+          process.stats().CountCommit(r->replayed);
           absl::MutexLock lock(&slot->mu);
           slot->result = *r;
           return absl::OkStatus();

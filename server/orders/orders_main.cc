@@ -43,7 +43,7 @@ class OrdersService final : public Orders::Service {
     grpc::Status status;
     if (process_.mode() == Mode::kHopbudget) {
       status = retry_->Call(LogicalCall::Of(*ctx), [&](grpc::ClientContext* attempt) {
-        process_.ForwardDemoHeader(*ctx, *attempt);
+        process_.outgoing().ForwardDemoHeader(*ctx, *attempt);
         return ledger_->Commit(attempt, *request, reply);
       });
     } else {
@@ -84,7 +84,8 @@ class OrdersService final : public Orders::Service {
         if (ctx.IsCancelled()) break;  // the outer scope fired: the loop ends here
         absl::SleepFor(absl::Milliseconds(10));
       }
-      std::unique_ptr<grpc::ClientContext> out = process_.NewBaselineContext(ctx, attempt);
+      std::unique_ptr<grpc::ClientContext> out =
+          process_.outgoing().NewBaselineContext(ctx, attempt);
       status = ledger_->Commit(out.get(), order, reply);
       if (status.ok() || (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
                           status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)) {

@@ -112,14 +112,14 @@ TEST(ExtraMetricsTest, TextFormatFamilies) {
   CommonFlags c;
   c.name = "ledger";
   DemoProcess p(c, FaultConfig());
-  const std::string text = p.ExtraMetrics();
+  const std::string text = p.stats().ExtraMetrics();
   EXPECT_THAT(text, HasSubstr("# TYPE demo_calls_started_after_deadline_total counter\n"
                               "demo_calls_started_after_deadline_total{hop=\"ledger\",mode=\"hopbudget\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE demo_work_after_deadline_seconds_total counter\n"
                               "demo_work_after_deadline_seconds_total{hop=\"ledger\",mode=\"hopbudget\"} 0.000000\n"));
   EXPECT_EQ(text.back(), '\n');
-  EXPECT_EQ(p.StatsProto().hop(), "ledger");
-  EXPECT_EQ(p.StatsProto().mode(), "hopbudget");
+  EXPECT_EQ(p.stats().Proto().hop(), "ledger");
+  EXPECT_EQ(p.stats().Proto().mode(), "hopbudget");
 }
 
 }  // namespace
