@@ -3,23 +3,26 @@
 // demo_server.h: one demo service process (gateway, orders, ledger): what
 // a handler does first (faults, accounting, refusing while draining), and
 // the parts it is made of, each in its own unit:
-//   service_flags.h  the flags every service shares, the two modes
+//   service_flags.h  the values of the flags every service shares, checked;
+//                    the two modes
 //   outgoing.h       the contexts of outgoing calls: the only place the
 //                    hopbudget and baseline modes differ
 //   admin_service.h  the hop's counters, /metrics text, the Admin service
 //   server_runner.h  the gRPC server: builder settings, listening, signals,
 //                    shutdown
 //
-// A service's main:
-//   hopbudget::demo::BlockShutdownSignals();        // first, before any thread
-//   hopbudget::demo::CommonFlags common;
-//   common.name = "orders";
-//   hopbudget::demo::FlagSet flags("orders");
-//   hopbudget::demo::RegisterCommonFlags(flags, &common);
-//   ... its own flags; Parse; FinishCommonFlags ...
-//   hopbudget::demo::DemoProcess process(common, faults);  // validates nothing: flags did
-//   MyService service(process, ...);
-//   return process.Serve({&service}, /*shield=*/nullptr);
+// A service's main (its flags: service_flag_defs.h):
+//   HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("orders", absl::Seconds(2), absl::Milliseconds(300));
+//   int Main(int argc, char** argv) {
+//     hopbudget::demo::BlockShutdownSignals();      // first, before any thread
+//     hopbudget::cli::ParseOrExit(argc, argv, "orders", "orders: ...");
+//     hopbudget::demo::CommonFlags common = hopbudget::demo::CommonFlagsFromCommandLine();
+//     hopbudget::demo::FaultConfig faults;
+//     hopbudget::cli::ExitIfBad("orders", hopbudget::demo::FinishCommonFlags(&common, &faults));
+//     hopbudget::demo::DemoProcess process(common, faults);  // validates nothing: flags did
+//     MyService service(process, ...);
+//     return process.Serve({&service}, /*shield=*/nullptr);
+//   }
 //
 // A handler:
 //   hopbudget::demo::CallStart call = process_.Begin(*ctx);

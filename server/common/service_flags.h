@@ -4,15 +4,14 @@
 // ledger), the two modes, and this hop's budget policy derived from them.
 // Pure, no gRPC.
 //
-//   hopbudget::demo::CommonFlags common;
-//   common.name = "orders";
-//   hopbudget::demo::FlagSet flags("orders");
-//   hopbudget::demo::RegisterCommonFlags(flags, &common);
-//   ... the service's own flags; flags.Parse(argc, argv) ...
-//   hopbudget::demo::FaultConfig faults;
-//   absl::Status s = hopbudget::demo::FinishCommonFlags(&common, &faults);
+//   CommonFlags common = CommonFlagsFromCommandLine();  // service_flag_defs.h
+//   FaultConfig faults;
+//   absl::Status s = FinishCommonFlags(&common, &faults);
 //
-// Every bad value is an InvalidArgument naming the flag.
+// The flags themselves are absl flags defined in each service's main file
+// (service_flag_defs.h); this unit holds their values and checks them.
+// Every bad value is an InvalidArgument naming the flag and the value
+// ("--port=70000: must be in [0, 65535]").
 //
 // Thread safety: used by one thread at start-up; a finished CommonFlags is
 // a value, read-only afterwards.
@@ -27,7 +26,6 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "faults.h"
-#include "flags.h"
 #include "hopbudget/budget.h"
 
 namespace hopbudget::demo {
@@ -73,9 +71,8 @@ struct CommonFlags {
   bool verbose = false;
 };
 
-void RegisterCommonFlags(FlagSet& flags, CommonFlags* common);
-// After Parse: checks and derives (mode, faults, policy). InvalidArgument
-// naming the flag otherwise.
+// Checks the values and derives the mode, the faults and the policy from
+// them. InvalidArgument naming the flag and the value otherwise.
 absl::Status FinishCommonFlags(CommonFlags* common, FaultConfig* faults);
 
 // This hop's budget policy from the flags (hopbudget mode).

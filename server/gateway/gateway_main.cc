@@ -11,9 +11,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
 #include "hopbudget/client.h"
 #include "server/common/demo_server.h"
+#include "server/common/service_flag_defs.h"
+
+HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("gateway", absl::Seconds(2), absl::ZeroDuration());
+ABSL_FLAG(std::string, orders, "", "orders service HOST:PORT (required)");
 
 namespace hopbudget::demo {
 namespace {
@@ -51,26 +56,19 @@ class GatewayService final : public Gateway::Service {
 
 int Main(int argc, char** argv) {
   BlockShutdownSignals();
-  CommonFlags common;
-  common.name = "gateway";
-  common.request_cap = absl::Seconds(2);
-  std::string orders_target;
-  FlagSet flags("gateway");
-  RegisterCommonFlags(flags, &common);
-  flags.String("orders", &orders_target, "orders service HOST:PORT (required)");
+  cli::ParseOrExit(argc, argv, "gateway",
+                   "gateway: the demo chain's client-facing edge; caps each client's "
+                   "budget by --request-cap and calls orders.\n\n"
+                   "  gateway --orders=HOST:PORT [--port=0] [--mode=hopbudget|baseline]");
+  const std::string orders_target = absl::GetFlag(FLAGS_orders);
+  CommonFlags common = CommonFlagsFromCommandLine();
   FaultConfig faults;
-  absl::Status s = flags.Parse(argc, argv);
-  if (s.ok() && orders_target.empty()) s = absl::InvalidArgumentError("--orders is required");
-  if (s.ok()) {
-    if (absl::Status t = ValidateTarget(orders_target); !t.ok()) {
-      s = absl::InvalidArgumentError(absl::StrCat("--orders: ", t.message()));
-    }
+  cli::ExitIfBad("gateway", cli::Required("orders", orders_target));
+  if (absl::Status t = ValidateTarget(orders_target); !t.ok()) {
+    cli::ExitIfBad("gateway", absl::InvalidArgumentError(
+                                  absl::StrCat("--orders=", orders_target, ": ", t.message())));
   }
-  if (s.ok()) s = FinishCommonFlags(&common, &faults);
-  if (!s.ok()) {
-    std::cerr << "gateway: " << s.message() << "\n" << flags.Usage();
-    return 2;
-  }
+  cli::ExitIfBad("gateway", FinishCommonFlags(&common, &faults));
   std::shared_ptr<grpc::Channel> channel;
   if (common.mode == Mode::kHopbudget) {
     ClientOptions options;

@@ -146,10 +146,14 @@ TEST(BadTargetTest, OrdersAndGatewayExitTwoNamingTheFlag) {
     const char* message;
   };
   const Case cases[] = {
-      {HOPBUDGET_DEMO_ORDERS, "--ledger=not a target", "--ledger: bad target \"not a target\""},
-      {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1", "--ledger: bad target \"127.0.0.1\": no :PORT"},
-      {HOPBUDGET_DEMO_GATEWAY, "--orders=orders:99999", "--orders: bad target"},
-      {HOPBUDGET_DEMO_GATEWAY, "--orders=not a target", "--orders: bad target"},
+      {HOPBUDGET_DEMO_ORDERS, "--ledger=not a target",
+       "orders: --ledger=not a target: bad target \"not a target\""},
+      {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1",
+       "orders: --ledger=127.0.0.1: bad target \"127.0.0.1\": no :PORT"},
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=orders:99999",
+       "gateway: --orders=orders:99999: bad target"},
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=not a target",
+       "gateway: --orders=not a target: bad target"},
   };
   for (const Case& k : cases) {
     auto p = ChildProcess::Spawn(k.binary, {"--port=0", k.arg});
