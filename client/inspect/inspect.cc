@@ -1,6 +1,9 @@
 // Copyright hopbudget authors.
 #include "inspect.h"
 
+#include <map>
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -72,23 +75,45 @@ std::vector<TargetResult> ScrapeAll(const InspectOptions& options) {
 }
 
 int RunInspectWith(const InspectOptions& options, std::ostream& out, std::ostream& err,
-                   const WaitFn& wait) {
+                   const WaitFn& wait, const Clock* clock) {
+  if (clock == nullptr) clock = &Clock::Real();
   if (absl::Status s = ValidateOptions(options); !s.ok()) {
     err << "hopbudget-inspect: " << s.message() << "\n" << kUsage;
     return 2;
   }
+  // The previous scrape of each target, for the rates.
+  std::map<std::string, std::pair<HopSummary, absl::Time>> previous;
   while (true) {
-    const std::vector<TargetResult> results = ScrapeAll(options);
+    std::vector<TargetResult> results = ScrapeAll(options);
+    const absl::Time scraped = clock->Now();
+    for (TargetResult& r : results) {
+      if (!r.summary.ok()) {
+        previous.erase(r.target);
+        continue;
+      }
+      if (auto it = previous.find(r.target); it != previous.end()) {
+        absl::StatusOr<HopRates> rates =
+            RatesBetween(it->second.first, *r.summary, scraped - it->second.second);
+        if (rates.ok()) r.rates = *rates;
+      }
+      previous[r.target] = {*r.summary, scraped};
+    }
     int rc = 0;
     if (options.json) {
       out << FormatJson(results);
     } else {
       if (options.watch) {
-        // Clear the screen and home the cursor, then redraw.
-        out << "\x1b[H\x1b[2J"
-            << "hopbudget-inspect  every " << absl::FormatDuration(options.interval) << "  "
-            << absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::Now(), absl::LocalTimeZone())
-            << "  (Ctrl-C to stop)\n\n";
+        const std::string when =
+            absl::FormatTime("%Y-%m-%d %H:%M:%S", scraped, absl::LocalTimeZone());
+        if (options.terminal) {
+          // Clear the screen and home the cursor, then redraw.
+          out << "\x1b[H\x1b[2J"
+              << "hopbudget-inspect  every " << absl::FormatDuration(options.interval) << "  "
+              << when << "  (Ctrl-C to stop)\n\n";
+        } else {
+          // A pipe or a file: one block per refresh, no escape codes.
+          out << "--- " << when << "\n";
+        }
       }
       out << FormatTable(results);
     }

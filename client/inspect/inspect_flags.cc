@@ -1,6 +1,8 @@
 // Copyright hopbudget authors.
 #include "inspect_flags.h"
 
+#include <unistd.h>
+
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -30,6 +32,7 @@ absl::StatusOr<InspectOptions> OptionsFromCommandLine(const cli::CommandLine& cl
   options.watch = absl::GetFlag(FLAGS_watch);
   options.interval = absl::GetFlag(FLAGS_interval);
   options.timeout = absl::GetFlag(FLAGS_timeout);
+  options.terminal = isatty(STDOUT_FILENO) == 1;
   if (absl::Status s = cli::FirstError(
           {cli::Positive("timeout", options.timeout), cli::Positive("interval", options.interval)});
       !s.ok()) {

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "format.h"
+#include "hopbudget/clock.h"
 #include "inspect.h"
 
 namespace hopbudget::inspect {
@@ -38,8 +39,10 @@ using WaitFn = std::function<bool(absl::Duration interval)>;
 
 // RunInspect with the wait between refreshes given by `wait` (only called
 // with options.watch). Returns the exit code of the last refresh.
+// `clock` (not owned; null: the real clock) times the scrapes, for the
+// rates between two of them.
 int RunInspectWith(const InspectOptions& options, std::ostream& out, std::ostream& err,
-                   const WaitFn& wait);
+                   const WaitFn& wait, const Clock* clock = nullptr);
 
 }  // namespace hopbudget::inspect
 

@@ -93,6 +93,9 @@ grpc::Status AdminService::SetFaults(grpc::ServerContext*, const SetFaultsReques
   if (!c.ok()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(c.status().message()));
   }
+  if (absl::Status s = CheckFaultsSupported(*c, options_.support, options_.hop); !s.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message()));
+  }
   if (absl::Status s = faults_->Set(*c); !s.ok()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message()));
   }

@@ -67,8 +67,12 @@ class HopStats {
 };
 
 struct AdminOptions {
-  std::string hop;       // in log lines
+  std::string hop;       // in log lines and errors
   bool verbose = false;  // log every SetFaults to stderr
+  // SetFaults refuses a fault outside this (INVALID_ARGUMENT, saying what
+  // the hop supports): chainctl then exits 2 instead of the fault being
+  // accepted and never injected.
+  FaultSupport support;
 };
 
 class AdminService final : public Admin::Service {
@@ -77,7 +81,7 @@ class AdminService final : public Admin::Service {
       : stats_(stats), faults_(faults), options_(std::move(options)) {}
 
   // INVALID_ARGUMENT, faults unchanged, when the request's faults do not
-  // validate.
+  // validate or ask for one this hop cannot inject (options.support).
   grpc::Status SetFaults(grpc::ServerContext*, const SetFaultsRequest* req,
                          Faults* resp) override;
   grpc::Status GetFaults(grpc::ServerContext*, const GetStatsRequest*, Faults* resp) override;

@@ -12,11 +12,11 @@
 
 namespace hopbudget::demo {
 
-DemoProcess::DemoProcess(CommonFlags common, const FaultConfig& faults)
+DemoProcess::DemoProcess(CommonFlags common, const FaultConfig& faults, FaultSupport support)
     : common_(std::move(common)),
       faults_(static_cast<uint64_t>(common_.seed), faults),
       stats_(common_.name, common_.mode, &accounting_, &faults_),
-      admin_(&stats_, &faults_, AdminOptions{common_.name, common_.verbose}),
+      admin_(&stats_, &faults_, AdminOptions{common_.name, common_.verbose, support}),
       outgoing_(common_.mode, common_.baseline_timeout) {}
 
 namespace {

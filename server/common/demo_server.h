@@ -61,7 +61,9 @@ struct CallStart {
 
 class DemoProcess {
  public:
-  DemoProcess(CommonFlags common, const FaultConfig& faults);
+  // `support`: the faults this hop can inject (LedgerFaultSupport() for the
+  // ledger); the Admin service refuses others.
+  DemoProcess(CommonFlags common, const FaultConfig& faults, FaultSupport support = {});
 
   const CommonFlags& flags() const { return common_; }
   Mode mode() const { return common_.mode; }

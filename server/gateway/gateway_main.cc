@@ -69,6 +69,7 @@ int Main(int argc, char** argv) {
                                   absl::StrCat("--orders=", orders_target, ": ", t.message())));
   }
   cli::ExitIfBad("gateway", FinishCommonFlags(&common, &faults));
+  cli::ExitIfBad("gateway", CheckFaultsSupported(faults, FaultSupport(), common.name));
   std::shared_ptr<grpc::Channel> channel;
   if (common.mode == Mode::kHopbudget) {
     ClientOptions options;

@@ -195,7 +195,7 @@ int Main(int argc, char** argv) {
   }
   std::cerr << "ledger: database " << db_path << ": schema version " << kSchemaVersion << " "
             << SchemaOutcomeName((*store)->schema_outcome()) << "\n";
-  DemoProcess process(common, faults);
+  DemoProcess process(common, faults, LedgerFaultSupport());
   ShieldOptions shield_options;
   shield_options.threads = shield_threads;
   shield_options.max_in_flight = shield_max_in_flight;

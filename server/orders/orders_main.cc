@@ -140,6 +140,7 @@ int Main(int argc, char** argv) {
                                  absl::StrCat("--ledger=", ledger_target, ": ", t.message())));
   }
   cli::ExitIfBad("orders", FinishCommonFlags(&common, &faults));
+  cli::ExitIfBad("orders", CheckFaultsSupported(faults, FaultSupport(), common.name));
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<RetryLoop> retry;
   if (common.mode == Mode::kHopbudget) {

@@ -638,9 +638,15 @@ TEST(ChainE2eTest, BadFlagsExitWithAClearError) {
       {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1:1 --attempt-cap=10s", "budgets must nest"},
       {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1:1 --error-rate=0.8 --hang-rate=0.5", "> 1"},
       {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --mode=fast", "--mode"},
-      {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --request-cap=800", "--request-cap=800: not a duration"},
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --request-cap=800",
+       "--request-cap=800: not a duration"},
       {HOPBUDGET_DEMO_GATEWAY, "--port=0", "--orders is required"},
       {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --bogus=1", "unknown flag --bogus"},
+      // A fault only the ledger can inject, refused at start.
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --slow-commit=1s",
+       "gateway cannot inject slow-commit (1s): only the ledger commits"},
+      {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1:1 --slow-commit=1s",
+       "orders cannot inject slow-commit"},
   };
   for (const Case& c : cases) {
     auto [status, out] = RunCommand(absl::StrCat(c.binary, " ", c.args));

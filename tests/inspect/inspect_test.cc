@@ -8,12 +8,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <sstream>
 
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/cli_flags.h"
 #include "fixed_http_server.h"
+#include "hopbudget/clock.h"
 #include "inspect_flags.h"
 #include "run.h"
 #include "sample_exposition.h"
@@ -199,6 +201,7 @@ TEST(RunInspectTest, WatchRedrawsUntilTheWaitSaysStop) {
   options.timeout = absl::Seconds(10);
   options.watch = true;
   options.interval = absl::Milliseconds(1500);
+  options.terminal = true;
 
   std::vector<absl::Duration> waits;
   auto three_refreshes = [&waits](absl::Duration interval) {
@@ -225,6 +228,82 @@ TEST(RunInspectTest, WatchRedrawsUntilTheWaitSaysStop) {
   ASSERT_EQ(lines.size(), 4u);
   for (int i = 0; i < 3; ++i) EXPECT_THAT(lines[i], StartsWith("{\"targets\":[{"));
   EXPECT_THAT(out.str(), Not(HasSubstr("\x1b")));
+}
+
+TEST(RunInspectTest, WatchIntoAPipeWritesNoEscapeCodes) {
+  testing::FixedHttpServer server;
+  server.Serve("/metrics", testing::kOrdersExposition);
+  InspectOptions options;
+  options.targets = {server.address()};
+  options.timeout = absl::Seconds(10);
+  options.watch = true;
+  options.terminal = false;  // what main says when stdout is not a terminal
+  int refreshes = 0;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunInspectWith(options, out, err, [&](absl::Duration) { return ++refreshes < 2; }), 0);
+  EXPECT_THAT(out.str(), Not(HasSubstr("\x1b")));
+  const std::vector<std::string> blocks = absl::StrSplit(out.str(), "--- ");
+  ASSERT_EQ(blocks.size(), 3u) << out.str();  // "" before the first
+  for (int i = 1; i <= 2; ++i) EXPECT_THAT(blocks[i], HasSubstr("\nHOP     TARGET"));
+}
+
+// The exposition of a hop whose counters grow by `step` each scrape.
+std::string Grown(int scrape) {
+  std::string text = testing::kOrdersExposition;
+  const std::string from =
+      "hopbudget_calls_total{side=\"server\",method=\"/demo.Orders/Create\",code=\"OK\"} 7";
+  const size_t at = text.find(from);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "sample exposition changed";
+    return text;
+  }
+  text.replace(at, from.size(),
+               absl::StrCat("hopbudget_calls_total{side=\"server\",method=\"/demo.Orders/Create\","
+                            "code=\"OK\"} ",
+                            7 + 20 * scrape));
+  return text;
+}
+
+TEST(RunInspectTest, WatchShowsRatesBetweenTwoScrapes) {
+  testing::FixedHttpServer server;
+  std::atomic<int> scrapes{0};
+  server.server().Get("/metrics", [&scrapes](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Grown(scrapes++), "text/plain; version=0.0.4");
+  });
+  FakeClock clock;
+  InspectOptions options;
+  options.targets = {server.address()};
+  options.timeout = absl::Seconds(10);
+  options.watch = true;
+  options.interval = absl::Seconds(2);
+  int refreshes = 0;
+  // Each wait is 2 s on the fake clock: 20 more OK calls each time, 10/s.
+  auto wait = [&](absl::Duration interval) {
+    clock.Advance(interval);
+    return ++refreshes < 3;
+  };
+  std::ostringstream out, err;
+  ASSERT_EQ(RunInspectWith(options, out, err, wait, &clock), 0) << err.str();
+  const std::vector<std::string> blocks = absl::StrSplit(out.str(), "--- ");
+  ASSERT_EQ(blocks.size(), 4u) << out.str();
+  EXPECT_THAT(blocks[1], Not(HasSubstr("per second")));  // one scrape: no rate yet
+  for (int i = 2; i <= 3; ++i) {
+    EXPECT_THAT(blocks[i], HasSubstr("per second over the last 2s:\nHOP     TARGET"));
+    EXPECT_THAT(blocks[i], HasSubstr("CALLS/S  OK/S  TIMEOUTS/S(SERVER)  RETRIES/S"));
+    EXPECT_THAT(blocks[i],
+                HasSubstr(absl::StrCat("orders  ", server.address(), "  10.0     10.0  0.0")));
+  }
+
+  options.json = true;
+  refreshes = 0;
+  out.str("");
+  ASSERT_EQ(RunInspectWith(options, out, err, wait, &clock), 0);
+  const std::vector<std::string> lines = absl::StrSplit(out.str(), '\n');
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_THAT(lines[0], Not(HasSubstr("\"rates\"")));
+  EXPECT_THAT(lines[1], HasSubstr("\"rates\":{\"over_seconds\":2,\"calls_per_second\":10,"
+                                  "\"ok_per_second\":10,\"timeouts_per_second\":0,"
+                                  "\"retries_per_second\":0}"));
 }
 
 TEST(RunInspectTest, WithoutWatchTheWaitIsNeverCalled) {
