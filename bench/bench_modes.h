@@ -43,6 +43,15 @@ inline const std::vector<std::string>& ModeNames() {
   return names;
 }
 
+// --mode=NAME: one of ModeNames(), or an error naming the flag and the value.
+inline absl::Status CheckMode(const std::string& mode) {
+  for (const std::string& m : ModeNames()) {
+    if (m == mode) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--mode=", mode, ": must be one of ", absl::StrJoin(ModeNames(), ", ")));
+}
+
 // The modes whose server runs hopbudget's interceptor.
 inline bool ServerHasHopbudget(const std::string& mode) {
   return mode == "hopbudget" || mode == "budget-only" || mode == "retry-loop" ||
@@ -71,7 +80,7 @@ inline void InstallServerMode(const std::string& mode, grpc::ServerBuilder& buil
     options.policy = policy;
     options.metrics = metrics;
     auto factory = MakeServerInterceptorFactory(options);
-    if (!factory.ok()) Flags::Die(factory.status().ToString());
+    if (!factory.ok()) Die(factory.status().ToString());
     creators.push_back(*std::move(factory));
   } else {
     return;
@@ -107,7 +116,7 @@ inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
   if (mode == "retrying-channel") {
     auto channel = CreateRetryingChannel(target, creds, BenchRetryOptions("loadgen", metrics),
                                          args);
-    if (!channel.ok()) Flags::Die(channel.status().ToString());
+    if (!channel.ok()) Die(channel.status().ToString());
     return *channel;
   }
   if (ServerHasHopbudget(mode)) {  // budget-only, retry-loop, hopbudget
@@ -115,7 +124,7 @@ inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
     options.hop = "loadgen";
     options.metrics = metrics;
     auto channel = CreateChannel(target, creds, options, args);
-    if (!channel.ok()) Flags::Die(channel.status().ToString());
+    if (!channel.ok()) Die(channel.status().ToString());
     return *channel;
   }
   return grpc::CreateCustomChannel(target, creds, args);
@@ -131,7 +140,7 @@ inline std::unique_ptr<RetryLoop> MakeRetryLoop(Metrics* metrics = nullptr) {
   options.retry = r.retry;
   options.metrics = metrics;
   auto loop = RetryLoop::Create(options);
-  if (!loop.ok()) Flags::Die(loop.status().ToString());
+  if (!loop.ok()) Die(loop.status().ToString());
   return *std::move(loop);
 }
 

@@ -31,6 +31,9 @@
 #include "absl/strings/str_split.h"
 #include "bench_util.h"
 
+ABSL_FLAG(std::string, section, "overhead",
+          "the report section: overhead, scale, precision or cancel");
+
 namespace hopbudget {
 namespace bench {
 namespace {
@@ -510,9 +513,13 @@ void NothingMeasured(const std::string& section) {
 }
 
 int Main(int argc, char** argv) {
-  Flags flags(argc, argv, {"section"});
-  const std::string section =
-      flags.OneOf("section", "overhead", {"overhead", "scale", "precision", "cancel", "hedge"});
+  cli::ParseOrExit(argc, argv, "bench_report",
+                   "bench_report: reads RESULT lines on stdin and writes one section of the "
+                   "benchmark report (Markdown) with its verdicts.\n\n"
+                   "  ... | bench_report --section=overhead|scale|precision|cancel|hedge");
+  const std::string section = absl::GetFlag(FLAGS_section);
+  cli::ExitIfBad("bench_report", cli::OneOf("section", section,
+                                            {"overhead", "scale", "precision", "cancel", "hedge"}));
   const std::vector<Record> rs = ReadResults(section);
   if (rs.empty()) {
     std::printf("_No results for this section (the benchmark did not run or failed; see the "

@@ -27,100 +27,49 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/cli/cli_flags.h"
 
 namespace hopbudget {
 namespace bench {
 
-// --name=value flags. Unknown flags and bad values are fatal with a message
-// naming the flag, so a typo in the script never silently measures the
-// wrong thing.
-class Flags {
- public:
-  Flags(int argc, char** argv, std::vector<std::string> known) : known_(std::move(known)) {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "--help" || arg == "-h") {
-        std::fprintf(stderr, "flags:");
-        for (const auto& k : known_) std::fprintf(stderr, " --%s=", k.c_str());
-        std::fprintf(stderr, "\n");
-        std::exit(0);
-      }
-      if (arg.rfind("--", 0) != 0 || arg.find('=') == std::string::npos) {
-        Die(absl::StrCat("bad argument '", arg, "': expected --name=value"));
-      }
-      const size_t eq = arg.find('=');
-      std::string name = arg.substr(2, eq - 2);
-      if (std::find(known_.begin(), known_.end(), name) == known_.end()) {
-        Die(absl::StrCat("unknown flag --", name));
-      }
-      values_[name] = arg.substr(eq + 1);
-    }
-  }
-  std::string Str(const std::string& name, const std::string& def) const {
-    auto it = values_.find(name);
-    return it == values_.end() ? def : it->second;
-  }
-  std::string OneOf(const std::string& name, const std::string& def,
-                    const std::vector<std::string>& allowed) const {
-    std::string v = Str(name, def);
-    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
-      Die(absl::StrCat("--", name, "=", v, ": must be one of ", absl::StrJoin(allowed, "|")));
-    }
-    return v;
-  }
-  int64_t Int(const std::string& name, int64_t def, int64_t min, int64_t max) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) return def;
-    int64_t v;
-    if (!absl::SimpleAtoi(it->second, &v) || v < min || v > max) {
-      Die(absl::StrCat("--", name, "=", it->second, ": must be an integer in [", min, ", ",
-                       max, "]"));
-    }
-    return v;
-  }
-  absl::Duration Dur(const std::string& name, absl::Duration def) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) return def;
-    absl::Duration d;
-    if (!absl::ParseDuration(it->second, &d) || d <= absl::ZeroDuration() ||
-        d == absl::InfiniteDuration()) {
-      Die(absl::StrCat("--", name, "=", it->second,
-                       ": must be a positive duration such as 500ms or 2s"));
-    }
-    return d;
-  }
-  [[noreturn]] static void Die(const std::string& msg) {
-    std::fprintf(stderr, "error: %s\n", msg.c_str());
-    std::exit(2);
-  }
+// A benchmark that cannot run as asked (its command line is read with
+// client/cli/cli_flags.h; this is for what goes wrong after): says why and
+// exits 2, so that a script never silently measures the wrong thing.
+[[noreturn]] inline void Die(const std::string& msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  std::exit(2);
+}
 
- private:
-  std::vector<std::string> known_;
-  std::map<std::string, std::string> values_;
-};
-
-// --deadlock-detection=default|off. absl::Mutex checks lock ordering for
-// deadlocks (a graph of every mutex held while another is taken) when absl
-// was built without NDEBUG, as Debian's libabsl is; every process pays for it,
-// gRPC's own locks included. `off` measures what a build with NDEBUG absl
-// would see. Call before any thread starts.
-inline void ApplyDeadlockDetectionFlag(const Flags& flags) {
-  if (flags.OneOf("deadlock-detection", "default", {"default", "off"}) == "off") {
-    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+// --deadlock-detection=default|off, defined by the benchmarks that take it
+// (HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG() at file scope in their main
+// file). absl::Mutex checks lock ordering for deadlocks (a graph of every
+// mutex held while another is taken) when absl was built without NDEBUG, as
+// Debian's libabsl is; every process pays for it, gRPC's own locks included.
+// `off` measures what a build with NDEBUG absl would see. Call after
+// parsing, before any thread starts.
+#define HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG()       \
+  ABSL_FLAG(std::string, deadlock_detection, "default", \
+            "default or off: absl::Mutex deadlock detection (Debian's absl runs it)")
+inline absl::Status ApplyDeadlockDetectionFlag(const std::string& value) {
+  if (absl::Status s = cli::OneOf("deadlock-detection", value, {"default", "off"}); !s.ok()) {
+    return s;
   }
+  if (value == "off") absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return absl::OkStatus();
 }
 
 // Percentiles of a sample (nearest rank). Sorts `v`.

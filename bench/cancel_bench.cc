@@ -26,6 +26,8 @@
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 
+ABSL_FLAG(int, calls, 500, "calls per measurement, 1..1000000");
+
 namespace hopbudget {
 namespace bench {
 namespace {
@@ -109,7 +111,7 @@ struct Hop {
     builder.RegisterService(service);
     InstallServerMode("hopbudget", builder, name, BenchServerPolicy());
     server = builder.BuildAndStart();
-    if (server == nullptr) Flags::Die("could not start a server");
+    if (server == nullptr) Die("could not start a server");
   }
   ~Hop() {
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
@@ -125,13 +127,16 @@ std::shared_ptr<grpc::Channel> HopbudgetChannel(const std::string& target,
   ClientOptions options;
   options.hop = hop;
   auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options);
-  if (!channel.ok()) Flags::Die(channel.status().ToString());
+  if (!channel.ok()) Die(channel.status().ToString());
   return *channel;
 }
 
 int Main(int argc, char** argv) {
-  Flags flags(argc, argv, {"calls"});
-  const int calls = static_cast<int>(flags.Int("calls", 500, 1, 1000000));
+  cli::ParseOrExit(argc, argv, "cancel_bench",
+                   "cancel_bench: how fast a cancel reaches the callee, with and without "
+                   "hopbudget.\n\n  cancel_bench [--calls=500]");
+  const int calls = absl::GetFlag(FLAGS_calls);
+  cli::ExitIfBad("cancel_bench", cli::InRange("calls", calls, 1, 1000000));
 
   Sink sink;
   LastHop c_service(&sink);

@@ -16,6 +16,11 @@
 #include "bench_util.h"
 #include "echo/relay.grpc.pb.h"
 
+ABSL_FLAG(std::string, api, "callback", "sync or callback: the gRPC server API");
+ABSL_FLAG(std::string, mode, "plain", "what the server installs (bench_modes.h)");
+ABSL_FLAG(int, port, 0, "port, 0..65535 (0 = any free port)");
+HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG();
+
 namespace hopbudget {
 namespace bench {
 namespace {
@@ -39,11 +44,17 @@ class CallbackEcho final : public echo::Relay::CallbackService {
 };
 
 int Main(int argc, char** argv) {
-  Flags flags(argc, argv, {"api", "mode", "port", "deadlock-detection"});
-  ApplyDeadlockDetectionFlag(flags);
-  const std::string api = flags.OneOf("api", "callback", {"sync", "callback"});
-  const std::string mode = flags.OneOf("mode", "plain", ModeNames());
-  const int port_flag = static_cast<int>(flags.Int("port", 0, 0, 65535));
+  cli::ParseOrExit(argc, argv, "echo_server",
+                   "echo_server: the benchmark's server; prints \"listening on PORT\".\n\n"
+                   "  echo_server [--api=sync|callback] [--mode=MODE] [--port=0]");
+  const std::string api = absl::GetFlag(FLAGS_api);
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  const int port_flag = absl::GetFlag(FLAGS_port);
+  cli::ExitIfBad(
+      "echo_server",
+      cli::FirstError({ApplyDeadlockDetectionFlag(absl::GetFlag(FLAGS_deadlock_detection)),
+                       cli::OneOf("api", api, {"sync", "callback"}), CheckMode(mode),
+                       cli::InRange("port", port_flag, 0, 65535)}));
 
   // Block the stop signals before gRPC starts threads, so that they inherit
   // the mask and only sigwait() below receives them.
@@ -69,7 +80,7 @@ int Main(int argc, char** argv) {
   builder.RegisterService(service.get());
   InstallServerMode(mode, builder, "echo", BenchServerPolicy());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) Flags::Die("could not start the server");
+  if (server == nullptr || port == 0) Die("could not start the server");
   std::printf("PORT %d\n", port);
   std::fflush(stdout);
 

@@ -39,6 +39,13 @@
 #include "hopbudget/race_grpc.h"
 #include "hopbudget/server.h"
 
+ABSL_FLAG(int, calls, 2000, "calls per run, 100..1000000");
+ABSL_FLAG(int, concurrency, 16, "calls in flight, 1..1024");
+ABSL_FLAG(int, slow_ratio_pct, 5, "percent of calls a replica answers slowly, 0..100");
+ABSL_FLAG(absl::Duration, slow, absl::Seconds(1), "how slowly, 1ms..60s");
+ABSL_FLAG(int, races, 300, "races per run, 1..100000");
+ABSL_FLAG(absl::Duration, min_delay, absl::Milliseconds(1), "the hedge's least delay, 0..1s");
+
 namespace hopbudget {
 namespace bench {
 namespace {
@@ -56,12 +63,12 @@ class Replica final : public echo::Relay::CallbackService {
     ServerOptions options;
     options.hop = std::move(name);
     auto factory = MakeServerInterceptorFactory(options);
-    if (!factory.ok()) Flags::Die(factory.status().ToString());
+    if (!factory.ok()) Die(factory.status().ToString());
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
     creators.push_back(*std::move(factory));
     builder.experimental().SetInterceptorCreators(std::move(creators));
     server_ = builder.BuildAndStart();
-    if (server_ == nullptr) Flags::Die("could not start a replica");
+    if (server_ == nullptr) Die("could not start a replica");
   }
   ~Replica() override {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -143,7 +150,7 @@ std::unique_ptr<echo::Relay::Stub> StubTo(const std::string& target) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options, args);
-  if (!channel.ok()) Flags::Die(channel.status().ToString());
+  if (!channel.ok()) Die(channel.status().ToString());
   return echo::Relay::NewStub(*channel);
 }
 
@@ -197,14 +204,35 @@ void PrintRow(const char* run, std::vector<double> ms, int failed, double extra)
 }
 
 int Main(int argc, char** argv) {
-  Flags flags(argc, argv,
-              {"calls", "concurrency", "slow_ratio_pct", "slow_ms", "races", "min_delay_us"});
-  const int calls = static_cast<int>(flags.Int("calls", 2000, 100, 1000000));
-  const int concurrency = static_cast<int>(flags.Int("concurrency", 16, 1, 1024));
-  const double slow_ratio = static_cast<double>(flags.Int("slow_ratio_pct", 5, 0, 100)) / 100;
-  const absl::Duration slow = absl::Milliseconds(flags.Int("slow_ms", 1000, 1, 60000));
-  const int races = static_cast<int>(flags.Int("races", 300, 1, 100000));
-  const absl::Duration min_delay = absl::Microseconds(flags.Int("min_delay_us", 1000, 0, 1000000));
+  cli::ParseOrExit(argc, argv, "hedge_bench",
+                   "hedge_bench: tail latency with hedged calls and races against replicas "
+                   "that are sometimes slow.\n\n"
+                   "  hedge_bench [--calls=2000] [--concurrency=16] [--slow-ratio-pct=5] "
+                   "[--slow=1s] [--races=300] [--min-delay=1ms]");
+  const int calls = absl::GetFlag(FLAGS_calls);
+  const int concurrency = absl::GetFlag(FLAGS_concurrency);
+  const int slow_pct = absl::GetFlag(FLAGS_slow_ratio_pct);
+  const absl::Duration slow = absl::GetFlag(FLAGS_slow);
+  const int races = absl::GetFlag(FLAGS_races);
+  const absl::Duration min_delay = absl::GetFlag(FLAGS_min_delay);
+  cli::ExitIfBad(
+      "hedge_bench",
+      cli::FirstError({
+          cli::InRange("calls", calls, 100, 1000000),
+          cli::InRange("concurrency", concurrency, 1, 1024),
+          cli::InRange("slow-ratio-pct", slow_pct, 0, 100),
+          cli::Positive("slow", slow),
+          slow <= absl::Seconds(60) ? absl::OkStatus()
+                                    : absl::InvalidArgumentError(absl::StrCat(
+                                          "--slow=", absl::FormatDuration(slow), ": at most 60s")),
+          cli::InRange("races", races, 1, 100000),
+          cli::NonNegative("min-delay", min_delay),
+          min_delay <= absl::Seconds(1)
+              ? absl::OkStatus()
+              : absl::InvalidArgumentError(
+                    absl::StrCat("--min-delay=", absl::FormatDuration(min_delay), ": at most 1s")),
+      }));
+  const double slow_ratio = static_cast<double>(slow_pct) / 100;
   const absl::Duration budget = absl::Seconds(10);
 
   // 1. Hedging.
@@ -243,7 +271,7 @@ int Main(int argc, char** argv) {
   Metrics metrics;
   options.metrics = &metrics;
   auto hedger = Hedger::Create(options);
-  if (!hedger.ok()) Flags::Die(hedger.status().ToString());
+  if (!hedger.ok()) Die(hedger.status().ToString());
   std::vector<double> hedged = ClosedLoop(
       calls, concurrency,
       [&](int i, std::function<void(bool)> done) {
@@ -284,7 +312,7 @@ int Main(int argc, char** argv) {
   RaceOptions race_options;
   race_options.hop = "orders";
   auto race = Race::Create(race_options);
-  if (!race.ok()) Flags::Die(race.status().ToString());
+  if (!race.ok()) Die(race.status().ToString());
   std::vector<double> lag_ms;
   int lost = 0;
   int not_reached = 0;  // cancelled before the hanging callee's handler ran: nothing to cut

@@ -31,6 +31,16 @@
 #include "bench_util.h"
 #include "echo/relay.grpc.pb.h"
 
+ABSL_FLAG(std::string, target, "", "the echo server, HOST:PORT (required)");
+ABSL_FLAG(std::string, mode, "plain", "what the client installs (bench_modes.h)");
+ABSL_FLAG(int, inflight, 1, "calls in flight, 1..10000");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "how long to measure");
+ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "how long to call before measuring");
+ABSL_FLAG(std::string, api, "?", "the server's API, for the RESULT line only");
+ABSL_FLAG(int, round, 1, "the round, for the RESULT line, 0..1000");
+ABSL_FLAG(int, server_pid, 0, "the server's pid: its CPU time is measured too (0 = not)");
+HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG();
+
 namespace hopbudget {
 namespace bench {
 namespace {
@@ -160,27 +170,33 @@ class ClosedLoop {
 };
 
 int Main(int argc, char** argv) {
-  Flags flags(argc, argv,
-              {"target", "mode", "inflight", "duration", "warmup", "api", "round", "server-pid",
-               "deadlock-detection"});
-  ApplyDeadlockDetectionFlag(flags);
-  const std::string target = flags.Str("target", "");
-  if (target.empty()) Flags::Die("--target=host:port is required");
-  const std::string mode = flags.OneOf("mode", "plain", ModeNames());
-  const int inflight = static_cast<int>(flags.Int("inflight", 1, 1, 10000));
-  const absl::Duration duration = flags.Dur("duration", absl::Seconds(5));
-  const absl::Duration warmup = flags.Dur("warmup", absl::Seconds(1));
-  const std::string api = flags.Str("api", "?");
-  const int round = static_cast<int>(flags.Int("round", 1, 0, 1000));
-  const int server_pid = static_cast<int>(flags.Int("server-pid", 0, 0, 1 << 30));
+  cli::ParseOrExit(argc, argv, "load_gen",
+                   "load_gen: closed-loop load on the echo server; prints a RESULT line.\n\n"
+                   "  load_gen --target=HOST:PORT [--mode=MODE] [--inflight=1] [--duration=5s] "
+                   "[--warmup=1s]");
+  const std::string target = absl::GetFlag(FLAGS_target);
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  const int inflight = absl::GetFlag(FLAGS_inflight);
+  const absl::Duration duration = absl::GetFlag(FLAGS_duration);
+  const absl::Duration warmup = absl::GetFlag(FLAGS_warmup);
+  const std::string api = absl::GetFlag(FLAGS_api);
+  const int round = absl::GetFlag(FLAGS_round);
+  const int server_pid = absl::GetFlag(FLAGS_server_pid);
+  cli::ExitIfBad(
+      "load_gen",
+      cli::FirstError({ApplyDeadlockDetectionFlag(absl::GetFlag(FLAGS_deadlock_detection)),
+                       cli::Required("target", target), CheckMode(mode),
+                       cli::InRange("inflight", inflight, 1, 10000),
+                       cli::Positive("duration", duration), cli::Positive("warmup", warmup),
+                       cli::InRange("round", round, 0, 1000),
+                       cli::InRange("server-pid", server_pid, 0, 1 << 30)}));
   if (server_pid > 0 && ProcCpu(server_pid) < 0) {
-    Flags::Die(absl::StrCat("--server-pid=", server_pid, ": cannot read /proc/", server_pid,
-                            "/stat"));
+    Die(absl::StrCat("--server-pid=", server_pid, ": cannot read /proc/", server_pid, "/stat"));
   }
 
   std::shared_ptr<grpc::Channel> channel = MakeClientChannel(mode, target);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
-    Flags::Die(absl::StrCat("could not connect to ", target));
+    Die(absl::StrCat("could not connect to ", target));
   }
   std::unique_ptr<echo::Relay::Stub> stub = echo::Relay::NewStub(channel);
   std::unique_ptr<RetryLoop> retry_loop = mode == "retry-loop" ? MakeRetryLoop() : nullptr;

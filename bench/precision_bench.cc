@@ -37,6 +37,9 @@
 #include "hopbudget/retry.h"
 #include "hopbudget/server.h"
 
+ABSL_FLAG(int, calls, 500, "calls per measurement, 1..1000000");
+ABSL_FLAG(absl::Duration, budget, absl::Milliseconds(10), "each call's deadline");
+
 namespace hopbudget {
 namespace bench {
 namespace {
@@ -92,7 +95,7 @@ struct Server {
     builder.RegisterService(&service);
     InstallServerMode(mode, builder, "server", policy);
     server = builder.BuildAndStart();
-    if (server == nullptr) Flags::Die("could not start a server");
+    if (server == nullptr) Die("could not start a server");
   }
   ~Server() {
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
@@ -112,9 +115,13 @@ struct Row {
 };
 
 int Main(int argc, char** argv) {
-  Flags flags(argc, argv, {"calls", "budget"});
-  const int calls = static_cast<int>(flags.Int("calls", 500, 1, 1000000));
-  const absl::Duration budget = flags.Dur("budget", absl::Milliseconds(10));
+  cli::ParseOrExit(argc, argv, "precision_bench",
+                   "precision_bench: how close to its deadline a call ends, per deadline "
+                   "source.\n\n  precision_bench [--calls=500] [--budget=10ms]");
+  const int calls = absl::GetFlag(FLAGS_calls);
+  const absl::Duration budget = absl::GetFlag(FLAGS_budget);
+  cli::ExitIfBad("precision_bench", cli::FirstError({cli::InRange("calls", calls, 1, 1000000),
+                                                     cli::Positive("budget", budget)}));
 
   DeadlineBook book;
   Server open_server(&book, BenchServerPolicy());
@@ -129,7 +136,7 @@ int Main(int argc, char** argv) {
   client_options.hop = "caller";
   auto client_channel =
       CreateChannel(open_server.target(), grpc::InsecureChannelCredentials(), client_options);
-  if (!client_channel.ok()) Flags::Die(client_channel.status().ToString());
+  if (!client_channel.ok()) Die(client_channel.status().ToString());
   RetryOptions retry;
   retry.client.hop = "caller";
   retry.budget.request_cap = absl::Seconds(2);
@@ -137,10 +144,10 @@ int Main(int argc, char** argv) {
   retry.retry.max_attempts = 1;
   auto retry_channel =
       CreateRetryingChannel(open_server.target(), grpc::InsecureChannelCredentials(), retry);
-  if (!retry_channel.ok()) Flags::Die(retry_channel.status().ToString());
+  if (!retry_channel.ok()) Die(retry_channel.status().ToString());
   auto capped_channel =
       CreateChannel(capped_server.target(), grpc::InsecureChannelCredentials(), client_options);
-  if (!capped_channel.ok()) Flags::Die(capped_channel.status().ToString());
+  if (!capped_channel.ok()) Die(capped_channel.status().ToString());
 
   struct Case {
     std::string source;

@@ -48,6 +48,10 @@
 // own per-call state, without the noise of gRPC's arenas.
 std::atomic<int64_t> g_new_bytes{0};
 
+ABSL_FLAG(std::string, mode, "plain", "plain, noop or hopbudget");
+ABSL_FLAG(int, concurrency, 1000, "calls in flight, 1..100000");
+ABSL_FLAG(int, rounds, 1, "rounds, 1..100000");
+
 namespace hopbudget {
 namespace bench {
 namespace {
@@ -129,10 +133,16 @@ struct PendingCall {
 };
 
 int Main(int argc, char** argv) {
-  Flags flags(argc, argv, {"mode", "concurrency", "rounds"});
-  const std::string mode = flags.OneOf("mode", "plain", {"plain", "noop", "hopbudget"});
-  const int n = static_cast<int>(flags.Int("concurrency", 1000, 1, 100000));
-  const int rounds = static_cast<int>(flags.Int("rounds", 1, 1, 100000));
+  cli::ParseOrExit(argc, argv, "scale_bench",
+                   "scale_bench: memory and threads with many calls in flight.\n\n"
+                   "  scale_bench [--mode=plain|noop|hopbudget] [--concurrency=1000] [--rounds=1]");
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  const int n = absl::GetFlag(FLAGS_concurrency);
+  const int rounds = absl::GetFlag(FLAGS_rounds);
+  cli::ExitIfBad("scale_bench",
+                 cli::FirstError({cli::OneOf("mode", mode, {"plain", "noop", "hopbudget"}),
+                                  cli::InRange("concurrency", n, 1, 100000),
+                                  cli::InRange("rounds", rounds, 1, 100000)}));
   const bool hb = mode == "hopbudget";
   const absl::Duration hold = absl::Milliseconds(10) + absl::Microseconds(500) * n;
 
@@ -149,7 +159,7 @@ int Main(int argc, char** argv) {
   policy.max_inbound_budget = absl::Hours(1);
   InstallServerMode(mode, builder, "scale", policy);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr) Flags::Die("could not start the server");
+  if (server == nullptr) Die("could not start the server");
   const std::string target = absl::StrCat("127.0.0.1:", port);
 
   std::shared_ptr<grpc::Channel> channel;
@@ -159,7 +169,7 @@ int Main(int argc, char** argv) {
     ClientOptions options;
     options.hop = "scale-client";
     auto c = CreateChannel(target, grpc::InsecureChannelCredentials(), options, args);
-    if (!c.ok()) Flags::Die(c.status().ToString());
+    if (!c.ok()) Die(c.status().ToString());
     channel = *c;
   } else {
     channel = MakeClientChannel(mode, target, args);  // plain or noop

@@ -22,9 +22,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/cli/cli_flags.h"
 #include "grpc/testing/empty.pb.h"
 #include "grpc/testing/messages.pb.h"
 #include "grpc/testing/test.grpc.pb.h"
@@ -36,6 +38,9 @@
 // server uses it for the same check. The flag values are core-internal too.
 uint32_t grpc_call_test_only_get_message_flags(grpc_call* call);
 #endif
+
+ABSL_FLAG(int, port, 0, "port, 0..65535 (0 = any free port)");
+ABSL_FLAG(bool, use_tls, false, "must be false: plaintext only (the interop harness passes it)");
 
 namespace {
 
@@ -263,25 +268,17 @@ class TestServiceImpl final : public grpc::testing::TestService::Service {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int port = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (absl::StartsWith(arg, "--port=")) {
-      if (!absl::SimpleAtoi(arg.substr(7), &port) || port < 0 || port > 65535) {
-        std::cerr << "bad --port: " << arg << "\n";
-        return 2;
-      }
-    } else if (absl::StartsWith(arg, "--use_tls=")) {
-      // The interop harness passes it; plaintext is all we serve.
-      if (arg != "--use_tls=false") {
-        std::cerr << "TLS is not supported: " << arg << "\n";
-        return 2;
-      }
-    } else {
-      std::cerr << "unknown argument: " << arg << "\nusage: " << argv[0]
-                << " [--port=N] [--use_tls=false]\n";
-      return 2;
-    }
+  namespace cli = hopbudget::cli;
+  cli::ParseOrExit(argc, argv, "hopbudget_interop_server",
+                   "hopbudget_interop_server: grpc.testing.TestService (the gRPC interop "
+                   "spec) with hopbudget's server interceptor; prints \"listening on PORT\".\n\n"
+                   "  hopbudget_interop_server --port=0 [--use_tls=false]");
+  const int port = absl::GetFlag(FLAGS_port);
+  cli::ExitIfBad("hopbudget_interop_server", cli::InRange("port", port, 0, 65535));
+  // The interop harness passes --use_tls; plaintext is all we serve.
+  if (absl::GetFlag(FLAGS_use_tls)) {
+    cli::ExitIfBad("hopbudget_interop_server",
+                   absl::InvalidArgumentError("--use_tls=true: TLS is not supported"));
   }
 
   hopbudget::ServerOptions options;

@@ -3,7 +3,7 @@
 // minimal_client: the edge of a Relay chain. Sends one Call with a deadline
 // and prints what each hop saw, or which budget fired where.
 //
-//   hopbudget_minimal_client --target=localhost:PORT_A --budget-ms=500 --work-ms=10,10,10
+//   hopbudget_minimal_client --target=localhost:PORT_A --budget=500ms --work=10ms,10ms,10ms
 //
 // Exit status: 0 on OK, 1 on an RPC error, 2 on bad arguments.
 #include <grpcpp/grpcpp.h>
@@ -14,14 +14,21 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/cli/cli_flags.h"
 #include "echo/relay.grpc.pb.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/client.h"
+
+ABSL_FLAG(std::string, target, "localhost:50051", "the first hop, HOST:PORT");
+ABSL_FLAG(absl::Duration, budget, absl::Seconds(1), "the call's deadline (0 = none)");
+ABSL_FLAG(std::vector<std::string>, work, {},
+          "work at each hop, comma-separated durations (10ms,10ms,10ms): one hop each");
 
 namespace {
 
@@ -29,44 +36,6 @@ using hopbudget::echo::HopReport;
 using hopbudget::echo::Relay;
 using hopbudget::echo::RelayReply;
 using hopbudget::echo::RelayRequest;
-
-struct Flags {
-  std::string target = "localhost:50051";
-  int budget_ms = 1000;  // 0: no deadline
-  std::vector<int> work_ms;
-};
-
-bool ParseFlags(int argc, char** argv, Flags* flags) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      return absl::StartsWith(arg, name) ? arg.c_str() + std::string(name).size() : nullptr;
-    };
-    if (const char* v = value("--target=")) {
-      flags->target = v;
-    } else if (const char* v = value("--budget-ms=")) {
-      if (!absl::SimpleAtoi(v, &flags->budget_ms) || flags->budget_ms < 0) {
-        std::cerr << "bad --budget-ms: " << v << "\n";
-        return false;
-      }
-    } else if (const char* v = value("--work-ms=")) {
-      flags->work_ms.clear();
-      for (absl::string_view part : absl::StrSplit(v, ',', absl::SkipEmpty())) {
-        int ms = 0;
-        if (!absl::SimpleAtoi(part, &ms) || ms < 0) {
-          std::cerr << "bad --work-ms: " << v << "\n";
-          return false;
-        }
-        flags->work_ms.push_back(ms);
-      }
-    } else {
-      std::cerr << "unknown argument: " << arg << "\n"
-                << "usage: " << argv[0] << " --target=HOST:PORT --budget-ms=N --work-ms=a,b,c\n";
-      return false;
-    }
-  }
-  return true;
-}
 
 const char* CodeName(grpc::StatusCode code) {
   // clang-format off
@@ -89,15 +58,32 @@ std::string Micros(int64_t us) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Flags flags;
-  if (!ParseFlags(argc, argv, &flags)) return 2;
+  namespace cli = hopbudget::cli;
+  cli::ParseOrExit(argc, argv, "hopbudget_minimal_client",
+                   "hopbudget_minimal_client: the edge of a Relay chain; sends one Call and "
+                   "prints what each hop saw, or which budget fired where.\n\n"
+                   "  hopbudget_minimal_client --target=HOST:PORT --budget=500ms "
+                   "--work=10ms,10ms,10ms");
+  const std::string target = absl::GetFlag(FLAGS_target);
+  const absl::Duration budget = absl::GetFlag(FLAGS_budget);
+  cli::ExitIfBad("hopbudget_minimal_client", cli::NonNegative("budget", budget));
+  std::vector<int64_t> work_ms;
+  for (const std::string& w : absl::GetFlag(FLAGS_work)) {
+    absl::Duration d;
+    if (!absl::ParseDuration(w, &d) || d < absl::ZeroDuration() || d == absl::InfiniteDuration()) {
+      cli::ExitIfBad("hopbudget_minimal_client",
+                     absl::InvalidArgumentError(
+                         absl::StrCat("--work=", absl::StrJoin(absl::GetFlag(FLAGS_work), ","),
+                                      ": \"", w, "\" is not a duration (10ms, 1s)")));
+    }
+    work_ms.push_back(absl::ToInt64Milliseconds(d));
+  }
 
   // hopbudget: the edge installs the client interceptor too, so that the
   // first hop is told the exact budget and a local expiry is attributed.
   hopbudget::ClientOptions options;
   options.hop = "minimal-client";
-  auto channel =
-      hopbudget::CreateChannel(flags.target, grpc::InsecureChannelCredentials(), options);
+  auto channel = hopbudget::CreateChannel(target, grpc::InsecureChannelCredentials(), options);
   if (!channel.ok()) {
     std::cerr << channel.status() << "\n";
     return 2;
@@ -106,11 +92,11 @@ int main(int argc, char** argv) {
 
   RelayRequest request;
   request.set_payload("hello");
-  for (int ms : flags.work_ms) request.add_steps()->set_work_ms(ms);
+  for (int64_t ms : work_ms) request.add_steps()->set_work_ms(ms);
 
   grpc::ClientContext ctx;
-  if (flags.budget_ms > 0) {
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(flags.budget_ms));
+  if (budget > absl::ZeroDuration()) {
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + budget));
   }
   RelayReply reply;
   const absl::Time start = absl::Now();

@@ -5,7 +5,7 @@
 // rest is an ordinary Relay hop.
 //
 //   hopbudget_minimal_server --port=0 --hop=c
-//   hopbudget_minimal_server --port=0 --hop=b --next=localhost:PORT_C --request-cap-ms=50
+//   hopbudget_minimal_server --port=0 --hop=b --next=localhost:PORT_C --request-cap=50ms
 //   hopbudget_minimal_server --port=0 --hop=a --next=localhost:PORT_B
 #include <grpcpp/grpcpp.h>
 
@@ -20,83 +20,46 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
+#include "client/cli/cli_flags.h"
 #include "echo/relay.grpc.pb.h"
 #include "hopbudget/client.h"
 #include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 
+ABSL_FLAG(int, port, 50051, "port, 0..65535 (0 = any free port)");
+ABSL_FLAG(std::string, hop, "relay", "this hop's name");
+ABSL_FLAG(std::string, next, "", "the next hop, HOST:PORT (empty: this is the last hop)");
+ABSL_FLAG(absl::Duration, request_cap, absl::ZeroDuration(),
+          "most time one request may take here (0 = no cap of our own)");
+ABSL_FLAG(absl::Duration, min_budget, absl::Milliseconds(1),
+          "below this a call is refused / not started");
+ABSL_FLAG(absl::Duration, attempt_cap, absl::ZeroDuration(),
+          "most time per downstream attempt (0 = none)");
+ABSL_FLAG(int, retry_attempts, 1, "> 1: call --next through a retry loop with this many attempts");
+ABSL_FLAG(int, hang_first, 0, "the first N calls hang until cancelled (a dead peer)");
+
 namespace {
+
+// The command line, read once in main.
+struct Flags {
+  int port;
+  std::string hop;
+  std::string next;
+  absl::Duration request_cap;
+  absl::optional<absl::Duration> min_budget;  // unset: the policy's default
+  absl::Duration attempt_cap;
+  int retry_attempts;
+  int hang_first;
+};
 
 using hopbudget::echo::HopReport;
 using hopbudget::echo::Relay;
 using hopbudget::echo::RelayReply;
 using hopbudget::echo::RelayRequest;
-
-struct Flags {
-  int port = 50051;
-  std::string hop = "relay";
-  std::string next;        // empty: last hop
-  int request_cap_ms = 0;  // 0: no cap of our own
-  int min_budget_ms = -1;  // -1: the policy's default minimum useful budget
-  int attempt_cap_ms = 0;  // 0: no attempt cap
-  int retry_attempts = 1;  // > 1: call --next through a retrying channel
-  int hang_first = 0;      // the first N calls hang until cancelled (a dead peer)
-};
-
-bool ParseFlags(int argc, char** argv, Flags* flags) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      return absl::StartsWith(arg, name) ? arg.c_str() + std::string(name).size() : nullptr;
-    };
-    if (const char* v = value("--port=")) {
-      if (!absl::SimpleAtoi(v, &flags->port) || flags->port < 0 || flags->port > 65535) {
-        std::cerr << "bad --port: " << v << "\n";
-        return false;
-      }
-    } else if (const char* v = value("--hop=")) {
-      flags->hop = v;
-    } else if (const char* v = value("--next=")) {
-      flags->next = v;
-    } else if (const char* v = value("--min-budget-ms=")) {
-      if (!absl::SimpleAtoi(v, &flags->min_budget_ms) || flags->min_budget_ms < 0) {
-        std::cerr << "bad --min-budget-ms: " << v << "\n";
-        return false;
-      }
-    } else if (const char* v = value("--attempt-cap-ms=")) {
-      if (!absl::SimpleAtoi(v, &flags->attempt_cap_ms) || flags->attempt_cap_ms < 0) {
-        std::cerr << "bad --attempt-cap-ms: " << v << "\n";
-        return false;
-      }
-    } else if (const char* v = value("--retry-attempts=")) {
-      if (!absl::SimpleAtoi(v, &flags->retry_attempts) || flags->retry_attempts < 1) {
-        std::cerr << "bad --retry-attempts: " << v << "\n";
-        return false;
-      }
-    } else if (const char* v = value("--hang-first=")) {
-      if (!absl::SimpleAtoi(v, &flags->hang_first) || flags->hang_first < 0) {
-        std::cerr << "bad --hang-first: " << v << "\n";
-        return false;
-      }
-    } else if (const char* v = value("--request-cap-ms=")) {
-      if (!absl::SimpleAtoi(v, &flags->request_cap_ms) || flags->request_cap_ms < 0) {
-        std::cerr << "bad --request-cap-ms: " << v << "\n";
-        return false;
-      }
-    } else {
-      std::cerr << "unknown argument: " << arg << "\n"
-                << "usage: " << argv[0]
-                << " [--port=N] [--hop=NAME] [--next=HOST:PORT] [--request-cap-ms=N] [--min-budget-ms=N]"
-                << " [--attempt-cap-ms=N] [--retry-attempts=N] [--hang-first=N]\n";
-      return false;
-    }
-  }
-  return true;
-}
 
 // -1 for infinite, as HopReport wants it.
 int64_t ReportMicros(absl::Duration d) {
@@ -217,8 +180,28 @@ class RelayService final : public Relay::Service {
 }  // namespace
 
 int main(int argc, char** argv) {
+  namespace cli = hopbudget::cli;
+  const cli::CommandLine cl = cli::ParseOrExit(
+      argc, argv, "hopbudget_minimal_server",
+      "hopbudget_minimal_server: one hop of a Relay chain with hopbudget dropped in; prints "
+      "\"listening on PORT\".\n\n"
+      "  hopbudget_minimal_server --port=0 --hop=b --next=localhost:PORT_C [--request-cap=50ms]");
   Flags flags;
-  if (!ParseFlags(argc, argv, &flags)) return 2;
+  flags.port = absl::GetFlag(FLAGS_port);
+  flags.hop = absl::GetFlag(FLAGS_hop);
+  flags.next = absl::GetFlag(FLAGS_next);
+  flags.request_cap = absl::GetFlag(FLAGS_request_cap);
+  if (cl.WasSet("min_budget")) flags.min_budget = absl::GetFlag(FLAGS_min_budget);
+  flags.attempt_cap = absl::GetFlag(FLAGS_attempt_cap);
+  flags.retry_attempts = absl::GetFlag(FLAGS_retry_attempts);
+  flags.hang_first = absl::GetFlag(FLAGS_hang_first);
+  cli::ExitIfBad("hopbudget_minimal_server",
+                 cli::FirstError({cli::InRange("port", flags.port, 0, 65535),
+                                  cli::NonNegative("request-cap", flags.request_cap),
+                                  cli::NonNegative("min-budget", absl::GetFlag(FLAGS_min_budget)),
+                                  cli::NonNegative("attempt-cap", flags.attempt_cap),
+                                  cli::InRange("retry-attempts", flags.retry_attempts, 1, 100),
+                                  cli::InRange("hang-first", flags.hang_first, 0, 1 << 30)}));
 
   std::unique_ptr<Relay::Stub> next;
   std::unique_ptr<hopbudget::RetryLoop> retry;
@@ -238,11 +221,11 @@ int main(int argc, char** argv) {
       hopbudget::RetryLoopOptions loop;
       loop.hop = flags.hop;
       loop.method = "/hopbudget.echo.Relay/Call";
-      if (flags.attempt_cap_ms > 0) {
-        loop.budget.attempt_cap = absl::Milliseconds(flags.attempt_cap_ms);
+      if (flags.attempt_cap > absl::ZeroDuration()) {
+        loop.budget.attempt_cap = flags.attempt_cap;
       }
-      if (flags.min_budget_ms >= 0) {
-        loop.budget.min_attempt_budget = absl::Milliseconds(flags.min_budget_ms);
+      if (flags.min_budget.has_value()) {
+        loop.budget.min_attempt_budget = *flags.min_budget;
       }
       loop.retry.max_attempts = flags.retry_attempts;
       absl::StatusOr<std::unique_ptr<hopbudget::RetryLoop>> created =
@@ -259,14 +242,14 @@ int main(int argc, char** argv) {
   // hopbudget: one server interceptor per server.
   hopbudget::ServerOptions options;
   options.hop = flags.hop;
-  if (flags.min_budget_ms >= 0) {
-    options.policy.min_attempt_budget = absl::Milliseconds(flags.min_budget_ms);
+  if (flags.min_budget.has_value()) {
+    options.policy.min_attempt_budget = *flags.min_budget;
   }
-  if (flags.request_cap_ms > 0) {
-    options.policy.request_cap = absl::Milliseconds(flags.request_cap_ms);
+  if (flags.request_cap > absl::ZeroDuration()) {
+    options.policy.request_cap = flags.request_cap;
   }
-  if (flags.attempt_cap_ms > 0) {
-    options.policy.attempt_cap = absl::Milliseconds(flags.attempt_cap_ms);
+  if (flags.attempt_cap > absl::ZeroDuration()) {
+    options.policy.attempt_cap = flags.attempt_cap;
   }
   auto factory = hopbudget::MakeServerInterceptorFactory(options);
   if (!factory.ok()) {

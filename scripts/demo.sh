@@ -36,15 +36,43 @@ cmake --build "$build" -j "$(jobs)" --target gateway orders ledger chainctl >/de
 bin="$build/server"
 chainctl="$build/client/chainctl/chainctl"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hopbudget-demo.XXXXXX")
-pids=()
+pids=()     # the services
+current=""  # the step running now (see step)
+# tree PID: PID and every process below it.
+tree() {
+  local c
+  echo "$1"
+  for c in $(pgrep -P "$1" 2>/dev/null); do tree "$c"; done
+}
 cleanup() {
   local p
+  if [ -n "$current" ]; then
+    # The step first, all of it at once (its chainctl too): stopped before
+    # the services, it never reports a service that went away.
+    kill $(tree "$current") 2>/dev/null || true
+    wait "$current" 2>/dev/null || true
+  fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'echo "demo: interrupted, stopping the chains" >&2; exit 130' INT
+trap 'echo "demo: terminated, stopping the chains" >&2; exit 143' TERM
+# step CMD...: runs one step of the demo and waits for it. In the
+# background, because bash runs a trap only once the foreground command has
+# ended: a SIGINT sent to this script alone (no terminal, so no signal to
+# the whole process group) would otherwise let the step, and the steps after
+# it, run on. `wait` returns at once on a trapped signal; cleanup stops the
+# step.
+step() {
+  local rc=0
+  "$@" &
+  current=$!
+  wait "$current" || rc=$?
+  current=""
+  return $rc
+}
 
 # start LABEL BINARY ARGS...: starts a service on free ports, waits for its
 # ready line; sets $port and $mport.
@@ -103,12 +131,15 @@ printf "  %-10s gateway :%-6s -> orders :%-6s -> ledger :%-6s  db %s\n" \
 failures=0
 echo
 echo "==> one order on the hopbudget chain (result and per-hop budget waterfall)"
-"$chainctl" order --gateway "127.0.0.1:${P[hb-gateway]}" --budget 800ms --key demo-first \
-  --item sku-1:2,sku-2:1 | sed 's/^/   /' || { echo "   !! the order failed"; failures=$((failures + 1)); }
+first_order() {
+  "$chainctl" order --gateway "127.0.0.1:${P[hb-gateway]}" --budget 800ms --key demo-first \
+    --item sku-1:2,sku-2:1 | sed 's/^/   /'
+}
+step first_order || { echo "   !! the order failed"; failures=$((failures + 1)); }
 
 echo
 echo "==> the seeds' incidents, baseline vs hopbudget"
-"$chainctl" scenarios --hopbudget "$hb" --baseline "$bl" --orders 3 \
+step "$chainctl" scenarios --hopbudget "$hb" --baseline "$bl" --orders 3 \
   --hopbudget-requests-out "$work/scenarios-hopbudget.tsv" \
   --baseline-requests-out "$work/scenarios-baseline.tsv" ||
   failures=$((failures + 1))
@@ -119,11 +150,11 @@ echo "==> the seeds' incidents, baseline vs hopbudget"
 # zero below would measure nothing.
 probe() {
   local label=$1 gateway=$2 admin=$3 out
-  if out=$("$chainctl" probe --gateway "$gateway" --admin "$admin"); then
+  if step "$chainctl" probe --gateway "$gateway" --admin "$admin" >"$work/probe.out"; then
     echo "   ok   $label: the client deadline reaches every hop (an order sent late counts late at each)"
   else
     echo "   !!   $label: the client deadline does not reach every hop:"
-    sed 's/^/          /' <<<"$out"
+    sed 's/^/          /' "$work/probe.out"
     failures=$((failures + 1))
   fi
 }
@@ -134,9 +165,12 @@ load() {
   "$chainctl" faults --admin "$ledger" --clear --latency exp:30ms --error-rate 0.1 --hang 0.05 \
     >/dev/null
   echo "-- $label chain"
-  "$chainctl" load --gateway "$gateway" --rps 40 --duration 4s --budget 800ms \
-    --admin "$admin" --json "$work/load-$label.json" --requests-out "$work/load-$label.tsv" \
-    --key-prefix "load-$label" --quiet | sed 's/^/   /'
+  run_load() {
+    "$chainctl" load --gateway "$gateway" --rps 40 --duration 4s --budget 800ms \
+      --admin "$admin" --json "$work/load-$label.json" --requests-out "$work/load-$label.tsv" \
+      --key-prefix "load-$label" --quiet | sed 's/^/   /'
+  }
+  step run_load
   "$chainctl" faults --admin "$ledger" --clear >/dev/null
 }
 # key FILE NAME: a top-level number of a load summary JSON.
@@ -149,12 +183,14 @@ audit() {
   local label=$1 db=$2 out
   # (a file is missing only when its step failed, which was counted there)
   cat "$work/scenarios-$label.tsv" "$work/load-$label.tsv" >"$work/requests-$label.tsv" 2>/dev/null || true
-  if out=$("$chainctl" audit --db "$db" --requests "$work/requests-$label.tsv"); then
+  if step "$chainctl" audit --db "$db" --requests "$work/requests-$label.tsv" \
+    >"$work/audit-$label.out"; then
+    out=$(cat "$work/audit-$label.out")
     echo "   ok   $label: every order in the ledger at most once, each acknowledged one exactly once"
     echo "          ($(head -1 <<<"$out"))"
   else
     echo "   !!   $label: the ledger does not hold each order exactly once:"
-    sed 's/^/          /' <<<"$out"
+    sed 's/^/          /' "$work/audit-$label.out"
     failures=$((failures + 1))
   fi
 }
@@ -220,7 +256,5 @@ if [ $once -eq 1 ]; then
 fi
 echo "The chains keep running; Ctrl-C stops them."
 while true; do
-  sleep 3600 &  # in the background, so that a signal is handled at once
-  pids+=($!)
-  wait $! || true
+  step sleep 3600 || true
 done

@@ -7,14 +7,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/client.h"
-#include "server/common/accounting.h"
-
+#include "hopbudget/exposition.h"
 #include "hopbudget/trace.h"
+#include "server/common/accounting.h"
 
 namespace hopbudget::chainctl {
 
@@ -94,6 +95,33 @@ absl::Status ToStatus(const grpc::Status& s, const std::string& admin) {
                       absl::StrCat("admin ", admin, ": ", s.error_message()));
 }
 }  // namespace
+
+std::string FormatStatsJson(
+    const std::vector<std::pair<std::string, absl::StatusOr<demo::Stats>>>& rows) {
+  std::vector<std::string> out;
+  for (const auto& [target, stats] : rows) {
+    if (!stats.ok()) {
+      out.push_back(absl::StrCat("{\"target\":", JsonString(target), ",\"ok\":false,\"error\":",
+                                 JsonString(stats.status().ToString()), "}"));
+      continue;
+    }
+    const demo::Stats& s = *stats;
+    const demo::Faults& f = s.faults();
+    out.push_back(absl::StrCat(
+        "{\"target\":", JsonString(target), ",\"ok\":true,\"hop\":", JsonString(s.hop()),
+        ",\"mode\":", JsonString(s.mode()), ",\"calls\":", s.calls(),
+        ",\"calls_started_after_deadline\":", s.calls_started_after_deadline(),
+        ",\"work_after_deadline_ms\":", absl::StrFormat("%.3f", s.work_after_deadline_ms()),
+        ",\"retries_received\":", s.retries_received(), ",\"commits\":", s.commits(),
+        ",\"replays\":", s.replays(), ",\"commits_stopped\":", s.commits_stopped(),
+        ",\"in_flight\":", s.in_flight(), ",\"faults_injected\":", s.faults_injected(),
+        ",\"last_end_unix_us\":", s.last_end_unix_us(),
+        ",\"faults\":{\"latency\":", JsonString(f.latency()), ",\"error_rate\":", f.error_rate(),
+        ",\"hang_rate\":", f.hang_rate(), ",\"hang_next\":", f.hang_next(),
+        ",\"slow_commit_ms\":", f.slow_commit_ms(), "}}"));
+  }
+  return absl::StrCat("{\"stats\":[", absl::StrJoin(out, ","), "]}\n");
+}
 
 absl::StatusOr<demo::Stats> GetStats(const std::string& admin, bool reset) {
   demo::Stats stats;

@@ -50,6 +50,13 @@ absl::StatusOr<demo::Stats> GetStats(const std::string& admin, bool reset = fals
 absl::StatusOr<demo::Faults> SetFaults(const std::string& admin, const demo::Faults& faults);
 absl::StatusOr<demo::Faults> GetFaults(const std::string& admin);
 
+// `chainctl stats --json`: one JSON document (one line), a row per target
+// in order: {"stats":[{"target":..,"ok":true,"hop":..,"mode":..,"calls":..,
+// ...,"faults":{..}}, {"target":..,"ok":false,"error":..}]}. Counts are
+// JSON numbers (not proto3 JSON's int64 strings), for jq and scripts.
+std::string FormatStatsJson(
+    const std::vector<std::pair<std::string, absl::StatusOr<demo::Stats>>>& rows);
+
 struct LoadOptions {
   std::string gateway;
   double rps = 50;

@@ -23,22 +23,68 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "chain.h"
+#include "client/cli/cli_flags.h"
+#include "inspect.h"
 #include "ledger_rows.h"
 #include "server/common/faults.h"
-#include "server/common/flags.h"
 #include "summary.h"
 
-#include "inspect.h"
+// Every command's flags (absl flags are one set per binary; each command
+// takes the ones ParseCommand lists for it).
+ABSL_FLAG(std::string, gateway, "", "gateway HOST:PORT (required)");
+ABSL_FLAG(absl::Duration, budget, absl::Milliseconds(800),
+          "the client's deadline per call, from its start (probe: default 5s)");
+ABSL_FLAG(std::string, key, "", "idempotency key (default: a new one)");
+ABSL_FLAG(std::string, item, "sku-1:1", "items, sku[:qty],...");
+ABSL_FLAG(double, rps, 50, "calls started per second, 0.1..100000");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "how long to start calls");
+ABSL_FLAG(int, concurrency, 256, "calls in flight at most, 1..100000 (more are not sent)");
+ABSL_FLAG(std::string, json, "",
+          "also write the result as JSON to this file; - (or --json alone) writes it to stdout "
+          "instead of the table");
+ABSL_FLAG(double, max_error_rate, -1,
+          "exit 1 when more than this share of the calls failed (0..1; default: only when "
+          "every call failed)");
+ABSL_FLAG(std::string, admin, "", "gRPC HOST:PORT,... of the services (Admin service)");
+ABSL_FLAG(std::string, key_prefix, "", "idempotency keys are PREFIX-N (default load-<time>)");
+ABSL_FLAG(bool, quiet, false,
+          "no live progress line (there is none when stderr is not a terminal)");
+ABSL_FLAG(std::string, requests_out, "",
+          "write every request and its outcome to this file, for `chainctl audit` (each order "
+          "then also carries an item ref-<key>)");
+ABSL_FLAG(std::string, db, "", "the ledger's SQLite file (required; read only)");
+ABSL_FLAG(std::string, requests, "",
+          "what `chainctl load --requests-out` (or `scenarios --*-requests-out`) wrote "
+          "(required)");
+ABSL_FLAG(std::string, targets, "", "HTTP HOST:PORT of each service's /metrics (required)");
+ABSL_FLAG(bool, watch, false, "refresh until Ctrl-C");
+ABSL_FLAG(absl::Duration, interval, absl::Seconds(2), "refresh interval with --watch");
+ABSL_FLAG(std::string, latency, "none", "none, fixed:100ms, uniform:50ms-200ms, exp:100ms");
+ABSL_FLAG(double, error_rate, 0, "probability of UNAVAILABLE, 0..1");
+ABSL_FLAG(double, hang, 0, "probability of hanging until cancelled, 0..1");
+ABSL_FLAG(int, hang_next, 0, "the next N calls hang");
+ABSL_FLAG(absl::Duration, slow_commit, absl::ZeroDuration(),
+          "ledger: each commit first waits this long");
+ABSL_FLAG(bool, clear, false, "start from no faults instead of the current ones");
+ABSL_FLAG(std::string, hopbudget, "",
+          "the hopbudget chain: GATEWAY,ORDERS,LEDGER gRPC HOST:PORTs (required)");
+ABSL_FLAG(std::string, baseline, "",
+          "the baseline chain: GATEWAY,ORDERS,LEDGER gRPC HOST:PORTs (required)");
+ABSL_FLAG(int, orders, 3, "orders per scenario and mode, 1..100");
+ABSL_FLAG(std::string, only, "", "scenarios to run, e.g. a,c (default all: a,b,c,d)");
+ABSL_FLAG(std::string, hopbudget_requests_out, "",
+          "write the hopbudget chain's orders and outcomes here, for `chainctl audit`");
+ABSL_FLAG(std::string, baseline_requests_out, "",
+          "write the baseline chain's orders and outcomes here, for `chainctl audit`");
 
 namespace hopbudget::chainctl {
 namespace {
-
-using demo::FlagSet;
 
 constexpr char kUsage[] =
     "usage: chainctl <command> [flags]   (chainctl <command> --help for its flags)\n"
@@ -47,32 +93,34 @@ constexpr char kUsage[] =
     "  load       open-loop load with a summary table (and --json)\n"
     "  metrics    the inspection table of the services' /metrics\n"
     "  faults     change a service's faults at run time (Admin service)\n"
-    "  stats      the services' deadline accounting (Admin GetStats)\n"
+    "  stats      the services' deadline accounting (Admin GetStats; and --json)\n"
     "  audit      check the ledger's rows against the requests `load` or `scenarios` recorded:\n"
     "             each order at most once (by key and by content), each acknowledged once\n"
     "  probe      check that the client deadline header reaches every hop (one order sent\n"
     "             with a deadline already past must be counted late at each of them)\n"
     "  scenarios  replay the seeds' incidents on a baseline and a hopbudget chain\n";
 
-// Parses flags; on error prints it with the usage. Returns 2 on error, -1 on
-// --help (exit 0), 0 to go on.
-int ParseOrExit(FlagSet& flags, int argc, char** argv) {
-  bool help = false;
-  flags.Bool("help", &help, "show this help");
-  absl::Status s = flags.Parse(argc, argv, 2);
-  if (!s.ok()) {
-    std::cerr << "chainctl: " << s.message() << "\n" << flags.Usage();
-    return 2;
+// One command's flags (as in ABSL_FLAG) and usage: another command's flag
+// is refused ("unknown flag"), and --help lists these only.
+cli::CommandLine ParseCommand(int argc, char** argv, const std::string& command,
+                              const std::string& usage, std::vector<std::string> flags) {
+  cli::CliOptions options;
+  options.program = "chainctl " + command;
+  options.usage = usage;
+  options.flags = std::move(flags);
+  options.value_optional = {"json"};  // --json alone: JSON on stdout
+  options.first = 2;
+  cli::CommandLine cl = cli::ParseOrExit(argc, argv, options);
+  if (!cl.positional.empty()) {
+    cli::ExitIfBad(options.program, absl::InvalidArgumentError(absl::StrCat(
+                                        "unexpected argument \"", cl.positional[0], "\"")));
   }
-  if (help) {
-    std::cout << flags.Usage();
-    return -1;
-  }
-  return 0;
+  return cl;
 }
 
-int Fail(const FlagSet& flags, const std::string& message) {
-  std::cerr << "chainctl: " << message << "\n" << flags.Usage();
+// A bad value found after parsing: said like a parse error, exit 2.
+int Fail(const std::string& command, const std::string& message) {
+  cli::ExitIfBad("chainctl " + command, absl::InvalidArgumentError(message));
   return 2;
 }
 
@@ -86,18 +134,22 @@ bool WriteRequests(const std::string& path, const std::vector<RequestRecord>& re
 }
 
 int Order(int argc, char** argv) {
-  FlagSet flags("chainctl order");
-  std::string gateway, key, items_text = "sku-1:1";
-  absl::Duration budget = absl::Milliseconds(800);
-  flags.String("gateway", &gateway, "gateway HOST:PORT (required)");
-  flags.Duration("budget", &budget, "the client's deadline, from now");
-  flags.String("key", &key, "idempotency key (default: a new one)");
-  flags.String("item", &items_text, "items, sku[:qty],...");
-  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
-  if (gateway.empty()) return Fail(flags, "--gateway is required");
-  if (budget <= absl::ZeroDuration()) return Fail(flags, "--budget must be > 0");
+  ParseCommand(
+      argc, argv, "order",
+      "chainctl order: place one order; prints the result, the attribution of a "
+      "failure and the per-hop budget waterfall.\n\n"
+      "  chainctl order --gateway=HOST:PORT [--budget=800ms] [--key=K] [--item=sku:qty,...]",
+      {"gateway", "budget", "key", "item"});
+  const std::string gateway = absl::GetFlag(FLAGS_gateway);
+  const std::string key = absl::GetFlag(FLAGS_key);
+  const std::string items_text = absl::GetFlag(FLAGS_item);
+  const absl::Duration budget = absl::GetFlag(FLAGS_budget);
+  cli::ExitIfBad("chainctl order", cli::FirstError({cli::Required("gateway", gateway),
+                                                    cli::Positive("budget", budget)}));
   absl::StatusOr<std::vector<ItemSpec>> items = ParseItems(items_text);
-  if (!items.ok()) return Fail(flags, absl::StrCat("--item: ", items.status().message()));
+  if (!items.ok()) {
+    return Fail("order", absl::StrCat("--item=", items_text, ": ", items.status().message()));
+  }
   demo::Order order;
   order.set_key(key.empty() ? absl::StrCat("cli-", absl::ToUnixMicros(absl::Now())) : key);
   for (const ItemSpec& i : *items) {
@@ -123,46 +175,49 @@ int Order(int argc, char** argv) {
 }
 
 int Load(int argc, char** argv) {
-  FlagSet flags("chainctl load");
+  ParseCommand(argc, argv, "load",
+               "chainctl load: open-loop load with a summary table (and --json).\n\n"
+               "  chainctl load --gateway=HOST:PORT --rps=N --duration=D --budget=B "
+               "[--concurrency=C] [--json=FILE|-] [--admin=H:P,...] [--requests-out=FILE]",
+               {"gateway", "rps", "duration", "budget", "concurrency", "json", "max_error_rate",
+                "admin", "item", "key_prefix", "quiet", "requests_out"});
   LoadOptions o;
-  std::string json_path, admin, items_text = "sku-1:1";
-  bool quiet = false;
-  flags.String("gateway", &o.gateway, "gateway HOST:PORT (required)");
-  flags.Double("rps", &o.rps, "calls started per second", 0.1, 100000);
-  flags.Duration("duration", &o.duration, "how long to start calls");
-  flags.Duration("budget", &o.budget, "each call's deadline");
-  flags.Int("concurrency", &o.concurrency, "calls in flight at most (more are not sent)", 1, 100000);
-  flags.String("json", &json_path,
-               "also write the summary as JSON to this file; - writes it to stdout instead of "
-               "the table");
-  double max_error_rate = -1;
-  flags.Double("max-error-rate", &max_error_rate,
-               "exit 1 when more than this share of the calls failed (0..1; default: only when "
-               "every call failed)",
-               0, 1);
-  flags.String("admin", &admin, "gRPC HOST:PORT of the services, for their accounting");
-  flags.String("item", &items_text, "items, sku[:qty],...");
-  flags.String("key-prefix", &o.key_prefix, "idempotency keys are PREFIX-N (default load-<time>)");
-  flags.Bool("quiet", &quiet, "no live progress line (there is none when stderr is not a terminal)");
-  std::string requests_path;
-  flags.String("requests-out", &requests_path,
-               "write every request and its outcome to this file, for `chainctl audit` "
-               "(each order then also carries an item ref-<key>)");
-  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
-  if (o.gateway.empty()) return Fail(flags, "--gateway is required");
-  if (o.budget <= absl::ZeroDuration()) return Fail(flags, "--budget must be > 0");
-  if (o.duration <= absl::ZeroDuration()) return Fail(flags, "--duration must be > 0");
+  o.gateway = absl::GetFlag(FLAGS_gateway);
+  o.rps = absl::GetFlag(FLAGS_rps);
+  o.duration = absl::GetFlag(FLAGS_duration);
+  o.budget = absl::GetFlag(FLAGS_budget);
+  o.concurrency = absl::GetFlag(FLAGS_concurrency);
+  o.key_prefix = absl::GetFlag(FLAGS_key_prefix);
+  const std::string json_path = absl::GetFlag(FLAGS_json);
+  const double max_error_rate = absl::GetFlag(FLAGS_max_error_rate);
+  const std::string admin = absl::GetFlag(FLAGS_admin);
+  const std::string items_text = absl::GetFlag(FLAGS_item);
+  const bool quiet = absl::GetFlag(FLAGS_quiet);
+  const std::string requests_path = absl::GetFlag(FLAGS_requests_out);
+  cli::ExitIfBad(
+      "chainctl load",
+      cli::FirstError({
+          cli::Required("gateway", o.gateway),
+          cli::InRange("rps", o.rps, 0.1, 100000.0),
+          cli::Positive("duration", o.duration),
+          cli::Positive("budget", o.budget),
+          cli::InRange("concurrency", o.concurrency, 1, 100000),
+          max_error_rate == -1 ? absl::OkStatus()
+                               : cli::InRange("max-error-rate", max_error_rate, 0.0, 1.0),
+      }));
   if (!admin.empty()) {
     absl::StatusOr<std::vector<std::string>> t = ParseTargetList(admin);
-    if (!t.ok()) return Fail(flags, absl::StrCat("--admin: ", t.status().message()));
+    if (!t.ok()) return Fail("load", absl::StrCat("--admin=", admin, ": ", t.status().message()));
     o.admin = *t;
   }
   absl::StatusOr<std::vector<ItemSpec>> items = ParseItems(items_text);
-  if (!items.ok()) return Fail(flags, absl::StrCat("--item: ", items.status().message()));
+  if (!items.ok()) {
+    return Fail("load", absl::StrCat("--item=", items_text, ": ", items.status().message()));
+  }
   o.items = *items;
   o.progress = !quiet && isatty(STDERR_FILENO) == 1;
   if (o.key_prefix.find_first_of("\t\n\r") != std::string::npos) {
-    return Fail(flags, "--key-prefix: no tabs or newlines");
+    return Fail("load", "--key-prefix: no tabs or newlines");
   }
   // Output files are opened before the run: a path that cannot be written
   // is said at once, not after the whole load.
@@ -170,11 +225,13 @@ int Load(int argc, char** argv) {
   std::ofstream json_file;
   if (!json_path.empty() && !json_to_stdout) {
     json_file.open(json_path);
-    if (!json_file) return Fail(flags, absl::StrCat("--json: cannot write ", json_path));
+    if (!json_file) return Fail("load", absl::StrCat("--json=", json_path, ": cannot write it"));
   }
   if (!requests_path.empty()) {
     std::ofstream probe(requests_path);
-    if (!probe) return Fail(flags, absl::StrCat("--requests-out: cannot write ", requests_path));
+    if (!probe) {
+      return Fail("load", absl::StrCat("--requests-out=", requests_path, ": cannot write it"));
+    }
   }
   std::vector<RequestRecord> requests;
   if (!requests_path.empty()) o.requests = &requests;
@@ -205,15 +262,16 @@ int Load(int argc, char** argv) {
 }
 
 int Audit(int argc, char** argv) {
-  FlagSet flags("chainctl audit");
-  std::string db, requests_path;
-  flags.String("db", &db, "the ledger's SQLite file (required; read only)");
-  flags.String("requests", &requests_path,
-               "what `chainctl load --requests-out` (or `scenarios --*-requests-out`) wrote "
-               "(required)");
-  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
-  if (db.empty()) return Fail(flags, "--db is required");
-  if (requests_path.empty()) return Fail(flags, "--requests is required");
+  ParseCommand(argc, argv, "audit",
+               "chainctl audit: check the ledger's rows against the requests `load` or "
+               "`scenarios` recorded: each order at most once (by key and by content), each "
+               "acknowledged once.\n\n"
+               "  chainctl audit --db=LEDGER.db --requests=FILE",
+               {"db", "requests"});
+  const std::string db = absl::GetFlag(FLAGS_db);
+  const std::string requests_path = absl::GetFlag(FLAGS_requests);
+  cli::ExitIfBad("chainctl audit", cli::FirstError({cli::Required("db", db),
+                                                    cli::Required("requests", requests_path)}));
   std::ifstream in(requests_path);
   if (!in) {
     std::cerr << "chainctl: cannot read " << requests_path << "\n";
@@ -241,17 +299,24 @@ int Audit(int argc, char** argv) {
 }
 
 int Probe(int argc, char** argv) {
-  FlagSet flags("chainctl probe");
-  std::string gateway, admin;
-  absl::Duration budget = absl::Seconds(5);
-  flags.String("gateway", &gateway, "gateway HOST:PORT (required)");
-  flags.String("admin", &admin, "gRPC HOST:PORT of every process of the chain (required)");
-  flags.Duration("budget", &budget, "the probe order's real (gRPC) deadline, from now");
-  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
-  if (gateway.empty()) return Fail(flags, "--gateway is required");
-  if (budget <= absl::ZeroDuration()) return Fail(flags, "--budget must be > 0");
+  cli::CommandLine cl = ParseCommand(
+      argc, argv, "probe",
+      "chainctl probe: check that the client deadline header reaches every hop (one order "
+      "sent with a deadline already past must be counted late at each of them).\n\n"
+      "  chainctl probe --gateway=HOST:PORT --admin=GATEWAY,ORDERS,LEDGER [--budget=5s]",
+      {"gateway", "admin", "budget"});
+  const std::string gateway = absl::GetFlag(FLAGS_gateway);
+  const std::string admin = absl::GetFlag(FLAGS_admin);
+  // The probe order's real (gRPC) deadline: long, it must reach every hop.
+  const absl::Duration budget =
+      cl.WasSet("budget") ? absl::GetFlag(FLAGS_budget) : absl::Seconds(5);
+  cli::ExitIfBad("chainctl probe",
+                 cli::FirstError({cli::Required("gateway", gateway), cli::Required("admin", admin),
+                                  cli::Positive("budget", budget)}));
   absl::StatusOr<std::vector<std::string>> targets = ParseTargetList(admin);
-  if (!targets.ok()) return Fail(flags, absl::StrCat("--admin: ", targets.status().message()));
+  if (!targets.ok()) {
+    return Fail("probe", absl::StrCat("--admin=", admin, ": ", targets.status().message()));
+  }
   absl::StatusOr<ProbeResult> r = ProbeClientDeadline(gateway, *targets, budget);
   if (!r.ok()) {
     std::cerr << "chainctl: " << r.status().message() << "\n";
@@ -262,40 +327,54 @@ int Probe(int argc, char** argv) {
 }
 
 int Metrics(int argc, char** argv) {
-  FlagSet flags("chainctl metrics");
-  std::string targets;
-  bool watch = false, json = false;
-  absl::Duration interval = absl::Seconds(2);
-  flags.String("targets", &targets, "HTTP HOST:PORT of each service's /metrics (required)");
-  flags.Bool("watch", &watch, "refresh until Ctrl-C");
-  flags.Bool("json", &json, "JSON instead of the table");
-  flags.Duration("interval", &interval, "refresh interval with --watch");
-  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
-  if (targets.empty()) return Fail(flags, "--targets is required");
+  cli::CommandLine cl =
+      ParseCommand(argc, argv, "metrics",
+                   "chainctl metrics: the inspection table of the services' /metrics.\n\n"
+                   "  chainctl metrics --targets=H:P,H:P,H:P [--watch [--interval=2s]] [--json]",
+                   {"targets", "watch", "json", "interval"});
+  const std::string targets = absl::GetFlag(FLAGS_targets);
+  const std::string json = absl::GetFlag(FLAGS_json);
+  cli::ExitIfBad("chainctl metrics",
+                 cli::FirstError({cli::Required("targets", targets),
+                                  cli::Positive("interval", absl::GetFlag(FLAGS_interval))}));
+  if (cl.WasSet("json") && json != "-") {
+    return Fail("metrics", absl::StrCat("--json=", json,
+                                        ": metrics writes JSON to stdout only "
+                                        "(--json or --json=-)"));
+  }
   inspect::InspectOptions options;
   options.targets = absl::StrSplit(targets, ',');
-  options.watch = watch;
-  options.json = json;
-  options.interval = interval;
+  options.watch = absl::GetFlag(FLAGS_watch);
+  options.json = cl.WasSet("json");
+  options.interval = absl::GetFlag(FLAGS_interval);
+  options.terminal = isatty(STDOUT_FILENO) == 1;
   return inspect::RunInspect(options, std::cout, std::cerr);
 }
 
 int FaultsCmd(int argc, char** argv) {
-  FlagSet flags("chainctl faults");
-  std::string admin, latency, error_rate, hang, hang_next, slow_commit;
-  bool clear = false;
-  flags.String("admin", &admin, "gRPC HOST:PORT of the service (required)");
-  flags.String("latency", &latency, "none, fixed:100ms, uniform:50ms-200ms, exp:100ms");
-  flags.String("error-rate", &error_rate, "probability of UNAVAILABLE");
-  flags.String("hang", &hang, "probability of hanging until cancelled");
-  flags.String("hang-next", &hang_next, "the next N calls hang");
-  flags.String("slow-commit", &slow_commit, "ledger: each commit first waits this long");
-  flags.Bool("clear", &clear, "start from no faults instead of the current ones");
-  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
-  if (admin.empty()) return Fail(flags, "--admin is required");
+  cli::CommandLine cl = ParseCommand(
+      argc, argv, "faults",
+      "chainctl faults: change a service's faults at run time (Admin service); flags not given "
+      "keep their current value (--clear: start from none).\n\n"
+      "  chainctl faults --admin=HOST:PORT [--latency=SPEC] [--error-rate=P] [--hang=P] "
+      "[--hang-next=N] [--slow-commit=D] [--clear]",
+      {"admin", "latency", "error_rate", "hang", "hang_next", "slow_commit", "clear"});
+  const std::string admin = absl::GetFlag(FLAGS_admin);
+  const std::string latency = absl::GetFlag(FLAGS_latency);
+  cli::ExitIfBad("chainctl faults",
+                 cli::FirstError({
+                     cli::Required("admin", admin),
+                     cli::InRange("error-rate", absl::GetFlag(FLAGS_error_rate), 0.0, 1.0),
+                     cli::InRange("hang", absl::GetFlag(FLAGS_hang), 0.0, 1.0),
+                     cli::InRange("hang-next", absl::GetFlag(FLAGS_hang_next), 0, 1 << 30),
+                     cli::NonNegative("slow-commit", absl::GetFlag(FLAGS_slow_commit)),
+                 }));
+  if (absl::Status s = demo::ParseLatencySpec(latency).status(); !s.ok()) {
+    return Fail("faults", absl::StrCat("--latency=", latency, ": ", s.message()));
+  }
   demo::Faults f;
   f.set_latency("none");
-  if (!clear) {
+  if (!absl::GetFlag(FLAGS_clear)) {
     absl::StatusOr<demo::Faults> current = GetFaults(admin);
     if (!current.ok()) {
       std::cerr << "chainctl: " << current.status() << "\n";
@@ -303,31 +382,12 @@ int FaultsCmd(int argc, char** argv) {
     }
     f = *current;
   }
-  if (flags.WasSet("latency")) {
-    if (absl::Status s = demo::ParseLatencySpec(latency).status(); !s.ok()) {
-      return Fail(flags, absl::StrCat("--latency: ", s.message()));
-    }
-    f.set_latency(latency);
-  }
-  if (flags.WasSet("error-rate")) {
-    absl::StatusOr<double> p = demo::ParseProbability(error_rate);
-    if (!p.ok()) return Fail(flags, absl::StrCat("--error-rate: ", p.status().message()));
-    f.set_error_rate(*p);
-  }
-  if (flags.WasSet("hang")) {
-    absl::StatusOr<double> p = demo::ParseProbability(hang);
-    if (!p.ok()) return Fail(flags, absl::StrCat("--hang: ", p.status().message()));
-    f.set_hang_rate(*p);
-  }
-  if (flags.WasSet("hang-next")) {
-    int n = 0;
-    if (!absl::SimpleAtoi(hang_next, &n) || n < 0) return Fail(flags, "--hang-next: want N >= 0");
-    f.set_hang_next(n);
-  }
-  if (flags.WasSet("slow-commit")) {
-    absl::StatusOr<absl::Duration> d = demo::ParseDuration(slow_commit);
-    if (!d.ok()) return Fail(flags, absl::StrCat("--slow-commit: ", d.status().message()));
-    f.set_slow_commit_ms(absl::ToInt64Milliseconds(*d));
+  if (cl.WasSet("latency")) f.set_latency(latency);
+  if (cl.WasSet("error_rate")) f.set_error_rate(absl::GetFlag(FLAGS_error_rate));
+  if (cl.WasSet("hang")) f.set_hang_rate(absl::GetFlag(FLAGS_hang));
+  if (cl.WasSet("hang_next")) f.set_hang_next(absl::GetFlag(FLAGS_hang_next));
+  if (cl.WasSet("slow_commit")) {
+    f.set_slow_commit_ms(absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_slow_commit)));
   }
   absl::StatusOr<demo::Faults> now = SetFaults(admin, f);
   if (!now.ok()) {
@@ -341,15 +401,34 @@ int FaultsCmd(int argc, char** argv) {
 }
 
 int StatsCmd(int argc, char** argv) {
-  FlagSet flags("chainctl stats");
-  std::string admin;
-  flags.String("admin", &admin, "gRPC HOST:PORT,... of the services (required)");
-  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
+  ParseCommand(argc, argv, "stats",
+               "chainctl stats: the services' deadline accounting (Admin GetStats).\n\n"
+               "  chainctl stats --admin=H:P,H:P,H:P [--json=FILE|-]",
+               {"admin", "json"});
+  const std::string admin = absl::GetFlag(FLAGS_admin);
+  const std::string json_path = absl::GetFlag(FLAGS_json);
+  cli::ExitIfBad("chainctl stats", cli::Required("admin", admin));
   absl::StatusOr<std::vector<std::string>> targets = ParseTargetList(admin);
-  if (!targets.ok()) return Fail(flags, absl::StrCat("--admin: ", targets.status().message()));
+  if (!targets.ok()) {
+    return Fail("stats", absl::StrCat("--admin=", admin, ": ", targets.status().message()));
+  }
+  // The JSON file is opened before any call: a path that cannot be written
+  // is said at once.
+  const bool json_to_stdout = json_path == "-";
+  std::ofstream json_file;
+  if (!json_path.empty() && !json_to_stdout) {
+    json_file.open(json_path);
+    if (!json_file) return Fail("stats", absl::StrCat("--json=", json_path, ": cannot write it"));
+  }
   int rc = 0;
+  std::vector<std::pair<std::string, absl::StatusOr<demo::Stats>>> rows;
   for (const std::string& t : *targets) {
     absl::StatusOr<demo::Stats> s = GetStats(t);
+    rows.emplace_back(t, s);
+    if (json_to_stdout) {
+      if (!s.ok()) rc = 1;
+      continue;  // stdout carries the JSON and nothing else
+    }
     if (!s.ok()) {
       std::cerr << "chainctl: " << s.status() << "\n";
       rc = 1;
@@ -361,6 +440,19 @@ int StatsCmd(int argc, char** argv) {
               << " ms, retries received " << s->retries_received() << ", commits "
               << s->commits() << ", replays " << s->replays() << ", stopped at bound "
               << s->commits_stopped() << ", in flight " << s->in_flight() << "\n";
+  }
+  if (json_to_stdout) {
+    std::cout << FormatStatsJson(rows);
+    for (const auto& [t, s] : rows) {
+      if (!s.ok()) std::cerr << "chainctl: " << t << ": " << s.status() << "\n";
+    }
+  }
+  if (json_file.is_open()) {
+    json_file << FormatStatsJson(rows);
+    if (!json_file.flush()) {
+      std::cerr << "chainctl: cannot write " << json_path << "\n";
+      return 1;
+    }
   }
   return rc;
 }
@@ -376,29 +468,34 @@ absl::StatusOr<ChainTargets> ParseChain(const std::string& text) {
 }
 
 int Scenarios(int argc, char** argv) {
-  FlagSet flags("chainctl scenarios");
-  std::string hop, base, only;
+  ParseCommand(argc, argv, "scenarios",
+               "chainctl scenarios: replay the seeds' incidents on a baseline and a hopbudget "
+               "chain, side by side.\n\n"
+               "  chainctl scenarios --hopbudget=G,O,L --baseline=G,O,L [--orders=N] [--only=a,b]",
+               {"hopbudget", "baseline", "orders", "only", "hopbudget_requests_out",
+                "baseline_requests_out"});
+  const std::string hop = absl::GetFlag(FLAGS_hopbudget);
+  const std::string base = absl::GetFlag(FLAGS_baseline);
+  const std::string only = absl::GetFlag(FLAGS_only);
+  const std::string hop_requests_path = absl::GetFlag(FLAGS_hopbudget_requests_out);
+  const std::string base_requests_path = absl::GetFlag(FLAGS_baseline_requests_out);
   ScenarioOptions o;
-  flags.String("hopbudget", &hop, "the hopbudget chain: GATEWAY,ORDERS,LEDGER gRPC HOST:PORTs (required)");
-  flags.String("baseline", &base, "the baseline chain: GATEWAY,ORDERS,LEDGER gRPC HOST:PORTs (required)");
-  flags.Int("orders", &o.orders_per_scenario, "orders per scenario and mode", 1, 100);
-  flags.String("only", &only, "scenarios to run, e.g. a,c (default all: a,b,c,d)");
-  std::string hop_requests_path, base_requests_path;
-  flags.String("hopbudget-requests-out", &hop_requests_path,
-               "write the hopbudget chain's orders and outcomes here, for `chainctl audit`");
-  flags.String("baseline-requests-out", &base_requests_path,
-               "write the baseline chain's orders and outcomes here, for `chainctl audit`");
-  if (int rc = ParseOrExit(flags, argc, argv); rc != 0) return rc < 0 ? 0 : rc;
+  o.orders_per_scenario = absl::GetFlag(FLAGS_orders);
+  cli::ExitIfBad("chainctl scenarios", cli::InRange("orders", o.orders_per_scenario, 1, 100));
   absl::StatusOr<ChainTargets> h = ParseChain(hop);
-  if (!h.ok()) return Fail(flags, absl::StrCat("--hopbudget: ", h.status().message()));
+  if (!h.ok())
+    return Fail("scenarios", absl::StrCat("--hopbudget=", hop, ": ", h.status().message()));
   absl::StatusOr<ChainTargets> b = ParseChain(base);
-  if (!b.ok()) return Fail(flags, absl::StrCat("--baseline: ", b.status().message()));
+  if (!b.ok())
+    return Fail("scenarios", absl::StrCat("--baseline=", base, ": ", b.status().message()));
   o.hopbudget = *h;
   o.baseline = *b;
   if (!only.empty()) {
     o.only = absl::StrSplit(only, ',');
-    for (const std::string& s : o.only) {
-      if (s != "a" && s != "b" && s != "c" && s != "d") return Fail(flags, "--only: letters a..d");
+    for (const std::string& x : o.only) {
+      if (x != "a" && x != "b" && x != "c" && x != "d") {
+        return Fail("scenarios", absl::StrCat("--only=", only, ": letters a..d"));
+      }
     }
   }
   std::vector<RequestRecord> hop_requests, base_requests;

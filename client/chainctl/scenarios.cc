@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "chain.h"
+#include "summary.h"
 
 namespace hopbudget::chainctl {
 namespace {
@@ -23,7 +24,7 @@ struct ModeResult {
   std::string setup_error;
   int ok = 0;
   int errors = 0;
-  std::map<std::string, int> error_kinds;  // "DEADLINE_EXCEEDED source@hop" -> n
+  std::vector<ErrorSeen> errors_seen;
   std::vector<double> latencies_ms;
   int64_t retries = 0;
   int64_t commits = 0;          // rows written by the ledger
@@ -39,6 +40,7 @@ struct Scenario {
   std::string letter;
   std::string title;
   std::string what;  // one line: the setup
+  std::string why;   // one line: what it shows, and why the numbers differ between the modes
   absl::Duration budget = absl::Milliseconds(800);
   absl::optional<absl::Duration> cancel_after;
   absl::Duration settle = absl::Milliseconds(1500);
@@ -106,9 +108,9 @@ ModeResult RunMode(const ChainTargets& t, const Scenario& sc, const std::string&
       ++r.ok;
     } else {
       ++r.errors;
-      std::string kind = absl::StatusCodeToString(static_cast<absl::StatusCode>(o.status.error_code()));
-      if (!o.source.empty()) absl::StrAppend(&kind, " ", o.source, "@", o.hop.empty() ? "?" : o.hop);
-      ++r.error_kinds[kind];
+      r.errors_seen.push_back(
+          {absl::StatusCodeToString(static_cast<absl::StatusCode>(o.status.error_code())), o.source,
+           o.hop});
     }
   }
   absl::Time cancel_at = absl::InfinitePast();
@@ -139,13 +141,6 @@ ModeResult RunMode(const ChainTargets& t, const Scenario& sc, const std::string&
   return r;
 }
 
-std::string Kinds(const ModeResult& r) {
-  if (r.error_kinds.empty()) return "-";
-  std::vector<std::string> parts;
-  for (const auto& [k, n] : r.error_kinds) parts.push_back(absl::StrCat(n, "x ", k));
-  return absl::StrJoin(parts, ", ");
-}
-
 double Max(const std::vector<double>& v) {
   return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
 }
@@ -158,6 +153,9 @@ int RunScenarios(const ScenarioOptions& options, std::ostream& out) {
   all.push_back({"a", "timeouts that add up across hops vs one propagated deadline",
                  "300 ms of work at each of 3 hops, client budget 800 ms; baseline: each hop "
                  "gives the next a constant timeout",
+                 "baseline hops each wait out their own 1 s timeout, so they work on after the "
+                 "client's 800 ms are gone; hopbudget gives each hop what is left of the one "
+                 "deadline, so the chain stops when the client does",
                  absl::Milliseconds(800), absl::nullopt, absl::Milliseconds(1500),
                  [](int, demo::Faults& g, demo::Faults& o, demo::Faults& l) {
                    g.set_latency("fixed:300ms");
@@ -167,17 +165,26 @@ int RunScenarios(const ScenarioOptions& options, std::ostream& out) {
   all.push_back({"b", "the retry loop that never retries vs attempt budgets from the remainder",
                  "the ledger's first call per order hangs, client budget 800 ms; baseline: 3 "
                  "attempts x constant timeout inside a shorter outer deadline",
+                 "baseline's first attempt waits its whole 1 s timeout, past the client's "
+                 "deadline, so its retry never runs in time; hopbudget caps each attempt from "
+                 "what is left (300 ms), so the retry runs and the order succeeds",
                  absl::Milliseconds(800), absl::nullopt, absl::Milliseconds(1500),
                  [](int n, demo::Faults&, demo::Faults&, demo::Faults& l) { l.set_hang_next(n); }});
-  all.push_back({"c", "a commit held hostage by a dead peer vs a bounded shield",
-                 "every ledger commit waits 3 s on a dead peer, client budget 800 ms; baseline: "
-                 "the commit cannot be stopped; hopbudget: shield with a bound",
-                 absl::Milliseconds(800), absl::nullopt, absl::Milliseconds(3000),
-                 [](int, demo::Faults&, demo::Faults&, demo::Faults& l) {
-                   l.set_slow_commit_ms(3000);
-                 }});
+  all.push_back(
+      {"c", "a commit held hostage by a dead peer vs a bounded shield",
+       "every ledger commit waits 3 s on a dead peer, client budget 800 ms; baseline: "
+       "the commit cannot be stopped; hopbudget: shield with a bound",
+       "baseline's commit lands 3 s later, after the client saw an error; hopbudget's "
+       "ledger stops each held commit at its 600 ms shield bound, writing nothing. "
+       "Orders' attempt cap (300 ms) fires before that bound, so orders retries the "
+       "held commit (same key, a retry is safe): hence its retries, and more commits "
+       "stopped at the bound than orders",
+       absl::Milliseconds(800), absl::nullopt, absl::Milliseconds(3000),
+       [](int, demo::Faults&, demo::Faults&, demo::Faults& l) { l.set_slow_commit_ms(3000); }});
   all.push_back({"d", "a client that cancels mid-chain: how fast each hop stops",
                  "the ledger hangs, client budget 5 s, the client cancels after 300 ms",
+                 "baseline propagates no cancel: each hop works on until its own timeout; "
+                 "hopbudget cancels each downstream call as soon as its caller's call ends",
                  absl::Seconds(5), absl::Milliseconds(300), absl::Milliseconds(2000),
                  [](int n, demo::Faults&, demo::Faults&, demo::Faults& l) { l.set_hang_next(n); }});
 
@@ -200,12 +207,15 @@ int RunScenarios(const ScenarioOptions& options, std::ostream& out) {
       ++failures;
       continue;
     }
-    auto row = [&out](absl::string_view name, const std::string& bv, const std::string& hv) {
-      out << absl::StrFormat("   %-44s %-36s %s\n", name, bv, hv);
+    // Columns as wide as their widest cell: a long cell never runs into
+    // the next column.
+    std::vector<std::vector<std::string>> rows;
+    auto row = [&rows](absl::string_view name, const std::string& bv, const std::string& hv) {
+      rows.push_back({std::string(name), bv, hv});
     };
     row("", "baseline", "hopbudget");
     row("client: ok / errors", absl::StrCat(b.ok, " / ", b.errors), absl::StrCat(h.ok, " / ", h.errors));
-    row("client: errors", Kinds(b), Kinds(h));
+    row("client: errors", ErrorKinds(b.errors_seen), ErrorKinds(h.errors_seen));
     row("client: slowest answer", absl::StrFormat("%.0f ms", Max(b.latencies_ms)),
         absl::StrFormat("%.0f ms", Max(h.latencies_ms)));
     row("retries that reached the ledger", absl::StrCat(b.retries), absl::StrCat(h.retries));
@@ -230,6 +240,8 @@ int RunScenarios(const ScenarioOptions& options, std::ostream& out) {
         row(absl::StrCat(hop, ": stopped after the cancel"), lag(b), lag(h));
       }
     }
+    out << AlignColumns(rows, "   ");
+    out << "   why: " << sc.why << "\n";
     if (!h.waterfall.empty()) {
       out << "   one hopbudget order, hop by hop:\n";
       for (absl::string_view line : absl::StrSplit(h.waterfall, '\n')) {

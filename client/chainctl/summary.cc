@@ -91,9 +91,9 @@ LoadSummary SummaryBuilder::Build() const {
 }
 
 std::string FormatSummaryTable(const LoadSummary& s) {
-  std::string out;
-  auto row = [&out](absl::string_view name, const std::string& value) {
-    absl::StrAppend(&out, absl::StrFormat("  %-44s %s\n", name, value));
+  std::vector<std::vector<std::string>> rows;
+  auto row = [&rows](absl::string_view name, const std::string& value) {
+    rows.push_back({std::string(name), value});
   };
   row("sent", absl::StrCat(s.sent));
   row("ok", absl::StrCat(s.ok));
@@ -101,7 +101,7 @@ std::string FormatSummaryTable(const LoadSummary& s) {
   for (const auto& [code, n] : s.errors_by_code) row(absl::StrCat("error ", code), absl::StrCat(n));
   for (const auto& [source, hops] : s.deadline_exceeded_by_source) {
     for (const auto& [hop, n] : hops) {
-      row(absl::StrCat("DEADLINE_EXCEEDED source=", source, " hop=", hop), absl::StrCat(n));
+      row(absl::StrCat("DEADLINE_EXCEEDED: ", PlainSource(source, hop)), absl::StrCat(n));
     }
   }
   row("retries (arrived at a service)", absl::StrCat(s.retries));
@@ -120,6 +120,8 @@ std::string FormatSummaryTable(const LoadSummary& s) {
         absl::StrFormat("%d / %.1f ms / %d", d.calls_started_after_deadline,
                         d.work_after_deadline_ms, d.retries));
   }
+  // Columns as wide as their widest cell: a long label never runs into its value.
+  std::string out = AlignColumns(rows, "  ");
   if (!s.histogram.empty()) {
     out += "  latency histogram (ms):\n";
     int64_t most = 1;
@@ -399,6 +401,79 @@ std::string FormatAudit(const AuditResult& a, size_t max_violations) {
     absl::StrAppend(&out, "\n  ... and ", a.violations.size() - max_violations, " more");
   }
   return out;
+}
+
+std::string PlainSource(absl::string_view source, absl::string_view hop) {
+  static const std::map<std::string, std::string, std::less<>> kPlain = {
+      {"client", "the client's own deadline"},
+      {"request", "the request cap"},
+      {"attempt", "an attempt cap"},
+      {"idle", "the idle budget"},
+      {"downstream", "a budget further down"},
+      {"exhausted-before-call", "too little left to call on"},
+      {"arrived-expired", "arrived expired"},
+      {"shield", "the shield's bound"},
+      {"slot-wait", "no slot in time"},
+  };
+  const auto it = kPlain.find(source);
+  const std::string what = it == kPlain.end() ? std::string(source) : it->second;
+  return absl::StrCat(what, ", at ", hop.empty() ? "?" : hop);
+}
+
+std::string AlignColumns(const std::vector<std::vector<std::string>>& rows,
+                         absl::string_view indent) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line(indent);
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+std::string ErrorKinds(const std::vector<ErrorSeen>& errors) {
+  if (errors.empty()) return "-";
+  struct Group {
+    int total = 0;
+    std::map<std::string, int> by_hop;
+  };
+  // (code, source) -> where; in first-seen order, then most frequent first.
+  std::vector<std::pair<std::pair<std::string, std::string>, Group>> groups;
+  for (const ErrorSeen& e : errors) {
+    auto key = std::make_pair(e.code, e.source);
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&key](const auto& g) { return g.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {key, Group()});
+    ++it->second.total;
+    if (!e.source.empty()) ++it->second.by_hop[e.hop.empty() ? "?" : e.hop];
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
+  std::vector<std::string> parts;
+  for (const auto& [key, g] : groups) {
+    std::string part = absl::StrCat(g.total, "x ", key.first);
+    if (!key.second.empty()) {
+      // PlainSource says "<budget>, at <hop>"; with several hops, each with its count.
+      std::vector<std::string> where;
+      for (const auto& [hop, n] : g.by_hop) {
+        where.push_back(g.by_hop.size() == 1 ? hop : absl::StrCat(n, " at ", hop));
+      }
+      const std::string budget = PlainSource(key.second, "");
+      absl::StrAppend(&part, ", ", budget.substr(0, budget.rfind(", at ")), " (",
+                      g.by_hop.size() == 1 ? "at " : "", absl::StrJoin(where, ", "), ")");
+    }
+    parts.push_back(std::move(part));
+  }
+  return absl::StrJoin(parts, "; ");
 }
 
 }  // namespace hopbudget::chainctl

@@ -195,6 +195,30 @@ absl::StatusOr<AuditResult> AuditExactlyOnce(const std::vector<RequestRecord>& r
 // or the violations, one per line (at most `max_violations`).
 std::string FormatAudit(const AuditResult& a, size_t max_violations = 10);
 
+// How `chainctl scenarios` names the budget that fired, plainly: the
+// attribution's source and hop ("client", "chainctl") as "the client's own
+// deadline, at chainctl"; an unknown source as itself.
+std::string PlainSource(absl::string_view source, absl::string_view hop);
+
+// One error a client saw: its code and, for DEADLINE_EXCEEDED, the budget
+// that fired (source, "" when not attributed) and the hop where it fired.
+struct ErrorSeen {
+  std::string code;    // "DEADLINE_EXCEEDED"
+  std::string source;  // "client", "attempt", ...; "" when unknown
+  std::string hop;
+};
+
+// The errors of a scenario cell, grouped by code and budget, most frequent
+// first: "3x DEADLINE_EXCEEDED, the client's own deadline (1 at ledger, 2 at
+// orders); 1x UNAVAILABLE". "-" when there is none.
+std::string ErrorKinds(const std::vector<ErrorSeen>& errors);
+
+// Rows as columns, each as wide as its widest cell plus two spaces, every
+// line after `indent`, no trailing spaces: a long cell never runs into the
+// next column.
+std::string AlignColumns(const std::vector<std::vector<std::string>>& rows,
+                         absl::string_view indent);
+
 }  // namespace hopbudget::chainctl
 
 #endif  // HOPBUDGET_CHAINCTL_SUMMARY_H_

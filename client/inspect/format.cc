@@ -63,6 +63,40 @@ const std::map<std::string, double>& SideOrEmpty(const HopSummary& s, const std:
   return it == s.timeouts.end() ? *empty : it->second;
 }
 
+// Columns padded to their widest cell; a row of fewer than 4 cells (an
+// error) spans the rest of the line and does not widen the columns.
+std::string AlignRows(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (row.size() < 4) continue;  // an error row spans the rest of the line
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size())
+        line += std::string(width[i] - std::min(width[i], row[i].size()) + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+// ,"rates":{...} when there are rates, else nothing.
+std::string RatesJson(const std::optional<HopRates>& rates) {
+  if (!rates.has_value()) return "";
+  return absl::StrCat(",\"rates\":{\"over_seconds\":", Number(absl::ToDoubleSeconds(rates->over)),
+                      ",\"calls_per_second\":", Number(rates->calls_per_second),
+                      ",\"ok_per_second\":", Number(rates->ok_per_second),
+                      ",\"timeouts_per_second\":", Number(rates->timeouts_per_second),
+                      ",\"retries_per_second\":", Number(rates->retries_per_second), "}");
+}
+
+std::string Rate(double per_second) { return absl::StrFormat("%.1f", per_second); }
+
 }  // namespace
 
 std::string FormatSeconds(double seconds) {
@@ -92,21 +126,23 @@ std::string FormatTable(const std::vector<TargetResult>& results) {
                     Cell(s.retries), Cell(s.retries_skipped), FormatSeconds(s.budget_p50_seconds),
                     FormatSeconds(s.budget_p99_seconds), Cell(s.shield_in_flight)});
   }
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    if (row.size() < 4) continue;  // an error row spans the rest of the line
-    width.resize(std::max(width.size(), row.size()));
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::string out = AlignRows(rows);
+  // --watch: what is happening now, next to the totals since start.
+  std::vector<std::vector<std::string>> rate_rows;
+  absl::Duration over;
+  for (const TargetResult& r : results) {
+    if (!r.summary.ok() || !r.rates.has_value()) continue;
+    over = r.rates->over;
+    const HopRates& x = *r.rates;
+    rate_rows.push_back({r.summary->hop.empty() ? "?" : r.summary->hop, r.target,
+                         Rate(x.calls_per_second), Rate(x.ok_per_second),
+                         Rate(x.timeouts_per_second), Rate(x.retries_per_second)});
   }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size())
-        line += std::string(width[i] - std::min(width[i], row[i].size()) + 2, ' ');
-    }
-    absl::StrAppend(&out, line, "\n");
+  if (!rate_rows.empty()) {
+    rate_rows.insert(rate_rows.begin(),
+                     {"HOP", "TARGET", "CALLS/S", "OK/S", "TIMEOUTS/S(SERVER)", "RETRIES/S"});
+    absl::StrAppend(&out, "\nper second over the last ", absl::FormatDuration(over), ":\n",
+                    AlignRows(rate_rows));
   }
   return out;
 }
@@ -135,7 +171,7 @@ std::string FormatJson(const std::vector<TargetResult>& results) {
         ",\"p50\":", Number(s.budget_p50_seconds), ",\"p99\":", Number(s.budget_p99_seconds), "}",
         ",\"calls_without_deadline\":", Number(s.calls_without_deadline),
         ",\"shield\":{\"in_flight\":", Number(s.shield_in_flight),
-        ",\"outcomes\":", JsonCounts(s.shield_outcomes, false), "}}"));
+        ",\"outcomes\":", JsonCounts(s.shield_outcomes, false), "}", RatesJson(r.rates), "}"));
   }
   return absl::StrCat("{\"targets\":[", absl::StrJoin(targets, ","), "]}\n");
 }

@@ -29,6 +29,7 @@
 #ifndef HOPBUDGET_CLIENT_INSPECT_FORMAT_H_
 #define HOPBUDGET_CLIENT_INSPECT_FORMAT_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ namespace hopbudget::inspect {
 struct TargetResult {
   std::string target;  // as the user wrote it
   absl::StatusOr<HopSummary> summary;
+  // --watch, from the second scrape on: rates since the previous one (unset
+  // for the first scrape, a failed one, or a restarted process).
+  std::optional<HopRates> rates;
 };
 
 std::string FormatTable(const std::vector<TargetResult>& results);

@@ -1,6 +1,9 @@
 // Copyright hopbudget authors.
 #include "inspect.h"
 
+#include <map>
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -12,16 +15,12 @@
 namespace hopbudget::inspect {
 
 const char kUsage[] =
-    "usage: hopbudget-inspect [--json] [--watch] [--interval 2s] [--timeout 2s] TARGET...\n"
+    "usage: hopbudget-inspect [--json] [--watch] [--interval=2s] [--timeout=2s] TARGET...\n"
     "\n"
     "Scrapes the Prometheus /metrics of hopbudget services and prints one row per hop:\n"
     "calls, success, DEADLINE_EXCEEDED by source, retries, p50/p99 of the budget on arrival.\n"
     "\n"
-    "  TARGET        host:port, [v6addr]:port or http://host:port[/path] (default path /metrics)\n"
-    "  --json        one JSON document (one line) instead of the table\n"
-    "  --watch       scrape again every --interval until Ctrl-C (JSON: one document per line)\n"
-    "  --interval D  time between refreshes with --watch (default 2s)\n"
-    "  --timeout D   bound on the connect and each read of one scrape (default 2s)\n"
+    "  TARGET  host:port, [v6addr]:port or http://host:port[/path] (default path /metrics)\n"
     "\n"
     "Durations: 500ms, 2s, 1m. Exit status: 0 ok, 1 a target failed, 2 usage error.\n";
 
@@ -52,73 +51,6 @@ absl::Status ValidateOptions(const InspectOptions& options) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args) {
-  ParsedArgs parsed;
-  bool saw_json = false, saw_watch = false, saw_interval = false, saw_timeout = false;
-  bool flags_done = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (flags_done || !absl::StartsWith(arg, "-") || arg == "-") {
-      parsed.options.targets.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      flags_done = true;
-      continue;
-    }
-    if (arg == "--help" || arg == "-h") {
-      parsed.help = true;
-      continue;
-    }
-    auto once = [](bool& seen, absl::string_view name) -> absl::Status {
-      if (seen) return absl::InvalidArgumentError(absl::StrCat(name, " given twice"));
-      seen = true;
-      return absl::OkStatus();
-    };
-    if (arg == "--json") {
-      if (absl::Status s = once(saw_json, "--json"); !s.ok()) return s;
-      parsed.options.json = true;
-      continue;
-    }
-    if (arg == "--watch") {
-      if (absl::Status s = once(saw_watch, "--watch"); !s.ok()) return s;
-      parsed.options.watch = true;
-      continue;
-    }
-    absl::string_view name;
-    std::string value;
-    if (arg == "--interval" || arg == "--timeout") {
-      name = arg;
-      if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, " needs a duration, e.g. ", name, " 2s"));
-      }
-      value = args[++i];
-    } else if (absl::StartsWith(arg, "--interval=") || absl::StartsWith(arg, "--timeout=")) {
-      const size_t eq = arg.find('=');
-      name = absl::string_view(arg).substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", arg));
-    }
-    const bool is_interval = name == "--interval";
-    if (absl::Status s = once(is_interval ? saw_interval : saw_timeout, name); !s.ok()) return s;
-    absl::Duration d;
-    if (!absl::ParseDuration(value, &d)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": \"", value, "\" is not a duration (e.g. 500ms, 2s)"));
-    }
-    if (absl::Status s = CheckDuration(name, d); !s.ok()) return s;
-    (is_interval ? parsed.options.interval : parsed.options.timeout) = d;
-  }
-  if (parsed.help) return parsed;
-  if (saw_interval && !parsed.options.watch) {
-    return absl::InvalidArgumentError("--interval applies only with --watch");
-  }
-  if (absl::Status s = ValidateOptions(parsed.options); !s.ok()) return s;
-  return parsed;
-}
-
 std::vector<TargetResult> ScrapeAll(const InspectOptions& options) {
   std::vector<TargetResult> results;
   for (const std::string& t : options.targets) {
@@ -143,23 +75,45 @@ std::vector<TargetResult> ScrapeAll(const InspectOptions& options) {
 }
 
 int RunInspectWith(const InspectOptions& options, std::ostream& out, std::ostream& err,
-                   const WaitFn& wait) {
+                   const WaitFn& wait, const Clock* clock) {
+  if (clock == nullptr) clock = &Clock::Real();
   if (absl::Status s = ValidateOptions(options); !s.ok()) {
     err << "hopbudget-inspect: " << s.message() << "\n" << kUsage;
     return 2;
   }
+  // The previous scrape of each target, for the rates.
+  std::map<std::string, std::pair<HopSummary, absl::Time>> previous;
   while (true) {
-    const std::vector<TargetResult> results = ScrapeAll(options);
+    std::vector<TargetResult> results = ScrapeAll(options);
+    const absl::Time scraped = clock->Now();
+    for (TargetResult& r : results) {
+      if (!r.summary.ok()) {
+        previous.erase(r.target);
+        continue;
+      }
+      if (auto it = previous.find(r.target); it != previous.end()) {
+        absl::StatusOr<HopRates> rates =
+            RatesBetween(it->second.first, *r.summary, scraped - it->second.second);
+        if (rates.ok()) r.rates = *rates;
+      }
+      previous[r.target] = {*r.summary, scraped};
+    }
     int rc = 0;
     if (options.json) {
       out << FormatJson(results);
     } else {
       if (options.watch) {
-        // Clear the screen and home the cursor, then redraw.
-        out << "\x1b[H\x1b[2J"
-            << "hopbudget-inspect  every " << absl::FormatDuration(options.interval) << "  "
-            << absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::Now(), absl::LocalTimeZone())
-            << "  (Ctrl-C to stop)\n\n";
+        const std::string when =
+            absl::FormatTime("%Y-%m-%d %H:%M:%S", scraped, absl::LocalTimeZone());
+        if (options.terminal) {
+          // Clear the screen and home the cursor, then redraw.
+          out << "\x1b[H\x1b[2J"
+              << "hopbudget-inspect  every " << absl::FormatDuration(options.interval) << "  "
+              << when << "  (Ctrl-C to stop)\n\n";
+        } else {
+          // A pipe or a file: one block per refresh, no escape codes.
+          out << "--- " << when << "\n";
+        }
       }
       out << FormatTable(results);
     }

@@ -15,9 +15,14 @@
 // `err`) and makes the exit code 1. Bad options print to `err` and give 2
 // before anything is scraped.
 //
-// Watch: with `watch`, scrapes every `interval` and redraws (the table after
-// an ANSI clear-screen, or one JSON document per line) until the process is
-// interrupted; the return value is then never reached. `timeout` bounds the
+// Watch: with `watch`, scrapes every `interval` and prints again until the
+// process is interrupted (the return value is then never reached): the
+// table, on a terminal (`terminal`) after an ANSI clear-screen, else after
+// a plain "--- <time>" line, so that a pipe or a file gets no escape codes;
+// or one JSON document per line. From the second scrape on, each hop also
+// gets its rates since the previous scrape (calls, OK, server-side
+// timeouts and retries per second): the totals say what happened since
+// start, the rates what happens now. `timeout` bounds the
 // connect and each read of one scrape.
 //
 // Thread safety: RunInspect may be called from several threads; it shares no
@@ -45,6 +50,8 @@ struct InspectOptions {
   bool watch = false;
   absl::Duration interval = absl::Seconds(2);
   absl::Duration timeout = absl::Seconds(2);
+  // stdout is a terminal (isatty): --watch may clear the screen.
+  bool terminal = false;
 };
 
 // Scrapes each target once (or repeatedly with watch) and prints the table or JSON to `out`.

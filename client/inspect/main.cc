@@ -12,23 +12,17 @@
 #include <vector>
 
 #include "inspect.h"
+#include "inspect_flags.h"
 #include "run.h"
 
 int main(int argc, char** argv) {
-  using hopbudget::inspect::ParseArgs;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  absl::StatusOr<hopbudget::inspect::ParsedArgs> parsed = ParseArgs(args);
-  if (!parsed.ok()) {
-    std::cerr << "hopbudget-inspect: " << parsed.status().message() << "\n\n"
-              << hopbudget::inspect::kUsage;
-    return 2;
-  }
-  if (parsed->help) {
-    std::cout << hopbudget::inspect::kUsage;
-    return 0;
-  }
-  if (!parsed->options.watch) {
-    return hopbudget::inspect::RunInspect(parsed->options, std::cout, std::cerr);
+  namespace cli = hopbudget::cli;
+  const cli::CommandLine cl = cli::ParseOrExit(argc, argv, hopbudget::inspect::InspectCliOptions());
+  absl::StatusOr<hopbudget::inspect::InspectOptions> parsed =
+      hopbudget::inspect::OptionsFromCommandLine(cl);
+  cli::ExitIfBad("hopbudget-inspect", parsed.status());
+  if (!parsed->watch) {
+    return hopbudget::inspect::RunInspect(*parsed, std::cout, std::cerr);
   }
   // Watching: Ctrl-C (or SIGTERM) ends the wait between refreshes, so the
   // last refresh stays on screen and the exit is clean. The signals are
@@ -40,7 +34,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  return hopbudget::inspect::RunInspectWith(parsed->options, std::cout, std::cerr,
+  return hopbudget::inspect::RunInspectWith(*parsed, std::cout, std::cerr,
                                             [&stop](absl::Duration interval) {
                                               const absl::Time end = absl::Now() + interval;
                                               while (true) {

@@ -1,7 +1,7 @@
 // Copyright hopbudget authors.
 //
 // run.h: the parts of hopbudget-inspect behind RunInspect (inspect.h) that
-// the binary and the tests need: option validation, command-line parsing and
+// the binary and the tests need: option validation and
 // a watch loop whose wait between refreshes is injected (the binary stops on
 // Ctrl-C; tests count refreshes without sleeping).
 //
@@ -18,29 +18,17 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "format.h"
+#include "hopbudget/clock.h"
 #include "inspect.h"
 
 namespace hopbudget::inspect {
 
-// The usage text printed by --help and after a usage error.
+// The usage text: the top of --help, and printed after bad options.
 extern const char kUsage[];
 
 // Why `options` cannot run: no target, a bad target, a timeout or (with
 // watch) an interval that is not a positive finite duration.
 absl::Status ValidateOptions(const InspectOptions& options);
-
-struct ParsedArgs {
-  InspectOptions options;
-  bool help = false;  // --help / -h: print kUsage, exit 0
-};
-
-// Parses the arguments after argv[0]:
-//   [--json] [--watch] [--interval D] [--timeout D] [--] TARGET...
-// (also --interval=D, --timeout=D; D as absl::ParseDuration: "2s", "500ms").
-// Errors name the offending argument: an unknown flag, a flag given twice, a
-// missing or bad duration, --interval without --watch, no TARGET, a bad
-// TARGET.
-absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args);
 
 // Scrapes and summarizes every target once, in order (a failed target is an
 // error result, never skipped).
@@ -51,8 +39,10 @@ using WaitFn = std::function<bool(absl::Duration interval)>;
 
 // RunInspect with the wait between refreshes given by `wait` (only called
 // with options.watch). Returns the exit code of the last refresh.
+// `clock` (not owned; null: the real clock) times the scrapes, for the
+// rates between two of them.
 int RunInspectWith(const InspectOptions& options, std::ostream& out, std::ostream& err,
-                   const WaitFn& wait);
+                   const WaitFn& wait, const Clock* clock = nullptr);
 
 }  // namespace hopbudget::inspect
 

@@ -2,6 +2,8 @@
 #include "scrape.h"
 
 #include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
 #include <chrono>
 
@@ -75,10 +77,27 @@ absl::StatusOr<Target> ParseTarget(absl::string_view text) {
 
 namespace {
 
+// Why `host` does not resolve ("" when it does). httplib reports a name
+// that does not resolve and a port nobody listens on alike (Connection);
+// the user needs to know which: a typo in the name, or a service down.
+std::string ResolveProblem(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc == 0) {
+    freeaddrinfo(found);
+    return "";
+  }
+  return absl::StrCat("cannot resolve host \"", host, "\" (DNS: ", gai_strerror(rc), ")");
+}
+
 // httplib names its errors in one word ("Connection"); say what happened.
-std::string Describe(httplib::Error error, absl::Duration timeout) {
+std::string Describe(const Target& target, httplib::Error error, absl::Duration timeout) {
   switch (error) {
     case httplib::Error::Connection:
+      if (std::string dns = ResolveProblem(target.host); !dns.empty()) return dns;
       return "could not connect (refused or unreachable)";
     case httplib::Error::ConnectionTimeout:
       return absl::StrCat("no connection within ", absl::FormatDuration(timeout));
@@ -120,7 +139,8 @@ absl::StatusOr<std::string> Scrape(const Target& target, absl::Duration timeout)
         absl::StrCat(target.Url(), ": response larger than ", kMaxScrapeBytes, " bytes"));
   }
   if (!res) {
-    return absl::UnavailableError(absl::StrCat(target.Url(), ": ", Describe(res.error(), timeout)));
+    return absl::UnavailableError(
+        absl::StrCat(target.Url(), ": ", Describe(target, res.error(), timeout)));
   }
   if (res->status != 200) {
     return absl::UnavailableError(

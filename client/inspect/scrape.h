@@ -10,11 +10,11 @@
 //
 // Scrape does one GET with cpp-httplib (Accept: text/plain; version=0.0.4);
 // `timeout` bounds the connect and each read and write. Errors (Unavailable
-// unless said), each starting with the URL: "could not connect (refused or
-// unreachable)", "no connection within 2s", "no complete answer (closed, or
-// silent for 2s)", "HTTP 404 <start of the body>", and ResourceExhausted for
-// a body over kMaxScrapeBytes (a runaway exporter must not eat the
-// terminal's memory).
+// unless said), each starting with the URL: "cannot resolve host "h" (DNS:
+// <why>)" for a name that does not resolve, "could not connect (refused or
+// unreachable)" for an address that does, "no connection within 2s", "no complete answer (closed,
+// or silent for 2s)", "HTTP 404 <start of the body>", and ResourceExhausted for a body over
+// kMaxScrapeBytes (a runaway exporter must not eat the terminal's memory).
 //
 // Thread safety: pure function / independent calls.
 #ifndef HOPBUDGET_CLIENT_INSPECT_SCRAPE_H_

@@ -208,4 +208,47 @@ absl::StatusOr<HopSummary> Summarize(const Exposition& e) {
   return s;
 }
 
+namespace {
+
+double TimeoutsOnSide(const HopSummary& s, const std::string& side) {
+  double total = 0;
+  auto it = s.timeouts.find(side);
+  if (it == s.timeouts.end()) return 0;
+  for (const auto& [source, n] : it->second) total += n;
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<HopRates> RatesBetween(const HopSummary& before, const HopSummary& after,
+                                      absl::Duration over) {
+  if (over <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no time between the scrapes (", absl::FormatDuration(over), ")"));
+  }
+  if (before.hop != after.hop) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hop changed from ", before.hop, " to ", after.hop));
+  }
+  const double seconds = absl::ToDoubleSeconds(over);
+  HopRates r;
+  r.over = over;
+  const struct {
+    double from, to;
+    double* rate;
+  } counters[] = {
+      {before.calls, after.calls, &r.calls_per_second},
+      {before.ok, after.ok, &r.ok_per_second},
+      {TimeoutsOnSide(before, "server"), TimeoutsOnSide(after, "server"), &r.timeouts_per_second},
+      {before.retries, after.retries, &r.retries_per_second},
+  };
+  for (const auto& c : counters) {
+    if (c.to < c.from) {
+      return absl::InvalidArgumentError("a counter went down (the process restarted?)");
+    }
+    *c.rate = (c.to - c.from) / seconds;
+  }
+  return r;
+}
+
 }  // namespace hopbudget::inspect

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "exposition.h"
 
 namespace hopbudget::inspect {
@@ -75,6 +76,23 @@ struct Bucket {
 double HistogramQuantile(double q, std::vector<Bucket> buckets);
 
 absl::StatusOr<HopSummary> Summarize(const Exposition& exposition);
+
+// Per-second rates of one hop between two scrapes (--watch): what the
+// totals cannot say, whether the hop is failing now.
+struct HopRates {
+  absl::Duration over;          // time between the two scrapes
+  double calls_per_second = 0;  // server side: calls answered
+  double ok_per_second = 0;
+  double timeouts_per_second = 0;  // server side: DEADLINE_EXCEEDED, every source
+  double retries_per_second = 0;
+};
+
+// The rates from `before` to `after`, `over` apart. InvalidArgument when
+// `over` is not positive, the hops differ, or a counter went down (the
+// process restarted, and its counters with it): no rate is right then; the
+// next pair of scrapes has one.
+absl::StatusOr<HopRates> RatesBetween(const HopSummary& before, const HopSummary& after,
+                                      absl::Duration over);
 
 }  // namespace hopbudget::inspect
 

@@ -93,6 +93,17 @@ absl::Status ValidateFaultConfig(const FaultConfig& c) {
   return absl::OkStatus();
 }
 
+absl::Status CheckFaultsSupported(const FaultConfig& config, const FaultSupport& support,
+                                  absl::string_view hop) {
+  if (config.slow_commit > absl::ZeroDuration() && !support.slow_commit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        hop, " cannot inject slow-commit (", DurationText(config.slow_commit),
+        "): only the ledger commits; this hop supports latency, error-rate, hang-rate and "
+        "hang-next"));
+  }
+  return absl::OkStatus();
+}
+
 absl::string_view FaultActionName(FaultAction action) {
   switch (action) {
     case FaultAction::kProceed:

@@ -57,6 +57,26 @@ struct FaultConfig {
 // >= 0 and finite, latency parameters >= 0 and finite.
 absl::Status ValidateFaultConfig(const FaultConfig& config);
 
+// The faults a hop can inject: latency, errors and hangs everywhere; a slow
+// commit only where there is a commit (the ledger). A fault a hop cannot
+// inject is refused, not accepted and silently ignored.
+struct FaultSupport {
+  bool slow_commit = false;
+};
+
+// What the ledger supports; every other hop: FaultSupport().
+inline FaultSupport LedgerFaultSupport() {
+  FaultSupport s;
+  s.slow_commit = true;
+  return s;
+}
+
+// InvalidArgument naming the fault and `hop` when `config` asks for one
+// `support` lacks ("gateway cannot inject slow-commit: only the ledger
+// commits").
+absl::Status CheckFaultsSupported(const FaultConfig& config, const FaultSupport& support,
+                                  absl::string_view hop);
+
 enum class FaultAction {
   kProceed,  // do the work (after `latency`)
   kError,    // answer UNAVAILABLE (after `latency`)

@@ -1,27 +1,17 @@
 // Copyright hopbudget authors.
 //
-// flags.h: the demo's command-line flags and durations. Pure, no gRPC.
+// flags.h: the demo's value parsers for what a flag or a request carries
+// (durations, probabilities, gRPC targets). Pure, no gRPC. The command line
+// itself is absl flags, read by client/cli/cli_flags.h.
 //
-//   hopbudget::demo::FlagSet flags("orders");
-//   int port = 0;
-//   absl::Duration cap = absl::Seconds(2);
-//   flags.Int("port", &port, "gRPC port (0 = any free port)");
-//   flags.Duration("request-cap", &cap, "most time one request may take");
-//   absl::Status s = flags.Parse(argc, argv);   // --name=value or --name value
-//   if (!s.ok()) { std::cerr << s.message() << "\n" << flags.Usage(); return 2; }
+// Every bad input is an InvalidArgument saying what is wrong; the caller
+// prefixes the flag's name.
 //
-// Every bad input is an InvalidArgument naming the flag and the value:
-// unknown flags, missing values, numbers with trailing garbage, durations
-// without a unit, negative or infinite durations, repeated flags.
-//
-// Thread safety: a FlagSet is used by one thread at start-up.
+// Thread safety: pure functions.
 #ifndef HOPBUDGET_DEMO_FLAGS_H_
 #define HOPBUDGET_DEMO_FLAGS_H_
 
-#include <functional>
-#include <map>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -49,48 +39,6 @@ absl::StatusOr<double> ParseProbability(absl::string_view text);
 // unix-abstract:NAME (no spaces). InvalidArgument saying what is wrong and
 // what is expected otherwise; the caller prefixes the flag's name.
 absl::Status ValidateTarget(absl::string_view target);
-
-class FlagSet {
- public:
-  explicit FlagSet(std::string program) : program_(std::move(program)) {}
-
-  void String(const std::string& name, std::string* out, std::string help);
-  // Integers in [min, max].
-  void Int(const std::string& name, int* out, std::string help, int min = 0,
-           int max = 1 << 30);
-  void Int64(const std::string& name, int64_t* out, std::string help, int64_t min = 0,
-             int64_t max = int64_t{1} << 62);
-  void Probability(const std::string& name, double* out, std::string help);
-  void Double(const std::string& name, double* out, std::string help, double min, double max);
-  void Duration(const std::string& name, absl::Duration* out, std::string help);
-  // --name (true), --name=true|false.
-  void Bool(const std::string& name, bool* out, std::string help);
-
-  // Parses args (argv[first..]); arguments not starting with "--" are
-  // positional and returned in `positional` when it is given, else an error.
-  absl::Status Parse(int argc, const char* const* argv, int first = 1,
-                     std::vector<std::string>* positional = nullptr);
-  absl::Status Parse(const std::vector<std::string>& args,
-                     std::vector<std::string>* positional = nullptr);
-  // True when the flag was given on the command line.
-  bool WasSet(const std::string& name) const;
-
-  std::string Usage() const;
-
- private:
-  struct Flag {
-    std::function<absl::Status(absl::string_view)> set;
-    std::string help;
-    std::string default_value;
-    bool is_bool = false;
-  };
-  void Add(const std::string& name, Flag flag);
-
-  std::string program_;
-  std::map<std::string, Flag> flags_;
-  std::vector<std::string> order_;
-  std::map<std::string, int> seen_;
-};
 
 }  // namespace hopbudget::demo
 

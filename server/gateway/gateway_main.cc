@@ -11,9 +11,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
 #include "hopbudget/client.h"
 #include "server/common/demo_server.h"
+#include "server/common/service_flag_defs.h"
+
+HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("gateway", absl::Seconds(2), absl::ZeroDuration());
+ABSL_FLAG(std::string, orders, "", "orders service HOST:PORT (required)");
 
 namespace hopbudget::demo {
 namespace {
@@ -32,7 +37,7 @@ class GatewayService final : public Gateway::Service {
       // An order without a key gets one here, so retries below are idempotent.
       order.set_key(absl::StrCat("gw-", absl::ToUnixMicros(absl::Now()), "-", ++next_key_));
     }
-    std::unique_ptr<grpc::ClientContext> out = process_.NewOutgoingContext(*ctx);
+    std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewContext(*ctx);
     // Passed on unchanged: a DEADLINE_EXCEEDED keeps the attribution of the
     // hop where the budget fired.
     grpc::Status status = orders_->CreateOrder(out.get(), order, reply);
@@ -51,26 +56,20 @@ class GatewayService final : public Gateway::Service {
 
 int Main(int argc, char** argv) {
   BlockShutdownSignals();
-  CommonFlags common;
-  common.name = "gateway";
-  common.request_cap = absl::Seconds(2);
-  std::string orders_target;
-  FlagSet flags("gateway");
-  RegisterCommonFlags(flags, &common);
-  flags.String("orders", &orders_target, "orders service HOST:PORT (required)");
+  cli::ParseOrExit(argc, argv, "gateway",
+                   "gateway: the demo chain's client-facing edge; caps each client's "
+                   "budget by --request-cap and calls orders.\n\n"
+                   "  gateway --orders=HOST:PORT [--port=0] [--mode=hopbudget|baseline]");
+  const std::string orders_target = absl::GetFlag(FLAGS_orders);
+  CommonFlags common = CommonFlagsFromCommandLine();
   FaultConfig faults;
-  absl::Status s = flags.Parse(argc, argv);
-  if (s.ok() && orders_target.empty()) s = absl::InvalidArgumentError("--orders is required");
-  if (s.ok()) {
-    if (absl::Status t = ValidateTarget(orders_target); !t.ok()) {
-      s = absl::InvalidArgumentError(absl::StrCat("--orders: ", t.message()));
-    }
+  cli::ExitIfBad("gateway", cli::Required("orders", orders_target));
+  if (absl::Status t = ValidateTarget(orders_target); !t.ok()) {
+    cli::ExitIfBad("gateway", absl::InvalidArgumentError(
+                                  absl::StrCat("--orders=", orders_target, ": ", t.message())));
   }
-  if (s.ok()) s = FinishCommonFlags(&common, &faults);
-  if (!s.ok()) {
-    std::cerr << "gateway: " << s.message() << "\n" << flags.Usage();
-    return 2;
-  }
+  cli::ExitIfBad("gateway", FinishCommonFlags(&common, &faults));
+  cli::ExitIfBad("gateway", CheckFaultsSupported(faults, FaultSupport(), common.name));
   std::shared_ptr<grpc::Channel> channel;
   if (common.mode == Mode::kHopbudget) {
     ClientOptions options;

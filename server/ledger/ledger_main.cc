@@ -20,10 +20,20 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
 #include "hopbudget/shield.h"
 #include "hopbudget/shield_grpc.h"
 #include "server/common/demo_server.h"
+#include "server/common/service_flag_defs.h"
+
+HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("ledger", absl::Seconds(5), absl::ZeroDuration());
+ABSL_FLAG(std::string, db, "", "SQLite database file (required; created if missing)");
+ABSL_FLAG(absl::Duration, shield_bound, absl::Seconds(2),
+          "hopbudget mode: most time one commit may take");
+ABSL_FLAG(int, shield_threads, 8, "threads that run commits, 1..256");
+ABSL_FLAG(int, shield_max_in_flight, 256,
+          "commits in flight at most, 1..100000 (more are refused)");
 #include "server/common/ledger_store.h"
 
 namespace hopbudget::demo {
@@ -71,7 +81,7 @@ class LedgerService final : public Ledger::Service {
       if (slow > absl::ZeroDuration()) absl::SleepFor(slow);
       absl::StatusOr<CommitResult> r = store_.Commit(request->key(), ItemsText(*request), absl::Now());
       if (!r.ok()) return ToGrpcStatus(r.status());
-      process_.CountCommit(r->replayed);
+      process_.stats().CountCommit(r->replayed);
       FillReply(*r, request->key(), reply);
       return grpc::Status::OK;
     }
@@ -91,13 +101,13 @@ class LedgerService final : public Ledger::Service {
             const bool stopped = stop.WaitForNotificationWithTimeout(slow);
             shielded.RemoveStopCallback(id);
             if (stopped) {
-              process.CountCommitStopped();
+              process.stats().CountCommitStopped();
               return absl::DeadlineExceededError("commit stopped before it wrote");
             }
           }
           absl::StatusOr<CommitResult> r = store.Commit(key, items, absl::Now());
           if (!r.ok()) return r.status();
-          process.CountCommit(r->replayed);
+          process.stats().CountCommit(r->replayed);
           absl::MutexLock lock(&slot->mu);
           slot->result = *r;
           return absl::OkStatus();
@@ -160,29 +170,24 @@ class LedgerService final : public Ledger::Service {
 
 int Main(int argc, char** argv) {
   BlockShutdownSignals();
-  CommonFlags common;
-  common.name = "ledger";
-  common.request_cap = absl::Seconds(5);
-  std::string db_path;
-  absl::Duration bound = absl::Seconds(2);
-  int shield_threads = 8;
-  int shield_max_in_flight = 256;
-  FlagSet flags("ledger");
-  RegisterCommonFlags(flags, &common);
-  flags.String("db", &db_path, "SQLite database file (required; created if missing)");
-  flags.Duration("shield-bound", &bound, "hopbudget mode: most time one commit may take");
-  flags.Int("shield-threads", &shield_threads, "threads that run commits", 1, 256);
-  flags.Int("shield-max-in-flight", &shield_max_in_flight,
-            "commits in flight at most (more are refused)", 1, 100000);
+  cli::ParseOrExit(argc, argv, "ledger",
+                   "ledger: commits orders to SQLite exactly once per idempotency key, "
+                   "inside shield-plus-bound.\n\n"
+                   "  ledger --db=FILE [--port=0] [--mode=hopbudget|baseline]");
+  const std::string db_path = absl::GetFlag(FLAGS_db);
+  const absl::Duration bound = absl::GetFlag(FLAGS_shield_bound);
+  const int shield_threads = absl::GetFlag(FLAGS_shield_threads);
+  const int shield_max_in_flight = absl::GetFlag(FLAGS_shield_max_in_flight);
+  CommonFlags common = CommonFlagsFromCommandLine();
   FaultConfig faults;
-  absl::Status s = flags.Parse(argc, argv);
-  if (s.ok() && db_path.empty()) s = absl::InvalidArgumentError("--db is required");
-  if (s.ok() && bound <= absl::ZeroDuration()) s = absl::InvalidArgumentError("--shield-bound must be > 0");
-  if (s.ok()) s = FinishCommonFlags(&common, &faults);
-  if (!s.ok()) {
-    std::cerr << "ledger: " << s.message() << "\n" << flags.Usage();
-    return 2;
-  }
+  cli::ExitIfBad("ledger",
+                 cli::FirstError({
+                     cli::Required("db", db_path),
+                     cli::Positive("shield-bound", bound),
+                     cli::InRange("shield-threads", shield_threads, 1, 256),
+                     cli::InRange("shield-max-in-flight", shield_max_in_flight, 1, 100000),
+                 }));
+  cli::ExitIfBad("ledger", FinishCommonFlags(&common, &faults));
   absl::StatusOr<std::unique_ptr<LedgerStore>> store = LedgerStore::Open(db_path);
   if (!store.ok()) {
     std::cerr << "ledger: " << store.status().message() << "\n";
@@ -190,7 +195,7 @@ int Main(int argc, char** argv) {
   }
   std::cerr << "ledger: database " << db_path << ": schema version " << kSchemaVersion << " "
             << SchemaOutcomeName((*store)->schema_outcome()) << "\n";
-  DemoProcess process(common, faults);
+  DemoProcess process(common, faults, LedgerFaultSupport());
   ShieldOptions shield_options;
   shield_options.threads = shield_threads;
   shield_options.max_in_flight = shield_max_in_flight;

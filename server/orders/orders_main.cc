@@ -16,10 +16,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
 #include "hopbudget/client.h"
 #include "hopbudget/retry_loop.h"
 #include "server/common/demo_server.h"
+#include "server/common/service_flag_defs.h"
+
+HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("orders", absl::Seconds(2), absl::Milliseconds(300));
+ABSL_FLAG(std::string, ledger, "", "ledger service HOST:PORT (required)");
+ABSL_FLAG(int, max_attempts, 3, "hopbudget mode: attempts per commit (1..10)");
+ABSL_FLAG(int, baseline_attempts, 3, "baseline mode: attempts per commit (1..10)");
+// Looser than gRFC A6's defaults (10, 0.1), so that retries keep running at
+// the demo's fault rates (20 % errors would close the default bucket).
+ABSL_FLAG(int, throttle_max_tokens, 20,
+          "hopbudget mode: retry throttle bucket size, 1..1000 (gRFC A6)");
+ABSL_FLAG(double, throttle_token_ratio, 0.5,
+          "hopbudget mode: tokens a success adds back, 0.001..1 (gRFC A6)");
 
 namespace hopbudget::demo {
 namespace {
@@ -43,7 +56,7 @@ class OrdersService final : public Orders::Service {
     grpc::Status status;
     if (process_.mode() == Mode::kHopbudget) {
       status = retry_->Call(LogicalCall::Of(*ctx), [&](grpc::ClientContext* attempt) {
-        process_.ForwardDemoHeader(*ctx, *attempt);
+        process_.outgoing().ForwardDemoHeader(*ctx, *attempt);
         return ledger_->Commit(attempt, *request, reply);
       });
     } else {
@@ -84,7 +97,8 @@ class OrdersService final : public Orders::Service {
         if (ctx.IsCancelled()) break;  // the outer scope fired: the loop ends here
         absl::SleepFor(absl::Milliseconds(10));
       }
-      std::unique_ptr<grpc::ClientContext> out = process_.NewBaselineContext(ctx, attempt);
+      std::unique_ptr<grpc::ClientContext> out =
+          process_.outgoing().NewBaselineContext(ctx, attempt);
       status = ledger_->Commit(out.get(), order, reply);
       if (status.ok() || (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
                           status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)) {
@@ -102,39 +116,31 @@ class OrdersService final : public Orders::Service {
 
 int Main(int argc, char** argv) {
   BlockShutdownSignals();
-  CommonFlags common;
-  common.name = "orders";
-  common.request_cap = absl::Seconds(2);
-  common.attempt_cap = absl::Milliseconds(300);
-  std::string ledger_target;
-  int max_attempts = 3;
-  int baseline_attempts = 3;
-  // Looser than gRFC A6's defaults (10, 0.1), so that retries keep running
-  // at the demo's fault rates (20 % errors would close the default bucket).
-  int throttle_max_tokens = 20;
-  double throttle_token_ratio = 0.5;
-  FlagSet flags("orders");
-  RegisterCommonFlags(flags, &common);
-  flags.String("ledger", &ledger_target, "ledger service HOST:PORT (required)");
-  flags.Int("max-attempts", &max_attempts, "hopbudget mode: attempts per commit (1..10)", 1, 10);
-  flags.Int("baseline-attempts", &baseline_attempts, "baseline mode: attempts per commit", 1, 10);
-  flags.Int("throttle-max-tokens", &throttle_max_tokens,
-            "hopbudget mode: retry throttle bucket size (gRFC A6)", 1, 1000);
-  flags.Double("throttle-token-ratio", &throttle_token_ratio,
-               "hopbudget mode: tokens a success adds back (gRFC A6)", 0.001, 1);
+  cli::ParseOrExit(argc, argv, "orders",
+                   "orders: validates an order and commits it at the ledger, with "
+                   "budget-aware retries (baseline: a naive loop).\n\n"
+                   "  orders --ledger=HOST:PORT [--port=0] [--mode=hopbudget|baseline]");
+  const std::string ledger_target = absl::GetFlag(FLAGS_ledger);
+  const int max_attempts = absl::GetFlag(FLAGS_max_attempts);
+  const int baseline_attempts = absl::GetFlag(FLAGS_baseline_attempts);
+  const int throttle_max_tokens = absl::GetFlag(FLAGS_throttle_max_tokens);
+  const double throttle_token_ratio = absl::GetFlag(FLAGS_throttle_token_ratio);
+  CommonFlags common = CommonFlagsFromCommandLine();
   FaultConfig faults;
-  absl::Status s = flags.Parse(argc, argv);
-  if (s.ok() && ledger_target.empty()) s = absl::InvalidArgumentError("--ledger is required");
-  if (s.ok()) {
-    if (absl::Status t = ValidateTarget(ledger_target); !t.ok()) {
-      s = absl::InvalidArgumentError(absl::StrCat("--ledger: ", t.message()));
-    }
+  cli::ExitIfBad("orders",
+                 cli::FirstError({
+                     cli::Required("ledger", ledger_target),
+                     cli::InRange("max-attempts", max_attempts, 1, 10),
+                     cli::InRange("baseline-attempts", baseline_attempts, 1, 10),
+                     cli::InRange("throttle-max-tokens", throttle_max_tokens, 1, 1000),
+                     cli::InRange("throttle-token-ratio", throttle_token_ratio, 0.001, 1.0),
+                 }));
+  if (absl::Status t = ValidateTarget(ledger_target); !t.ok()) {
+    cli::ExitIfBad("orders", absl::InvalidArgumentError(
+                                 absl::StrCat("--ledger=", ledger_target, ": ", t.message())));
   }
-  if (s.ok()) s = FinishCommonFlags(&common, &faults);
-  if (!s.ok()) {
-    std::cerr << "orders: " << s.message() << "\n" << flags.Usage();
-    return 2;
-  }
+  cli::ExitIfBad("orders", FinishCommonFlags(&common, &faults));
+  cli::ExitIfBad("orders", CheckFaultsSupported(faults, FaultSupport(), common.name));
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<RetryLoop> retry;
   if (common.mode == Mode::kHopbudget) {

@@ -103,7 +103,8 @@ TEST(SummaryFormatTest, JsonHasTheDocumentedKeys) {
         "\"work_after_deadline_ms\":0.000"}) {
     EXPECT_THAT(json, HasSubstr(key));
   }
-  EXPECT_THAT(FormatSummaryTable(b.Build()), HasSubstr("DEADLINE_EXCEEDED source=client hop=ledger"));
+  EXPECT_THAT(FormatSummaryTable(b.Build()),
+              HasSubstr("DEADLINE_EXCEEDED: the client's own deadline, at ledger  1\n"));
 }
 
 TEST(ParseTargetListTest, AcceptsAndRejects) {
@@ -266,6 +267,67 @@ TEST(AuditFormatTest, ListsAtMostTheGivenNumberOfViolations) {
   EXPECT_THAT(text, HasSubstr("\n  two"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("three")));
   EXPECT_THAT(text, HasSubstr("... and 1 more"));
+}
+
+TEST(ScenarioTextTest, TheBudgetThatFiredIsSaidPlainly) {
+  struct Case {
+    const char* source;
+    const char* hop;
+    const char* text;
+  };
+  const Case cases[] = {
+      {"client", "chainctl", "the client's own deadline, at chainctl"},
+      {"attempt", "orders", "an attempt cap, at orders"},
+      {"request", "gateway", "the request cap, at gateway"},
+      {"shield", "ledger", "the shield's bound, at ledger"},
+      {"downstream", "", "a budget further down, at ?"},
+      {"something-new", "orders", "something-new, at orders"},
+  };
+  for (const Case& k : cases) EXPECT_EQ(PlainSource(k.source, k.hop), k.text) << k.source;
+}
+
+TEST(ScenarioTextTest, ALongCellNeverRunsIntoTheNextColumn) {
+  const std::string text = AlignColumns(
+      {{"", "baseline", "hopbudget"},
+       {"client: errors", "3x DEADLINE_EXCEEDED: the client's own deadline, at chainctl", "-"},
+       {"rows committed", "1", "3"}},
+      "   ");
+  EXPECT_EQ(text,
+            "                   baseline                                                      "
+            "hopbudget\n"
+            "   client: errors  3x DEADLINE_EXCEEDED: the client's own deadline, at chainctl  -\n"
+            "   rows committed  1                                                             3\n");
+}
+
+TEST(ScenarioTextTest, ErrorsAreGroupedByCodeAndBudgetWithTheirHops) {
+  EXPECT_EQ(ErrorKinds({}), "-");
+  EXPECT_EQ(ErrorKinds({{"DEADLINE_EXCEEDED", "client", "chainctl"},
+                        {"DEADLINE_EXCEEDED", "client", "chainctl"},
+                        {"DEADLINE_EXCEEDED", "client", "chainctl"}}),
+            "3x DEADLINE_EXCEEDED, the client's own deadline (at chainctl)");
+  EXPECT_EQ(ErrorKinds({{"UNAVAILABLE", "", ""},
+                        {"DEADLINE_EXCEEDED", "client", "orders"},
+                        {"DEADLINE_EXCEEDED", "client", "ledger"},
+                        {"DEADLINE_EXCEEDED", "client", "orders"},
+                        {"DEADLINE_EXCEEDED", "attempt", "orders"}}),
+            "3x DEADLINE_EXCEEDED, the client's own deadline (1 at ledger, 2 at orders); "
+            "1x UNAVAILABLE; 1x DEADLINE_EXCEEDED, an attempt cap (at orders)");
+  EXPECT_EQ(ErrorKinds({{"CANCELLED", "", ""}, {"CANCELLED", "", ""}}), "2x CANCELLED");
+}
+
+TEST(SummaryFormatTest, ALongLabelNeverRunsIntoItsValue) {
+  LoadSummary s;
+  s.sent = 1;
+  s.per_hop.push_back({"gateway", 0, 1209.3, 0});
+  const std::string table = FormatSummaryTable(s);
+  // Every value starts in the same column, after at least two spaces.
+  const size_t sent = table.find("  sent");
+  ASSERT_NE(sent, std::string::npos);
+  const size_t value_column = table.find('1', sent) - sent;
+  EXPECT_THAT(table,
+              HasSubstr("  gateway: started late / work after / retries  0 / 1209.3 ms / 0\n"));
+  const size_t hop = table.find("\n    gateway:") + 1;
+  EXPECT_EQ(table.find("0 / 1209.3", hop) - hop, value_column);
 }
 
 }  // namespace

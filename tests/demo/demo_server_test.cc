@@ -5,6 +5,12 @@
 // itself is exercised end to end in tests/e2e/.)
 #include "server/common/demo_server.h"
 
+#include "absl/flags/reflection.h"
+#include "client/cli/cli_flags.h"
+#include "server/common/service_flag_defs.h"
+
+HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("orders", absl::Seconds(5), absl::ZeroDuration());
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -13,12 +19,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// The real path of a service's main: its absl flags parsed by
+// cli::Parse, read, then checked. Each call starts from the defaults.
 absl::Status Finish(std::vector<std::string> args, CommonFlags* c, FaultConfig* f) {
-  FlagSet flags("t");
-  c->name = "orders";
-  RegisterCommonFlags(flags, c);
-  absl::Status s = flags.Parse(args);
-  if (!s.ok()) return s;
+  absl::FlagSaver restore_defaults;
+  std::vector<const char*> argv = {"orders"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  cli::CommandLine cl = cli::Parse(static_cast<int>(argv.size()), argv.data(), cli::CliOptions());
+  if (cl.outcome != cli::ParseOutcome::kRun) return absl::InvalidArgumentError(cl.error);
+  *c = CommonFlagsFromCommandLine();
   return FinishCommonFlags(c, f);
 }
 
@@ -65,7 +74,19 @@ TEST(CommonFlagsTest, BadInputIsAClearError) {
       {{"--request-cap=0"}, "--request-cap"},
       {{"--baseline-timeout=0"}, "--baseline-timeout"},
       {{"--request-cap=1s", "--attempt-cap=2s"}, "nest strictly"},
-      {{"--port=-1"}, "--port"},
+      {{"--port=-1"}, "--port=-1: must be in [0, 65535]"},
+      {{"--port=80x"}, "--port=80x"},
+      {{"--metrics-port", "70000"}, "--metrics-port=70000"},
+      {{"--hang-next=-2"}, "--hang-next=-2"},
+      {{"--max-threads=3"}, "--max-threads=3"},
+      {{"--request-cap=-1s"}, "--request-cap=-1s: must be > 0"},
+      {{"--hop-reserve=inf"}, "--hop-reserve=inf: must be finite"},
+      {{"--shutdown-grace=3"}, "--shutdown-grace=3"},
+      {{"--verbose=maybe"}, "--verbose=maybe"},
+      {{"--error-rate=1.5"}, "--error-rate=1.5: must be in [0, 1]"},
+      {{"--nope"}, "unknown flag --nope"},
+      {{"--port=1", "--port=2"}, "--port given twice"},
+      {{"--mode"}, "--mode needs a value"},
   };
   for (const Case& k : cases) {
     CommonFlags c;
@@ -112,14 +133,14 @@ TEST(ExtraMetricsTest, TextFormatFamilies) {
   CommonFlags c;
   c.name = "ledger";
   DemoProcess p(c, FaultConfig());
-  const std::string text = p.ExtraMetrics();
+  const std::string text = p.stats().ExtraMetrics();
   EXPECT_THAT(text, HasSubstr("# TYPE demo_calls_started_after_deadline_total counter\n"
                               "demo_calls_started_after_deadline_total{hop=\"ledger\",mode=\"hopbudget\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE demo_work_after_deadline_seconds_total counter\n"
                               "demo_work_after_deadline_seconds_total{hop=\"ledger\",mode=\"hopbudget\"} 0.000000\n"));
   EXPECT_EQ(text.back(), '\n');
-  EXPECT_EQ(p.StatsProto().hop(), "ledger");
-  EXPECT_EQ(p.StatsProto().mode(), "hopbudget");
+  EXPECT_EQ(p.stats().Proto().hop(), "ledger");
+  EXPECT_EQ(p.stats().Proto().mode(), "hopbudget");
 }
 
 }  // namespace

@@ -132,5 +132,30 @@ TEST(FaultInjectorTest, SetRejectsInvalidAndKeepsTheOld) {
   EXPECT_EQ(f.config().error_rate, 0.5);
 }
 
+TEST(FaultSupportTest, AHopRefusesWhatItCannotInject) {
+  FaultConfig slow;
+  slow.slow_commit = absl::Seconds(1);
+  FaultConfig other;
+  other.error_rate = 0.5;
+  other.hang_next = 2;
+  struct Case {
+    FaultConfig config;
+    FaultSupport support;
+    bool ok;
+  };
+  const Case cases[] = {
+      {slow, FaultSupport(), false},         {slow, LedgerFaultSupport(), true},
+      {other, FaultSupport(), true},         {other, LedgerFaultSupport(), true},
+      {FaultConfig(), FaultSupport(), true},  // --clear: no slow commit asked
+  };
+  for (const Case& k : cases) {
+    absl::Status s = CheckFaultsSupported(k.config, k.support, "gateway");
+    EXPECT_EQ(s.ok(), k.ok) << s;
+  }
+  absl::Status s = CheckFaultsSupported(slow, FaultSupport(), "gateway");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("gateway cannot inject slow-commit (1s)"));
+}
+
 }  // namespace
 }  // namespace hopbudget::demo

@@ -34,59 +34,6 @@ TEST(ParseProbabilityTest, Range) {
   EXPECT_FALSE(ParseProbability("x").ok());
 }
 
-TEST(FlagSetTest, ParsesBothForms) {
-  FlagSet flags("t");
-  int port = 0;
-  std::string name;
-  absl::Duration d = absl::ZeroDuration();
-  bool verbose = false;
-  flags.Int("port", &port, "", 0, 65535);
-  flags.String("name", &name, "");
-  flags.Duration("budget", &d, "");
-  flags.Bool("verbose", &verbose, "");
-  ASSERT_TRUE(flags.Parse({"--port=80", "--name", "x", "--budget=2s", "--verbose"}).ok());
-  EXPECT_EQ(port, 80);
-  EXPECT_EQ(name, "x");
-  EXPECT_EQ(d, absl::Seconds(2));
-  EXPECT_TRUE(verbose);
-  EXPECT_TRUE(flags.WasSet("port"));
-}
-
-TEST(FlagSetTest, EveryBadInputNamesTheFlag) {
-  auto parse = [](std::vector<std::string> args) {
-    FlagSet flags("t");
-    int port = 0;
-    absl::Duration d;
-    bool b = false;
-    flags.Int("port", &port, "", 0, 65535);
-    flags.Duration("budget", &d, "");
-    flags.Bool("on", &b, "");
-    return flags.Parse(args);
-  };
-  EXPECT_THAT(parse({"--nope=1"}).message(), HasSubstr("unknown flag --nope"));
-  EXPECT_THAT(parse({"--port=70000"}).message(), HasSubstr("--port"));
-  EXPECT_THAT(parse({"--port=12x"}).message(), HasSubstr("--port"));
-  EXPECT_THAT(parse({"--port"}).message(), HasSubstr("needs a value"));
-  EXPECT_THAT(parse({"--budget=800"}).message(), HasSubstr("no unit"));
-  EXPECT_THAT(parse({"--on=maybe"}).message(), HasSubstr("--on"));
-  EXPECT_THAT(parse({"--port=1", "--port=2"}).message(), HasSubstr("twice"));
-  EXPECT_THAT(parse({"stray"}).message(), HasSubstr("unexpected argument"));
-}
-
-TEST(FlagSetTest, PositionalWhenAsked) {
-  FlagSet flags("t");
-  std::vector<std::string> rest;
-  ASSERT_TRUE(flags.Parse({"a", "b"}, &rest).ok());
-  EXPECT_THAT(rest, ::testing::ElementsAre("a", "b"));
-}
-
-TEST(FlagSetTest, UsageListsFlagsWithDefaults) {
-  FlagSet flags("prog");
-  int port = 7;
-  flags.Int("port", &port, "the port");
-  EXPECT_THAT(flags.Usage(), HasSubstr("--port=VALUE  the port (default 7)"));
-}
-
 TEST(ValidateTargetTest, AcceptsWhatGrpcDialsAndADemoHopMeans) {
   for (const char* good :
        {"127.0.0.1:50051", "localhost:1", "ledger.internal:65535", "[::1]:50051",

@@ -5,11 +5,13 @@
 // must not serve. Each case checks the exit status and that stderr names
 // the problem.
 #include <grpcpp/grpcpp.h>
-#include <sqlite3.h>
-
 #include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -17,6 +19,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,10 +28,14 @@
 #include "child_process.h"
 #include "demo/demo.grpc.pb.h"
 #include "gmock/gmock.h"
-#include "hopbudget/client.h"
 #include "gtest/gtest.h"
+#include "hopbudget/client.h"
 #include "ledger_store.h"
 #include "server/common/demo_server.h"
+
+#ifdef HOPBUDGET_HAVE_CHANNELZ_PROTO
+#include "grpc/channelz/v1/channelz.grpc.pb.h"
+#endif
 
 namespace hopbudget::demo {
 namespace {
@@ -142,10 +149,14 @@ TEST(BadTargetTest, OrdersAndGatewayExitTwoNamingTheFlag) {
     const char* message;
   };
   const Case cases[] = {
-      {HOPBUDGET_DEMO_ORDERS, "--ledger=not a target", "--ledger: bad target \"not a target\""},
-      {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1", "--ledger: bad target \"127.0.0.1\": no :PORT"},
-      {HOPBUDGET_DEMO_GATEWAY, "--orders=orders:99999", "--orders: bad target"},
-      {HOPBUDGET_DEMO_GATEWAY, "--orders=not a target", "--orders: bad target"},
+      {HOPBUDGET_DEMO_ORDERS, "--ledger=not a target",
+       "orders: --ledger=not a target: bad target \"not a target\""},
+      {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1",
+       "orders: --ledger=127.0.0.1: bad target \"127.0.0.1\": no :PORT"},
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=orders:99999",
+       "gateway: --orders=orders:99999: bad target"},
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=not a target",
+       "gateway: --orders=not a target: bad target"},
   };
   for (const Case& k : cases) {
     auto p = ChildProcess::Spawn(k.binary, {"--port=0", k.arg});
@@ -302,6 +313,123 @@ bool WaitForAnswers(Load& load, grpc::StatusCode code, int n, absl::Duration tim
     absl::SleepFor(absl::Milliseconds(5));
   }
   return true;
+}
+
+#ifdef HOPBUDGET_HAVE_CHANNELZ_PROTO
+// Every service serves grpc.channelz.v1.Channelz: its server's call counts,
+// and the channels it calls downstream on, read by a real client.
+TEST(ChannelzTest, EveryServiceServesItsServerAndDownstreamChannels) {
+  Chain chain;
+  ASSERT_TRUE(chain.Start({}));
+  auto gateway = Gateway::NewStub(grpc::CreateCustomChannel(
+      chain.gateway->address(), grpc::InsecureChannelCredentials(), DownstreamChannelArguments()));
+  constexpr int kOrders = 3;
+  for (int i = 0; i < kOrders; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    OrderResult r;
+    grpc::Status s = gateway->PlaceOrder(&ctx, MakeOrder(absl::StrCat("channelz-", i)), &r);
+    ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+  }
+  for (ChildProcess* p : {chain.gateway.get(), chain.orders.get(), chain.ledger.get()}) {
+    auto channelz = grpc::channelz::v1::Channelz::NewStub(
+        grpc::CreateChannel(p->address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    grpc::channelz::v1::GetServersResponse servers;
+    grpc::Status s = channelz->GetServers(&ctx, grpc::channelz::v1::GetServersRequest(), &servers);
+    ASSERT_TRUE(s.ok()) << p->address() << ": " << s.error_code() << " " << s.error_message();
+    ASSERT_EQ(servers.server_size(), 1) << servers.ShortDebugString();
+    // Each hop served the orders (and the health watches of its callers).
+    EXPECT_GE(servers.server(0).data().calls_succeeded(), kOrders) << servers.ShortDebugString();
+    EXPECT_GT(servers.server(0).listen_socket_size(), 0);
+  }
+  // Orders' channel to the ledger carried the commits.
+  auto channelz = grpc::channelz::v1::Channelz::NewStub(
+      grpc::CreateChannel(chain.orders->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  grpc::channelz::v1::GetTopChannelsResponse channels;
+  grpc::Status s =
+      channelz->GetTopChannels(&ctx, grpc::channelz::v1::GetTopChannelsRequest(), &channels);
+  ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+  int64_t to_ledger = 0;
+  for (const auto& c : channels.channel()) {
+    if (c.data().target() == chain.ledger->address()) to_ledger += c.data().calls_succeeded();
+  }
+  EXPECT_GE(to_ledger, kOrders) << channels.ShortDebugString();
+}
+#endif  // HOPBUDGET_HAVE_CHANNELZ_PROTO
+
+// Runs `command` (stderr into `err_file` when given, else merged into
+// stdout): exit status and stdout.
+std::pair<int, std::string> RunCommand(const std::string& command,
+                                       const std::string& err_file = "") {
+  std::string out;
+  FILE* f = popen((command + (err_file.empty() ? " 2>&1" : " 2>" + err_file)).c_str(), "r");
+  if (f == nullptr) return {-1, ""};
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  const int status = pclose(f);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// chainctl faults: a fault the hop cannot inject is refused by the hop
+// (Admin SetFaults), and chainctl exits 2 saying so; the hop's faults stay
+// as they were. The ledger takes it.
+TEST(ChainctlTest, AFaultTheHopCannotInjectIsRefusedWithExitTwo) {
+  Chain chain;
+  ASSERT_TRUE(chain.Start({}));
+  const std::string faults = absl::StrCat(HOPBUDGET_CHAINCTL, " faults --admin=");
+  for (ChildProcess* p : {chain.gateway.get(), chain.orders.get()}) {
+    auto [status, out] = RunCommand(faults + p->address() + " --slow-commit=1s");
+    EXPECT_EQ(status, 2) << out;
+    EXPECT_THAT(out, HasSubstr("cannot inject slow-commit (1s): only the ledger commits"));
+    // Nothing changed there.
+    auto [get_status, now] = RunCommand(faults + p->address());
+    EXPECT_EQ(get_status, 0) << now;
+    EXPECT_THAT(now, HasSubstr("slow_commit_ms=0"));
+  }
+  auto [status, out] = RunCommand(faults + chain.ledger->address() + " --slow-commit=1s");
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_THAT(out, HasSubstr("slow_commit_ms=1000"));
+}
+
+// chainctl stats --json: one JSON document, on stdout with - (and nothing
+// else there), or in a file.
+TEST(ChainctlTest, StatsAsJsonOnStdoutOrInAFile) {
+  Chain chain;
+  ASSERT_TRUE(chain.Start({}));
+  const std::string admin = absl::StrCat(chain.gateway->address(), ",", chain.orders->address(),
+                                         ",", chain.ledger->address());
+  const std::string stats = absl::StrCat(HOPBUDGET_CHAINCTL, " stats --admin=", admin);
+  const std::string dir = TempDir();
+  auto [status, out] = RunCommand(stats + " --json -", dir + "/stderr");
+  EXPECT_EQ(status, 0) << out << ReadFile(dir + "/stderr");
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.front(), '{') << out;
+  EXPECT_EQ(out.substr(out.size() - 2), "}\n") << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  for (const char* hop : {"gateway", "orders", "ledger"}) {
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("\"ok\":true,\"hop\":\"", hop,
+                                            "\",\"mode\":\"hopbudget\",\"calls\":0,")));
+  }
+  EXPECT_THAT(out, HasSubstr("\"faults\":{\"latency\":\"none\",\"error_rate\":0,"));
+  // --json alone is stdout too.
+  auto [alone_status, alone] = RunCommand(stats + " --json", dir + "/stderr");
+  EXPECT_EQ(alone_status, 0);
+  EXPECT_EQ(alone.front(), '{') << alone;
+
+  const std::string file = dir + "/stats.json";
+  auto [file_status, table] = RunCommand(stats + " --json=" + file);
+  EXPECT_EQ(file_status, 0) << table;
+  EXPECT_THAT(table, HasSubstr("ledger (hopbudget): calls 0"));  // the table still on stdout
+  EXPECT_EQ(ReadFile(file).front(), '{');
+  // A path that cannot be written is refused before any call.
+  auto [bad_status, bad] = RunCommand(stats + " --json=/nonexistent-dir/stats.json");
+  EXPECT_EQ(bad_status, 2) << bad;
+  EXPECT_THAT(bad, HasSubstr("--json=/nonexistent-dir/stats.json: cannot write it"));
 }
 
 TEST(ShutdownTest, TheWholeChainStoppedUnderLoadAnswersNoCallCancelled) {

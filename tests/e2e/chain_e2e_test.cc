@@ -638,9 +638,15 @@ TEST(ChainE2eTest, BadFlagsExitWithAClearError) {
       {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1:1 --attempt-cap=10s", "budgets must nest"},
       {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1:1 --error-rate=0.8 --hang-rate=0.5", "> 1"},
       {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --mode=fast", "--mode"},
-      {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --request-cap=800", "no unit"},
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --request-cap=800",
+       "--request-cap=800: not a duration"},
       {HOPBUDGET_DEMO_GATEWAY, "--port=0", "--orders is required"},
       {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --bogus=1", "unknown flag --bogus"},
+      // A fault only the ledger can inject, refused at start.
+      {HOPBUDGET_DEMO_GATEWAY, "--orders=127.0.0.1:1 --slow-commit=1s",
+       "gateway cannot inject slow-commit (1s): only the ledger commits"},
+      {HOPBUDGET_DEMO_ORDERS, "--ledger=127.0.0.1:1 --slow-commit=1s",
+       "orders cannot inject slow-commit"},
   };
   for (const Case& c : cases) {
     auto [status, out] = RunCommand(absl::StrCat(c.binary, " ", c.args));
@@ -683,7 +689,7 @@ TEST(ChainE2eTest, ChainctlLoadReportsAFailingChainAsFailed) {
   // An output path that cannot be written is refused before the load.
   auto [bad_status, bad_out] = RunCommand(load + " --json /nonexistent-dir/summary.json");
   EXPECT_EQ(bad_status, 2) << bad_out;
-  EXPECT_THAT(bad_out, ::testing::HasSubstr("--json: cannot write"));
+  EXPECT_THAT(bad_out, ::testing::HasSubstr("--json=/nonexistent-dir/summary.json: cannot write"));
 }
 
 }  // namespace

@@ -143,5 +143,48 @@ TEST(HistogramQuantileTest, UndefinedCases) {
   EXPECT_EQ(HistogramQuantile(0.5, {{0, 5}, {1, 6}, {INFINITY, 6}}), 0);
 }
 
+TEST(RatesTest, PerSecondBetweenTwoScrapes) {
+  HopSummary before;
+  before.hop = "orders";
+  before.calls = 10;
+  before.ok = 8;
+  before.timeouts["server"]["request"] = 1;
+  before.timeouts["client"]["downstream"] = 5;  // client side: not in the rate
+  before.retries = 2;
+  HopSummary after = before;
+  after.calls = 30;
+  after.ok = 24;
+  after.timeouts["server"]["request"] = 3;
+  after.timeouts["server"]["downstream"] = 2;
+  after.timeouts["client"]["downstream"] = 50;
+  after.retries = 6;
+  absl::StatusOr<HopRates> r = RatesBetween(before, after, absl::Seconds(2));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->over, absl::Seconds(2));
+  EXPECT_DOUBLE_EQ(r->calls_per_second, 10);
+  EXPECT_DOUBLE_EQ(r->ok_per_second, 8);
+  EXPECT_DOUBLE_EQ(r->timeouts_per_second, 2);  // (3 + 2 - 1) / 2 s
+  EXPECT_DOUBLE_EQ(r->retries_per_second, 2);
+
+  // Nothing happened: zero, not an error.
+  r = RatesBetween(after, after, absl::Milliseconds(500));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->calls_per_second, 0);
+}
+
+TEST(RatesTest, NoRateAcrossARestartAnotherHopOrNoTime) {
+  HopSummary before;
+  before.hop = "orders";
+  before.calls = 10;
+  HopSummary restarted = before;
+  restarted.calls = 3;
+  HopSummary other = before;
+  other.hop = "ledger";
+  EXPECT_FALSE(RatesBetween(before, restarted, absl::Seconds(2)).ok());
+  EXPECT_FALSE(RatesBetween(before, other, absl::Seconds(2)).ok());
+  EXPECT_FALSE(RatesBetween(before, before, absl::ZeroDuration()).ok());
+  EXPECT_FALSE(RatesBetween(before, before, -absl::Seconds(1)).ok());
+}
+
 }  // namespace
 }  // namespace hopbudget::inspect

@@ -22,11 +22,18 @@
 #include <string>
 #include <thread>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
-#include "server/common/flags.h"
+
+ABSL_FLAG(std::string, gateway, "", "gateway HOST:PORT (required)");
+ABSL_FLAG(std::string, orders, "", "orders HOST:PORT, for its Admin stats (required)");
+ABSL_FLAG(int, rps, 20, "calls started per second, 1..10000");
+ABSL_FLAG(std::string, out, "", "file for the records (default stdout)");
+ABSL_FLAG(absl::Duration, budget, absl::Milliseconds(800), "deadline of each call");
 
 namespace hopbudget::demo {
 namespace {
@@ -48,25 +55,20 @@ struct Call {
 };
 
 int Main(int argc, char** argv) {
-  std::string gateway, orders;
-  int rps = 20;
-  std::string out_path;
-  absl::Duration budget = absl::Milliseconds(800);
-  FlagSet flags("partition_load");
-  flags.String("gateway", &gateway, "gateway HOST:PORT");
-  flags.String("orders", &orders, "orders HOST:PORT (Admin stats)");
-  flags.Int("rps", &rps, "calls started per second", 1, 10000);
-  flags.String("out", &out_path, "file for the records (default stdout)");
-  flags.Duration("budget", &budget, "deadline of each call");
-  absl::Status s = flags.Parse(argc, argv);
-  if (s.ok() && (gateway.empty() || orders.empty())) {
-    s = absl::InvalidArgumentError("--gateway and --orders are required");
-  }
-  if (!s.ok()) {
-    std::fprintf(stderr, "partition_load: %s\n%s", std::string(s.message()).c_str(),
-                 flags.Usage().c_str());
-    return 2;
-  }
+  cli::ParseOrExit(argc, argv, "partition_load",
+                   "partition_load: open-loop orders at the gateway during the partition "
+                   "test; one record per call.\n\n"
+                   "  partition_load --gateway=HOST:PORT --orders=HOST:PORT [--rps=20] "
+                   "[--budget=800ms] [--out=FILE]");
+  const std::string gateway = absl::GetFlag(FLAGS_gateway);
+  const std::string orders = absl::GetFlag(FLAGS_orders);
+  const int rps = absl::GetFlag(FLAGS_rps);
+  const std::string out_path = absl::GetFlag(FLAGS_out);
+  const absl::Duration budget = absl::GetFlag(FLAGS_budget);
+  cli::ExitIfBad(
+      "partition_load",
+      cli::FirstError({cli::Required("gateway", gateway), cli::Required("orders", orders),
+                       cli::InRange("rps", rps, 1, 10000), cli::Positive("budget", budget)}));
   if (!out_path.empty()) out = std::fopen(out_path.c_str(), "w");
   if (out == nullptr) return 1;
   signal(SIGTERM, OnTerm);

@@ -1,0 +1,49 @@
+// Copyright hopbudget authors.
+#include "outgoing.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "accounting.h"
+#include "hopbudget/server.h"
+
+namespace hopbudget::demo {
+
+std::string InboundMetadata(const grpc::ServerContext& ctx, absl::string_view key) {
+  auto it = ctx.client_metadata().find(grpc::string_ref(key.data(), key.size()));
+  if (it == ctx.client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewContext(
+    const grpc::ServerContext& inbound) const {
+  if (mode_ == Mode::kBaseline) return NewBaselineContext(inbound, 0);
+  std::unique_ptr<grpc::ClientContext> out = NewDownstreamContext(inbound);
+  ForwardDemoHeader(inbound, *out);
+  return out;
+}
+
+void OutgoingContexts::ForwardDemoHeader(const grpc::ServerContext& inbound,
+                                         grpc::ClientContext& out) const {
+  const std::string deadline = InboundMetadata(inbound, kClientDeadlineHeader);
+  if (!deadline.empty()) out.AddMetadata(kClientDeadlineHeader, deadline);
+}
+
+std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewBaselineContext(
+    const grpc::ServerContext& inbound, int previous_attempts) const {
+  auto out = std::make_unique<grpc::ClientContext>();
+  out->set_deadline(absl::ToChronoTime(absl::Now() + baseline_timeout_));
+  ForwardDemoHeader(inbound, *out);
+  if (previous_attempts > 0) {
+    out->AddMetadata(kBaselineAttemptHeader, absl::StrCat(previous_attempts));
+  }
+  return out;
+}
+
+grpc::ChannelArguments DownstreamChannelArguments() {
+  grpc::ChannelArguments args;
+  args.SetServiceConfigJSON(
+      R"({"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}})");
+  return args;
+}
+
+}  // namespace hopbudget::demo

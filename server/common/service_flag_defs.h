@@ -1,0 +1,118 @@
+// Copyright hopbudget authors.
+//
+// service_flag_defs.h: the absl flags every demo service takes, defined in
+// each service's main file (a library never defines flags: absl flags are
+// global to a binary, and each service has its own defaults):
+//
+//   HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("orders", absl::Seconds(2), absl::Milliseconds(300));
+//   ABSL_FLAG(std::string, ledger, "", "ledger service HOST:PORT (required)");
+//   int Main(int argc, char** argv) {
+//     cli::ParseOrExit(argc, argv, "orders", "orders: ...");
+//     CommonFlags common = CommonFlagsFromCommandLine();
+//     FaultConfig faults;
+//     cli::ExitIfBad("orders", FinishCommonFlags(&common, &faults));
+//
+// The flags and their meaning are CommonFlags' fields (service_flags.h),
+// written with dashes on the command line (--metrics-port).
+#ifndef HOPBUDGET_DEMO_SERVICE_FLAG_DEFS_H_
+#define HOPBUDGET_DEMO_SERVICE_FLAG_DEFS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/time/time.h"
+#include "service_flags.h"
+
+ABSL_DECLARE_FLAG(std::string, name);
+ABSL_DECLARE_FLAG(std::string, host);
+ABSL_DECLARE_FLAG(int, port);
+ABSL_DECLARE_FLAG(int, metrics_port);
+ABSL_DECLARE_FLAG(std::string, mode);
+ABSL_DECLARE_FLAG(int64_t, seed);
+ABSL_DECLARE_FLAG(std::string, latency);
+ABSL_DECLARE_FLAG(double, error_rate);
+ABSL_DECLARE_FLAG(double, hang_rate);
+ABSL_DECLARE_FLAG(int, hang_next);
+ABSL_DECLARE_FLAG(absl::Duration, slow_commit);
+ABSL_DECLARE_FLAG(absl::Duration, request_cap);
+ABSL_DECLARE_FLAG(absl::Duration, attempt_cap);
+ABSL_DECLARE_FLAG(absl::Duration, hop_reserve);
+ABSL_DECLARE_FLAG(absl::Duration, min_budget);
+ABSL_DECLARE_FLAG(absl::Duration, baseline_timeout);
+ABSL_DECLARE_FLAG(absl::Duration, lame_duck);
+ABSL_DECLARE_FLAG(absl::Duration, shutdown_grace);
+ABSL_DECLARE_FLAG(int, max_threads);
+ABSL_DECLARE_FLAG(bool, verbose);
+
+// Defines the flags above with this service's hop name and request and
+// attempt caps (absl::ZeroDuration() = no attempt cap) as defaults.
+#define HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS(hop, request_cap_default, attempt_cap_default)      \
+  ABSL_FLAG(std::string, name, hop, "hop name in metrics, attribution and the ready line");    \
+  ABSL_FLAG(std::string, host, "127.0.0.1", "address to listen on (gRPC and HTTP)");           \
+  ABSL_FLAG(int, port, 0, "gRPC port, 0..65535 (0 = any free port)");                          \
+  ABSL_FLAG(int, metrics_port, 0, "HTTP port of /metrics and /deadlinez (0 = any free port)"); \
+  ABSL_FLAG(std::string, mode, "hopbudget",                                                    \
+            "hopbudget (interceptors, derived deadlines) or baseline (constant timeouts)");    \
+  ABSL_FLAG(int64_t, seed, 1, "seed of the fault injector (same seed, same faults)");          \
+  ABSL_FLAG(std::string, latency, "none",                                                      \
+            "added latency: none, fixed:100ms, uniform:50ms-200ms, exp:100ms");                \
+  ABSL_FLAG(double, error_rate, 0, "probability of answering UNAVAILABLE, 0..1");              \
+  ABSL_FLAG(double, hang_rate, 0,                                                              \
+            "probability of never answering (until the call is cancelled), 0..1");             \
+  ABSL_FLAG(int, hang_next, 0, "the next N calls hang");                                       \
+  ABSL_FLAG(absl::Duration, slow_commit, absl::ZeroDuration(),                                 \
+            "ledger: each commit takes this long first");                                      \
+  ABSL_FLAG(absl::Duration, request_cap, request_cap_default,                                  \
+            "hopbudget mode: most time per request");                                          \
+  ABSL_FLAG(absl::Duration, attempt_cap, attempt_cap_default,                                  \
+            "hopbudget mode: most time per downstream attempt (0 = none)");                    \
+  ABSL_FLAG(absl::Duration, hop_reserve, absl::Milliseconds(10),                               \
+            "hopbudget mode: time kept back from each downstream call");                       \
+  ABSL_FLAG(absl::Duration, min_budget, absl::Milliseconds(2),                                 \
+            "hopbudget mode: below this a call is refused / not started");                     \
+  ABSL_FLAG(absl::Duration, baseline_timeout, absl::Seconds(1),                                \
+            "baseline mode: constant timeout of every outgoing call (per attempt)");           \
+  ABSL_FLAG(absl::Duration, lame_duck, absl::Milliseconds(250),                                \
+            "on SIGTERM: how long to report NOT_SERVING, still serving, before shutting "      \
+            "down (0 = shut down at once)");                                                   \
+  ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(3),                                  \
+            "on SIGTERM: how long running calls and shielded commits may finish");             \
+  ABSL_FLAG(int, max_threads, 256,                                                             \
+            "most gRPC server threads (4..100000); a call beyond them is answered "            \
+            "RESOURCE_EXHAUSTED");                                                             \
+  ABSL_FLAG(bool, verbose, false, "log every call's outcome to stderr")
+
+namespace hopbudget::demo {
+
+// The flags' values (after cli::ParseOrExit), not yet checked: pass the
+// result to FinishCommonFlags.
+inline CommonFlags CommonFlagsFromCommandLine() {
+  CommonFlags c;
+  c.name = absl::GetFlag(FLAGS_name);
+  c.host = absl::GetFlag(FLAGS_host);
+  c.port = absl::GetFlag(FLAGS_port);
+  c.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  c.mode_text = absl::GetFlag(FLAGS_mode);
+  c.seed = absl::GetFlag(FLAGS_seed);
+  c.latency = absl::GetFlag(FLAGS_latency);
+  c.error_rate = absl::GetFlag(FLAGS_error_rate);
+  c.hang_rate = absl::GetFlag(FLAGS_hang_rate);
+  c.hang_next = absl::GetFlag(FLAGS_hang_next);
+  c.slow_commit = absl::GetFlag(FLAGS_slow_commit);
+  c.request_cap = absl::GetFlag(FLAGS_request_cap);
+  c.attempt_cap = absl::GetFlag(FLAGS_attempt_cap);
+  c.hop_reserve = absl::GetFlag(FLAGS_hop_reserve);
+  c.min_budget = absl::GetFlag(FLAGS_min_budget);
+  c.baseline_timeout = absl::GetFlag(FLAGS_baseline_timeout);
+  c.lame_duck = absl::GetFlag(FLAGS_lame_duck);
+  c.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  c.max_threads = absl::GetFlag(FLAGS_max_threads);
+  c.verbose = absl::GetFlag(FLAGS_verbose);
+  return c;
+}
+
+}  // namespace hopbudget::demo
+
+#endif  // HOPBUDGET_DEMO_SERVICE_FLAG_DEFS_H_
