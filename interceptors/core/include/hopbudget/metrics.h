@@ -280,8 +280,8 @@ struct MetricsSnapshot {
 };
 
 struct MetricsOptions {
-  // Times the recent-calls sample; default Clock::Real(). Must outlive the
-  // registry.
+  // Times the recent-calls sample; default (nullptr) Clock::Real(). Not
+  // owned; must outlive the registry.
   Clock* clock = nullptr;
   // Buckets of each histogram in seconds.
   HistogramBuckets budget_at_arrival;
@@ -306,7 +306,7 @@ class Metrics {
   // A registry with `options`, validated (ValidateMetricsOptions()).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Metrics>> Create(MetricsOptions options);
   // Default options but `clock` (default Clock::Real()), which times the
-  // recent-calls sample; it must outlive the registry.
+  // recent-calls sample; not owned, it must outlive the registry.
   explicit Metrics(Clock* clock = nullptr);
   // The upper bounds of a latency histogram's buckets (+Inf implied).
   [[nodiscard]] const std::vector<double>& latency_bounds(LatencyKind kind) const;

@@ -91,8 +91,10 @@ struct ServerOptions {
   std::string hop;
   BudgetPolicy policy;
   TraceMode trace = TraceMode::kOnFailureOrRequest;
-  Clock* clock = nullptr;      // default: Clock::Real()
-  Metrics* metrics = nullptr;  // default: Metrics::Default()
+  // Not owned; each must outlive the server the factory is installed in (its last call). Defaults (nullptr): Clock::Real(),
+  // Metrics::Default().
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;
 };
 
 // Validates `options` (hop name and ValidatePolicy) and returns the factory to
