@@ -69,8 +69,8 @@ struct ClientOptions {
   // direction; InfiniteDuration() turns it off. > 0. Per call:
   // SetStreamIdleBudget().
   absl::Duration stream_idle_budget = absl::InfiniteDuration();
-  // Not owned; each must outlive every channel made with these options (and every call on them). Defaults (nullptr): Clock::Real(),
-  // Metrics::Default().
+  // Not owned; each must outlive every channel made with these options (and
+  // every call on them). Defaults (nullptr): Clock::Real(), Metrics::Default().
   Clock* clock = nullptr;
   Metrics* metrics = nullptr;
 };

@@ -56,6 +56,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include <grpcpp/client_context.h>
@@ -63,6 +64,7 @@
 #include <grpcpp/support/server_interceptor.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
@@ -84,6 +86,24 @@ enum class TraceMode {
   // (build and serialize the trace) and a decode on each hopbudget caller.
   kAlways,
 };
+// Stable names for logs and test failures: "on_failure_or_request", "always".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view TraceModeName(TraceMode value) {
+  switch (value) {
+    case TraceMode::kOnFailureOrRequest:
+      return "on_failure_or_request";
+    case TraceMode::kAlways:
+      return "always";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, TraceMode value) {
+  sink.Append(TraceModeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, TraceMode value) {
+  return os << TraceModeName(value);
+}
 
 struct ServerOptions {
   // Name of this service in attribution and metrics. Required; 1..64 chars of
@@ -91,8 +111,8 @@ struct ServerOptions {
   std::string hop;
   BudgetPolicy policy;
   TraceMode trace = TraceMode::kOnFailureOrRequest;
-  // Not owned; each must outlive the server the factory is installed in (its last call). Defaults (nullptr): Clock::Real(),
-  // Metrics::Default().
+  // Not owned; each must outlive the server the factory is installed in
+  // (its last call). Defaults (nullptr): Clock::Real(), Metrics::Default().
   Clock* clock = nullptr;
   Metrics* metrics = nullptr;
 };
