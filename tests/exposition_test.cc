@@ -426,6 +426,7 @@ TEST(MetricTablesTest, RowsAreWellFormed) {
         EXPECT_TRUE(absl::EndsWith(row.name, "_seconds")) << row.name;
       } else {
         EXPECT_NE(row.load, nullptr) << row.name;
+        EXPECT_EQ(row.has_cells, row.store != nullptr) << row.name;
       }
       if (!row.exposed()) {
         EXPECT_GT(row.cells(), 0) << "a hidden row stores something";

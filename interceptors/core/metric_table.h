@@ -103,10 +103,13 @@ struct MetricRow {
   // Histograms: the snapshot field and the options field of its buckets.
   HistogramSnapshot MetricsSnapshot::*histogram = nullptr;
   HistogramBuckets MetricsOptions::*buckets = nullptr;
+  // Atomic cells the row owns: `count` for counters and gauges, none for
+  // derived gauges and histograms. Set by the factories below (a constant
+  // expression that does not compare function pointers, which GCC's UBSan
+  // build refuses in constexpr).
+  bool has_cells = false;
 
-  constexpr int cells() const {
-    return type == MetricType::kHistogram || store == nullptr ? 0 : count;
-  }
+  constexpr int cells() const { return has_cells ? count : 0; }
   constexpr bool exposed() const { return !name.empty(); }
 };
 
@@ -114,26 +117,27 @@ struct MetricRow {
 template <auto kMember>
 constexpr MetricRow Counter(absl::string_view name, absl::string_view help) {
   return {name, MetricType::kCounter, help, "", nullptr, 0, 1, &FieldOf<kMember>::Store,
-          &FieldOf<kMember>::Load};
+          &FieldOf<kMember>::Load, nullptr, nullptr, true};
 }
 // A counter per enum value in [first, first + count), labelled `label`.
 template <auto kMember, typename Enum, auto kName>
 constexpr MetricRow Counter(absl::string_view name, absl::string_view help,
                             absl::string_view label, Enum first, int count) {
   return {name, MetricType::kCounter, help, label, &EnumLabel<Enum, kName>,
-          static_cast<int>(first), count, &FieldOf<kMember>::Store, &FieldOf<kMember>::Load};
+          static_cast<int>(first), count, &FieldOf<kMember>::Store, &FieldOf<kMember>::Load,
+          nullptr, nullptr, true};
 }
 // A counter's cells kept for the snapshot only (not exposed).
 template <auto kMember>
 constexpr MetricRow Hidden(int first, int count) {
   return {"", MetricType::kCounter, "", "", nullptr, first, count, &FieldOf<kMember>::Store,
-          &FieldOf<kMember>::Load};
+          &FieldOf<kMember>::Load, nullptr, nullptr, true};
 }
 // A gauge without labels: Add (signed deltas) or Set.
 template <auto kMember>
 constexpr MetricRow Gauge(absl::string_view name, absl::string_view help) {
   return {name, MetricType::kGauge, help, "", nullptr, 0, 1, &FieldOf<kMember>::Store,
-          &FieldOf<kMember>::Load};
+          &FieldOf<kMember>::Load, nullptr, nullptr, true};
 }
 // A gauge computed from the snapshot at exposition (no cells).
 inline constexpr MetricRow Derived(absl::string_view name, absl::string_view help,
