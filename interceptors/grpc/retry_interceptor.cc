@@ -236,7 +236,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       }
     }
     if (raw == nullptr) {
-      DeliverAll(std::move(finished));
+      if (!finished.empty()) DeliverAll(std::move(finished));
       return;
     }
     // Outside the lock: the completion may run on this very thread.
@@ -284,7 +284,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       ready = ServeLocked(&read_more);
     }
     if (read_more != nullptr) read_more->ReadNext();
-    DeliverAll(std::move(ready));
+    if (!ready.empty()) DeliverAll(std::move(ready));
   }
 
   void OnAttemptDone(grpc::ClientContext* ctx, const grpc::Status& status,
@@ -320,9 +320,11 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     }
     if (retry_now) {
       StartAttempt();
-    } else {
+    } else if (!finished.empty()) {
       DeliverAll(std::move(finished));
     }
+    // Else `this` may be gone already: a short backoff may have run the next
+    // attempt, and ended the call, on the timer thread.
   }
 
   void OnBackoffDone() {
@@ -437,6 +439,8 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
 
   // Must be the caller's last action: once the batch holding the status
   // proceeds, the application may destroy the call, and this interceptor.
+  // Callers skip it when there is nothing to deliver: another thread may
+  // have ended the call since they let go of mu_.
   // The metadata and status the batches read are immutable by then (set
   // before commit / done).
   void DeliverAll(Deliveries deliveries) {
