@@ -14,6 +14,7 @@
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
+#include "hopbudget/exposition.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/trace.h"
 #include "hopbudget/wire.h"
@@ -187,6 +188,46 @@ void BM_MetricDeadlineExceeded(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_MetricDeadlineExceeded);
+
+// A process-wide counter labelled by an enum (shield, retry, hedge and
+// slot events are all counted this way).
+void BM_MetricCountScalar(benchmark::State& state) {
+  static Metrics metrics;
+  for (auto _ : state) metrics.CountShield(ShieldEvent::kCompleted);
+}
+BENCHMARK(BM_MetricCountScalar)->Threads(1)->Threads(2);
+
+// A scrape: the snapshot of a registry with 2 methods seen, and the snapshot
+// as Prometheus text. Not on the call path; says what a scrape costs.
+Metrics& ScrapedMetrics() {
+  static Metrics* const metrics = [] {
+    auto* m = new Metrics();
+    const char* const methods[] = {"/hopbudget.echo.Relay/Call", "/grpc.health.v1.Health/Check"};
+    for (const char* name : methods) {
+      const MethodId id = m->Method(name);
+      for (int i = 0; i < 100; ++i) {
+        m->EndServerCall(id, absl::StatusCode::kOk, absl::Milliseconds(i));
+        m->EndClientAttempt(id, absl::StatusCode::kUnavailable, absl::Milliseconds(i),
+                            ClientCallKind::kRetryAttempt);
+        m->ObserveBudgetAtArrival(id, absl::Milliseconds(10 * i));
+      }
+    }
+    m->CountShield(ShieldEvent::kStarted);
+    m->CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "ledger");
+    return m;
+  }();
+  return *metrics;
+}
+void BM_MetricSnapshot(benchmark::State& state) {
+  Metrics& metrics = ScrapedMetrics();
+  for (auto _ : state) benchmark::DoNotOptimize(metrics.Snapshot());
+}
+BENCHMARK(BM_MetricSnapshot);
+void BM_MetricPrometheusText(benchmark::State& state) {
+  const MetricsSnapshot snapshot = ScrapedMetrics().Snapshot();
+  for (auto _ : state) benchmark::DoNotOptimize(FormatPrometheusText(snapshot, "orders"));
+}
+BENCHMARK(BM_MetricPrometheusText);
 
 BudgetTrace TraceOfHops(int hops) {
   BudgetTrace t;

@@ -293,5 +293,12 @@ TEST(FormatBudgetTest, FormatsCommonValues) {
   EXPECT_EQ(FormatBudget(absl::ZeroDuration()), "0ms");
 }
 
+// Test failures name the value, not its integer.
+TEST(BudgetNamesTest, OutcomesPrintByName) {
+  EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kBelowMinimum), "below_minimum");
+  EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kExpired), "expired");
+  EXPECT_EQ(::testing::PrintToString(CallOutcome::kExhausted), "exhausted");
+}
+
 }  // namespace
 }  // namespace hopbudget

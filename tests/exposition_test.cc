@@ -7,7 +7,13 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "hopbudget/process_metrics.h"
+#include "metric_table.h"  // internal
 
 namespace hopbudget {
 namespace {
@@ -249,6 +255,213 @@ TEST(PrometheusTextTest, RacesHedgesAndSlotsHaveTheirFamilies) {
     EXPECT_THAT(text, ::testing::HasSubstr(line)) << line;
   }
   EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("reason=\"send\"")));
+}
+
+// Every process-wide counter, gauge and histogram of the registry at a
+// distinct value, counted through the public API: each series must come out
+// under its own name and labels with its own value (a row of metric_table.h
+// that reads another row's cells, or a cell offset that overlaps, changes a
+// number here).
+MetricsSnapshot EveryScalarAtADistinctValue() {
+  Metrics m;
+  for (int k = 0; k < kHeaderParseCount; ++k) {
+    for (int j = 0; j <= k; ++j) m.CountBadBudgetHeader(static_cast<HeaderParse>(k));
+  }
+  m.CountBadAttribution();
+  m.CountBadAttribution();
+  m.CountLeak(LeakKind::kNoDeadline);
+  for (int j = 0; j < 3; ++j) m.CountLeak(LeakKind::kLaterThanInbound);
+  for (int j = 0; j < 4; ++j) m.CountTimerArmed();
+  for (int o = 0; o < kRetryOutcomeCount; ++o) {
+    for (int j = 0; j <= o; ++j) m.CountRetryDecision(static_cast<RetryOutcome>(o));
+  }
+  for (int j = 0; j < 5; ++j) m.CountBackoffClipped();
+  for (int j = 0; j < 6; ++j) m.CountPushbackHonoured();
+  for (int j = 0; j < 7; ++j) m.CountUnfitPolicyCall();
+  m.CountTraceDropped(TraceDrop::kMalformed);
+  for (int j = 0; j < 2; ++j) m.CountTraceDropped(TraceDrop::kOversized);
+  for (int e = 0; e < kShieldEventCount; ++e) {
+    for (int j = 0; j <= e + 10; ++j) m.CountShield(static_cast<ShieldEvent>(e));
+  }
+  m.AddShieldInFlight(3);
+  m.AddShieldInFlight(-5);
+  for (int o = 0; o < kRaceOutcomeCount; ++o) {
+    for (int j = 0; j <= o + 20; ++j) m.CountRace(static_cast<RaceOutcome>(o), j % 3);
+  }
+  m.CountHedgedCall(3, 1, 2);
+  m.CountHedgedCall(1, 0, 0);
+  m.CountHedgedCall(2, -1, 1);
+  m.CountHedgedCall(2, 1, 1);
+  for (int o = 0; o < kHedgeOutcomeCount; ++o) {
+    for (int j = 0; j <= o + 30; ++j) m.CountHedgeSkipped(static_cast<HedgeOutcome>(o));
+  }
+  m.ObserveSlotWait(absl::Milliseconds(12));
+  m.ObserveSlotWait(absl::ZeroDuration());
+  m.CountSlotRefusal(SlotRefusalReason::kNoTimeToWait);
+  for (int j = 0; j < 4; ++j) m.CountSlotRefusal(SlotRefusalReason::kQueueFull);
+  return m.Snapshot();
+}
+
+// The process-wide families as they were written before they came from
+// tables (buckets left out: HistogramBucketsAreCumulativeWithSumAndCount),
+// in the order of kMetricTables. A change here is a change of what
+// Prometheus, the rules and the dashboards see.
+constexpr char kScalarFamilies[] = R"(# HELP hopbudget_retries_skipped_total Failed attempts not retried, by reason (RetryOutcomeName: no_room, no room left in the deadline; throttled, the retry throttle; attempts_exhausted; ...).
+# TYPE hopbudget_retries_skipped_total counter
+hopbudget_retries_skipped_total{reason="not_retryable_code"} 3
+hopbudget_retries_skipped_total{reason="budget_fired"} 4
+hopbudget_retries_skipped_total{reason="committed"} 5
+hopbudget_retries_skipped_total{reason="attempts_exhausted"} 6
+hopbudget_retries_skipped_total{reason="pushback_do_not_retry"} 7
+hopbudget_retries_skipped_total{reason="throttled"} 8
+hopbudget_retries_skipped_total{reason="no_room"} 9
+# HELP hopbudget_backoff_clipped_total Retry backoffs shortened to fit the deadline.
+# TYPE hopbudget_backoff_clipped_total counter
+hopbudget_backoff_clipped_total 5
+# HELP hopbudget_pushback_honoured_total Retry waits taken from grpc-retry-pushback-ms.
+# TYPE hopbudget_pushback_honoured_total counter
+hopbudget_pushback_honoured_total 6
+# HELP hopbudget_unfit_policy_calls_total Calls on a retry policy that start-up validation rejected (accept_unfit_policy).
+# TYPE hopbudget_unfit_policy_calls_total counter
+hopbudget_unfit_policy_calls_total 7
+# HELP hopbudget_deadline_leaks_total Calls made inside a handler with no deadline or one later than the inbound call's.
+# TYPE hopbudget_deadline_leaks_total counter
+hopbudget_deadline_leaks_total{kind="no_deadline"} 1
+hopbudget_deadline_leaks_total{kind="later_than_inbound"} 3
+# HELP hopbudget_bad_budget_header_total Inbound hopbudget-budget-us headers refused, by reason.
+# TYPE hopbudget_bad_budget_header_total counter
+hopbudget_bad_budget_header_total{kind="empty"} 2
+hopbudget_bad_budget_header_total{kind="too_long"} 3
+hopbudget_bad_budget_header_total{kind="malformed"} 4
+hopbudget_bad_budget_header_total{kind="negative"} 5
+hopbudget_bad_budget_header_total{kind="too_large"} 6
+# HELP hopbudget_bad_attribution_total Attribution details from a callee that could not be decoded.
+# TYPE hopbudget_bad_attribution_total counter
+hopbudget_bad_attribution_total 2
+# HELP hopbudget_trace_dropped_total Per-hop traces from callees that were dropped, by reason.
+# TYPE hopbudget_trace_dropped_total counter
+hopbudget_trace_dropped_total{reason="malformed"} 1
+hopbudget_trace_dropped_total{reason="oversized"} 2
+# HELP hopbudget_timers_armed_total Calls that needed hopbudget's shared timer (request caps, leaks, idle budgets).
+# TYPE hopbudget_timers_armed_total counter
+hopbudget_timers_armed_total 4
+# HELP hopbudget_shield_started_total Shielded operations accepted.
+# TYPE hopbudget_shield_started_total counter
+hopbudget_shield_started_total 11
+# HELP hopbudget_shield_operations_total Shielded operations by outcome (refused: at capacity or draining).
+# TYPE hopbudget_shield_operations_total counter
+hopbudget_shield_operations_total{outcome="completed"} 12
+hopbudget_shield_operations_total{outcome="failed"} 13
+hopbudget_shield_operations_total{outcome="exceeded_bound"} 14
+hopbudget_shield_operations_total{outcome="refused"} 15
+# HELP hopbudget_shield_in_flight Shielded operations queued or running.
+# TYPE hopbudget_shield_in_flight gauge
+hopbudget_shield_in_flight -2
+# HELP hopbudget_shield_unobserved_total Shielded outcomes nobody waited for (logged).
+# TYPE hopbudget_shield_unobserved_total counter
+hopbudget_shield_unobserved_total 16
+# HELP hopbudget_shield_drains_total Shield drains, by whether every operation ended in time.
+# TYPE hopbudget_shield_drains_total counter
+hopbudget_shield_drains_total{result="drained"} 17
+hopbudget_shield_drains_total{result="timed_out"} 18
+# HELP hopbudget_races_total First-success races, by outcome.
+# TYPE hopbudget_races_total counter
+hopbudget_races_total{outcome="won"} 21
+hopbudget_races_total{outcome="all_failed"} 22
+hopbudget_races_total{outcome="cancelled"} 23
+# HELP hopbudget_race_losers_cancelled_total Race attempts cancelled because another answered first (not failures).
+# TYPE hopbudget_race_losers_cancelled_total counter
+hopbudget_race_losers_cancelled_total 64
+# HELP hopbudget_hedged_calls_total Calls started by a Hedger.
+# TYPE hopbudget_hedged_calls_total counter
+hopbudget_hedged_calls_total 4
+# HELP hopbudget_hedges_sent_total Hedges sent (attempts after the first).
+# TYPE hopbudget_hedges_sent_total counter
+hopbudget_hedges_sent_total 4
+# HELP hopbudget_hedges_won_total Hedged calls answered by a hedge.
+# TYPE hopbudget_hedges_won_total counter
+hopbudget_hedges_won_total 2
+# HELP hopbudget_hedges_skipped_total Hedges considered and not sent, by reason.
+# TYPE hopbudget_hedges_skipped_total counter
+hopbudget_hedges_skipped_total{reason="max_attempts"} 32
+hopbudget_hedges_skipped_total{reason="stopped"} 33
+hopbudget_hedges_skipped_total{reason="no_budget"} 34
+hopbudget_hedges_skipped_total{reason="extra_load"} 35
+# HELP hopbudget_hedge_losers_cancelled_total Hedged attempts cancelled because another answered first.
+# TYPE hopbudget_hedge_losers_cancelled_total counter
+hopbudget_hedge_losers_cancelled_total 4
+# HELP hopbudget_hedge_extra_load_ratio Hedges sent per hedged call since start (the extra load).
+# TYPE hopbudget_hedge_extra_load_ratio gauge
+hopbudget_hedge_extra_load_ratio 1
+# HELP hopbudget_slot_wait_seconds Time a call waited for a concurrency slot towards a downstream, when granted.
+# TYPE hopbudget_slot_wait_seconds histogram
+hopbudget_slot_wait_seconds_sum 0.012
+hopbudget_slot_wait_seconds_count 2
+# HELP hopbudget_slot_refusals_total Calls that got no concurrency slot, by reason (no_time_to_wait: source slot-wait).
+# TYPE hopbudget_slot_refusals_total counter
+hopbudget_slot_refusals_total{reason="no_time_to_wait"} 1
+hopbudget_slot_refusals_total{reason="queue_full"} 4
+)";
+
+TEST(PrometheusTextTest, ProcessWideFamiliesAreWrittenAsBeforeTheTables) {
+  const std::string text = FormatPrometheusText(EveryScalarAtADistinctValue(), "orders");
+  // From the first family of the tables to the end, without bucket lines.
+  const size_t from = text.find("# HELP hopbudget_retries_skipped_total");
+  ASSERT_NE(from, std::string::npos);
+  std::vector<absl::string_view> lines;
+  for (absl::string_view line : absl::StrSplit(absl::string_view(text).substr(from), '\n')) {
+    if (!absl::StrContains(line, "_bucket{")) lines.push_back(line);
+  }
+  EXPECT_EQ(absl::StrJoin(lines, "\n"), kScalarFamilies);
+}
+
+TEST(MetricTablesTest, RowsAreWellFormed) {
+  absl::flat_hash_set<absl::string_view> names;
+  for (absl::Span<const internal::MetricRow> table : internal::kMetricTables) {
+    for (const internal::MetricRow& row : table) {
+      EXPECT_GT(row.count, 0) << row.name;
+      if (row.type == internal::MetricType::kHistogram) {
+        EXPECT_NE(row.histogram, nullptr) << row.name;
+        EXPECT_NE(row.buckets, nullptr) << row.name;
+        EXPECT_TRUE(absl::EndsWith(row.name, "_seconds")) << row.name;
+      } else {
+        EXPECT_NE(row.load, nullptr) << row.name;
+        EXPECT_EQ(row.has_cells, row.store != nullptr) << row.name;
+      }
+      if (!row.exposed()) {
+        EXPECT_GT(row.cells(), 0) << "a hidden row stores something";
+        continue;
+      }
+      EXPECT_TRUE(names.insert(row.name).second) << "two rows name " << row.name;
+      EXPECT_TRUE(absl::StartsWith(row.name, "hopbudget_")) << row.name;
+      EXPECT_FALSE(row.help.empty()) << row.name;
+      EXPECT_EQ(absl::EndsWith(row.name, "_total"), row.type == internal::MetricType::kCounter)
+          << row.name << ": counters, and only counters, end in _total";
+      if (!row.label.empty()) {
+        ASSERT_NE(row.label_value, nullptr) << row.name;
+        absl::flat_hash_set<absl::string_view> values;
+        for (int v = row.first; v < row.first + row.count; ++v) {
+          const absl::string_view value = row.label_value(v);
+          EXPECT_FALSE(value.empty()) << row.name << " value " << v;
+          EXPECT_NE(value, "unknown") << row.name << " value " << v;
+          EXPECT_TRUE(values.insert(value).second) << row.name << ": " << value << " twice";
+        }
+      } else {
+        EXPECT_EQ(row.count, 1) << row.name << ": several cells need a label";
+      }
+    }
+  }
+}
+
+TEST(MetricTablesTest, EveryEnumPrintsItsLabelName) {
+  EXPECT_EQ(::testing::PrintToString(ShieldEvent::kDrainTimedOut), "timed_out");
+  EXPECT_EQ(::testing::PrintToString(SlotRefusalReason::kQueueFull), "queue_full");
+  EXPECT_EQ(::testing::PrintToString(LeakKind::kLaterThanInbound), "later_than_inbound");
+  EXPECT_EQ(::testing::PrintToString(TraceDrop::kOversized), "oversized");
+  EXPECT_EQ(::testing::PrintToString(Side::kServer), "server");
+  EXPECT_EQ(::testing::PrintToString(LatencyKind::kClientCall), "client_call");
+  EXPECT_EQ(::testing::PrintToString(ClientCallKind::kRetryAttempt), "retry_attempt");
+  EXPECT_EQ(::testing::PrintToString(MethodRole::kInfrastructure), "infrastructure");
 }
 
 }  // namespace

@@ -182,5 +182,11 @@ TEST(HedgeNamesTest, OutcomesHaveStableNames) {
   EXPECT_STREQ(HedgeOutcomeName(HedgeOutcome::kExtraLoad), "extra_load");
 }
 
+// Test failures name the value, not its integer.
+TEST(HedgeNamesTest, OutcomesAndVerdictsPrintByName) {
+  EXPECT_EQ(::testing::PrintToString(HedgeOutcome::kNoBudget), "no_budget");
+  EXPECT_EQ(::testing::PrintToString(HedgeVerdict::kNonFatal), "non_fatal");
+}
+
 }  // namespace
 }  // namespace hopbudget

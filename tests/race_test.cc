@@ -110,5 +110,11 @@ TEST(RaceNamesTest, OutcomesAndFatesHaveStableNames) {
   EXPECT_STREQ(RaceFateName(RaceFate::kLoser), "loser");
 }
 
+// Test failures name the value, not its integer.
+TEST(RaceNamesTest, OutcomesAndFatesPrintByName) {
+  EXPECT_EQ(::testing::PrintToString(RaceOutcome::kAllFailed), "all_failed");
+  EXPECT_EQ(::testing::PrintToString(RaceFate::kLoser), "loser");
+}
+
 }  // namespace
 }  // namespace hopbudget

@@ -81,5 +81,10 @@ TEST(RemainingTest, FollowsTheInjectedClock) {
   EXPECT_EQ(RemainingOf(b, absl::ZeroDuration(), clock.Now()).left, absl::Milliseconds(25));
 }
 
+// Test failures name the value, not its integer.
+TEST(RemainingNamesTest, OutcomesPrintByName) {
+  EXPECT_EQ(::testing::PrintToString(RemainingOutcome::kUnbounded), "unbounded");
+}
+
 }  // namespace
 }  // namespace hopbudget

@@ -875,5 +875,12 @@ TEST(RetryThrottleTest, OutOfRangeOptionsAreClamped) {
   EXPECT_DOUBLE_EQ(t.tokens(), 999.001);
 }
 
+// Test failures name the value, not its integer.
+TEST(RetryNamesTest, PushbackThrottleAndSetupPrintByName) {
+  EXPECT_EQ(::testing::PrintToString(PushbackKind::kDoNotRetry), "do_not_retry");
+  EXPECT_EQ(::testing::PrintToString(ThrottleEffect::kFailure), "failure");
+  EXPECT_EQ(::testing::PrintToString(RetrySetup::kUnfitAccepted), "unfit_accepted");
+}
+
 }  // namespace
 }  // namespace hopbudget

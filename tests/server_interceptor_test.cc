@@ -232,5 +232,11 @@ TEST(MakeServerInterceptorFactoryTest, RefusesPolicyThatCannotNest) {
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("nest strictly"));
 }
 
+// Test failures name the value, not its integer.
+TEST(TraceModeTest, PrintsByName) {
+  EXPECT_EQ(::testing::PrintToString(TraceMode::kOnFailureOrRequest), "on_failure_or_request");
+  EXPECT_EQ(::testing::PrintToString(TraceMode::kAlways), "always");
+}
+
 }  // namespace
 }  // namespace hopbudget

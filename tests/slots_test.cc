@@ -166,5 +166,11 @@ TEST(SlotQueueTest, StrayReleaseIsIgnored) {
   EXPECT_EQ(q.in_use(), 0);
 }
 
+// Test failures name the value, not its integer.
+TEST(SlotNamesTest, OutcomesAndRefusalsPrintByName) {
+  EXPECT_EQ(::testing::PrintToString(SlotOutcome::kQueued), "queued");
+  EXPECT_EQ(::testing::PrintToString(SlotRefusal::kNoTimeToWait), "no_time_to_wait");
+}
+
 }  // namespace
 }  // namespace hopbudget

@@ -9,11 +9,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "hopbudget/process_metrics.h"
+#include "metric_table.h"
 
 namespace hopbudget {
 namespace {
-
-constexpr absl::string_view kSideNames[kSideCount] = {"client", "server"};
 
 // Label values: backslash, double quote and line feed are escaped (0.0.4).
 std::string LabelValue(absl::string_view v) {
@@ -186,7 +185,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
       for (int code = 0; code < kStatusCodeCount; ++code) {
         if (m.calls[side][code] == 0) continue;
         w.Sample("hopbudget_calls_total",
-                 absl::StrCat(L("side", kSideNames[side]), ",", MethodLabels(m), ",",
+                 absl::StrCat(L("side", SideName(static_cast<Side>(side))), ",", MethodLabels(m), ",",
                               L("code", CodeName(code))),
                  static_cast<double>(m.calls[side][code]));
       }
@@ -222,7 +221,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
            "DEADLINE_EXCEEDED answers by side, the budget that fired and the hop where it fired.");
   for (const DeadlineExceededCount& d : s.deadline_exceeded_by_hop) {
     w.Sample("hopbudget_deadline_exceeded_total",
-             absl::StrCat(L("side", kSideNames[static_cast<int>(d.side)]), ",",
+             absl::StrCat(L("side", SideName(d.side)), ",",
                           L("source", SourceLabel(d.source)), ",", L("hop", d.hop)),
              static_cast<double>(d.count));
   }
@@ -273,117 +272,21 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
     w.Sample("hopbudget_calls_succeeded_after_retry_total", MethodLabels(m),
              static_cast<double>(m.succeeded_after_retry));
   }
-  w.Family("hopbudget_retries_skipped_total", "counter",
-           "Failed attempts not retried, by reason (RetryOutcomeName: no_room, no room left in "
-           "the deadline; throttled, the retry throttle; attempts_exhausted; ...).");
-  for (int o = 0; o < kRetryOutcomeCount; ++o) {
-    const absl::string_view reason = RetrySkipReason(static_cast<RetryOutcome>(o));
-    if (reason.empty()) continue;
-    w.Sample("hopbudget_retries_skipped_total", L("reason", reason),
-             static_cast<double>(s.retry_decisions[o]));
+  // The process-wide families, one table per subsystem (metric_table.h).
+  for (absl::Span<const internal::MetricRow> table : internal::kMetricTables) {
+    for (const internal::MetricRow& row : table) {
+      if (!row.exposed()) continue;
+      w.Family(row.name, internal::MetricTypeName(row.type), row.help);
+      if (row.type == internal::MetricType::kHistogram) {
+        w.Histogram(row.name, "", s.*row.histogram);
+        continue;
+      }
+      for (int v = row.first; v < row.first + row.count; ++v) {
+        w.Sample(row.name, row.label.empty() ? "" : L(row.label, row.label_value(v)),
+                 row.load(s, v));
+      }
+    }
   }
-
-  w.Family("hopbudget_deadline_leaks_total", "counter",
-           "Calls made inside a handler with no deadline or one later than the inbound call's.");
-  w.Sample("hopbudget_deadline_leaks_total", L("kind", "no_deadline"),
-           static_cast<double>(s.leaks(LeakKind::kNoDeadline)));
-  w.Sample("hopbudget_deadline_leaks_total", L("kind", "later_than_inbound"),
-           static_cast<double>(s.leaks(LeakKind::kLaterThanInbound)));
-  w.Family("hopbudget_bad_budget_header_total", "counter",
-           "Inbound hopbudget-budget-us headers refused, by reason.");
-  for (int k = 1; k < kHeaderParseCount; ++k) {
-    w.Sample("hopbudget_bad_budget_header_total",
-             L("kind", HeaderParseName(static_cast<HeaderParse>(k))),
-             static_cast<double>(s.bad_budget_header[k]));
-  }
-  w.Family("hopbudget_bad_attribution_total", "counter",
-           "Attribution details from a callee that could not be decoded.");
-  w.Sample("hopbudget_bad_attribution_total", "", static_cast<double>(s.bad_attribution));
-  w.Family("hopbudget_trace_dropped_total", "counter",
-           "Per-hop traces from callees that were dropped, by reason.");
-  w.Sample("hopbudget_trace_dropped_total", L("reason", "malformed"),
-           static_cast<double>(s.dropped_traces(TraceDrop::kMalformed)));
-  w.Sample("hopbudget_trace_dropped_total", L("reason", "oversized"),
-           static_cast<double>(s.dropped_traces(TraceDrop::kOversized)));
-  w.Family("hopbudget_timers_armed_total", "counter",
-           "Calls that needed hopbudget's shared timer (request caps, leaks, idle budgets).");
-  w.Sample("hopbudget_timers_armed_total", "", static_cast<double>(s.timers_armed));
-  w.Family("hopbudget_backoff_clipped_total", "counter",
-           "Retry backoffs shortened to fit the deadline.");
-  w.Sample("hopbudget_backoff_clipped_total", "", static_cast<double>(s.backoff_clipped));
-  w.Family("hopbudget_pushback_honoured_total", "counter",
-           "Retry waits taken from grpc-retry-pushback-ms.");
-  w.Sample("hopbudget_pushback_honoured_total", "", static_cast<double>(s.pushback_honoured));
-  w.Family("hopbudget_unfit_policy_calls_total", "counter",
-           "Calls on a retry policy that start-up validation rejected (accept_unfit_policy).");
-  w.Sample("hopbudget_unfit_policy_calls_total", "", static_cast<double>(s.unfit_policy_calls));
-
-  w.Family("hopbudget_shield_started_total", "counter", "Shielded operations accepted.");
-  w.Sample("hopbudget_shield_started_total", "",
-           static_cast<double>(s.shield(ShieldEvent::kStarted)));
-  w.Family("hopbudget_shield_operations_total", "counter",
-           "Shielded operations by outcome (refused: at capacity or draining).");
-  const std::pair<const char*, ShieldEvent> outcomes[] = {
-      {"completed", ShieldEvent::kCompleted},
-      {"failed", ShieldEvent::kFailed},
-      {"exceeded_bound", ShieldEvent::kExceededBound},
-      {"refused", ShieldEvent::kRefused}};
-  for (const auto& [name, event] : outcomes) {
-    w.Sample("hopbudget_shield_operations_total", L("outcome", name),
-             static_cast<double>(s.shield(event)));
-  }
-  w.Family("hopbudget_shield_in_flight", "gauge", "Shielded operations queued or running.");
-  w.Sample("hopbudget_shield_in_flight", "", static_cast<double>(s.shield_in_flight));
-  w.Family("hopbudget_shield_unobserved_total", "counter",
-           "Shielded outcomes nobody waited for (logged).");
-  w.Sample("hopbudget_shield_unobserved_total", "",
-           static_cast<double>(s.shield(ShieldEvent::kUnobserved)));
-  w.Family("hopbudget_shield_drains_total", "counter",
-           "Shield drains, by whether every operation ended in time.");
-  w.Sample("hopbudget_shield_drains_total", L("result", "drained"),
-           static_cast<double>(s.shield(ShieldEvent::kDrained)));
-  w.Sample("hopbudget_shield_drains_total", L("result", "timed_out"),
-           static_cast<double>(s.shield(ShieldEvent::kDrainTimedOut)));
-
-  // Races, hedges and concurrency slots.
-  w.Family("hopbudget_races_total", "counter", "First-success races, by outcome.");
-  for (int o = 0; o < kRaceOutcomeCount; ++o) {
-    w.Sample("hopbudget_races_total", L("outcome", RaceOutcomeName(static_cast<RaceOutcome>(o))),
-             static_cast<double>(s.races[o]));
-  }
-  w.Family("hopbudget_race_losers_cancelled_total", "counter",
-           "Race attempts cancelled because another answered first (not failures).");
-  w.Sample("hopbudget_race_losers_cancelled_total", "",
-           static_cast<double>(s.race_losers_cancelled));
-  w.Family("hopbudget_hedged_calls_total", "counter", "Calls started by a Hedger.");
-  w.Sample("hopbudget_hedged_calls_total", "", static_cast<double>(s.hedged_calls));
-  w.Family("hopbudget_hedges_sent_total", "counter", "Hedges sent (attempts after the first).");
-  w.Sample("hopbudget_hedges_sent_total", "", static_cast<double>(s.hedges_sent));
-  w.Family("hopbudget_hedges_won_total", "counter", "Hedged calls answered by a hedge.");
-  w.Sample("hopbudget_hedges_won_total", "", static_cast<double>(s.hedges_won));
-  w.Family("hopbudget_hedges_skipped_total", "counter",
-           "Hedges considered and not sent, by reason.");
-  for (int o = 1; o < kHedgeOutcomeCount; ++o) {
-    w.Sample("hopbudget_hedges_skipped_total",
-             L("reason", HedgeOutcomeName(static_cast<HedgeOutcome>(o))),
-             static_cast<double>(s.hedges_skipped[o]));
-  }
-  w.Family("hopbudget_hedge_losers_cancelled_total", "counter",
-           "Hedged attempts cancelled because another answered first.");
-  w.Sample("hopbudget_hedge_losers_cancelled_total", "",
-           static_cast<double>(s.hedge_losers_cancelled));
-  w.Family("hopbudget_hedge_extra_load_ratio", "gauge",
-           "Hedges sent per hedged call since start (the extra load).");
-  w.Sample("hopbudget_hedge_extra_load_ratio", "", s.extra_load());
-  w.Family("hopbudget_slot_wait_seconds", "histogram",
-           "Time a call waited for a concurrency slot towards a downstream, when granted.");
-  w.Histogram("hopbudget_slot_wait_seconds", "", s.slot_wait);
-  w.Family("hopbudget_slot_refusals_total", "counter",
-           "Calls that got no concurrency slot, by reason (no_time_to_wait: source slot-wait).");
-  w.Sample("hopbudget_slot_refusals_total", L("reason", "no_time_to_wait"),
-           static_cast<double>(s.slot_refusals[0]));
-  w.Sample("hopbudget_slot_refusals_total", L("reason", "queue_full"),
-           static_cast<double>(s.slot_refusals[1]));
   return w.Take();
 }
 
@@ -412,7 +315,7 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& s, const std::vector<Rece
   }
   out += "],\"timeouts_by_source\":{";
   for (int side = 0; side < kSideCount; ++side) {
-    absl::StrAppend(&out, side == 0 ? "" : ",", JsonString(kSideNames[side]), ":{");
+    absl::StrAppend(&out, side == 0 ? "" : ",", JsonString(SideName(static_cast<Side>(side))), ":{");
     for (int src = 1; src < kDeadlineSourceCount; ++src) {
       absl::StrAppend(&out, src == 1 ? "" : ",",
                       JsonString(DeadlineSourceName(static_cast<DeadlineSource>(src))), ":",

@@ -12,6 +12,7 @@
 #include "hopbudget/attribution.h"
 #include "call_mutex.h"
 #include "label_table.h"
+#include "metric_table.h"
 
 namespace hopbudget {
 namespace internal {
@@ -174,7 +175,40 @@ struct MetricsCells {
         latency_layouts{ExponentialLayout(o.client_attempt_duration),
                         ExponentialLayout(o.client_call_duration),
                         ExponentialLayout(o.server_call_duration)},
-        infrastructure_prefixes(o.infrastructure_method_prefixes) {}
+        infrastructure_prefixes(o.infrastructure_method_prefixes) {
+    for (absl::Span<const MetricRow> table : kMetricTables) {
+      for (const MetricRow& row : table) {
+        if (row.type == MetricType::kHistogram) table_layouts.emplace_back(o.*row.buckets);
+      }
+    }
+  }
+
+  // Adds `n` to the cell of enum value `value` of `kRow`; a value the row
+  // does not store is not counted. Constant offsets: one relaxed add.
+  template <auto kRow>
+  void Add(int value, uint64_t n = 1) {
+    constexpr const MetricRow& row = RowOf(kRow);
+    static_assert(row.cells() > 0, "a row with cells");
+    constexpr int offset =
+        CellOffset(TableOf<decltype(kRow)>::kIndex, static_cast<int>(kRow));
+    const int i = value - row.first;
+    if (i < 0 || i >= row.count) return;
+    table_cells[offset + i].fetch_add(n, kRelaxed);
+  }
+  // The enum value counted by the first of `kRows` that stores it.
+  template <auto... kRows>
+  void AddToRowOf(int value) {
+    (void)((Covers(RowOf(kRows), value) && (Add<kRows>(value), true)) || ...);
+  }
+  static constexpr bool Covers(const MetricRow& row, int value) {
+    return value >= row.first && value < row.first + row.count;
+  }
+  template <auto kRow>
+  void Observe(absl::Duration d) {
+    static_assert(RowOf(kRow).type == MetricType::kHistogram, "a histogram row");
+    constexpr int h = HistogramOffset(TableOf<decltype(kRow)>::kIndex, static_cast<int>(kRow));
+    ObserveSeconds(table_histograms[h], table_layouts[h], d);
+  }
   LabelTable<kMaxMethodLabels> method_labels{KnownToDescriptorPool};
   LabelTable<kMaxHopLabels> hop_labels{
       [](absl::string_view hop) { return ValidateHopName(hop).ok(); }};
@@ -183,17 +217,11 @@ struct MetricsCells {
                         kDeadlineSourceCount>,
              kSideCount>
       deadline_exceeded{};  // hop index kMaxHopLabels: "unknown"
-  std::array<std::atomic<uint64_t>, kHeaderParseCount> bad_budget_header{};
-  std::atomic<uint64_t> bad_attribution{0};
-  std::array<std::atomic<uint64_t>, kLeakKindCount> deadline_leaks{};
-  std::atomic<uint64_t> timers_armed{0};
-  std::array<std::atomic<uint64_t>, kRetryOutcomeCount> retry_decisions{};
-  std::atomic<uint64_t> backoff_clipped{0};
-  std::atomic<uint64_t> pushback_honoured{0};
-  std::atomic<uint64_t> unfit_policy_calls{0};
-  std::array<std::atomic<uint64_t>, kTraceDropCount> trace_dropped{};
-  std::array<std::atomic<uint64_t>, kShieldEventCount> shield_events{};
-  std::atomic<int64_t> shield_in_flight{0};
+  // The rows of metric_table.h: counters and gauges, then histograms (null
+  // until first observed) with their layouts.
+  std::array<std::atomic<uint64_t>, kMetricCellCount> table_cells{};
+  std::array<std::atomic<SecondsCells*>, kMetricHistogramCount> table_histograms{};
+  std::vector<ExponentialLayout> table_layouts;
   std::atomic<uint64_t> recent_next{0};
   std::atomic<int64_t> recent_last_ns{0};
   std::atomic<int64_t> recent_last_failure_ns{0};
@@ -215,24 +243,12 @@ struct MetricsCells {
     for (auto& m : methods) {
       for (auto& cells : m.budgets) delete cells.load(std::memory_order_acquire);
     }
-    delete slot_wait.load(std::memory_order_acquire);
+    for (auto& cells : table_histograms) delete cells.load(std::memory_order_acquire);
   }
-
-  // Races, hedges and concurrency slots.
-  std::array<std::atomic<uint64_t>, kRaceOutcomeCount> races{};
-  std::atomic<uint64_t> race_losers{0};
-  std::atomic<uint64_t> hedged_calls{0};
-  std::atomic<uint64_t> hedges_sent{0};
-  std::atomic<uint64_t> hedges_won{0};
-  std::array<std::atomic<uint64_t>, kHedgeOutcomeCount> hedges_skipped{};
-  std::atomic<uint64_t> hedge_losers{0};
-  // Seconds waited for a slot, on the budget layout: null until first observed.
-  std::atomic<SecondsCells*> slot_wait{nullptr};
-  std::array<std::atomic<uint64_t>, kSlotRefusalReasonCount> slot_refusals{};
 };
 
-// Fills the races, hedges and slots block of a snapshot.
-void SnapshotFanOut(const MetricsCells& c, MetricsSnapshot& s);
+// Fills the fields of every row of metric_table.h.
+void SnapshotTables(const MetricsCells& c, MetricsSnapshot& s);
 
 }  // namespace internal
 
@@ -269,6 +285,54 @@ absl::string_view MethodRoleName(MethodRole role) {
   return role == MethodRole::kInfrastructure ? "infrastructure" : "application";
 }
 
+absl::string_view SideName(Side side) { return side == Side::kServer ? "server" : "client"; }
+
+absl::string_view LeakKindName(LeakKind kind) {
+  return kind == LeakKind::kLaterThanInbound ? "later_than_inbound" : "no_deadline";
+}
+
+absl::string_view ShieldEventName(ShieldEvent event) {
+  switch (event) {
+    case ShieldEvent::kStarted: return "started";
+    case ShieldEvent::kCompleted: return "completed";
+    case ShieldEvent::kFailed: return "failed";
+    case ShieldEvent::kExceededBound: return "exceeded_bound";
+    case ShieldEvent::kRefused: return "refused";
+    case ShieldEvent::kUnobserved: return "unobserved";
+    case ShieldEvent::kDrained: return "drained";
+    case ShieldEvent::kDrainTimedOut: return "timed_out";
+  }
+  return "unknown";
+}
+
+absl::string_view LatencyKindName(LatencyKind kind) {
+  switch (kind) {
+    case LatencyKind::kClientAttempt: return "client_attempt";
+    case LatencyKind::kClientCall: return "client_call";
+    case LatencyKind::kServerCall: return "server_call";
+  }
+  return "unknown";
+}
+
+absl::string_view ClientCallKindName(ClientCallKind kind) {
+  return kind == ClientCallKind::kRetryAttempt ? "retry_attempt" : "plain_call";
+}
+
+absl::string_view SlotRefusalReasonName(SlotRefusalReason reason) {
+  return reason == SlotRefusalReason::kQueueFull ? "queue_full" : "no_time_to_wait";
+}
+
+namespace internal {
+absl::string_view MetricTypeName(MetricType type) {
+  switch (type) {
+    case MetricType::kCounter: return "counter";
+    case MetricType::kGauge: return "gauge";
+    case MetricType::kHistogram: return "histogram";
+  }
+  return "untyped";
+}
+}  // namespace internal
+
 absl::Status ValidateMetricsOptions(const MetricsOptions& o) {
   const std::pair<absl::string_view, const HistogramBuckets*> histograms[] = {
       {"budget_at_arrival", &o.budget_at_arrival},
@@ -279,6 +343,13 @@ absl::Status ValidateMetricsOptions(const MetricsOptions& o) {
       {"server_call_duration", &o.server_call_duration}};
   for (const auto& [field, buckets] : histograms) {
     if (absl::Status s = ValidateBuckets(field, *buckets); !s.ok()) return s;
+  }
+  // A table's histogram on buckets of its own (metric_table.h) is checked too.
+  for (absl::Span<const internal::MetricRow> table : internal::kMetricTables) {
+    for (const internal::MetricRow& row : table) {
+      if (row.type != internal::MetricType::kHistogram) continue;
+      if (absl::Status s = ValidateBuckets(row.name, o.*row.buckets); !s.ok()) return s;
+    }
   }
   for (size_t i = 0; i < o.infrastructure_method_prefixes.size(); ++i) {
     const std::string& p = o.infrastructure_method_prefixes[i];
@@ -387,16 +458,22 @@ void Metrics::ObserveBudgetRemaining(MethodId method, absl::Duration remaining) 
                            cells_->budget_layouts[internal::kRemaining], remaining);
 }
 
+using internal::FanOutMetric;
+using internal::PropagationMetric;
+using internal::RetryMetric;
+using internal::ShieldMetric;
+
 void Metrics::CountBadBudgetHeader(HeaderParse kind) {
-  cells_->bad_budget_header[static_cast<int>(kind)].fetch_add(1, kRelaxed);
+  cells_->Add<PropagationMetric::kBadBudgetHeader>(static_cast<int>(kind));
 }
-void Metrics::CountBadAttribution() { cells_->bad_attribution.fetch_add(1, kRelaxed); }
+void Metrics::CountBadAttribution() { cells_->Add<PropagationMetric::kBadAttribution>(0); }
 void Metrics::CountLeak(LeakKind kind) {
-  cells_->deadline_leaks[static_cast<int>(kind)].fetch_add(1, kRelaxed);
+  cells_->Add<PropagationMetric::kLeaks>(static_cast<int>(kind));
 }
-void Metrics::CountTimerArmed() { cells_->timers_armed.fetch_add(1, kRelaxed); }
+void Metrics::CountTimerArmed() { cells_->Add<PropagationMetric::kTimersArmed>(0); }
 void Metrics::CountRetryDecision(RetryOutcome o) {
-  cells_->retry_decisions[static_cast<int>(o)].fetch_add(1, kRelaxed);
+  cells_->AddToRowOf<RetryMetric::kDecisionsNotSkipped, RetryMetric::kSkipped>(
+      static_cast<int>(o));
 }
 void Metrics::CountRetry(MethodId method, absl::StatusCode failed_code) {
   cells_->methods[method.index].retries[internal::CodeIndex(failed_code)].fetch_add(1, kRelaxed);
@@ -407,16 +484,20 @@ void Metrics::CountAttemptsPerCall(MethodId method, int attempts) {
   cells_->methods[method.index].attempts.Observe(clamped - 1,
                                                  static_cast<uint64_t>(attempts) * 1000000);
 }
-void Metrics::CountBackoffClipped() { cells_->backoff_clipped.fetch_add(1, kRelaxed); }
-void Metrics::CountPushbackHonoured() { cells_->pushback_honoured.fetch_add(1, kRelaxed); }
-void Metrics::CountUnfitPolicyCall() { cells_->unfit_policy_calls.fetch_add(1, kRelaxed); }
+void Metrics::CountBackoffClipped() { cells_->Add<RetryMetric::kBackoffClipped>(0); }
+void Metrics::CountPushbackHonoured() { cells_->Add<RetryMetric::kPushbackHonoured>(0); }
+void Metrics::CountUnfitPolicyCall() { cells_->Add<RetryMetric::kUnfitPolicyCalls>(0); }
 void Metrics::CountTraceDropped(TraceDrop reason) {
-  cells_->trace_dropped[static_cast<int>(reason)].fetch_add(1, kRelaxed);
+  cells_->Add<PropagationMetric::kTraceDropped>(static_cast<int>(reason));
 }
 void Metrics::CountShield(ShieldEvent event) {
-  cells_->shield_events[static_cast<int>(event)].fetch_add(1, kRelaxed);
+  cells_->AddToRowOf<ShieldMetric::kStarted, ShieldMetric::kOperations, ShieldMetric::kUnobserved,
+                     ShieldMetric::kDrains>(static_cast<int>(event));
 }
-void Metrics::AddShieldInFlight(int delta) { cells_->shield_in_flight.fetch_add(delta, kRelaxed); }
+void Metrics::AddShieldInFlight(int delta) {
+  // Two's complement: a negative delta wraps, the snapshot reads it signed.
+  cells_->Add<ShieldMetric::kInFlight>(0, static_cast<uint64_t>(static_cast<int64_t>(delta)));
+}
 
 namespace {
 // Claims the right to record with a compare-exchange on the last time, so
@@ -466,17 +547,7 @@ std::vector<RecentCall> Metrics::RecentCalls() const {
 MetricsSnapshot Metrics::Snapshot() const {
   const internal::MetricsCells& c = *cells_;
   MetricsSnapshot s;
-  Copy(c.bad_budget_header, s.bad_budget_header);
-  s.bad_attribution = c.bad_attribution.load(kRelaxed);
-  Copy(c.deadline_leaks, s.deadline_leaks);
-  s.timers_armed = c.timers_armed.load(kRelaxed);
-  Copy(c.retry_decisions, s.retry_decisions);
-  s.backoff_clipped = c.backoff_clipped.load(kRelaxed);
-  s.pushback_honoured = c.pushback_honoured.load(kRelaxed);
-  s.unfit_policy_calls = c.unfit_policy_calls.load(kRelaxed);
-  Copy(c.trace_dropped, s.trace_dropped);
-  Copy(c.shield_events, s.shield_events);
-  s.shield_in_flight = c.shield_in_flight.load(kRelaxed);
+  internal::SnapshotTables(c, s);
 
   std::vector<double> attempt_bounds;
   for (int i = 1; i <= kMaxAttemptBuckets; ++i) attempt_bounds.push_back(i);
@@ -544,7 +615,6 @@ MetricsSnapshot Metrics::Snapshot() const {
       }
     }
   }
-  internal::SnapshotFanOut(c, s);
   return s;
 }
 
@@ -581,40 +651,45 @@ uint64_t MetricsSnapshot::calls_with_code(Side side, absl::string_view name,
 
 // Races, hedges and concurrency slots.
 void Metrics::CountRace(RaceOutcome outcome, int losers_cancelled) {
-  cells_->races[static_cast<int>(outcome)].fetch_add(1, kRelaxed);
+  cells_->Add<FanOutMetric::kRaces>(static_cast<int>(outcome));
   if (losers_cancelled > 0) {
-    cells_->race_losers.fetch_add(static_cast<uint64_t>(losers_cancelled), kRelaxed);
+    cells_->Add<FanOutMetric::kRaceLosersCancelled>(0, static_cast<uint64_t>(losers_cancelled));
   }
 }
 void Metrics::CountHedgedCall(int sent, int winner, int losers) {
-  cells_->hedged_calls.fetch_add(1, kRelaxed);
-  if (sent > 1) cells_->hedges_sent.fetch_add(static_cast<uint64_t>(sent - 1), kRelaxed);
-  if (winner > 0) cells_->hedges_won.fetch_add(1, kRelaxed);
-  if (losers > 0) cells_->hedge_losers.fetch_add(static_cast<uint64_t>(losers), kRelaxed);
+  cells_->Add<FanOutMetric::kHedgedCalls>(0);
+  if (sent > 1) cells_->Add<FanOutMetric::kHedgesSent>(0, static_cast<uint64_t>(sent - 1));
+  if (winner > 0) cells_->Add<FanOutMetric::kHedgesWon>(0);
+  if (losers > 0) cells_->Add<FanOutMetric::kHedgeLosersCancelled>(0, static_cast<uint64_t>(losers));
 }
 void Metrics::CountHedgeSkipped(HedgeOutcome reason) {
-  cells_->hedges_skipped[static_cast<int>(reason)].fetch_add(1, kRelaxed);
+  cells_->Add<FanOutMetric::kHedgesSkipped>(static_cast<int>(reason));
 }
 void Metrics::ObserveSlotWait(absl::Duration waited) {
-  internal::ObserveSeconds(cells_->slot_wait, cells_->budget_layouts[internal::kRemaining],
-                           waited);
+  cells_->Observe<FanOutMetric::kSlotWait>(waited);
 }
 void Metrics::CountSlotRefusal(SlotRefusalReason reason) {
-  cells_->slot_refusals[static_cast<int>(reason)].fetch_add(1, kRelaxed);
+  cells_->Add<FanOutMetric::kSlotRefusals>(static_cast<int>(reason));
 }
 
 namespace internal {
-void SnapshotFanOut(const MetricsCells& c, MetricsSnapshot& s) {
-  Copy(c.races, s.races);
-  s.race_losers_cancelled = c.race_losers.load(kRelaxed);
-  s.hedged_calls = c.hedged_calls.load(kRelaxed);
-  s.hedges_sent = c.hedges_sent.load(kRelaxed);
-  s.hedges_won = c.hedges_won.load(kRelaxed);
-  Copy(c.hedges_skipped, s.hedges_skipped);
-  s.hedge_losers_cancelled = c.hedge_losers.load(kRelaxed);
-  s.slot_wait = SnapshotSeconds(c.slot_wait.load(std::memory_order_acquire),
-                                c.budget_layouts[kRemaining]);
-  Copy(c.slot_refusals, s.slot_refusals);
+void SnapshotTables(const MetricsCells& c, MetricsSnapshot& s) {
+  int cell = 0;
+  int histogram = 0;
+  for (absl::Span<const MetricRow> table : kMetricTables) {
+    for (const MetricRow& row : table) {
+      if (row.type == MetricType::kHistogram) {
+        s.*row.histogram =
+            SnapshotSeconds(c.table_histograms[histogram].load(std::memory_order_acquire),
+                            c.table_layouts[histogram]);
+        ++histogram;
+        continue;
+      }
+      for (int i = 0; i < row.cells(); ++i) {
+        row.store(s, row.first + i, c.table_cells[cell++].load(kRelaxed));
+      }
+    }
+  }
 }
 }  // namespace internal
 

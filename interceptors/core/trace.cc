@@ -107,6 +107,10 @@ absl::StatusOr<BudgetTrace> DecodeTrace(absl::string_view bytes) {
   return out;
 }
 
+absl::string_view TraceDropName(TraceDrop reason) {
+  return reason == TraceDrop::kOversized ? "oversized" : "malformed";
+}
+
 TraceDrop DropReason(const absl::Status& decode_error) {
   return decode_error.code() == absl::StatusCode::kResourceExhausted ? TraceDrop::kOversized
                                                                      : TraceDrop::kMalformed;

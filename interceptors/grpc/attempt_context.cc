@@ -38,19 +38,50 @@ LogicalBudget::LogicalBudget(const BudgetPolicy& policy, const LogicalCall& call
   start_ = now;
 }
 
+LogicalBudget::LogicalBudget(const BudgetPolicy& policy, const SourceTag& tag,
+                             absl::Time deadline, absl::Time now)
+    : inbound_(nullptr), attempt_policy_(policy) {
+  attempt_policy_.hop_reserve = absl::ZeroDuration();
+  exhausted_ = tag.source == DeadlineSource::kExhaustedBeforeCall;
+  inbound_key_ = tag.inbound_key;
+  inbound_id_ = tag.inbound_id;
+  if (tag.has_logical) {
+    deadline_ = tag.logical_deadline;
+    source_ = tag.logical_source;
+    budget_ = tag.logical_budget;
+    start_ = tag.logical_start != absl::InfinitePast() ? tag.logical_start : now;
+    return;
+  }
+  deadline_ = deadline;
+  source_ = deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone : DeadlineSource::kClient;
+  budget_ = deadline_ - now;
+  start_ = now;
+}
+
 std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attempt,
                                                                       absl::Time now) const {
   const CallDeadline call = DeriveCallDeadline(attempt_policy_, deadline_, source_, now);
-  // A child of the inbound call, so that its cancel reaches the attempt.
-  std::unique_ptr<grpc::ClientContext> ctx =
-      inbound_ != nullptr ? grpc::ClientContext::FromServerContext(*inbound_)
-                          : std::make_unique<grpc::ClientContext>();
+  // A child of the inbound call, so that its cancel reaches the attempt at
+  // once, as it reaches any propagated call.
+  std::unique_ptr<grpc::ClientContext> ctx;
+  if (inbound_ != nullptr) {
+    ctx = grpc::ClientContext::FromServerContext(*inbound_);
+  } else if (inbound_key_ != 0) {
+    ctx = NewChildOfInbound(inbound_key_, inbound_id_);  // nullptr: the inbound call is gone
+  }
+  if (ctx == nullptr) ctx = std::make_unique<grpc::ClientContext>();
   if (call.deadline != absl::InfiniteFuture()) {
     ctx->set_deadline(absl::ToChronoTime(call.deadline));
   }
   if (attempt > 1) {
     ctx->AddMetadata(kPreviousAttemptsHeader, absl::StrCat(attempt - 1));
   }
+  ctx->AddMetadata(kInternalSourceKey, FormatSourceTag(AttemptTag(call, now)));
+  if (trace_requested_) ctx->AddMetadata(kTraceRequestHeader, "1");
+  return ctx;
+}
+
+SourceTag LogicalBudget::AttemptTag(const CallDeadline& call, absl::Time now) const {
   // For the budget interceptor on the channel: which budget the deadline
   // is (for attribution), and an attempt that cannot start is failed there
   // without the network.
@@ -61,6 +92,8 @@ std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attemp
   const bool attempt_budget = call.source == DeadlineSource::kAttempt;
   tag.budget = attempt_budget ? call.budget : budget_;
   tag.budget_start = attempt_budget ? now : start_;
+  // The logical part is carried for the inbound call's identity: the budget
+  // interceptor reports each attempt to it.
   tag.has_logical = true;
   tag.logical_deadline = deadline_;
   tag.logical_source = source_;
@@ -68,9 +101,7 @@ std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attemp
   tag.logical_start = start_;
   tag.inbound_key = inbound_key_;
   tag.inbound_id = inbound_id_;
-  ctx->AddMetadata(kInternalSourceKey, FormatSourceTag(tag));
-  if (trace_requested_) ctx->AddMetadata(kTraceRequestHeader, "1");
-  return ctx;
+  return tag;
 }
 
 void DestroyLater(std::shared_ptr<grpc::ClientContext> ended) {

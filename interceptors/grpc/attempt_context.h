@@ -3,8 +3,9 @@
 // attempt_context.h (internal): the budget of one logical call as its
 // attempts see it, and the grpc::ClientContext of each attempt. Shared by
 // every form that makes several real calls under one deadline (RetryLoop,
-// Race, Hedger, DownstreamSlots), so that their attempts carry the same
-// deadline, parentage, source tag and headers.
+// Race, Hedger, DownstreamSlots, and the retrying channel), so that their
+// attempts carry the same deadline, parentage, source tag and headers: the
+// source tag of an attempt is built here and nowhere else.
 #ifndef HOPBUDGET_INTERNAL_ATTEMPT_CONTEXT_H_
 #define HOPBUDGET_INTERNAL_ATTEMPT_CONTEXT_H_
 
@@ -16,6 +17,7 @@
 #include "absl/time/time.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/deadline_source.h"
+#include "grpc_glue.h"
 #include "hopbudget/retry_loop.h"
 
 namespace hopbudget {
@@ -28,6 +30,14 @@ class LogicalBudget {
   // hop_reserve is taken off the inbound deadline of a handler whose call
   // did not pass through hopbudget's server interceptor.
   LogicalBudget(const BudgetPolicy& policy, const LogicalCall& call, absl::Time now);
+  // The logical call of a call the retrying channel hijacked: the one the
+  // source tag on it says (`tag.has_logical`: NewDownstreamContext() or a
+  // form above made it), or else the call's own `deadline` (InfiniteFuture():
+  // none), a client budget from `now`. `tag.source` kExhaustedBeforeCall
+  // (nothing was left on arrival) makes every attempt fail fast. Attempts are
+  // children of the tagged inbound call, if any, found by its key.
+  LogicalBudget(const BudgetPolicy& policy, const SourceTag& tag, absl::Time deadline,
+                absl::Time now);
 
   // The context of attempt number `attempt` (1-based) started at `now`:
   //   - deadline min(logical deadline, now + attempt_cap) (DeriveCallDeadline);
@@ -38,6 +48,9 @@ class LogicalBudget {
   //     with min_attempt_budget or the inbound call was refused);
   //   - the trace request when the inbound caller asked for one.
   std::unique_ptr<grpc::ClientContext> NewAttemptContext(int attempt, absl::Time now) const;
+  // The source tag of an attempt whose deadline `call` was derived at `now`
+  // (what NewAttemptContext() writes).
+  SourceTag AttemptTag(const CallDeadline& call, absl::Time now) const;
 
   // The policy attempts derive from (the reserve already taken off).
   const BudgetPolicy& attempt_policy() const { return attempt_policy_; }

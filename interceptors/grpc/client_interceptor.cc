@@ -18,6 +18,7 @@
 #include "call_mutex.h"
 #include "channel_defaults.h"
 #include "grpc_glue.h"
+#include "hijacked_call.h"
 #include "hopbudget/classify.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
@@ -192,23 +193,19 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     Attribution a{DeadlineSource::kExhaustedBeforeCall, shared_.hop,
                   std::max(remaining, absl::ZeroDuration()), absl::ZeroDuration()};
     hijack_status_ = internal::AttributedStatus(a);
-    hijack_trailers_ = internal::AttributionTrailerPairs(a);
+    for (internal::TrailerPair& p : internal::AttributionTrailerPairs(a)) {
+      hijack_trailers_.emplace_back(p.key, std::move(p.value));
+    }
   }
 
-  // After Hijack() nothing reaches the network: answer every later batch here.
+  // After Hijack() nothing reaches the network: answer every later batch
+  // here, as the retrying channel answers its hijacked calls (no message:
+  // sends and reads fail).
   void ServeHijacked(InterceptorBatchMethods* m) {
-    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
-      m->FailHijackedSendMessage();
-    }
-    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_MESSAGE)) {
-      m->FailHijackedRecvMessage();
-    }
-    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_STATUS)) {
-      *m->GetRecvStatus() = hijack_status_;
-      auto* trailers = m->GetRecvTrailingMetadata();
-      for (const internal::TrailerPair& p : hijack_trailers_) trailers->emplace(p.key, p.value);
-    }
-    m->Proceed();
+    internal::HijackedAnswer answer;
+    answer.status = &hijack_status_;
+    answer.trailing_metadata = &hijack_trailers_;
+    internal::AnswerHijackedBatch(m, answer);
   }
 
   absl::Time NextTimerAt() const {
@@ -364,7 +361,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   bool hijacked_ = false;
   grpc::Status hijack_status_;
-  std::vector<internal::TrailerPair> hijack_trailers_;  // lives as long as the call
+  internal::MetadataPairs hijack_trailers_;  // lives as long as the call
 };
 
 class ClientFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {

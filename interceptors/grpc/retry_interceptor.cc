@@ -4,13 +4,11 @@
 // attempt as a new call through the rest of the interceptor chain, deriving
 // every attempt's deadline from what is left of the logical call's.
 #include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/client_callback.h>
 #include <grpcpp/support/client_interceptor.h>
-#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
 #include <deque>
@@ -18,16 +16,18 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "attempt_context.h"
 #include "attempt_result.h"
 #include "call_mutex.h"
 #include "channel_defaults.h"
 #include "grpc_glue.h"
+#include "hijacked_call.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/retry.h"
+#include "retry_step.h"
 #include "timer_service.h"
 
 namespace hopbudget {
@@ -78,13 +78,29 @@ struct RetryShared {
   absl::flat_hash_map<std::string, Mode> known ABSL_GUARDED_BY(mu);
 };
 
+// One logical call of a retrying channel, from the caller's view: the
+// caller's batches are hijacked, and each attempt runs as a call of its own
+// (GenericStub) through the rest of the interceptor chain.
+//
+// Its life, in `state_` (all under mu_):
+//
+//   kAttempting --(attempt failed, retry)----------> kBackingOff
+//       ^   |                                              |
+//       |   +--(retry at once)--> kAttempting              |
+//       +---------------------(backoff over)---------------+
+//   kAttempting --(first message of a stream)-----> kCommitted (no retry after)
+//   kAttempting|kBackingOff|kCommitted --(caller's TryCancel)--> kCancelled
+//   any --(no retry follows / the cancel ended the attempt)--> kDone
+//
+// Receive batches wait in pending_ until they can be answered (ServeLocked)
+// and are answered outside the lock (DeliverAll), the status last.
 class RetryInterceptor final : public grpc::experimental::Interceptor {
  public:
   RetryInterceptor(RetryShared* shared, grpc::experimental::ClientRpcInfo* info)
       : shared_(*shared), info_(info), method_(shared->metrics->Method(info->method())) {}
 
   void Intercept(InterceptorBatchMethods* m) override {
-    if (passthrough_) {
+    if (mode_ == RetryShared::Mode::kPassThrough) {
       m->Proceed();
       return;
     }
@@ -93,13 +109,8 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       return;  // Proceed is a no-op for a cancel batch
     }
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
-      using Type = grpc::experimental::ClientRpcInfo::Type;
-      const RetryShared::Mode mode = shared_.ModeOf(info_->method());
-      streaming_ = mode == RetryShared::Mode::kServerStreaming;
-      if (mode == RetryShared::Mode::kPassThrough ||
-          (info_->type() != Type::UNARY && info_->type() != Type::SERVER_STREAMING) ||
-          (info_->type() == Type::SERVER_STREAMING) != streaming_) {
-        passthrough_ = true;
+      mode_ = ModeOfCall();
+      if (mode_ == RetryShared::Mode::kPassThrough) {
         m->Proceed();
         return;
       }
@@ -113,9 +124,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       StartAttempt();
       return;
     }
-    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_INITIAL_METADATA) ||
-        m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_MESSAGE) ||
-        m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_STATUS)) {
+    if (internal::IsReceiveBatch(m)) {
       Deliveries ready;
       StreamAttempt* read_more = nullptr;
       {
@@ -131,6 +140,8 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   }
 
  private:
+  enum class State { kAttempting, kBackingOff, kCommitted, kCancelled, kDone };
+
   // One attempt of a server-streaming call, run as a generic bidi stream:
   // the request, a half-close, then reads one at a time as the application
   // asks for messages (no read-ahead, so flow control still works).
@@ -167,12 +178,24 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     grpc::ClientContext* const ctx_;
   };
 
-  // A receive batch that can be answered now, and what to answer it with.
+  // A receive batch that can be answered now, and the message it gets.
   struct Delivery {
     InterceptorBatchMethods* batch;
     absl::optional<grpc::ByteBuffer> message;  // for PRE_RECV_MESSAGE; none: fail it
   };
   using Deliveries = std::vector<Delivery>;
+
+  // Unary and server-streaming calls of protobuf methods are retried; the
+  // rest passes through untouched.
+  RetryShared::Mode ModeOfCall() const {
+    using Type = grpc::experimental::ClientRpcInfo::Type;
+    const RetryShared::Mode mode = shared_.ModeOf(info_->method());
+    const Type expected =
+        mode == RetryShared::Mode::kServerStreaming ? Type::SERVER_STREAMING : Type::UNARY;
+    return mode != RetryShared::Mode::kPassThrough && info_->type() == expected
+               ? mode
+               : RetryShared::Mode::kPassThrough;
+  }
 
   void TakeLogicalCall(InterceptorBatchMethods* m) {
     auto* md = m->GetSendInitialMetadata();
@@ -183,24 +206,11 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     metadata_ = *md;
     metadata_.erase(internal::kInternalSourceKey);
     metadata_.erase(kPreviousAttemptsHeader);
-    // NewDownstreamContext() found nothing left by the hop's own policy: the
-    // first attempt carries that verdict, and fails without the network.
-    logical_exhausted_ = tag.source == DeadlineSource::kExhaustedBeforeCall;
-    const absl::Time now = shared_.clock->Now();
-    if (tag.has_logical) {
-      logical_deadline_ = tag.logical_deadline;
-      logical_source_ = tag.logical_source;
-      logical_budget_ = tag.logical_budget;
-      logical_start_ = tag.logical_start != absl::InfinitePast() ? tag.logical_start : now;
-    } else {
-      logical_deadline_ = internal::ToAbslTime(info_->client_context()->deadline());
-      logical_source_ = logical_deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone
-                                                                    : DeadlineSource::kClient;
-      logical_budget_ = logical_deadline_ - now;
-      logical_start_ = now;
-    }
-    inbound_key_ = tag.inbound_key;
-    inbound_id_ = tag.inbound_id;
+    logical_.emplace(shared_.budget, tag,
+                     internal::ToAbslTime(info_->client_context()->deadline()),
+                     shared_.clock->Now());
+    step_.emplace(logical_->attempt_policy(), shared_.retry, shared_.throttle, *shared_.metrics,
+                  method_, *shared_.clock);
     request_ = *m->GetSerializedSendMessage();
   }
 
@@ -211,12 +221,13 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     StreamAttempt* stream = nullptr;
     {
       internal::CallMutexLock lock(&mu_);
-      if (done_) return;
-      if (cancelled_) {
+      if (state_ == State::kDone) return;
+      if (state_ == State::kCancelled) {
         finished = FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, cancel_reason_));
       } else {
+        state_ = State::kAttempting;
         raw = PrepareAttemptLocked();
-        if (streaming_) {
+        if (mode_ == RetryShared::Mode::kServerStreaming) {
           streams_.push_back(std::make_unique<StreamAttempt>(this, raw));
           stream = streams_.back().get();
         } else {
@@ -225,7 +236,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       }
     }
     if (raw == nullptr) {
-      DeliverAll(std::move(finished));
+      if (!finished.empty()) DeliverAll(std::move(finished));
       return;
     }
     // Outside the lock: the completion may run on this very thread.
@@ -237,39 +248,15 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     }
   }
 
+  // The next attempt's context (LogicalBudget: deadline, parentage, source
+  // tag, previous attempts), with the caller's own metadata.
   grpc::ClientContext* PrepareAttemptLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const absl::Time now = shared_.clock->Now();
-    const CallDeadline call =
-        DeriveCallDeadline(shared_.budget, logical_deadline_, logical_source_, now);
     ++attempt_;
-    // A child of the inbound call when there is one, so that its cancel
-    // reaches the attempt at once, as it reaches any propagated call.
-    std::unique_ptr<grpc::ClientContext> ctx;
-    if (inbound_key_ != 0) ctx = internal::NewChildOfInbound(inbound_key_, inbound_id_);
-    if (ctx == nullptr) ctx = std::make_unique<grpc::ClientContext>();
+    std::unique_ptr<grpc::ClientContext> ctx =
+        logical_->NewAttemptContext(attempt_, shared_.clock->Now());
     for (const auto& [key, value] : metadata_) ctx->AddMetadata(key, value);
-    if (attempt_ > 1) ctx->AddMetadata(kPreviousAttemptsHeader, absl::StrCat(attempt_ - 1));
-    if (call.deadline != absl::InfiniteFuture()) {
-      ctx->set_deadline(absl::ToChronoTime(call.deadline));
-    }
-    // The budget interceptor next in the chain attributes the attempt, and
-    // fails an exhausted one without touching the network.
-    internal::SourceTag tag;
-    tag.source = call.outcome == CallOutcome::kExhausted || logical_exhausted_
-                     ? DeadlineSource::kExhaustedBeforeCall
-                     : call.source;
-    tag.budget = call.source == DeadlineSource::kAttempt ? call.budget : logical_budget_;
-    // The logical part is carried for the inbound call's identity: the budget
-    // interceptor reports each attempt to it.
-    tag.has_logical = true;
-    tag.logical_deadline = logical_deadline_;
-    tag.logical_source = logical_source_;
-    tag.logical_budget = logical_budget_;
-    tag.inbound_key = inbound_key_;
-    tag.inbound_id = inbound_id_;
-    tag.logical_start = logical_start_;
-    tag.budget_start = call.source == DeadlineSource::kAttempt ? now : logical_start_;
-    ctx->AddMetadata(internal::kInternalSourceKey, internal::FormatSourceTag(tag));
+    // An attempt: this interceptor observes the logical call once, the
+    // budget interceptor next in the chain each attempt.
     ctx->AddMetadata(internal::kInternalAttemptKey, "1");
     attempts_.push_back(std::move(ctx));  // kept until the logical call ends
     return attempts_.back().get();
@@ -284,89 +271,60 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       internal::CallMutexLock lock(&mu_);
       read_in_flight_ = false;
       if (!ok) {
-        stream_ended_ = committed_;  // before commit, OnDone decides what follows
-        ready = ServeLocked(&read_more);
+        stream_ended_ = committed_to_ != nullptr;  // before commit, OnDone decides what follows
       } else {
-        if (!committed_) {
-          committed_ = true;
+        if (committed_to_ == nullptr) {
+          committed_to_ = stream;
+          if (state_ == State::kAttempting) state_ = State::kCommitted;
           CopyMetadata(stream->context()->GetServerInitialMetadata(), &initial_md_);
         }
         ready_.push_back(std::move(stream->message_));
         stream->message_.Clear();
-        ready = ServeLocked(&read_more);
       }
+      ready = ServeLocked(&read_more);
     }
     if (read_more != nullptr) read_more->ReadNext();
-    DeliverAll(std::move(ready));
+    if (!ready.empty()) DeliverAll(std::move(ready));
   }
 
-  void OnAttemptDone(grpc::ClientContext* ctx, const grpc::Status& status_in,
+  void OnAttemptDone(grpc::ClientContext* ctx, const grpc::Status& status,
                      StreamAttempt* stream) {
-    grpc::Status status = status_in;
     AttemptResult result =
         internal::AttemptResultOf(status, ctx->GetServerTrailingMetadata(), shared_.hop);
-    switch (ThrottleEffectOf(shared_.retry, result)) {
-      case ThrottleEffect::kSuccess: shared_.throttle.RecordSuccess(); break;
-      case ThrottleEffect::kFailure: shared_.throttle.RecordFailure(); break;
-      case ThrottleEffect::kNone: break;
-    }
-
     Deliveries finished;
     bool retry_now = false;
     {
       internal::CallMutexLock lock(&mu_);
-      result.committed = committed_;
+      step_->FeedThrottle(result);
       if (stream == nullptr && status.ok()) ready_.push_back(std::move(unary_response_));
-      if (cancelled_) {
+      if (state_ == State::kCancelled) {
         finished = FinishLocked(status.error_code() == grpc::StatusCode::CANCELLED
                                     ? grpc::Status(grpc::StatusCode::CANCELLED, cancel_reason_)
                                     : status,
                                 ctx);
       } else {
-        const RetryDecision d =
-            DecideRetry(shared_.budget, shared_.retry, attempt_, result,
-                        shared_.throttle.RetryAllowed(), logical_deadline_, shared_.clock->Now(),
-                        JitterDrawLocked(result.code));
-        shared_.metrics->CountRetryDecision(d.outcome);
+        result.committed = committed_to_ != nullptr;
+        const RetryDecision d = step_->Decide(result, attempt_, logical_->deadline());
         if (d.outcome != RetryOutcome::kRetry) {
-          if (d.outcome == RetryOutcome::kNoRoom &&
-              result.code != absl::StatusCode::kDeadlineExceeded) {
-            // The error stands; say why no retry followed it.
-            status = grpc::Status(status.error_code(),
-                                  absl::StrCat(status.error_message(),
-                                               " (hopbudget: no budget left for a retry)"),
-                                  status.error_details());
-          }
-          internal::RecordRetrySkipped(inbound_key_, inbound_id_, d.outcome);
-          finished = FinishLocked(status, ctx);
+          internal::RecordRetrySkipped(logical_->inbound_key(), logical_->inbound_id(),
+                                       d.outcome);
+          finished = FinishLocked(internal::NotRetried(status, d), ctx);
+        } else if (d.backoff <= absl::ZeroDuration()) {
+          retry_now = true;
         } else {
-          shared_.metrics->CountRetry(method_, result.code);
-          if (d.backoff_clipped) shared_.metrics->CountBackoffClipped();
-          if (result.pushback.kind == PushbackKind::kDelay) {
-            shared_.metrics->CountPushbackHonoured();
-          }
-          if (d.backoff <= absl::ZeroDuration()) {
-            retry_now = true;
-          } else {
-            backoff_timer_ = shared_.timers->Schedule(
-                shared_.clock->Now() + d.backoff, [this] { OnBackoffDone(); });
-          }
+          state_ = State::kBackingOff;
+          backoff_timer_ = shared_.timers->Schedule(shared_.clock->Now() + d.backoff,
+                                                    [this] { OnBackoffDone(); });
         }
       }
     }
     if (retry_now) {
       StartAttempt();
-    } else {
+    } else if (!finished.empty()) {
       DeliverAll(std::move(finished));
     }
-  }
-
-  // The jitter draw DecideRetry() takes; a success is never retried, so it
-  // draws nothing.
-  double JitterDrawLocked(absl::StatusCode code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (code == absl::StatusCode::kOk) return 0.0;
-    if (!bitgen_.has_value()) bitgen_.emplace();
-    return absl::Uniform(*bitgen_, 0.0, 1.0);
+    // Else `this` may be gone already: a short backoff may have run the next
+    // attempt, and ended the call, on the timer thread.
   }
 
   void OnBackoffDone() {
@@ -385,13 +343,13 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     internal::TimerService::TimerId timer = 0;
     {
       internal::CallMutexLock lock(&mu_);
-      if (done_ || cancelled_) return;
-      cancelled_ = true;
+      if (state_ == State::kDone || state_ == State::kCancelled) return;
+      state_ = State::kCancelled;
       cancel_reason_ = reason;
       if (!attempts_.empty()) in_flight = attempts_.back().get();
-      if (committed_ && !read_in_flight_ && !stream_ended_ && !streams_.empty()) {
+      if (committed_to_ != nullptr && !read_in_flight_ && !stream_ended_) {
         read_in_flight_ = true;
-        drain = streams_.back().get();
+        drain = committed_to_;
       }
       timer = backoff_timer_;
     }
@@ -409,7 +367,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   }
 
   static void CopyMetadata(const std::multimap<grpc::string_ref, grpc::string_ref>& from,
-                           std::vector<std::pair<std::string, std::string>>* to) {
+                           internal::MetadataPairs* to) {
     for (const auto& [k, v] : from) {
       to->emplace_back(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
     }
@@ -418,12 +376,12 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   // Records the final answer; returns the receive batches it answers.
   Deliveries FinishLocked(grpc::Status status, grpc::ClientContext* last = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (done_) return {};
-    done_ = true;
+    if (state_ == State::kDone) return {};
+    state_ = State::kDone;
     stream_ended_ = true;
     final_status_ = std::move(status);
     if (last != nullptr) {
-      if (!committed_) CopyMetadata(last->GetServerInitialMetadata(), &initial_md_);
+      if (committed_to_ == nullptr) CopyMetadata(last->GetServerInitialMetadata(), &initial_md_);
       CopyMetadata(last->GetServerTrailingMetadata(), &trailing_md_);
     }
     shared_.metrics->EndRetryingCall(method_,
@@ -437,6 +395,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   // the start; reads come one at a time), so one that must wait does not
   // hold up the others. Sets *read_more when a streaming read must start.
   Deliveries ServeLocked(StreamAttempt** read_more) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const bool done = state_ == State::kDone;
     Deliveries out;
     std::deque<InterceptorBatchMethods*> waiting;
     for (InterceptorBatchMethods* m : pending_) {
@@ -448,7 +407,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
           m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_INITIAL_METADATA);
       Delivery d{m, absl::nullopt};
       bool now = true;
-      if (wants_status && !done_) {
+      if (wants_status && !done) {
         now = false;
       } else if (wants_message) {
         if (!ready_.empty()) {
@@ -456,12 +415,12 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
           ready_.pop_front();
         } else if (!stream_ended_) {
           now = false;
-          if (read_more != nullptr && committed_ && !read_in_flight_ && !streams_.empty()) {
+          if (read_more != nullptr && committed_to_ != nullptr && !read_in_flight_) {
             read_in_flight_ = true;
-            *read_more = streams_.back().get();
+            *read_more = committed_to_;
           }
         }
-      } else if (wants_metadata && !committed_ && !done_) {
+      } else if (wants_metadata && committed_to_ == nullptr && !done) {
         now = false;
       }
       if (now) {
@@ -480,79 +439,56 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
 
   // Must be the caller's last action: once the batch holding the status
   // proceeds, the application may destroy the call, and this interceptor.
+  // Callers skip it when there is nothing to deliver: another thread may
+  // have ended the call since they let go of mu_.
+  // The metadata and status the batches read are immutable by then (set
+  // before commit / done).
   void DeliverAll(Deliveries deliveries) {
-    for (Delivery& d : deliveries) Deliver(d);
-  }
-
-  // Fills one hijacked receive batch and lets it proceed. The metadata and
-  // status it reads are immutable by then (set before commit / done).
-  void Deliver(Delivery& d) {
-    InterceptorBatchMethods* m = d.batch;
-    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_INITIAL_METADATA)) {
-      auto* map = m->GetRecvInitialMetadata();
-      for (const auto& [k, v] : initial_md_) map->emplace(k, v);
+    for (Delivery& d : deliveries) {
+      internal::HijackedAnswer answer;
+      answer.initial_metadata = &initial_md_;
+      answer.message = d.message.has_value() ? &*d.message : nullptr;
+      answer.status = &final_status_;
+      answer.trailing_metadata = &trailing_md_;
+      internal::AnswerHijackedBatch(d.batch, answer);
     }
-    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_MESSAGE)) {
-      bool parsed = false;
-      if (d.message.has_value()) {
-        // ModeOf() established that the message is a generated protobuf
-        // message (single inheritance from Message, so the cast is exact).
-        auto* msg = static_cast<google::protobuf::Message*>(m->GetRecvMessage());
-        grpc::ProtoBufferReader reader(&*d.message);
-        parsed = msg->ParseFromZeroCopyStream(&reader);
-      }
-      if (!parsed) m->FailHijackedRecvMessage();
-    }
-    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_RECV_STATUS)) {
-      *m->GetRecvStatus() = final_status_;
-      auto* map = m->GetRecvTrailingMetadata();
-      for (const auto& [k, v] : trailing_md_) map->emplace(k, v);
-    }
-    m->Proceed();
   }
 
   RetryShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
   const MethodId method_;
   const absl::Time started_ = shared_.clock->Now();  // the logical call's, for its latency
-  bool passthrough_ = false;
-  bool streaming_ = false;
+  RetryShared::Mode mode_ = RetryShared::Mode::kUnary;  // decided on the first batch
 
   // Set before the first attempt; read-only afterwards.
   std::multimap<std::string, std::string> metadata_;
   grpc::ByteBuffer request_;
-  absl::Time logical_deadline_ = absl::InfiniteFuture();
-  DeadlineSource logical_source_ = DeadlineSource::kNone;
-  absl::Duration logical_budget_ = absl::InfiniteDuration();
-  absl::Time logical_start_;  // when the logical budget started
-  bool logical_exhausted_ = false;
-  uintptr_t inbound_key_ = 0;  // the inbound call this one serves, if any
-  uint64_t inbound_id_ = 0;
+  absl::optional<internal::LogicalBudget> logical_;
   std::shared_ptr<grpc::ChannelInterface> channel_;
   std::unique_ptr<grpc::GenericStub> stub_;
 
   internal::CallMutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kAttempting;
+  absl::optional<internal::RetryStep> step_ ABSL_GUARDED_BY(mu_);
   int attempt_ ABSL_GUARDED_BY(mu_) = 0;
   // Every attempt's context and stream, kept until the logical call ends.
   std::vector<std::unique_ptr<grpc::ClientContext>> attempts_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<StreamAttempt>> streams_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer unary_response_;  // written by the unary attempt in flight
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
   internal::TimerService::TimerId backoff_timer_ ABSL_GUARDED_BY(mu_) = 0;
-  // Seeded on the first failure: seeding draws from absl's shared entropy
-  // pool, which most calls, ending OK, never need.
-  absl::optional<absl::BitGen> bitgen_ ABSL_GUARDED_BY(mu_);
   std::deque<InterceptorBatchMethods*> pending_ ABSL_GUARDED_BY(mu_);
   std::deque<grpc::ByteBuffer> ready_ ABSL_GUARDED_BY(mu_);  // responses not yet delivered
-  bool committed_ ABSL_GUARDED_BY(mu_) = false;     // a streaming response arrived
+  // The streaming attempt the call is committed to (its first message came);
+  // it stays set once cancelled or done.
+  StreamAttempt* committed_to_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The committed stream's reads: one outstanding, and no more to come.
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
-  bool stream_ended_ ABSL_GUARDED_BY(mu_) = false;  // no more messages will arrive
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool stream_ended_ ABSL_GUARDED_BY(mu_) = false;
   // Written once under mu_ (at commit or done), read-only afterwards.
   grpc::Status final_status_;
-  std::vector<std::pair<std::string, std::string>> initial_md_;
-  std::vector<std::pair<std::string, std::string>> trailing_md_;
+  internal::MetadataPairs initial_md_;
+  internal::MetadataPairs trailing_md_;
 };
 
 class RetryFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {

@@ -10,12 +10,11 @@
 
 #include <utility>
 
-#include "absl/random/random.h"
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/types/optional.h"
 #include "attempt_context.h"
 #include "attempt_result.h"
+#include "retry_step.h"
 #include "call_mutex.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
@@ -29,7 +28,10 @@ namespace hopbudget {
 class RetryLoopCall {
  public:
   RetryLoopCall(RetryLoop& loop, const LogicalCall& call)
-      : loop_(loop), logical_(loop.options_.budget, call, loop.clock_.Now()) {
+      : loop_(loop),
+        logical_(loop.options_.budget, call, loop.clock_.Now()),
+        step_(logical_.attempt_policy(), loop.options_.retry, loop.throttle_, loop.metrics_,
+              loop.method_, loop.clock_) {
     if (loop.unfit_) loop.metrics_.CountUnfitPolicyCall();
   }
 
@@ -47,29 +49,9 @@ class RetryLoopCall {
   // After an attempt ended with `status` on `ctx`: feeds the throttle and
   // the metrics, and decides.
   RetryDecision AfterAttempt(const grpc::Status& status, const grpc::ClientContext& ctx) {
-    const AttemptResult result =
-        internal::AttemptResultOf(status, ctx.GetServerTrailingMetadata(), loop_.options_.hop);
-    switch (ThrottleEffectOf(loop_.options_.retry, result)) {
-      case ThrottleEffect::kSuccess: loop_.throttle_.RecordSuccess(); break;
-      case ThrottleEffect::kFailure: loop_.throttle_.RecordFailure(); break;
-      case ThrottleEffect::kNone: break;
-    }
-    // A success is never retried, so it draws no jitter.
-    double draw = 0.0;
-    if (result.code != absl::StatusCode::kOk) {
-      if (!bitgen_.has_value()) bitgen_.emplace();
-      draw = absl::Uniform(*bitgen_, 0.0, 1.0);
-    }
-    const RetryDecision d =
-        DecideRetry(logical_.attempt_policy(), loop_.options_.retry, attempt_, result,
-                    loop_.throttle_.RetryAllowed(), logical_.deadline(), loop_.clock_.Now(), draw);
-    loop_.metrics_.CountRetryDecision(d.outcome);
-    if (d.outcome == RetryOutcome::kRetry) {
-      loop_.metrics_.CountRetry(loop_.method_, result.code);
-      if (d.backoff_clipped) loop_.metrics_.CountBackoffClipped();
-      if (result.pushback.kind == PushbackKind::kDelay) loop_.metrics_.CountPushbackHonoured();
-    }
-    return d;
+    return step_.AfterAttempt(
+        internal::AttemptResultOf(status, ctx.GetServerTrailingMetadata(), loop_.options_.hop),
+        attempt_, logical_.deadline());
   }
 
   // The logical call's status, once `d` says no retry follows `status`.
@@ -78,15 +60,7 @@ class RetryLoopCall {
     loop_.metrics_.EndRetryingCall(loop_.method_,
                                    static_cast<absl::StatusCode>(status.error_code()), attempt_,
                                    loop_.clock_.Now() - started_);
-    if (d.outcome == RetryOutcome::kNoRoom &&
-        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
-      // The error stands; say why no retry followed it.
-      return grpc::Status(status.error_code(),
-                          absl::StrCat(status.error_message(),
-                                       " (hopbudget: no budget left for a retry)"),
-                          status.error_details());
-    }
-    return status;
+    return internal::NotRetried(std::move(status), d);
   }
 
   int attempts() const { return attempt_; }
@@ -94,9 +68,9 @@ class RetryLoopCall {
  private:
   RetryLoop& loop_;
   const internal::LogicalBudget logical_;
+  internal::RetryStep step_;
   int attempt_ = 0;
   absl::Time started_ = loop_.clock_.Now();  // the logical call's, for its latency
-  absl::optional<absl::BitGen> bitgen_;  // seeded on the first failure only
 };
 
 namespace {

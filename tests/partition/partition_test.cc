@@ -227,7 +227,19 @@ TEST(PartitionTest, OrdersLedgerBlackholedForTenSecondsUnderLoad) {
     if (recovery != absl::InfiniteDuration()) break;
     absl::SleepFor(absl::Milliseconds(100));
   }
-  absl::SleepFor(absl::Seconds(1));  // a few calls after recovery, for the record
+  // A few calls after recovery, for the record: until 10 calls started after
+  // the heal have succeeded (bounded), rather than for a fixed time.
+  auto ok_after_heal = [&] {
+    const LoadRecords now = ReadRecords(records);
+    const double healed_ms = absl::ToDoubleMilliseconds(healed - now.t0);
+    int n = 0;
+    for (const CallRecord& c : now.calls) n += c.code == 0 && c.start_ms >= healed_ms;
+    return n;
+  };
+  const absl::Time record_until = absl::Now() + absl::Seconds(10);
+  while (ok_after_heal() < 10 && absl::Now() < record_until) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
   load->Signal(SIGTERM);
   ASSERT_TRUE(load->WaitExit(absl::Seconds(30)).ok());
   r = ReadRecords(records);

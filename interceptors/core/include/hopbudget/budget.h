@@ -36,9 +36,11 @@
 #ifndef HOPBUDGET_BUDGET_H_
 #define HOPBUDGET_BUDGET_H_
 
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "hopbudget/deadline_source.h"
 
@@ -86,6 +88,26 @@ enum class ArrivalOutcome {
   kShedQueueExpired,  // waited for admission until less than min_attempt_budget was left
   kShedOverload,      // over the limit: queue full, no queue, or waited max_wait
 };
+// Stable names for logs and test failures: "accepted", "expired", "below_minimum".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view ArrivalOutcomeName(ArrivalOutcome value) {
+  switch (value) {
+    case ArrivalOutcome::kAccepted:
+      return "accepted";
+    case ArrivalOutcome::kExpired:
+      return "expired";
+    case ArrivalOutcome::kBelowMinimum:
+      return "below_minimum";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, ArrivalOutcome value) {
+  sink.Append(ArrivalOutcomeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, ArrivalOutcome value) {
+  return os << ArrivalOutcomeName(value);
+}
 
 // The request budget of one inbound call.
 struct RequestBudget {
@@ -111,6 +133,24 @@ enum class CallOutcome {
   kProceed,    // start the call with `deadline`
   kExhausted,  // less than min_attempt_budget left: do not touch the network
 };
+// Stable names for logs and test failures: "proceed", "exhausted".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view CallOutcomeName(CallOutcome value) {
+  switch (value) {
+    case CallOutcome::kProceed:
+      return "proceed";
+    case CallOutcome::kExhausted:
+      return "exhausted";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, CallOutcome value) {
+  sink.Append(CallOutcomeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, CallOutcome value) {
+  return os << CallOutcomeName(value);
+}
 
 // The deadline of one downstream call (one attempt).
 struct CallDeadline {

@@ -31,9 +31,11 @@
 #define HOPBUDGET_HEDGE_H_
 
 #include <cstdint>
+#include <ostream>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/retry_policy.h"
@@ -121,6 +123,14 @@ enum class HedgeOutcome : uint8_t {
 inline constexpr int kHedgeOutcomeCount = 5;
 // "send", "max_attempts", "stopped", "no_budget", "extra_load".
 const char* HedgeOutcomeName(HedgeOutcome o);
+// HedgeOutcome prints as HedgeOutcomeName() (AbslStringify; GoogleTest and streams).
+template <typename Sink>
+void AbslStringify(Sink& sink, HedgeOutcome value) {
+  sink.Append(HedgeOutcomeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, HedgeOutcome value) {
+  return os << HedgeOutcomeName(value);
+}
 
 // Whether attempt number `sent + 1` may start at `now`. Checked in the order
 // of the enum; the extra-load token is taken by the caller only on kSend.
@@ -135,6 +145,26 @@ enum class HedgeVerdict : uint8_t {
               // hedge may go at once, the others keep running
   kFatal,     // any other failure, or a pushback (A6): the call's answer; cancel the rest
 };
+// Stable names for logs and test failures: "won", "non_fatal", "fatal".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view HedgeVerdictName(HedgeVerdict value) {
+  switch (value) {
+    case HedgeVerdict::kWon:
+      return "won";
+    case HedgeVerdict::kNonFatal:
+      return "non_fatal";
+    case HedgeVerdict::kFatal:
+      return "fatal";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, HedgeVerdict value) {
+  sink.Append(HedgeVerdictName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, HedgeVerdict value) {
+  return os << HedgeVerdictName(value);
+}
 HedgeVerdict HedgeVerdictOf(const HedgePolicy& policy, const AttemptResult& result);
 
 }  // namespace hopbudget

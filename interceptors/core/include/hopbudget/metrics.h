@@ -32,6 +32,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,7 @@ struct MetricsCells;
 
 enum class Side : uint8_t { kClient = 0, kServer = 1 };
 inline constexpr int kSideCount = 2;
+absl::string_view SideName(Side side);  // the `side` label: "client", "server"
 inline constexpr int kHeaderParseCount = 6;
 inline constexpr int kStatusCodeCount = 17;  // OK .. UNAUTHENTICATED
 
@@ -63,6 +65,7 @@ enum class LeakKind : uint8_t {
   kLaterThanInbound,  // a call whose deadline is later than the inbound one
 };
 inline constexpr int kLeakKindCount = 2;
+absl::string_view LeakKindName(LeakKind kind);  // "no_deadline", "later_than_inbound"
 
 // Events of shielded work (shield.h), counted by every Shield whose options
 // name this registry.
@@ -77,6 +80,9 @@ enum class ShieldEvent : uint8_t {
   kDrainTimedOut,   // a Drain() that returned with operations left
 };
 inline constexpr int kShieldEventCount = 8;
+// The label values: "started", "completed", "failed", "exceeded_bound",
+// "refused", "unobserved", "drained", "timed_out".
+absl::string_view ShieldEventName(ShieldEvent event);
 
 // Attempts per logical call are counted in buckets 1..kMaxAttemptBuckets.
 inline constexpr int kMaxAttemptBuckets = 10;
@@ -105,6 +111,8 @@ enum class LatencyKind : uint8_t {
   kServerCall,         // grpc.server.call.duration: arrival to status sent
 };
 inline constexpr int kLatencyKindCount = 3;
+// "client_attempt", "client_call", "server_call".
+absl::string_view LatencyKindName(LatencyKind kind);
 
 // Whether a method serves the application or operates the process (health
 // checks, reflection, channelz, an admin service): kept apart so that the
@@ -117,6 +125,7 @@ enum class ClientCallKind : uint8_t {
   kPlainCall = 0,    // a call of its own: its one attempt is also the logical call
   kRetryAttempt,     // one attempt of a retrying layer's logical call
 };
+absl::string_view ClientCallKindName(ClientCallKind kind);  // "plain_call", "retry_attempt"
 
 // Calls remembered for /deadlinez, and how often at most (a sample, so that
 // the ring costs nothing at tens of thousands of calls per second).
@@ -130,6 +139,25 @@ enum class SlotRefusalReason : uint8_t {
   kQueueFull,         // max_waiters already waiting
 };
 inline constexpr int kSlotRefusalReasonCount = 2;
+// The `reason` label: "no_time_to_wait", "queue_full".
+absl::string_view SlotRefusalReasonName(SlotRefusalReason reason);
+
+// The enums above print as their names (absl::StrCat, absl::StrFormat("%v")
+// through AbslStringify; GoogleTest and streams through operator<<).
+#define HOPBUDGET_METRICS_PRINTS_AS_NAME(Enum, Name)       \
+  template <typename Sink>                                 \
+  void AbslStringify(Sink& sink, Enum value) {             \
+    sink.Append(Name(value));                              \
+  }                                                        \
+  inline std::ostream& operator<<(std::ostream& os, Enum value) { return os << Name(value); }
+HOPBUDGET_METRICS_PRINTS_AS_NAME(Side, SideName)
+HOPBUDGET_METRICS_PRINTS_AS_NAME(LeakKind, LeakKindName)
+HOPBUDGET_METRICS_PRINTS_AS_NAME(ShieldEvent, ShieldEventName)
+HOPBUDGET_METRICS_PRINTS_AS_NAME(LatencyKind, LatencyKindName)
+HOPBUDGET_METRICS_PRINTS_AS_NAME(MethodRole, MethodRoleName)
+HOPBUDGET_METRICS_PRINTS_AS_NAME(ClientCallKind, ClientCallKindName)
+HOPBUDGET_METRICS_PRINTS_AS_NAME(SlotRefusalReason, SlotRefusalReasonName)
+#undef HOPBUDGET_METRICS_PRINTS_AS_NAME
 
 // An interned method label: Metrics::Method() once per call, then pass it.
 struct MethodId {
@@ -252,8 +280,8 @@ struct MetricsSnapshot {
 };
 
 struct MetricsOptions {
-  // Times the recent-calls sample; default Clock::Real(). Must outlive the
-  // registry.
+  // Times the recent-calls sample; default (nullptr) Clock::Real(). Not
+  // owned; must outlive the registry.
   Clock* clock = nullptr;
   // Buckets of each histogram in seconds.
   HistogramBuckets budget_at_arrival;
@@ -278,7 +306,7 @@ class Metrics {
   // A registry with `options`, validated (ValidateMetricsOptions()).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Metrics>> Create(MetricsOptions options);
   // Default options but `clock` (default Clock::Real()), which times the
-  // recent-calls sample; it must outlive the registry.
+  // recent-calls sample; not owned, it must outlive the registry.
   explicit Metrics(Clock* clock = nullptr);
   // The upper bounds of a latency histogram's buckets (+Inf implied).
   [[nodiscard]] const std::vector<double>& latency_bounds(LatencyKind kind) const;

@@ -27,10 +27,12 @@
 #define HOPBUDGET_RACE_H_
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
 #include "hopbudget/attribution.h"
 
@@ -46,6 +48,14 @@ enum class RaceOutcome : uint8_t {
 inline constexpr int kRaceOutcomeCount = 3;
 // "won", "all_failed", "cancelled".
 const char* RaceOutcomeName(RaceOutcome o);
+// RaceOutcome prints as RaceOutcomeName() (AbslStringify; GoogleTest and streams).
+template <typename Sink>
+void AbslStringify(Sink& sink, RaceOutcome value) {
+  sink.Append(RaceOutcomeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, RaceOutcome value) {
+  return os << RaceOutcomeName(value);
+}
 
 enum class RaceFate : uint8_t {
   kRunning = 0,
@@ -56,6 +66,14 @@ enum class RaceFate : uint8_t {
 };
 // "running", "won", "failed", "loser", "cancelled".
 const char* RaceFateName(RaceFate f);
+// RaceFate prints as RaceFateName() (AbslStringify; GoogleTest and streams).
+template <typename Sink>
+void AbslStringify(Sink& sink, RaceFate value) {
+  sink.Append(RaceFateName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, RaceFate value) {
+  return os << RaceFateName(value);
+}
 
 struct RaceStep {
   bool cancel_running = false;  // cancel every attempt still running, now

@@ -20,6 +20,9 @@
 #ifndef HOPBUDGET_REMAINING_H_
 #define HOPBUDGET_REMAINING_H_
 
+#include <ostream>
+
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/deadline_source.h"
@@ -31,6 +34,26 @@ enum class RemainingOutcome {
   kUnbounded,  // no deadline bounds the request
   kExhausted,  // the budget has run out, or the call was refused on arrival
 };
+// Stable names for logs and test failures: "open", "unbounded", "exhausted".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view RemainingOutcomeName(RemainingOutcome value) {
+  switch (value) {
+    case RemainingOutcome::kOpen:
+      return "open";
+    case RemainingOutcome::kUnbounded:
+      return "unbounded";
+    case RemainingOutcome::kExhausted:
+      return "exhausted";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, RemainingOutcome value) {
+  sink.Append(RemainingOutcomeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, RemainingOutcome value) {
+  return os << RemainingOutcomeName(value);
+}
 
 struct RemainingTime {
   RemainingOutcome outcome = RemainingOutcome::kUnbounded;

@@ -161,6 +161,26 @@ enum class PushbackKind {
   kDelay,       // wait `delay` instead of the backoff
   kDoNotRetry,  // the server asked not to retry (or sent garbage)
 };
+// Stable names for logs and test failures: "absent", "delay", "do_not_retry".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view PushbackKindName(PushbackKind value) {
+  switch (value) {
+    case PushbackKind::kAbsent:
+      return "absent";
+    case PushbackKind::kDelay:
+      return "delay";
+    case PushbackKind::kDoNotRetry:
+      return "do_not_retry";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, PushbackKind value) {
+  sink.Append(PushbackKindName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, PushbackKind value) {
+  return os << PushbackKindName(value);
+}
 
 struct Pushback {
   PushbackKind kind = PushbackKind::kAbsent;
@@ -274,6 +294,26 @@ enum class ThrottleEffect {
              // carrying a pushback (the server is overloaded: an admission
              // shed, server.h, carries one)
 };
+// Stable names for logs and test failures: "none", "success", "failure".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view ThrottleEffectName(ThrottleEffect value) {
+  switch (value) {
+    case ThrottleEffect::kNone:
+      return "none";
+    case ThrottleEffect::kSuccess:
+      return "success";
+    case ThrottleEffect::kFailure:
+      return "failure";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, ThrottleEffect value) {
+  sink.Append(ThrottleEffectName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, ThrottleEffect value) {
+  return os << ThrottleEffectName(value);
+}
 
 // Classifies `result` for the throttle. Independent of `committed` and of the
 // attempt number: the server failed either way.
@@ -338,6 +378,24 @@ enum class RetrySetup {
   kFits,           // every check passed
   kUnfitAccepted,  // only the fit failed, and accept_unfit_policy allowed it
 };
+// Stable names for logs and test failures: "fits", "unfit_accepted".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view RetrySetupName(RetrySetup value) {
+  switch (value) {
+    case RetrySetup::kFits:
+      return "fits";
+    case RetrySetup::kUnfitAccepted:
+      return "unfit_accepted";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, RetrySetup value) {
+  sink.Append(RetrySetupName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, RetrySetup value) {
+  return os << RetrySetupName(value);
+}
 
 // Checks, in order: ValidatePolicy(budget), RetryThrottle::Validate,
 // ValidateRetryPolicy's ranges (with no request cap, where nothing can fail

@@ -100,11 +100,12 @@ struct ShieldOptions {
   // Threads of the pool that runs the work; >= 1. No thread per operation:
   // with all threads busy, work waits in the queue, and its bound runs.
   int threads = 2;
-  // Where bounds are read; default (nullptr) Clock::Real(). Must outlive the
-  // Shield.
+  // Where bounds are read; default (nullptr) Clock::Real(). Not owned; must
+  // outlive the Shield.
   Clock* clock = nullptr;
   // Where the shield events are counted (hopbudget_shield_* metrics); default
-  // (nullptr) Metrics::Default(). Must outlive the Shield and every handle.
+  // (nullptr) Metrics::Default(). Not owned; must outlive the Shield and
+  // every handle.
   Metrics* metrics = nullptr;
   // Test hook: when true no thread runs the bound timers; after advancing a
   // FakeClock, call Shield::RunDueTimers(). With a FakeClock, use it: a timer

@@ -42,11 +42,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <ostream>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 
@@ -65,12 +67,52 @@ enum class SlotOutcome {
   kQueued,   // wait for Release/Expire to name `ticket`
   kRefused,  // no slot, and none can come in time (see `refusal`)
 };
+// Stable names for logs and test failures: "granted", "queued", "refused".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view SlotOutcomeName(SlotOutcome value) {
+  switch (value) {
+    case SlotOutcome::kGranted:
+      return "granted";
+    case SlotOutcome::kQueued:
+      return "queued";
+    case SlotOutcome::kRefused:
+      return "refused";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, SlotOutcome value) {
+  sink.Append(SlotOutcomeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, SlotOutcome value) {
+  return os << SlotOutcomeName(value);
+}
 
 enum class SlotRefusal {
   kNone,
   kNoTimeToWait,  // give-up time already at or before now
   kQueueFull,     // max_waiters already waiting
 };
+// Stable names for logs and test failures: "none", "no_time_to_wait", "queue_full".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view SlotRefusalName(SlotRefusal value) {
+  switch (value) {
+    case SlotRefusal::kNone:
+      return "none";
+    case SlotRefusal::kNoTimeToWait:
+      return "no_time_to_wait";
+    case SlotRefusal::kQueueFull:
+      return "queue_full";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, SlotRefusal value) {
+  sink.Append(SlotRefusalName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, SlotRefusal value) {
+  return os << SlotRefusalName(value);
+}
 
 struct SlotRequest {
   SlotOutcome outcome = SlotOutcome::kRefused;

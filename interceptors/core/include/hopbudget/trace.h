@@ -32,6 +32,7 @@
 #ifndef HOPBUDGET_TRACE_H_
 #define HOPBUDGET_TRACE_H_
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,15 @@ struct BudgetTrace {
 // Why an inbound trace was not used.
 enum class TraceDrop { kMalformed = 0, kOversized = 1 };
 inline constexpr int kTraceDropCount = 2;
+// The `reason` label of hopbudget_trace_dropped_total: "malformed", "oversized".
+absl::string_view TraceDropName(TraceDrop reason);
+template <typename Sink>
+void AbslStringify(Sink& sink, TraceDrop value) {
+  sink.Append(TraceDropName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, TraceDrop value) {
+  return os << TraceDropName(value);
+}
 
 // Serializes `trace` (the trailer value). Entries beyond kMaxTraceEntries, or
 // beyond kMaxTraceBytes once serialized, are left out and `truncated` set.

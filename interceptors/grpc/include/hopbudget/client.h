@@ -69,8 +69,10 @@ struct ClientOptions {
   // direction; InfiniteDuration() turns it off. > 0. Per call:
   // SetStreamIdleBudget().
   absl::Duration stream_idle_budget = absl::InfiniteDuration();
-  Clock* clock = nullptr;      // default: Clock::Real()
-  Metrics* metrics = nullptr;  // default: Metrics::Default()
+  // Not owned; each must outlive every channel made with these options (and
+  // every call on them). Defaults (nullptr): Clock::Real(), Metrics::Default().
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;
 };
 
 // Validates `options` and returns the interceptor factory for

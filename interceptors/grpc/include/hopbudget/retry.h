@@ -67,6 +67,7 @@ namespace hopbudget {
 
 struct RetryOptions {
   // The budget interceptor every attempt passes through (hop, clock, metrics).
+  // Its clock and metrics are not owned and must outlive the channel.
   ClientOptions client;
   // attempt_cap, hop_reserve and min_attempt_budget shape each attempt;
   // request_cap is what ValidateRetryPolicy checks the fit against.

@@ -56,6 +56,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,7 @@
 #include <grpcpp/support/server_interceptor.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "hopbudget/admission.h"
 #include "hopbudget/budget.h"
@@ -86,6 +88,24 @@ enum class TraceMode {
   // (build and serialize the trace) and a decode on each hopbudget caller.
   kAlways,
 };
+// Stable names for logs and test failures: "on_failure_or_request", "always".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view TraceModeName(TraceMode value) {
+  switch (value) {
+    case TraceMode::kOnFailureOrRequest:
+      return "on_failure_or_request";
+    case TraceMode::kAlways:
+      return "always";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, TraceMode value) {
+  sink.Append(TraceModeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, TraceMode value) {
+  return os << TraceModeName(value);
+}
 
 // Who runs the handlers of calls admitted after waiting (AdmissionOptions).
 enum class HandlerThreads {
@@ -135,8 +155,10 @@ struct ServerOptions {
   BudgetPolicy policy;
   AdmissionOptions admission;
   TraceMode trace = TraceMode::kOnFailureOrRequest;
-  Clock* clock = nullptr;      // default: Clock::Real()
-  Metrics* metrics = nullptr;  // default: Metrics::Default()
+  // Not owned; each must outlive the server the factory is installed in
+  // (its last call). Defaults (nullptr): Clock::Real(), Metrics::Default().
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;
 };
 
 // Validates `options` (hop name, ValidatePolicy, and the admission policy
