@@ -253,6 +253,17 @@ TEST_P(AdmissionGrpcTest, SaturatedServerServesWhatCanFinishAndRefusesTheRestUns
   EXPECT_EQ(m.deadline_exceeded(Side::kServer, DeadlineSource::kQueueWait) +
                 m.deadline_exceeded(Side::kServer, DeadlineSource::kCannotFinish),
             static_cast<uint64_t>(refused));
+  // The metrics say the same as the admission's own counters.
+  EXPECT_EQ(m.admission(ArrivalDecision::kAdmit) + m.admission_admitted_after_wait,
+            static_cast<uint64_t>(ok));
+  EXPECT_EQ(m.admission(ArrivalDecision::kShedQueueExpired) +
+                m.admission(ArrivalDecision::kShedCannotFinish),
+            static_cast<uint64_t>(refused));
+  EXPECT_EQ(m.admission_queue_wait.count, m.admission_admitted_after_wait);
+  EXPECT_EQ(m.admission_handler_time.count, static_cast<uint64_t>(ok));
+  EXPECT_EQ(m.admission_limit, 2);
+  EXPECT_EQ(m.admission_in_progress, 0);
+  EXPECT_EQ(m.admission_waiting, 0);
 }
 
 TEST_P(AdmissionGrpcTest, CallWhoseBudgetRunsOutInTheQueueIsAnsweredAtOnceUnstarted) {

@@ -273,9 +273,58 @@ inline constexpr MetricRow kFanOutMetrics[] = {
         "reason", SlotRefusalReason::kNoTimeToWait, kSlotRefusalReasonCount),
 };
 
+// Deadline-aware admission (admission.h, server_interceptor.cc).
+enum class AdmissionMetric : int {
+  kAdmitted,
+  kQueued,
+  kShed,
+  kAdmittedAfterWait,
+  kInProgress,
+  kWaiting,
+  kLimit,
+  kQueueWait,
+  kHandlerTime,
+  kPredictedTime,
+};
+inline constexpr MetricRow kAdmissionMetrics[] = {
+    Counter<&S::admission_decisions, ArrivalDecision, ArrivalDecisionName>(
+        "hopbudget_admission_admitted_total", "Calls admitted at once on arrival.", "",
+        ArrivalDecision::kAdmit, 1),
+    Counter<&S::admission_decisions, ArrivalDecision, ArrivalDecisionName>(
+        "hopbudget_admission_queued_total",
+        "Calls that waited for admission (then admitted, or shed as queue_expired, "
+        "queue_timeout or cannot_finish).",
+        "", ArrivalDecision::kQueue, 1),
+    Counter<&S::admission_decisions, ArrivalDecision, ArrivalDecisionName>(
+        "hopbudget_admission_shed_total",
+        "Calls refused by admission before their work started, by reason (cannot_finish and "
+        "queue_expired: DEADLINE_EXCEEDED, sources cannot-finish and queue-wait; queue_full, "
+        "over_limit, queue_timeout: RESOURCE_EXHAUSTED with a pushback).",
+        "reason", ArrivalDecision::kShedCannotFinish, kArrivalDecisionCount - 2),
+    Counter<&S::admission_admitted_after_wait>("hopbudget_admission_admitted_after_wait_total",
+                                               "Waiting calls admitted when a place came free."),
+    Gauge<&S::admission_in_progress>("hopbudget_admission_in_progress",
+                                     "Admitted calls whose handler has not answered yet."),
+    Gauge<&S::admission_waiting>("hopbudget_admission_waiting",
+                                 "Calls waiting for admission (holding no thread)."),
+    Gauge<&S::admission_limit>(
+        "hopbudget_admission_limit",
+        "The limit of calls in progress (adaptive: follows measured handler time)."),
+    Histogram("hopbudget_admission_queue_wait_seconds",
+              "Time a call waited for admission before it started.", &S::admission_queue_wait,
+              &MetricsOptions::budget_remaining),
+    Histogram("hopbudget_admission_handler_seconds",
+              "Handler time of admitted calls, from admission to answer.",
+              &S::admission_handler_time, &MetricsOptions::server_call_duration),
+    Histogram("hopbudget_admission_predicted_seconds",
+              "The predicted handler time each admitted call was checked against (compare "
+              "with hopbudget_admission_handler_seconds).",
+              &S::admission_predicted_time, &MetricsOptions::server_call_duration),
+};
+
 // Every table, in exposition order (after the families labelled by method).
 inline constexpr absl::Span<const MetricRow> kMetricTables[] = {
-    kRetryMetrics, kPropagationMetrics, kShieldMetrics, kFanOutMetrics};
+    kRetryMetrics, kPropagationMetrics, kShieldMetrics, kFanOutMetrics, kAdmissionMetrics};
 inline constexpr int kMetricTableCount = static_cast<int>(std::size(kMetricTables));
 
 // The table of a row enum: its index in kMetricTables and its row count.
@@ -301,7 +350,13 @@ struct TableOf<FanOutMetric> {
   static constexpr int kIndex = 3;
   static constexpr int kRows = static_cast<int>(FanOutMetric::kSlotRefusals) + 1;
 };
+template <>
+struct TableOf<AdmissionMetric> {
+  static constexpr int kIndex = 4;
+  static constexpr int kRows = static_cast<int>(AdmissionMetric::kPredictedTime) + 1;
+};
 static_assert(std::size(kRetryMetrics) == TableOf<RetryMetric>::kRows);
+static_assert(std::size(kAdmissionMetrics) == TableOf<AdmissionMetric>::kRows);
 static_assert(std::size(kPropagationMetrics) == TableOf<PropagationMetric>::kRows);
 static_assert(std::size(kShieldMetrics) == TableOf<ShieldMetric>::kRows);
 static_assert(std::size(kFanOutMetrics) == TableOf<FanOutMetric>::kRows);

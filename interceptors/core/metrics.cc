@@ -195,6 +195,15 @@ struct MetricsCells {
     if (i < 0 || i >= row.count) return;
     table_cells[offset + i].fetch_add(n, kRelaxed);
   }
+  // Sets the one cell of gauge `kRow` (the snapshot reads it signed).
+  template <auto kRow>
+  void Set(int64_t v) {
+    constexpr const MetricRow& row = RowOf(kRow);
+    static_assert(row.type == MetricType::kGauge && row.cells() == 1, "a gauge with one cell");
+    constexpr int offset =
+        CellOffset(TableOf<decltype(kRow)>::kIndex, static_cast<int>(kRow));
+    table_cells[offset].store(static_cast<uint64_t>(v), kRelaxed);
+  }
   // The enum value counted by the first of `kRows` that stores it.
   template <auto... kRows>
   void AddToRowOf(int value) {
@@ -458,6 +467,7 @@ void Metrics::ObserveBudgetRemaining(MethodId method, absl::Duration remaining) 
                            cells_->budget_layouts[internal::kRemaining], remaining);
 }
 
+using internal::AdmissionMetric;
 using internal::FanOutMetric;
 using internal::PropagationMetric;
 using internal::RetryMetric;
@@ -670,6 +680,24 @@ void Metrics::ObserveSlotWait(absl::Duration waited) {
 }
 void Metrics::CountSlotRefusal(SlotRefusalReason reason) {
   cells_->Add<FanOutMetric::kSlotRefusals>(static_cast<int>(reason));
+}
+void Metrics::CountAdmission(ArrivalDecision decision) {
+  cells_->AddToRowOf<AdmissionMetric::kAdmitted, AdmissionMetric::kQueued, AdmissionMetric::kShed>(
+      static_cast<int>(decision));
+}
+void Metrics::CountAdmittedAfterWait(absl::Duration waited) {
+  cells_->Add<AdmissionMetric::kAdmittedAfterWait>(0);
+  cells_->Observe<AdmissionMetric::kQueueWait>(waited);
+}
+void Metrics::SetAdmissionState(int in_progress, int waiting, int limit) {
+  cells_->Set<AdmissionMetric::kInProgress>(in_progress);
+  cells_->Set<AdmissionMetric::kWaiting>(waiting);
+  cells_->Set<AdmissionMetric::kLimit>(limit);
+}
+void Metrics::ObserveAdmittedHandler(absl::Duration actual,
+                                     absl::optional<absl::Duration> predicted) {
+  cells_->Observe<AdmissionMetric::kHandlerTime>(actual);
+  if (predicted.has_value()) cells_->Observe<AdmissionMetric::kPredictedTime>(*predicted);
 }
 
 namespace internal {

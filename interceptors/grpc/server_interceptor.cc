@@ -294,13 +294,17 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     pending_ = m;  // before the waiter is visible to other threads
     waiter_.user = static_cast<internal::AdmissionClient*>(this);
     Admission::Ready others;
-    const ArrivalDecision d =
-        shared_.gate->admission().Arrive(&waiter_, rb.deadline, predictor_, &others);
+    Admission& admission = shared_.gate->admission();
+    const ArrivalDecision d = admission.Arrive(&waiter_, rb.deadline, predictor_, &others);
+    shared_.metrics->CountAdmission(d);
+    shared_.metrics->SetAdmissionState(admission.in_flight(), admission.queued(),
+                                       admission.limit());
     shared_.gate->Dispatch(others);
     switch (d) {
       case ArrivalDecision::kAdmit:
         admitted_ = true;
         handler_start_ = shared_.clock->Now();
+        predicted_ = predictor_->Predicted();
         return Arrival::kGoOn;
       case ArrivalDecision::kQueue:
         // From here on another thread owns this call until it proceeds.
@@ -316,9 +320,12 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   void Admitted() override {
     admitted_ = true;
     handler_start_ = shared_.clock->Now();
+    predicted_ = predictor_->Predicted();
+    shared_.metrics->CountAdmittedAfterWait(handler_start_ - waiter_.enqueued);
     pending_->Proceed();
   }
   void Shed(ArrivalDecision why) override {
+    shared_.metrics->CountAdmission(why);
     MarkShed(why);
     pending_->Proceed();
   }
@@ -351,8 +358,12 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     const absl::Duration handler_time = shared_.clock->Now() - handler_start_;
     // Only answers that finished teach the prediction "time to finish".
     if (code == absl::StatusCode::kOk) predictor_->Record(handler_time);
+    shared_.metrics->ObserveAdmittedHandler(handler_time, predicted_);
+    Admission& admission = shared_.gate->admission();
     Admission::Ready ready;
-    shared_.gate->admission().Release(handler_time, &ready);
+    admission.Release(handler_time, &ready);
+    shared_.metrics->SetAdmissionState(admission.in_flight(), admission.queued(),
+                                       admission.limit());
     shared_.gate->Dispatch(ready);
   }
 
@@ -520,6 +531,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   bool admitted_ = false;
   bool released_ = false;
   absl::Time handler_start_;
+  absl::optional<absl::Duration> predicted_;  // when admitted
   ArrivalDecision shed_ = ArrivalDecision::kAdmit;
   std::atomic<bool> request_fired_{false};
 };

@@ -310,6 +310,8 @@ class Admission {
   bool Leave(Waiter* waiter);
 
   int limit() const { return limit_.load(std::memory_order_relaxed); }
+  int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  int queued() const { return queued_.load(std::memory_order_relaxed); }
   AdmissionStats Stats() const;
   const AdmissionPolicy& policy() const { return policy_; }
 

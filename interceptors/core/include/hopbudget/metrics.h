@@ -40,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "hopbudget/admission.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
 #include "hopbudget/hedge.h"
@@ -270,6 +271,19 @@ struct MetricsSnapshot {
   uint64_t hedge_losers_cancelled = 0;
   HistogramSnapshot slot_wait;  // seconds, waits that ended in a grant
   std::array<uint64_t, kSlotRefusalReasonCount> slot_refusals{};  // index: SlotRefusalReason
+
+  // Admission (admission.h; server.h AdmissionOptions). With several
+  // servers admitting in one process, the counters add up and the gauges
+  // are the last one's.
+  std::array<uint64_t, kArrivalDecisionCount> admission_decisions{};  // index: ArrivalDecision
+  uint64_t admission_admitted_after_wait = 0;
+  int64_t admission_in_progress = 0;
+  int64_t admission_waiting = 0;
+  int64_t admission_limit = 0;
+  HistogramSnapshot admission_queue_wait;      // seconds, calls admitted after waiting
+  HistogramSnapshot admission_handler_time;    // seconds, admitted calls
+  HistogramSnapshot admission_predicted_time;  // seconds, the prediction they were checked against
+  uint64_t admission(ArrivalDecision d) const { return admission_decisions[static_cast<int>(d)]; }
   uint64_t race(RaceOutcome o) const { return races[static_cast<int>(o)]; }
   uint64_t hedge_skipped(HedgeOutcome o) const { return hedges_skipped[static_cast<int>(o)]; }
   // hedges_sent / hedged_calls (0 before any call).
@@ -400,6 +414,15 @@ class Metrics {
   // A slot granted after waiting `waited` (zero when free at once).
   void ObserveSlotWait(absl::Duration waited);
   void CountSlotRefusal(SlotRefusalReason reason);
+
+  // Admission: a decision on an arriving call (or a waiting one that was
+  // shed); a waiting call admitted after `waited`; the admission's state
+  // after a change; an admitted call's handler time and the prediction it
+  // was admitted against (nullopt: none yet).
+  void CountAdmission(ArrivalDecision decision);
+  void CountAdmittedAfterWait(absl::Duration waited);
+  void SetAdmissionState(int in_progress, int waiting, int limit);
+  void ObserveAdmittedHandler(absl::Duration actual, absl::optional<absl::Duration> predicted);
 
  private:
   explicit Metrics(const MetricsOptions& options);
