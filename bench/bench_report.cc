@@ -32,7 +32,7 @@
 #include "bench_util.h"
 
 ABSL_FLAG(std::string, section, "overhead",
-          "the report section: overhead, scale, precision or cancel");
+          "the report section: overhead, scale, precision, cancel or hedge");
 
 namespace hopbudget {
 namespace bench {

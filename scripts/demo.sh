@@ -103,10 +103,13 @@ declare -A P M
 # ledger attempt at most 300 ms (3 attempts), the ledger bounds a commit at 600 ms.
 start hb-ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms
 P[hb-ledger]=$port M[hb-ledger]=$mport
+# Each hop's /deadlinez links to the one below it.
 start hb-orders orders --name=orders --ledger="127.0.0.1:${P[hb-ledger]}" \
-  --attempt-cap=300ms --max-attempts=3
+  --attempt-cap=300ms --max-attempts=3 \
+  --peers="ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
 P[hb-orders]=$port M[hb-orders]=$mport
-start hb-gateway gateway --name=gateway --orders="127.0.0.1:${P[hb-orders]}" --request-cap=2s
+start hb-gateway gateway --name=gateway --orders="127.0.0.1:${P[hb-orders]}" --request-cap=2s \
+  --peers="orders=http://127.0.0.1:${M[hb-orders]}/deadlinez,ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
 P[hb-gateway]=$port M[hb-gateway]=$mport
 # The baseline chain: every hop gives the next a constant 1 s timeout, orders
 # retries 3 times with 1 s each (inside the gateway's 1 s: the seeds' incident).

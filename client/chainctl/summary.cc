@@ -35,12 +35,13 @@ void SummaryBuilder::Add(const CallRecord& call) { calls_.push_back(call); }
 LoadSummary SummaryBuilder::Build() const {
   LoadSummary s;
   s.not_sent = not_sent_;
-  std::vector<double> latencies;
+  std::vector<double> latencies, ok_latencies;
   for (const CallRecord& c : calls_) {
     ++s.sent;
     latencies.push_back(absl::ToDoubleMilliseconds(c.latency));
     if (c.code == absl::StatusCode::kOk) {
       ++s.ok;
+      ok_latencies.push_back(absl::ToDoubleMilliseconds(c.latency));
       continue;
     }
     ++s.errors_by_code[absl::StatusCodeToString(c.code)];
@@ -55,6 +56,8 @@ LoadSummary SummaryBuilder::Build() const {
   s.p95_ms = Percentile(latencies, 0.95);
   s.p99_ms = Percentile(latencies, 0.99);
   s.p999_ms = Percentile(latencies, 0.999);
+  s.ok_p50_ms = Percentile(ok_latencies, 0.50);
+  s.ok_p99_ms = Percentile(ok_latencies, 0.99);
   s.total = total_;
   if (total_ > absl::ZeroDuration()) {
     s.rps = static_cast<double>(s.sent) / absl::ToDoubleSeconds(total_);
@@ -106,6 +109,8 @@ std::string FormatSummaryTable(const LoadSummary& s) {
   }
   row("retries (arrived at a service)", absl::StrCat(s.retries));
   row("latency p50 / p99", absl::StrFormat("%.1f ms / %.1f ms", s.p50_ms, s.p99_ms));
+  row("latency of OK answers p50 / p99",
+      absl::StrFormat("%.1f ms / %.1f ms", s.ok_p50_ms, s.ok_p99_ms));
   row("latency p90 / p95 / p99.9",
       absl::StrFormat("%.1f ms / %.1f ms / %.1f ms", s.p90_ms, s.p95_ms, s.p999_ms));
   row("latency average / fastest / slowest",
@@ -169,6 +174,8 @@ std::string FormatSummaryJson(const LoadSummary& s) {
                   ",\"p999\":", JsonNumber(s.p999_ms), ",\"average\":", JsonNumber(s.average_ms),
                   ",\"fastest\":", JsonNumber(s.fastest_ms),
                   ",\"slowest\":", JsonNumber(s.slowest_ms), "}");
+  absl::StrAppend(&out, ",\"ok_latency_ms\":{\"p50\":", JsonNumber(s.ok_p50_ms),
+                  ",\"p99\":", JsonNumber(s.ok_p99_ms), "}");
   absl::StrAppend(&out, ",\"total_s\":", JsonNumber(absl::ToDoubleSeconds(s.total)),
                   ",\"rps\":", JsonNumber(s.rps), ",\"error_rate\":", JsonNumber(s.error_rate),
                   ",\"histogram_ms\":[");
@@ -414,6 +421,8 @@ std::string PlainSource(absl::string_view source, absl::string_view hop) {
       {"arrived-expired", "arrived expired"},
       {"shield", "the shield's bound"},
       {"slot-wait", "no slot in time"},
+      {"queue-wait", "waited for admission until too late"},
+      {"cannot-finish", "refused: could not finish in time"},
   };
   const auto it = kPlain.find(source);
   const std::string what = it == kPlain.end() ? std::string(source) : it->second;

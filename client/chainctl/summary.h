@@ -64,6 +64,9 @@ struct LoadSummary {
   double p95_ms = 0;
   double p99_ms = 0;
   double p999_ms = 0;
+  // Of the OK answers only: what a caller that got its answer waited.
+  double ok_p50_ms = 0;
+  double ok_p99_ms = 0;
   double average_ms = 0;
   double fastest_ms = 0;
   double slowest_ms = 0;

@@ -46,6 +46,7 @@ Stats HopStats::Proto() const {
   s.set_in_flight(a.in_flight);
   s.set_last_end_unix_us(a.last_end == absl::InfinitePast() ? 0 : absl::ToUnixMicros(a.last_end));
   s.set_commits_stopped(commits_stopped_.load());
+  s.set_commits_joined(commits_joined_.load());
   s.set_faults_injected(faults_injected_.load());
   *s.mutable_faults() = FaultsToProto(faults_->config());
   return s;
@@ -57,6 +58,7 @@ void HopStats::Reset() {
   commits_ = 0;
   replays_ = 0;
   commits_stopped_ = 0;
+  commits_joined_ = 0;
   faults_injected_ = 0;
 }
 

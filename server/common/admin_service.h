@@ -45,6 +45,9 @@ class HopStats {
   // Ledger counters.
   void CountCommit(bool replayed) { (replayed ? replays_ : commits_).fetch_add(1); }
   void CountCommitStopped() { commits_stopped_.fetch_add(1); }
+  // A retry or duplicate that joined the shielded commit of its key still
+  // in flight (Shield::RunOnce) instead of starting another.
+  void CountCommitJoined() { commits_joined_.fetch_add(1); }
 
   // The Admin reply: the counters, the accounting and the faults in force.
   Stats Proto() const;
@@ -63,6 +66,7 @@ class HopStats {
   std::atomic<int64_t> commits_{0};
   std::atomic<int64_t> replays_{0};
   std::atomic<int64_t> commits_stopped_{0};
+  std::atomic<int64_t> commits_joined_{0};
   std::atomic<int64_t> faults_injected_{0};
 };
 

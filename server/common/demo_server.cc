@@ -112,7 +112,15 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   run.port = common_.port;
   run.metrics_port = common_.metrics_port;
   run.max_threads = common_.max_threads;
-  if (common_.mode == Mode::kHopbudget) run.interceptor_policy = PolicyOf(common_);
+  if (common_.mode == Mode::kHopbudget) {
+    run.interceptor_policy = PolicyOf(common_);
+    // Every demo service is a sync service whose handlers block.
+    run.admission.enabled = common_.admission;
+    run.admission.policy = AdmissionPolicyOf(common_);
+    run.admission.handlers = HandlerThreads::kBlocking;
+  }
+  run.retry_policy = retry_policy_;
+  run.peers = common_.peers;
   run.lame_duck = common_.lame_duck;
   run.shutdown_grace = common_.shutdown_grace;
   run.extra_metrics = [this] { return stats_.ExtraMetrics(); };

@@ -36,6 +36,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <optional>
+
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -45,6 +47,7 @@
 #include "admin_service.h"
 #include "faults.h"
 #include "flags.h"
+#include "hopbudget/retry_policy.h"
 #include "hopbudget/shield.h"
 #include "outgoing.h"
 #include "server_runner.h"
@@ -85,6 +88,8 @@ class DemoProcess {
   // SIGINT/SIGTERM (RunServer), draining `shield` (may be null) at
   // shutdown. Returns the exit code.
   int Serve(const std::vector<grpc::Service*>& services, Shield* shield);
+  // The retry policy of this hop's downstream calls, shown on /deadlinez.
+  void SetRetryPolicy(const RetryPolicy& policy) { retry_policy_ = policy; }
 
  private:
   const CommonFlags common_;
@@ -93,6 +98,7 @@ class DemoProcess {
   HopStats stats_;
   AdminService admin_;
   const OutgoingContexts outgoing_;
+  std::optional<RetryPolicy> retry_policy_;
   std::atomic<bool> draining_{false};  // shutting down: handlers answer UNAVAILABLE
 };
 

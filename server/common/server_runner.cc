@@ -107,6 +107,7 @@ int RunServer(const ServerRunOptions& options, const std::vector<grpc::Service*>
     ServerOptions interceptor;
     interceptor.hop = options.name;
     interceptor.policy = *options.interceptor_policy;
+    interceptor.admission = options.admission;
     auto factory = MakeServerInterceptorFactory(interceptor);
     if (!factory.ok()) {
       std::cerr << options.name << ": " << factory.status().message() << "\n";
@@ -128,6 +129,9 @@ int RunServer(const ServerRunOptions& options, const std::vector<grpc::Service*>
   http.port = options.metrics_port;
   http.hop = options.name;
   if (options.extra_metrics) http.extra_metrics = options.extra_metrics;
+  http.policy = options.interceptor_policy;
+  http.retry_policy = options.retry_policy;
+  for (const auto& [name, url] : options.peers) http.peers.push_back({name, url});
   absl::StatusOr<std::unique_ptr<HttpExporter>> exporter = HttpExporter::Start(http);
   if (!exporter.ok()) {
     std::cerr << options.name << ": metrics: " << exporter.status().message() << "\n";

@@ -34,6 +34,8 @@
 
 #include "absl/time/time.h"
 #include "hopbudget/budget.h"
+#include "hopbudget/retry_policy.h"
+#include "hopbudget/server.h"
 #include "hopbudget/shield.h"
 
 namespace hopbudget::demo {
@@ -65,6 +67,12 @@ struct ServerRunOptions {
   int max_threads = 256;             // gRPC server threads (ResourceQuota)
   // Set: hopbudget's server interceptor with this policy (hopbudget mode).
   std::optional<BudgetPolicy> interceptor_policy;
+  // With the interceptor: its admission (hopbudget/server.h). Off by default.
+  AdmissionOptions admission;
+  // /deadlinez: the retry policy of this hop's downstream calls, if any, and
+  // links to the other hops' pages (name, url).
+  std::optional<RetryPolicy> retry_policy;
+  std::vector<std::pair<std::string, std::string>> peers;
   absl::Duration lame_duck = absl::Milliseconds(250);
   absl::Duration shutdown_grace = absl::Seconds(3);
   // Extra Prometheus text appended to /metrics (may be empty).

@@ -45,6 +45,11 @@ ABSL_DECLARE_FLAG(absl::Duration, lame_duck);
 ABSL_DECLARE_FLAG(absl::Duration, shutdown_grace);
 ABSL_DECLARE_FLAG(int, max_threads);
 ABSL_DECLARE_FLAG(bool, verbose);
+ABSL_DECLARE_FLAG(bool, admission);
+ABSL_DECLARE_FLAG(int, admission_limit);
+ABSL_DECLARE_FLAG(bool, admission_adaptive);
+ABSL_DECLARE_FLAG(int, admission_queue);
+ABSL_DECLARE_FLAG(std::string, peers);
 
 // Defines the flags above with this service's hop name and request and
 // attempt caps (absl::ZeroDuration() = no attempt cap) as defaults.
@@ -82,7 +87,20 @@ ABSL_DECLARE_FLAG(bool, verbose);
   ABSL_FLAG(int, max_threads, 256,                                                             \
             "most gRPC server threads (4..100000); a call beyond them is answered "            \
             "RESOURCE_EXHAUSTED");                                                             \
-  ABSL_FLAG(bool, verbose, false, "log every call's outcome to stderr")
+  ABSL_FLAG(bool, verbose, false, "log every call's outcome to stderr");                       \
+  ABSL_FLAG(bool, admission, true,                                                             \
+            "hopbudget mode: deadline-aware admission (a limit of calls in progress, a "      \
+            "queue that holds no thread, refusal of what cannot finish)");                     \
+  ABSL_FLAG(int, admission_limit, 32,                                                          \
+            "hopbudget mode: calls in progress at most (where the adaptive limit starts), "   \
+            "1..10000");                                                                       \
+  ABSL_FLAG(bool, admission_adaptive, true,                                                    \
+            "hopbudget mode: the limit follows measured handler time (Gradient2)");            \
+  ABSL_FLAG(int, admission_queue, 2048,                                                        \
+            "hopbudget mode: calls waiting for admission at most, 0..1000000");               \
+  ABSL_FLAG(std::string, peers, "",                                                            \
+            "/deadlinez links to other hops: NAME=URL,... (e.g. "                             \
+            "ledger=http://127.0.0.1:9103/deadlinez)")
 
 namespace hopbudget::demo {
 
@@ -110,6 +128,11 @@ inline CommonFlags CommonFlagsFromCommandLine() {
   c.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   c.max_threads = absl::GetFlag(FLAGS_max_threads);
   c.verbose = absl::GetFlag(FLAGS_verbose);
+  c.admission = absl::GetFlag(FLAGS_admission);
+  c.admission_limit = absl::GetFlag(FLAGS_admission_limit);
+  c.admission_adaptive = absl::GetFlag(FLAGS_admission_adaptive);
+  c.admission_queue = absl::GetFlag(FLAGS_admission_queue);
+  c.peers_text = absl::GetFlag(FLAGS_peers);
   return c;
 }
 

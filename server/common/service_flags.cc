@@ -1,7 +1,10 @@
 // Copyright hopbudget authors.
 #include "service_flags.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "client/cli/cli_flags.h"
 #include "hopbudget/attribution.h"
 
@@ -38,6 +41,8 @@ absl::Status FinishCommonFlags(CommonFlags* c, FaultConfig* faults) {
           cli::InRange("hang-rate", c->hang_rate, 0.0, 1.0),
           cli::InRange("hang-next", c->hang_next, 0, 1 << 30),
           cli::InRange("max-threads", c->max_threads, 4, 100000),
+          cli::InRange("admission-limit", c->admission_limit, 1, 10000),
+          cli::InRange("admission-queue", c->admission_queue, 0, 1000000),
           cli::NonNegative("slow-commit", c->slow_commit),
           cli::Positive("request-cap", c->request_cap),
           cli::NonNegative("attempt-cap", c->attempt_cap),
@@ -67,8 +72,30 @@ absl::Status FinishCommonFlags(CommonFlags* c, FaultConfig* faults) {
     if (absl::Status s = ValidatePolicy(PolicyOf(*c)); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("policy flags: ", s.message()));
     }
+    if (absl::Status s = ValidateAdmissionPolicy(AdmissionPolicyOf(*c)); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("admission flags: ", s.message()));
+    }
+  }
+  c->peers.clear();
+  for (absl::string_view entry : absl::StrSplit(c->peers_text, ',', absl::SkipEmpty())) {
+    const size_t eq = entry.find('=');
+    if (eq == absl::string_view::npos || eq == 0 || eq + 1 == entry.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--peers=", c->peers_text, ": \"", entry, "\" is not NAME=URL"));
+    }
+    c->peers.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
   }
   return absl::OkStatus();
+}
+
+AdmissionPolicy AdmissionPolicyOf(const CommonFlags& c) {
+  AdmissionPolicy p;
+  p.limit = c.admission_adaptive ? LimitKind::kAdaptive : LimitKind::kFixed;
+  p.max_in_flight = c.admission_limit;
+  p.min_limit = std::max(1, c.admission_limit / 4);
+  p.max_limit = std::max(c.admission_limit, c.admission_limit * 4);
+  p.max_queue = c.admission_queue;
+  return p;
 }
 
 BudgetPolicy PolicyOf(const CommonFlags& c) {

@@ -20,12 +20,15 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "faults.h"
+#include "hopbudget/admission.h"
 #include "hopbudget/budget.h"
 
 namespace hopbudget::demo {
@@ -69,6 +72,14 @@ struct CommonFlags {
   // instead of starting one more thread. server/README.md says why 256.
   int max_threads = 256;
   bool verbose = false;
+  // hopbudget mode: deadline-aware admission (hopbudget/admission.h).
+  bool admission = true;
+  int admission_limit = 32;
+  bool admission_adaptive = true;
+  int admission_queue = 2048;
+  // /deadlinez links to other hops, "name=url,...", and parsed.
+  std::string peers_text;
+  std::vector<std::pair<std::string, std::string>> peers;
 };
 
 // Checks the values and derives the mode, the faults and the policy from
@@ -77,6 +88,10 @@ absl::Status FinishCommonFlags(CommonFlags* common, FaultConfig* faults);
 
 // This hop's budget policy from the flags (hopbudget mode).
 BudgetPolicy PolicyOf(const CommonFlags& common);
+
+// This hop's admission policy from the flags (hopbudget mode, --admission).
+// The adaptive limit moves within [1/4, 4x] of --admission-limit.
+AdmissionPolicy AdmissionPolicyOf(const CommonFlags& common);
 
 }  // namespace hopbudget::demo
 

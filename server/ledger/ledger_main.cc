@@ -10,18 +10,21 @@
 //     interrupted: shielded, but without a bound.
 //
 //   ledger --port=0 --db=/tmp/ledger.db [--shield-bound=2s --slow-commit=5s]
+#include <atomic>
 #include <deque>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
+#include "hopbudget/server.h"
 #include "hopbudget/shield.h"
 #include "hopbudget/shield_grpc.h"
 #include "server/common/demo_server.h"
@@ -86,9 +89,17 @@ class LedgerService final : public Ledger::Service {
       return grpc::Status::OK;
     }
 
-    auto slot = std::make_shared<Slot>();
-    absl::StatusOr<ShieldHandle> handle = shield_.Run(
-        "commit", bound_,
+    // One shielded commit per key at a time: a retry (or a duplicate) that
+    // arrives while its key's commit still runs joins it, and answers with
+    // its result, instead of starting a second commit that would only wait
+    // on the first (Shield::RunOnce).
+    std::shared_ptr<Slot> slot = std::make_shared<Slot>();
+    bool joined = false;
+    absl::StatusOr<ShieldHandle> handle;
+    {
+      absl::MutexLock lock(&slots_->mu);
+      handle = shield_.RunOnce(
+        request->key(), "commit", bound_,
         // Captures what outlives the Shield (process, store), not `this`:
         // work the drain gave up on may still be returning when the service goes.
         [&process = process_, &store = store_, key = request->key(),
@@ -111,12 +122,36 @@ class LedgerService final : public Ledger::Service {
           absl::MutexLock lock(&slot->mu);
           slot->result = *r;
           return absl::OkStatus();
-        });
+        },
+        &joined);
+      if (handle.ok()) {
+        if (joined) {
+          slot = slots_->by_key[request->key()];  // the running commit's
+        } else {
+          slots_->by_key[request->key()] = slot;
+        }
+      }
+    }
+    if (handle.ok() && !joined) {
+      // Forget the slot with the commit (not an observation of its outcome).
+      // Captures the slots, not `this`: it may run while the Shield drains.
+      handle->OnDone([slots = slots_, key = request->key(), slot](const ShieldRecord&) {
+        absl::MutexLock lock(&slots->mu);
+        auto it = slots->by_key.find(key);
+        if (it != slots->by_key.end() && it->second == slot) slots->by_key.erase(it);
+        return false;
+      });
+    }
+    if (joined) {
+      process_.stats().CountCommitJoined();
+      ReportJoin(*ctx);
+    }
     if (!handle.ok()) return ToGrpcStatus(handle.status());
     grpc::Status status = AwaitShielded(*ctx, *handle);
     if (status.ok()) {
       absl::MutexLock lock(&slot->mu);
       FillReply(slot->result, request->key(), reply);
+      if (joined) reply->set_replayed(true);  // this call's answer is the earlier one's
     } else if (!handle->done()) {
       Adopt(*handle);  // the caller left; the commit goes on and someone reads its outcome
     }
@@ -128,6 +163,22 @@ class LedgerService final : public Ledger::Service {
     absl::Mutex mu;
     CommitResult result;
   };
+
+  // A retry joined a commit still in flight: the caller's attempt budget is
+  // shorter than the shield's bound, so its retries can only wait for the
+  // first commit. Said once (a policy problem, not a per-call event), with
+  // the numbers; counted every time (commits_joined).
+  void ReportJoin(const grpc::ServerContext& ctx) {
+    if (join_reported_.exchange(true)) return;
+    const InboundBudget* budget = InboundBudget::Of(ctx);
+    std::cerr << process_.flags().name << ": a retry joined a commit still in flight: the "
+              << "caller's attempt budget ("
+              << (budget != nullptr ? absl::FormatDuration(budget->budget_on_arrival())
+                                    : std::string("unknown"))
+              << " on arrival) is shorter than the shield bound ("
+              << absl::FormatDuration(bound_)
+              << "), so its retries can only wait for the first commit\n";
+  }
 
   void Adopt(const ShieldHandle& handle) {
     absl::MutexLock lock(&mu_);
@@ -161,6 +212,14 @@ class LedgerService final : public Ledger::Service {
   DemoProcess& process_;
   LedgerStore& store_;
   Shield& shield_;
+  std::atomic<bool> join_reported_{false};
+  // The result slot of the commit in flight for each key, for the retries
+  // that join it.
+  struct Slots {
+    absl::Mutex mu;
+    absl::flat_hash_map<std::string, std::shared_ptr<Slot>> by_key ABSL_GUARDED_BY(mu);
+  };
+  const std::shared_ptr<Slots> slots_ = std::make_shared<Slots>();
   const absl::Duration bound_;
   absl::Mutex mu_;
   std::deque<ShieldHandle> adopted_ ABSL_GUARDED_BY(mu_);

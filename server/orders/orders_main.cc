@@ -12,6 +12,7 @@
 //   orders --port=0 --ledger=127.0.0.1:PORT [--attempt-cap=300ms --max-attempts=3]
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -143,6 +144,7 @@ int Main(int argc, char** argv) {
   cli::ExitIfBad("orders", CheckFaultsSupported(faults, FaultSupport(), common.name));
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<RetryLoop> retry;
+  std::optional<RetryPolicy> retry_policy;
   if (common.mode == Mode::kHopbudget) {
     RetryLoopOptions options;
     options.hop = common.name;
@@ -159,6 +161,7 @@ int Main(int argc, char** argv) {
     options.retry.max_backoff = absl::Milliseconds(100);
     options.throttle.max_tokens = throttle_max_tokens;
     options.throttle.token_ratio = throttle_token_ratio;
+    retry_policy = options.retry;
     auto loop = RetryLoop::Create(options);
     if (!loop.ok()) {
       std::cerr << "orders: " << loop.status().message() << "\n";
@@ -179,6 +182,7 @@ int Main(int argc, char** argv) {
                                         DownstreamChannelArguments());
   }
   DemoProcess process(common, faults);
+  if (retry_policy.has_value()) process.SetRetryPolicy(*retry_policy);
   OrdersService service(process, Ledger::NewStub(channel), std::move(retry), baseline_attempts);
   return process.Serve({&service}, nullptr);
 }
