@@ -12,7 +12,6 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/types/optional.h"
 #include "attempt_context.h"
 #include "attempt_result.h"
@@ -20,6 +19,7 @@
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/server.h"
+#include "sync.h"
 #include "timer_service.h"
 
 namespace hopbudget {
@@ -239,7 +239,7 @@ grpc::Status RetryLoop::Call(const LogicalCall& call, SyncAttempt attempt) {
     const RetryDecision d = state.AfterAttempt(status, *ctx);
     if (d.outcome != RetryOutcome::kRetry) return state.Final(std::move(status), d);
     if (d.backoff > absl::ZeroDuration()) {
-      absl::Notification waited;
+      internal::Notification waited;
       timers_.Schedule(clock_.Now() + d.backoff, [&waited] { waited.Notify(); });
       waited.WaitForNotification();
     }
