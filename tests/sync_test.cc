@@ -25,14 +25,15 @@ bool ValueIsThree(Shared* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->va
 
 TEST(SyncTest, AwaitWakesWhenAnotherThreadMakesTheConditionTrue) {
   Shared s;
-  std::thread writer([&] {
-    for (int i = 1; i <= 3; ++i) {
-      MutexLock lock(&s.mu);
-      s.value = i;  // each unlock re-evaluates the waiter's condition
-    }
-  });
+  std::thread writer;
   {
-    MutexLock lock(&s.mu);
+    MutexLock lock(&s.mu);  // held before the writer starts: Await waits first
+    writer = std::thread([&] {
+      for (int i = 1; i <= 3; ++i) {
+        MutexLock writer_lock(&s.mu);
+        s.value = i;  // each unlock re-evaluates the waiter's condition
+      }
+    });
     s.mu.Await(Condition(&ValueIsThree, &s));
     EXPECT_EQ(s.value, 3);
   }
@@ -66,15 +67,17 @@ TEST(SyncTest, AwaitWithTimeoutReturnsTheConditionWhenTimeRunsOut) {
 
 TEST(SyncTest, AwaitWakesWhenTheWriterWaitsOnACondVarInstead) {
   // The writer changes the state, then releases the lock by waiting on a
-  // CondVar (not by Unlock): the waiter in Await must still re-check.
+  // CondVar (not by Unlock): the waiter in Await must still re-check. The
+  // waiter holds the lock before the writer starts, so it is waiting first.
   Shared s;
-  std::thread writer([&] {
-    MutexLock lock(&s.mu);
-    s.value = 3;
-    while (!s.flag) s.cv.Wait(&s.mu);
-  });
+  std::thread writer;
   {
     MutexLock lock(&s.mu);
+    writer = std::thread([&] {
+      MutexLock writer_lock(&s.mu);
+      s.value = 3;
+      while (!s.flag) s.cv.Wait(&s.mu);
+    });
     s.mu.Await(Condition(&ValueIsThree, &s));
     s.flag = true;
     s.cv.SignalAll();
