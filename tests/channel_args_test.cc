@@ -25,12 +25,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "channel_defaults.h"
 #include "gtest/gtest.h"
 #include "hopbudget/client.h"
 #include "hopbudget/retry.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -100,9 +100,9 @@ class AttemptRecorder {
 
   // Waits until `n` attempts arrived or `timeout` passed; their times.
   std::vector<absl::Time> WaitFor(size_t n, absl::Duration timeout) {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return times_.size() >= n; };
-    mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+    mu_.AwaitWithTimeout(hopbudget::internal::Condition(&enough), timeout);
     return times_;
   }
 
@@ -114,7 +114,7 @@ class AttemptRecorder {
       const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (conn < 0) continue;
       {
-        absl::MutexLock lock(&mu_);
+        hopbudget::internal::MutexLock lock(&mu_);
         times_.push_back(absl::Now());
       }
       if (answer_ == Answer::kReset) {
@@ -132,7 +132,7 @@ class AttemptRecorder {
   int port_ = 0;
   int wake_[2] = {-1, -1};
   std::vector<int> held_;  // owned by the thread until it is joined
-  absl::Mutex mu_;
+  hopbudget::internal::Mutex mu_;
   std::vector<absl::Time> times_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };

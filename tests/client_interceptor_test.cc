@@ -14,13 +14,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 #include "hopbudget/wire.h"
 #include "relay_fixture.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -81,7 +80,7 @@ TEST(ClientInterceptorTest, CallbackApiCallFailsFastToo) {
   SetBudget(ctx, absl::Microseconds(100));
   echo::RelayRequest req = Request({Work(0)});
   echo::RelayReply reply;
-  absl::Notification done;
+  hopbudget::internal::Notification done;
   grpc::Status status;
   stub->async()->Call(&ctx, &req, &reply, [&](grpc::Status s) {
     status = std::move(s);
@@ -260,7 +259,7 @@ class LeakyOrders final : public echo::Relay::Service {
       call.set_deadline(absl::ToChronoTime(absl::Now() + options_.downstream));
       grpc::Slice empty("");
       grpc::ByteBuffer request(&empty, 1), response;
-      absl::Notification done;
+      hopbudget::internal::Notification done;
       generic.UnaryCall(&call, options_.method, grpc::StubOptions(), &request, &response,
                         [&done](grpc::Status) { done.Notify(); });
       done.WaitForNotification();
@@ -316,14 +315,14 @@ class LeakLogCapture {
   LeakLogCapture() { gpr_set_log_function(&LeakLogCapture::Log); }
   ~LeakLogCapture() { gpr_set_log_function(&LeakLogCapture::ToStderr); }
   static std::vector<std::string> Lines() {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     return lines_;
   }
 
  private:
   static void Log(gpr_log_func_args* args) {
     if (absl::StrContains(args->message, "deadline leak")) {
-      absl::MutexLock lock(&mu_);
+      hopbudget::internal::MutexLock lock(&mu_);
       lines_.push_back(args->message);
     }
     ToStderr(args);
@@ -332,10 +331,10 @@ class LeakLogCapture {
     std::fprintf(stderr, "%s %s:%d] %s\n", gpr_log_severity_string(args->severity), args->file,
                  args->line, args->message);
   }
-  static absl::Mutex mu_;
+  static hopbudget::internal::Mutex mu_;
   static std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
 };
-absl::Mutex LeakLogCapture::mu_(absl::kConstInit);
+hopbudget::internal::Mutex LeakLogCapture::mu_(absl::kConstInit);
 std::vector<std::string> LeakLogCapture::lines_;
 
 TEST(ClientInterceptorTest, DeadlineLeakIsLoggedOncePerMethod) {

@@ -15,9 +15,9 @@
 #include <memory>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "hopbudget/client.h"
 #include "scripted_server.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -56,7 +56,7 @@ struct HedgeRig {
     echo::RelayReply replies[3];
     const LogicalCall call = LogicalCall::WithDeadline(absl::Now() + budget);
     if (form == Form::kSync) return hedger->Call(call, Attempt(replies));
-    absl::Notification done;
+    hopbudget::internal::Notification done;
     HedgeResult result;
     hedger->Start(call, Attempt(replies), [&](HedgeResult r) {
       result = std::move(r);
@@ -165,7 +165,7 @@ TEST_P(HedgeGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
   ScriptedServer b("ledger-b", [](int) { return Action::Hang(); });
   HedgeRig rig(a, b, Options(nullptr, absl::Milliseconds(10)));
   echo::RelayReply replies[3];
-  absl::Notification done;
+  hopbudget::internal::Notification done;
   HedgeResult r;
   auto call = rig.hedger->Start(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
                                 rig.Attempt(replies), [&](HedgeResult res) {
@@ -199,7 +199,7 @@ TEST(HedgeLoadTest, TheExtraLoadCapHoldsUnderASlowReplica) {
   o.hedge.max_extra_load = 0.05;
   HedgeRig rig(slow, fast, o);
   std::vector<std::array<echo::RelayReply, 3>> replies(kCalls);
-  std::vector<absl::Notification> done(kCalls);
+  std::vector<hopbudget::internal::Notification> done(kCalls);
   for (int i = 0; i < kCalls; ++i) {
     rig.hedger->Start(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
                       rig.Attempt(replies[i].data()),

@@ -13,10 +13,9 @@
 #include <atomic>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "hopbudget/client.h"
 #include "scripted_server.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -48,7 +47,7 @@ struct RaceRig {
     return [this](int i, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
       stubs[i]->async()->Call(ctx, &request, &replies[i], [this, i, done](grpc::Status s) {
         {
-          absl::MutexLock lock(&mu);
+          hopbudget::internal::MutexLock lock(&mu);
           answered[i] = absl::Now();
         }
         done(std::move(s));
@@ -59,7 +58,7 @@ struct RaceRig {
     const LogicalCall call = LogicalCall::WithDeadline(absl::Now() + budget);
     const int n = static_cast<int>(stubs.size());
     if (form == Form::kSync) return race->Call(call, n, Attempt());
-    absl::Notification done;
+    hopbudget::internal::Notification done;
     RaceResult result;
     auto h = race->Start(call, n, Attempt(), [&](RaceResult r) {
       result = std::move(r);
@@ -73,7 +72,7 @@ struct RaceRig {
   std::vector<std::unique_ptr<echo::Relay::Stub>> stubs;
   const echo::RelayRequest request;
   std::vector<echo::RelayReply> replies;
-  absl::Mutex mu;
+  hopbudget::internal::Mutex mu;
   std::vector<absl::Time> answered;
   std::unique_ptr<Race> race;
 };
@@ -101,7 +100,7 @@ TEST_P(RaceGrpcTest, FirstOkWinsAndTheLosersAreCancelledAtTheCallee) {
   ASSERT_TRUE(slow_c.WaitForCancels(1, absl::Seconds(10)));
   absl::Time won;
   {
-    absl::MutexLock lock(&rig.mu);
+    hopbudget::internal::MutexLock lock(&rig.mu);
     won = rig.answered[1];
   }
   const absl::Duration lag = std::max(slow_a.cancel_times()[0], slow_c.cancel_times()[0]) - won;
@@ -141,7 +140,7 @@ TEST_P(RaceGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
   RaceRig rig({&a, &b});
   RaceResult r;
   if (GetParam() == Form::kCallback) {
-    absl::Notification done;
+    hopbudget::internal::Notification done;
     auto handle = rig.race->Start(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)), 2,
                                   rig.Attempt(), [&](RaceResult res) {
                                     r = std::move(res);
@@ -160,13 +159,13 @@ TEST_P(RaceGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
       grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest*,
                         echo::RelayReply*) override {
         RaceResult res = rig_->race->Call(LogicalCall::Of(*ctx), 2, rig_->Attempt());
-        absl::MutexLock lock(&mu);
+        hopbudget::internal::MutexLock lock(&mu);
         result = std::move(res);
         finished = true;
         return result.status;
       }
       RaceRig* rig_;
-      absl::Mutex mu;
+      hopbudget::internal::Mutex mu;
       RaceResult result;
       bool finished = false;
     } front(&rig);
@@ -178,14 +177,14 @@ TEST_P(RaceGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
     grpc::ClientContext ctx;
     testing::SetBudget(ctx, absl::Seconds(20));
     echo::RelayReply reply;
-    absl::Notification called;
+    hopbudget::internal::Notification called;
     stub->async()->Call(&ctx, &rig.request, &reply, [&](grpc::Status) { called.Notify(); });
     ASSERT_TRUE(a.WaitForCalls(1, absl::Seconds(10)));
     ASSERT_TRUE(b.WaitForCalls(1, absl::Seconds(10)));
     ctx.TryCancel();
     ASSERT_TRUE(called.WaitForNotificationWithTimeout(absl::Seconds(10)));
-    absl::MutexLock lock(&front.mu);
-    ASSERT_TRUE(front.mu.AwaitWithTimeout(absl::Condition(&front.finished), absl::Seconds(10)));
+    hopbudget::internal::MutexLock lock(&front.mu);
+    ASSERT_TRUE(front.mu.AwaitWithTimeout(hopbudget::internal::Condition(&front.finished), absl::Seconds(10)));
     r = front.result;
   }
   EXPECT_EQ(r.outcome, GetParam() == Form::kCallback ? RaceOutcome::kCancelled

@@ -9,6 +9,7 @@
 #include "hopbudget/server.h"
 #include "hopbudget/shield_grpc.h"
 #include "hopbudget/wire.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace testing {
@@ -100,15 +101,15 @@ class RelayHop::AsyncLoop {
   // Called before the server shuts down: no new RequestCall after this
   // (gRPC asserts on a request against a server that is shutting down).
   void StopRequesting() {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     stopping_ = true;
   }
   // After the server has shut down: waits for handler threads (the async
   // API leaves them to the application), then drains the queue.
   void Stop() {
     {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
+      hopbudget::internal::MutexLock lock(&mu_);
+      mu_.Await(hopbudget::internal::Condition(
           +[](int* active) { return *active == 0; }, &active_handlers_));
     }
     cq_->Shutdown();
@@ -168,22 +169,22 @@ class RelayHop::AsyncLoop {
   };
 
   void HandlerStarted() {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     ++active_handlers_;
   }
   void HandlerDone() {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     --active_handlers_;
   }
   void RequestNext() {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     if (!stopping_) new CallData(this);
   }
 
   RelayHop* hop_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread thread_;
-  absl::Mutex mu_;
+  hopbudget::internal::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int active_handlers_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -274,12 +275,12 @@ bool RelayHop::WaitForCancellations(int n, absl::Duration timeout) {
 }
 
 std::vector<std::string> RelayHop::previous_attempts() const {
-  absl::MutexLock lock(&mu_);
+  hopbudget::internal::MutexLock lock(&mu_);
   return previous_attempts_;
 }
 
 std::string RelayHop::last_budget_header() const {
-  absl::MutexLock lock(&mu_);
+  hopbudget::internal::MutexLock lock(&mu_);
   return last_budget_header_;
 }
 
@@ -291,7 +292,7 @@ grpc::Status RelayHop::InjectFault(grpc::ServerContextBase& ctx, int call) {
       return it == ctx.client_metadata().end() ? std::string()
                                                : std::string(it->second.data(), it->second.size());
     };
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     last_budget_header_ = header(kBudgetHeader);
     previous_attempts_.push_back(header("grpc-previous-rpc-attempts"));
     unavailable = call <= config_.faults.unavailable_first ||
@@ -391,7 +392,7 @@ grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayReq
 }
 
 Shield& RelayHop::ShieldForRelays() {
-  absl::MutexLock lock(&mu_);
+  hopbudget::internal::MutexLock lock(&mu_);
   if (shield_ == nullptr) {
     ShieldOptions options;
     options.metrics = metrics_;

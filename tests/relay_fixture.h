@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "echo/relay.grpc.pb.h"
 #include "hopbudget/budget.h"
@@ -24,6 +23,7 @@
 #include "hopbudget/retry.h"
 #include "hopbudget/server.h"
 #include "hopbudget/shield.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace testing {
@@ -107,7 +107,7 @@ class RelayHop {
   std::atomic<int> calls_{0};
   std::atomic<int> refused_{0};
   std::atomic<int> cancellations_seen_{0};
-  mutable absl::Mutex mu_;
+  mutable hopbudget::internal::Mutex mu_;
   std::string last_budget_header_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> previous_attempts_ ABSL_GUARDED_BY(mu_);
   std::mt19937 rng_ ABSL_GUARDED_BY(mu_);

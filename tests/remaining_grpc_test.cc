@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "relay_fixture.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -20,17 +20,17 @@ class RemainingService final : public echo::Relay::Service {
   grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest*,
                     echo::RelayReply*) override {
     const RemainingTime r = Remaining(*ctx);
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     seen_ = r;
     return grpc::Status::OK;
   }
   RemainingTime seen() {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     return seen_;
   }
 
  private:
-  absl::Mutex mu_;
+  hopbudget::internal::Mutex mu_;
   RemainingTime seen_;
 };
 

@@ -15,13 +15,12 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
 #include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -91,7 +90,7 @@ grpc::Status CallOnce(Form form, LoopRig& rig, absl::Duration budget,
       return rig.stub->Call(attempt, request, reply);
     });
   }
-  absl::Notification done;
+  hopbudget::internal::Notification done;
   grpc::Status result;
   auto started = rig.loop->Start(
       call,
@@ -260,7 +259,7 @@ TEST(RetryLoopCallbackTest, CancellingTheLogicalCallStopsEveryAttempt) {
   const absl::Time start = absl::Now();
   echo::RelayReply reply;
   const echo::RelayRequest request = Request({Work(0)});
-  absl::Notification done;
+  hopbudget::internal::Notification done;
   grpc::Status result;
   std::atomic_store(&handle,
                     rig.loop->Start(
@@ -392,7 +391,7 @@ TEST(RetryLoopCallbackTest, ThousandCallsBackingOffHoldNoThreads) {
   auto healthy_stub = testing::NewStub(healthy.address());
   {
     std::atomic<int> left{kCalls};
-    absl::Notification all;
+    hopbudget::internal::Notification all;
     std::vector<echo::RelayReply> replies(kCalls);
     std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
     const echo::RelayRequest request = Request({Work(0)});
@@ -410,7 +409,7 @@ TEST(RetryLoopCallbackTest, ThousandCallsBackingOffHoldNoThreads) {
   const echo::RelayRequest request = Request({Work(0)});
   std::vector<echo::RelayReply> replies(kCalls);
   std::atomic<int> left{kCalls};
-  absl::Notification all_done;
+  hopbudget::internal::Notification all_done;
   std::atomic<int> ok{0};
   for (int i = 0; i < kCalls; ++i) {
     loops[i % kLoops]->Start(

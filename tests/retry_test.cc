@@ -14,13 +14,13 @@
 #include <grpcpp/generic/generic_stub.h>
 
 #include "absl/functional/function_ref.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
 #include "hopbudget/exposition.h"
 #include "hopbudget/retry.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -408,7 +408,7 @@ TEST(RetryTest, CallbackApiUnaryCallIsRetried) {
   testing::SetBudget(ctx, absl::Seconds(2));
   echo::RelayRequest req = Request({Work(0)});
   echo::RelayReply reply;
-  absl::Notification done;
+  hopbudget::internal::Notification done;
   grpc::Status status;
   rig.stub->async()->Call(&ctx, &req, &reply, [&](grpc::Status s) {
     status = std::move(s);
@@ -434,7 +434,7 @@ TEST(RetryTest, GenericStubCallsPassThroughUntouched) {
   testing::SetBudget(ctx, absl::Seconds(2));
   grpc::Slice empty("");
   grpc::ByteBuffer request(&empty, 1), response;
-  absl::Notification done;
+  hopbudget::internal::Notification done;
   grpc::Status status;
   generic.UnaryCall(&ctx, "/no.such.Service/Method", grpc::StubOptions(), &request, &response,
                     [&](grpc::Status s) {

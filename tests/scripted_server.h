@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "echo/relay.grpc.pb.h"
 #include "hopbudget/client.h"
 #include "relay_fixture.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace testing {
@@ -65,26 +65,26 @@ class ScriptedServer {
   int max_in_flight() const { return max_in_flight_.load(); }
   // Calls that saw their cancel (OnCancel) before they answered.
   int cancels() const {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     return static_cast<int>(cancel_times_.size());
   }
   std::vector<absl::Time> cancel_times() const {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     return cancel_times_;
   }
   std::vector<std::string> previous_attempts() const {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     return previous_attempts_;
   }
   bool WaitForCancels(int n, absl::Duration timeout) const {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     auto enough = [&] { return static_cast<int>(cancel_times_.size()) >= n; };
-    return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+    return mu_.AwaitWithTimeout(hopbudget::internal::Condition(&enough), timeout);
   }
   bool WaitForCalls(int n, absl::Duration timeout) const {
-    absl::MutexLock lock(&mu_);
+    hopbudget::internal::MutexLock lock(&mu_);
     auto enough = [&] { return calls_.load() >= n; };
-    return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+    return mu_.AwaitWithTimeout(hopbudget::internal::Condition(&enough), timeout);
   }
 
  private:
@@ -115,7 +115,7 @@ class ScriptedServer {
     }
     void OnCancel() override {
       {
-        absl::MutexLock lock(&server_->mu_);
+        hopbudget::internal::MutexLock lock(&server_->mu_);
         if (answered_) return;
         server_->cancel_times_.push_back(absl::Now());
       }
@@ -132,7 +132,7 @@ class ScriptedServer {
     }
     void Answer(grpc::Status s) {
       {
-        absl::MutexLock lock(&server_->mu_);
+        hopbudget::internal::MutexLock lock(&server_->mu_);
         if (answered_) return;
         answered_ = true;
       }
@@ -162,7 +162,7 @@ class ScriptedServer {
       }
       int n;
       {
-        absl::MutexLock lock(&s.mu_);
+        hopbudget::internal::MutexLock lock(&s.mu_);
         n = s.calls_.fetch_add(1);
         auto it = ctx->client_metadata().find("grpc-previous-rpc-attempts");
         s.previous_attempts_.push_back(it == ctx->client_metadata().end()
@@ -185,7 +185,7 @@ class ScriptedServer {
   std::atomic<int> calls_{0};
   std::atomic<int> in_flight_{0};
   std::atomic<int> max_in_flight_{0};
-  mutable absl::Mutex mu_;
+  mutable hopbudget::internal::Mutex mu_;
   std::vector<absl::Time> cancel_times_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> previous_attempts_ ABSL_GUARDED_BY(mu_);
 };

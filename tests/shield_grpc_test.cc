@@ -10,11 +10,11 @@
 #include <atomic>
 #include <thread>
 
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -87,7 +87,7 @@ class ShieldedOrders final : public echo::Relay::Service {
 
   grpc::Server& server() { return *server_; }
   const std::string& address() const { return address_; }
-  absl::Notification arrived_, answered_;
+  hopbudget::internal::Notification arrived_, answered_;
   std::atomic<int> commits_{0};
   std::atomic<int> commits_when_answered_{-1};
 
@@ -230,7 +230,7 @@ class CallbackShieldedOrders final : public echo::Relay::CallbackService {
   }
 
   const std::string& address() const { return address_; }
-  absl::Notification arrived_;
+  hopbudget::internal::Notification arrived_;
   std::atomic<int> commits_{0};
 
  private:

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "hopbudget/attribution.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -53,7 +53,7 @@ class Gate {
   void Wait() { opened_.WaitForNotification(); }
 
  private:
-  absl::Notification opened_;
+  hopbudget::internal::Notification opened_;
 };
 
 // Work that blocks until `gate` opens and then returns `status`.
@@ -127,7 +127,7 @@ TEST_F(ShieldTest, FailureIsRecordedWithItsStatus) {
 TEST_F(ShieldTest, HangingWorkIsAskedToStopExactlyAtItsBound) {
   Shield shield(Manual());
   const absl::Time t0 = clock_.Now();
-  absl::Notification registered, stopped;
+  hopbudget::internal::Notification registered, stopped;
   std::thread::id callback_thread;
   bool stop_seen_by_work = false;
   absl::StatusOr<ShieldHandle> handle =
@@ -225,7 +225,7 @@ TEST_F(ShieldTest, DownstreamCutByThisBoundJustBeforeOurClockIsExceeded) {
 
 TEST_F(ShieldTest, StopCallbackAddedAfterStopRunsAtOnce) {
   Shield shield(Manual());
-  absl::Notification started, go;
+  hopbudget::internal::Notification started, go;
   bool ran_inside_add = false;
   absl::Duration remaining_after_stop;
   absl::StatusOr<ShieldHandle> handle =
@@ -254,7 +254,7 @@ TEST_F(ShieldTest, StopCallbackAddedAfterStopRunsAtOnce) {
 
 TEST_F(ShieldTest, RemovedStopCallbackIsNeverCalled) {
   Shield shield(Manual());
-  absl::Notification registered, kept_ran;
+  hopbudget::internal::Notification registered, kept_ran;
   int removed_calls = 0;
   absl::StatusOr<ShieldHandle> handle =
       shield.Run("remove", absl::Milliseconds(100), [&](ShieldContext& ctx) {
@@ -277,7 +277,7 @@ TEST_F(ShieldTest, RemovedStopCallbackIsNeverCalled) {
 
 TEST_F(ShieldTest, RemoveStopCallbackWaitsForTheCallbackRunningElsewhere) {
   Shield shield(Manual());
-  absl::Notification registered, callback_started, release;
+  hopbudget::internal::Notification registered, callback_started, release;
   std::atomic<bool> finished{false};
   bool finished_when_removed = false;
   absl::StatusOr<ShieldHandle> handle =
@@ -486,10 +486,10 @@ TEST_F(ShieldTest, DrainCountsWhatEndsWhileItWaitsThenRefusesRun) {
   absl::StatusOr<ShieldHandle> quick =
       shield.Run("quick", absl::Seconds(1), BlockUntil(release_quick));
   ASSERT_TRUE(quick.ok());
-  absl::Notification hanging_registered;
+  hopbudget::internal::Notification hanging_registered;
   absl::StatusOr<ShieldHandle> hanging =
       shield.Run("hanging", absl::Milliseconds(100), [&](ShieldContext& ctx) {
-        absl::Notification stop;
+        hopbudget::internal::Notification stop;
         const uint64_t id = ctx.AddStopCallback([&stop] { stop.Notify(); });
         hanging_registered.Notify();
         stop.WaitForNotification();
@@ -529,10 +529,10 @@ TEST_F(ShieldTest, DrainGivesUpNamesWhatStillRunsAndAsksItToStop) {
   ASSERT_TRUE(before.ok());
   ASSERT_TRUE(before->Wait().has_value());  // ended before the drain: not reported
 
-  absl::Notification registered;
+  hopbudget::internal::Notification registered;
   absl::StatusOr<ShieldHandle> hanging =
       shield.Run("hanging", absl::Seconds(1), [&](ShieldContext& ctx) {
-        absl::Notification stop;
+        hopbudget::internal::Notification stop;
         const uint64_t id = ctx.AddStopCallback([&stop] { stop.Notify(); });
         registered.Notify();
         stop.WaitForNotification();
@@ -576,7 +576,7 @@ TEST(ShieldRealTimeTest, DestructorEndsWhenHangingWorkHonoursItsBound) {
     Shield shield;  // real clock, timer thread
     absl::StatusOr<ShieldHandle> run =
         shield.Run("flush", absl::Milliseconds(20), [](ShieldContext& ctx) {
-          absl::Notification stop;
+          hopbudget::internal::Notification stop;
           const uint64_t id = ctx.AddStopCallback([&stop] { stop.Notify(); });
           stop.WaitForNotification();  // only the bound ends this
           ctx.RemoveStopCallback(id);
@@ -673,7 +673,7 @@ TEST_F(ShieldTest, OnDoneRunsOnceWithTheRecordWhenTheWorkEnds) {
   absl::StatusOr<ShieldHandle> handle =
       shield.Run("commit", absl::Seconds(1), BlockUntil(gate, absl::InternalError("disk")));
   ASSERT_TRUE(handle.ok());
-  absl::Notification delivered;
+  hopbudget::internal::Notification delivered;
   std::atomic<int> calls{0};
   ShieldOutcome outcome = ShieldOutcome::kCompleted;
   handle->OnDone([&](const ShieldRecord& r) {

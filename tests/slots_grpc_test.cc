@@ -13,9 +13,9 @@
 #include <atomic>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "hopbudget/client.h"
 #include "scripted_server.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -33,7 +33,7 @@ DownstreamSlotsOptions SlotOptions(int max_in_flight, Metrics* metrics) {
 }
 
 struct Result {
-  absl::Notification done;
+  hopbudget::internal::Notification done;
   grpc::Status status;
   absl::Time at;
 };

@@ -1,11 +1,11 @@
 // Copyright hopbudget authors.
+#include "sync.h"
 #include "timer_service.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 
 namespace hopbudget {
 namespace internal {
@@ -82,14 +82,14 @@ TEST_F(TimerServiceTest, CallbackMayScheduleAndCancelItself) {
 
 TEST(TimerServiceThreadTest, ThreadRunsDueTimersOnTheRealClock) {
   TimerService timers(Clock::Real());
-  absl::Notification done;
+  hopbudget::internal::Notification done;
   timers.Schedule(Clock::Real().Now() + absl::Milliseconds(1), [&done] { done.Notify(); });
   EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
 }
 
 TEST(TimerServiceThreadTest, CancelWaitsForARunningCallback) {
   TimerService timers(Clock::Real());
-  absl::Notification started, release;
+  hopbudget::internal::Notification started, release;
   bool finished = false;
   TimerService::TimerId id = timers.Schedule(Clock::Real().Now(), [&] {
     started.Notify();

@@ -4,7 +4,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include <map>
+#include <set>
+
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "sync.h"
 
 namespace hopbudget {
 
@@ -176,6 +181,49 @@ absl::optional<absl::Duration> LatencyPredictor::Predicted() const {
   return absl::Nanoseconds(ns);
 }
 
+// The queue, ordered three ways (deadline, arrival, give-up time), and the
+// adaptive limit's state.
+struct Admission::Locked {
+  using Key = std::pair<absl::Time, uint64_t>;
+  mutable internal::Mutex mu;
+  uint64_t next_seq ABSL_GUARDED_BY(mu) = 0;
+  std::set<Key> by_deadline ABSL_GUARDED_BY(mu);
+  std::map<uint64_t, Waiter*> by_seq ABSL_GUARDED_BY(mu);
+  std::set<Key> by_expiry ABSL_GUARDED_BY(mu);
+  absl::Time nonempty_since ABSL_GUARDED_BY(mu) = absl::InfiniteFuture();
+  std::atomic<int>* queued;  // the Admission's count, kept in step
+
+  internal::Mutex window_mu;
+  AdaptiveLimitState adaptive ABSL_GUARDED_BY(window_mu);
+
+  void Push(Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    w->seq = next_seq++;
+    if (by_seq.empty()) nonempty_since = w->enqueued;
+    by_deadline.emplace(w->deadline, w->seq);
+    by_expiry.emplace(w->expiry, w->seq);
+    by_seq.emplace(w->seq, w);
+    queued->fetch_add(1, std::memory_order_seq_cst);
+  }
+  void Erase(Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    by_deadline.erase(Key(w->deadline, w->seq));
+    by_expiry.erase(Key(w->expiry, w->seq));
+    by_seq.erase(w->seq);
+    queued->fetch_sub(1, std::memory_order_seq_cst);
+    if (by_seq.empty()) nonempty_since = absl::InfiniteFuture();
+  }
+  Waiter* Pop(absl::Time now, absl::Duration lifo_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (by_seq.empty()) return nullptr;
+    Waiter* w;
+    if (PickQueueOrder(nonempty_since, now, lifo_after) == QueueOrder::kNewestFirst) {
+      w = std::prev(by_seq.end())->second;
+    } else {
+      w = by_seq.at(by_deadline.begin()->second);
+    }
+    Erase(w);
+    return w;
+  }
+};
+
 absl::StatusOr<std::unique_ptr<Admission>> Admission::Create(const AdmissionPolicy& policy,
                                                               absl::Duration min_attempt_budget,
                                                               Clock* clock) {
@@ -192,9 +240,14 @@ Admission::Admission(const AdmissionPolicy& policy, absl::Duration min_attempt_b
     : policy_(policy),
       min_attempt_budget_(min_attempt_budget),
       clock_(*clock),
-      limit_(policy.max_in_flight) {
-  adaptive_.limit = policy.max_in_flight;
+      limit_(policy.max_in_flight),
+      locked_(std::make_unique<Locked>()) {
+  locked_->queued = &queued_;
+  internal::MutexLock lock(&locked_->window_mu);
+  locked_->adaptive.limit = policy.max_in_flight;
 }
+
+Admission::~Admission() = default;
 
 bool Admission::TryAcquire() {
   int n = in_flight_.load(std::memory_order_seq_cst);
@@ -232,7 +285,7 @@ ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline,
     admitted_.fetch_add(1, std::memory_order_relaxed);
     return ArrivalDecision::kAdmit;
   }
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&locked_->mu);
   AdmissionState state;
   state.in_flight = in_flight_.load(std::memory_order_seq_cst);
   state.limit = limit_.load(std::memory_order_relaxed);
@@ -261,7 +314,7 @@ ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline,
   w->expiry = std::min(deadline == absl::InfiniteFuture() ? absl::InfiniteFuture()
                                                           : deadline - min_attempt_budget_,
                        now + policy_.max_wait);
-  PushLocked(w);
+  locked_->Push(w);
   // A release that ran between our look at in_flight and the push saw an
   // empty queue and admitted nobody (and a grown adaptive limit admits
   // nobody by itself): look again, now that we are queued. The drain may
@@ -287,38 +340,9 @@ ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline,
   return mine;
 }
 
-void Admission::PushLocked(Waiter* w) {
-  w->seq = next_seq_++;
-  if (by_seq_.empty()) nonempty_since_ = w->enqueued;
-  by_deadline_.emplace(w->deadline, w->seq);
-  by_expiry_.emplace(w->expiry, w->seq);
-  by_seq_.emplace(w->seq, w);
-  queued_.fetch_add(1, std::memory_order_seq_cst);
-}
-
-void Admission::EraseLocked(Waiter* w) {
-  by_deadline_.erase(DeadlineKey(w->deadline, w->seq));
-  by_expiry_.erase(DeadlineKey(w->expiry, w->seq));
-  by_seq_.erase(w->seq);
-  queued_.fetch_sub(1, std::memory_order_seq_cst);
-  if (by_seq_.empty()) nonempty_since_ = absl::InfiniteFuture();
-}
-
-Admission::Waiter* Admission::PopLocked(absl::Time now) {
-  if (by_seq_.empty()) return nullptr;
-  Waiter* w;
-  if (PickQueueOrder(nonempty_since_, now, policy_.lifo_after) == QueueOrder::kNewestFirst) {
-    w = std::prev(by_seq_.end())->second;
-  } else {
-    w = by_seq_.at(by_deadline_.begin()->second);
-  }
-  EraseLocked(w);
-  return w;
-}
-
-void Admission::DrainLocked(absl::Time now, Ready* ready) {
-  while (!by_seq_.empty() && TryAcquire()) {
-    Waiter* w = PopLocked(now);
+void Admission::DrainLocked(absl::Time now, Ready* ready) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  while (!locked_->by_seq.empty() && TryAcquire()) {
+    Waiter* w = locked_->Pop(now, policy_.lifo_after);
     const absl::Duration remaining =
         w->deadline == absl::InfiniteFuture() ? absl::InfiniteDuration() : w->deadline - now;
     ArrivalDecision shed_as = ArrivalDecision::kAdmit;
@@ -346,7 +370,7 @@ void Admission::Release(absl::Duration handler_time, Ready* ready) {
   in_flight_.fetch_sub(1, std::memory_order_seq_cst);
   if (policy_.limit == LimitKind::kAdaptive) Sample(handler_time);
   if (queued_.load(std::memory_order_seq_cst) == 0) return;
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&locked_->mu);
   DrainLocked(clock_.Now(), ready);
 }
 
@@ -356,24 +380,25 @@ void Admission::Sample(absl::Duration handler_time) {
   if (n != policy_.window_samples) return;
   // This completion filled the window: it closes it. Samples that land
   // between the reads and the resets count in the next window.
-  absl::MutexLock lock(&window_mu_);
+  internal::MutexLock lock(&locked_->window_mu);
   LimitWindow window;
   window.mean_handler_time =
       absl::Nanoseconds(window_sum_ns_.exchange(0, std::memory_order_relaxed) / n);
   window.max_in_flight = window_max_in_flight_.exchange(0, std::memory_order_relaxed);
   window_count_.store(0, std::memory_order_release);
-  adaptive_ = NextAdaptiveLimit(policy_, adaptive_, window);
-  limit_.store(static_cast<int>(std::lround(adaptive_.limit)), std::memory_order_relaxed);
+  locked_->adaptive = NextAdaptiveLimit(policy_, locked_->adaptive, window);
+  limit_.store(static_cast<int>(std::lround(locked_->adaptive.limit)), std::memory_order_relaxed);
 }
 
 void Admission::Expire(Ready* ready) {
   ready->admitted.clear();
   ready->shed.clear();
   const absl::Time now = clock_.Now();
-  absl::MutexLock lock(&mu_);
-  while (!by_expiry_.empty() && by_expiry_.begin()->first <= now) {
-    Waiter* w = by_seq_.at(by_expiry_.begin()->second);
-    EraseLocked(w);
+  Locked& q = *locked_;
+  internal::MutexLock lock(&q.mu);
+  while (!q.by_expiry.empty() && q.by_expiry.begin()->first <= now) {
+    Waiter* w = q.by_seq.at(q.by_expiry.begin()->second);
+    q.Erase(w);
     const ArrivalDecision why = w->deadline != absl::InfiniteFuture() &&
                                         w->deadline - now < min_attempt_budget_
                                     ? ArrivalDecision::kShedQueueExpired
@@ -384,15 +409,15 @@ void Admission::Expire(Ready* ready) {
 }
 
 absl::Time Admission::NextExpiry() const {
-  absl::MutexLock lock(&mu_);
-  return by_expiry_.empty() ? absl::InfiniteFuture() : by_expiry_.begin()->first;
+  internal::MutexLock lock(&locked_->mu);
+  return locked_->by_expiry.empty() ? absl::InfiniteFuture() : locked_->by_expiry.begin()->first;
 }
 
 bool Admission::Leave(Waiter* w) {
-  absl::MutexLock lock(&mu_);
-  auto it = by_seq_.find(w->seq);
-  if (it == by_seq_.end() || it->second != w) return false;
-  EraseLocked(w);
+  internal::MutexLock lock(&locked_->mu);
+  auto it = locked_->by_seq.find(w->seq);
+  if (it == locked_->by_seq.end() || it->second != w) return false;
+  locked_->Erase(w);
   return true;
 }
 
@@ -404,8 +429,8 @@ AdmissionStats Admission::Stats() const {
   s.in_flight = in_flight_.load(std::memory_order_relaxed);
   s.queued = queued_.load(std::memory_order_relaxed);
   s.limit = limit_.load(std::memory_order_relaxed);
-  absl::MutexLock lock(&mu_);
-  s.order = PickQueueOrder(nonempty_since_, clock_.Now(), policy_.lifo_after);
+  internal::MutexLock lock(&locked_->mu);
+  s.order = PickQueueOrder(locked_->nonempty_since, clock_.Now(), policy_.lifo_after);
   return s;
 }
 

@@ -9,7 +9,8 @@
 // is a node in it; per-call mutexes made that graph a global lock on every
 // call. CallMutex is a std::mutex with the same thread-safety annotations,
 // so the analysis still checks what it guards. Long-lived, rarely taken
-// locks (timers, shields) stay absl::Mutex for its CondVar and Await.
+// locks (timers, shields) use internal::Mutex (sync.h) for its CondVar and
+// Await.
 #ifndef HOPBUDGET_INTERNAL_CALL_MUTEX_H_
 #define HOPBUDGET_INTERNAL_CALL_MUTEX_H_
 

@@ -12,10 +12,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
+#include "sync.h"
 #include "timer_service.h"
 
 namespace hopbudget {
@@ -42,7 +42,7 @@ class ShieldState {
  public:
   explicit ShieldState(Metrics* metrics) : metrics(metrics) {}
   Metrics* const metrics;  // counted beside `stats`; outlives the handles
-  absl::Mutex mu;
+  internal::Mutex mu;
   bool draining ABSL_GUARDED_BY(mu) = false;
   uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
   ShieldStats stats ABSL_GUARDED_BY(mu);
@@ -110,7 +110,7 @@ class ShieldOp {
   // Drain marks every operation before running any callback, so that none of
   // them can end and let a queued one start unaware in between.
   bool MarkStopped(StopReason reason) {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     if (closed_) return false;  // the work returned: its callbacks' captures may be gone
     if (reason == StopReason::kBound) bound_fired_ = true;
     if (stop_requested_.load(std::memory_order_relaxed)) return false;
@@ -123,7 +123,7 @@ class ShieldOp {
   // may add or remove callbacks, and RemoveStopCallback can wait for exactly
   // the one running.
   void RunStopCallbacks() {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     while (!closed_ && !callbacks_.empty()) {
       auto first = callbacks_.begin();
       const uint64_t id = first->first;
@@ -144,7 +144,7 @@ class ShieldOp {
   uint64_t AddStopCallback(absl::AnyInvocable<void()> fn) {
     uint64_t id;
     {
-      absl::MutexLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       id = next_callback_id_++;
       if (!stop_requested_.load(std::memory_order_relaxed) && !closed_) {
         callbacks_.emplace(id, std::move(fn));
@@ -156,7 +156,7 @@ class ShieldOp {
   }
 
   void RemoveStopCallback(uint64_t id) {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     if (callbacks_.erase(id) > 0) return;
     if (running_thread_ == std::this_thread::get_id()) return;  // from inside it
     while (running_ == id) callback_done_.Wait(&mu_);
@@ -169,7 +169,7 @@ class ShieldOp {
     std::map<uint64_t, absl::AnyInvocable<void()>> unrun;
     bool bound_fired;
     {
-      absl::MutexLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       closed_ = true;
       bound_fired = bound_fired_;
       while (running_ != 0) callback_done_.Wait(&mu_);
@@ -179,15 +179,15 @@ class ShieldOp {
   }
 
   bool bound_fired() const {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     return bound_fired_;
   }
 
  private:
   Work work_;  // only the pool thread touches it
 
-  mutable absl::Mutex mu_;
-  absl::CondVar callback_done_;
+  mutable internal::Mutex mu_;
+  internal::CondVar callback_done_;
   std::atomic<bool> stop_requested_{false};
   bool bound_fired_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
@@ -222,7 +222,7 @@ class ShieldHandleToken {
     ShieldState& state = *op->state;
     bool unobserved = false;
     {
-      absl::MutexLock lock(&state.mu);
+      internal::MutexLock lock(&state.mu);
       op->handles_gone = true;
       if (op->ended && !op->observed && !op->delivering) {
         unobserved = true;
@@ -282,14 +282,14 @@ void ShieldContext::RemoveStopCallback(uint64_t id) { op_.RemoveStopCallback(id)
 
 bool ShieldHandle::done() const {
   const ShieldOp& op = *token_->op;
-  absl::MutexLock lock(&op.state->mu);
+  internal::MutexLock lock(&op.state->mu);
   return op.ended;
 }
 
 absl::optional<ShieldRecord> ShieldHandle::WaitUntil(absl::Time until) const {
   ShieldOp& op = *token_->op;
-  absl::MutexLock lock(&op.state->mu);
-  op.state->mu.AwaitWithDeadline(absl::Condition(&op.ended), until);
+  internal::MutexLock lock(&op.state->mu);
+  op.state->mu.AwaitWithDeadline(internal::Condition(&op.ended), until);
   if (!op.ended) return absl::nullopt;
   op.observed = true;
   return op.record;
@@ -298,14 +298,14 @@ absl::optional<ShieldRecord> ShieldHandle::WaitUntil(absl::Time until) const {
 void ShieldHandle::OnDone(absl::AnyInvocable<bool(const ShieldRecord&)> fn) const {
   ShieldOp& op = *token_->op;
   {
-    absl::MutexLock lock(&op.state->mu);
+    internal::MutexLock lock(&op.state->mu);
     if (!op.ended) {
       op.on_done.push_back(std::move(fn));
       return;
     }
   }
   if (fn(op.record)) {  // the record does not change once ended
-    absl::MutexLock lock(&op.state->mu);
+    internal::MutexLock lock(&op.state->mu);
     op.observed = true;
   }
 }
@@ -334,7 +334,7 @@ class Shield::Impl {
   ~Impl() {
     Drain(absl::InfiniteDuration());
     {
-      absl::MutexLock lock(&pool_mu_);
+      internal::MutexLock lock(&pool_mu_);
       stop_ = true;
       work_ready_.SignalAll();
     }
@@ -361,7 +361,7 @@ class Shield::Impl {
     bool draining = false;
     bool full = false;
     {
-      absl::MutexLock lock(&state_->mu);
+      internal::MutexLock lock(&state_->mu);
       draining = state_->draining;
       full = !draining && state_->in_flight.size() >= max_in_flight_;
       if (full) ++state_->stats.refused;
@@ -391,7 +391,7 @@ class Shield::Impl {
         std::make_shared<internal::ShieldHandleToken>(op);
     op->timer_id = timers_.Schedule(op->deadline, [op] { op->RequestStop(StopReason::kBound); });
     {
-      absl::MutexLock lock(&pool_mu_);
+      internal::MutexLock lock(&pool_mu_);
       queue_.push_back(op);
       work_ready_.Signal();
     }
@@ -399,15 +399,15 @@ class Shield::Impl {
   }
 
   DrainReport Drain(absl::Duration max_wait) {
-    // Real time, like the wait itself (absl::Mutex::AwaitWithTimeout).
+    // Real time, like the wait itself (internal::Mutex::AwaitWithTimeout).
     const absl::Time began = absl::Now();
     DrainReport report;
     std::vector<std::shared_ptr<ShieldOp>> to_stop;
     {
-      absl::MutexLock lock(&state_->mu);
+      internal::MutexLock lock(&state_->mu);
       state_->draining = true;
       const ShieldStats before = state_->stats;
-      const absl::Condition idle(&ShieldState::Idle, state_.get());
+      const internal::Condition idle(&ShieldState::Idle, state_.get());
       if (max_wait == absl::InfiniteDuration()) {
         state_->mu.Await(idle);
       } else if (max_wait > absl::ZeroDuration()) {
@@ -434,7 +434,7 @@ class Shield::Impl {
   }
 
   ShieldStats stats() const {
-    absl::MutexLock lock(&state_->mu);
+    internal::MutexLock lock(&state_->mu);
     ShieldStats s = state_->stats;
     s.in_flight = state_->in_flight.size();
     s.draining = state_->draining;
@@ -448,7 +448,7 @@ class Shield::Impl {
     for (;;) {
       std::shared_ptr<ShieldOp> op;
       {
-        absl::MutexLock lock(&pool_mu_);
+        internal::MutexLock lock(&pool_mu_);
         while (!stop_ && queue_.empty()) work_ready_.Wait(&pool_mu_);
         if (queue_.empty()) return;  // stop_, and nothing left
         op = std::move(queue_.front());
@@ -500,7 +500,7 @@ class Shield::Impl {
     bool unobserved = false;
     std::vector<absl::AnyInvocable<bool(const ShieldRecord&)>> on_done;
     {
-      absl::MutexLock lock(&state.mu);
+      internal::MutexLock lock(&state.mu);
       switch (record.outcome) {
         case ShieldOutcome::kCompleted:
           ++state.stats.completed;
@@ -535,7 +535,7 @@ class Shield::Impl {
     for (auto& fn : on_done) taken = fn(op.record) || taken;
     on_done.clear();  // captures go before the end is final
     {
-      absl::MutexLock lock(&state.mu);
+      internal::MutexLock lock(&state.mu);
       op.delivering = false;
       if (taken) op.observed = true;
       unobserved = op.handles_gone && !op.observed;
@@ -553,15 +553,15 @@ class Shield::Impl {
   const std::shared_ptr<ShieldState> state_;
   internal::TimerService timers_;
 
-  absl::Mutex pool_mu_;
-  absl::CondVar work_ready_;
+  internal::Mutex pool_mu_;
+  internal::CondVar work_ready_;
   std::deque<std::shared_ptr<ShieldOp>> queue_ ABSL_GUARDED_BY(pool_mu_);
   bool stop_ ABSL_GUARDED_BY(pool_mu_) = false;
   std::vector<std::thread> threads_;  // last: started once the rest exists
 };
 
 struct Shield::Flights {
-  absl::Mutex mu;
+  internal::Mutex mu;
   absl::flat_hash_map<std::string, ShieldHandle> by_key ABSL_GUARDED_BY(mu);
   std::atomic<uint64_t> joined{0};
 };
@@ -584,7 +584,7 @@ absl::StatusOr<ShieldHandle> Shield::RunOnce(
   if (joined != nullptr) *joined = false;
   absl::StatusOr<ShieldHandle> handle;
   {
-    absl::MutexLock lock(&flights_->mu);
+    internal::MutexLock lock(&flights_->mu);
     auto it = flights_->by_key.find(key);
     if (it != flights_->by_key.end() && !it->second.done()) {
       flights_->joined.fetch_add(1, std::memory_order_relaxed);
@@ -601,7 +601,7 @@ absl::StatusOr<ShieldHandle> Shield::RunOnce(
   // once if the work has already ended; registered outside the lock for that.
   std::weak_ptr<const internal::ShieldHandleToken> mine = handle->token_;
   handle->OnDone([flights = flights_, key = std::move(key), mine](const ShieldRecord&) {
-    absl::MutexLock lock(&flights->mu);
+    internal::MutexLock lock(&flights->mu);
     auto it = flights->by_key.find(key);
     if (it != flights->by_key.end() && it->second.token_ == mine.lock()) {
       flights->by_key.erase(it);

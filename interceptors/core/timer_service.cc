@@ -10,7 +10,7 @@ TimerService::TimerService(Clock& clock, Options options) : clock_(clock) {
 
 TimerService::~TimerService() {
   {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     stop_ = true;
     changed_.SignalAll();
   }
@@ -23,7 +23,7 @@ TimerService& TimerService::Shared() {
 }
 
 TimerService::TimerId TimerService::Schedule(absl::Time when, Callback fn) {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   const TimerId id = next_id_++;
   if (when == absl::InfiniteFuture()) return id;
   const bool new_front = queue_.empty() || Key{when, id} < queue_.begin()->first;
@@ -34,7 +34,7 @@ TimerService::TimerId TimerService::Schedule(absl::Time when, Callback fn) {
 }
 
 TimerService::CancelOutcome TimerService::Cancel(TimerId id) {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   auto it = when_.find(id);
   if (it != when_.end()) {
     queue_.erase(Key{it->second, id});
@@ -67,19 +67,19 @@ bool TimerService::RunOneLocked() {
 }
 
 int TimerService::RunDue() {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   int ran = 0;
   while (RunOneLocked()) ++ran;
   return ran;
 }
 
 size_t TimerService::pending() const {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   return queue_.size();
 }
 
 void TimerService::Loop() {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   while (!stop_) {
     if (RunOneLocked()) continue;
     if (queue_.empty()) {

@@ -20,9 +20,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "hopbudget/clock.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace internal {
@@ -76,9 +76,9 @@ class TimerService {
   void Loop();
 
   Clock& clock_;
-  mutable absl::Mutex mu_;
-  absl::CondVar changed_;        // the queue's front changed, or stop_
-  absl::CondVar callback_done_;  // a callback returned
+  mutable internal::Mutex mu_;
+  internal::CondVar changed_;        // the queue's front changed, or stop_
+  internal::CondVar callback_done_;  // a callback returned
   std::map<Key, Callback> queue_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<TimerId, absl::Time> when_ ABSL_GUARDED_BY(mu_);
   TimerId next_id_ ABSL_GUARDED_BY(mu_) = 1;

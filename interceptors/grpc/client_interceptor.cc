@@ -13,7 +13,6 @@
 #include "absl/base/call_once.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "attributed_status.h"
 #include "call_mutex.h"
 #include "channel_defaults.h"
@@ -23,6 +22,7 @@
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 #include "hopbudget/wire.h"
+#include "sync.h"
 #include "timer_service.h"
 
 namespace hopbudget {
@@ -34,9 +34,9 @@ using grpc::experimental::InterceptorBatchMethods;
 // Logs each leaking method once per process: a leak repeats on every call and
 // one line is enough to find it; the metric counts them all.
 void LogLeakOnce(const char* method, LeakKind kind) {
-  static absl::Mutex mu(absl::kConstInit);
+  static internal::Mutex mu(absl::kConstInit);
   static auto* seen = new absl::flat_hash_set<std::string>();
-  absl::MutexLock lock(&mu);
+  internal::MutexLock lock(&mu);
   if (!seen->insert(method).second) return;
   gpr_log(GPR_ERROR,
           "hopbudget: deadline leak on %s: downstream call made inside a handler with %s; "

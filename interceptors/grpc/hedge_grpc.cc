@@ -9,12 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "attempt_context.h"
 #include "attempt_result.h"
 #include "call_mutex.h"
 #include "hopbudget/attribution.h"
+#include "sync.h"
 #include "timer_service.h"
 
 namespace hopbudget {
@@ -327,7 +326,7 @@ std::shared_ptr<HedgingCall> Hedger::Start(const LogicalCall& call, AsyncAttempt
 
 HedgeResult Hedger::Call(const LogicalCall& call, AsyncAttempt attempt) {
   HedgeResult result;
-  absl::Notification done;
+  internal::Notification done;
   Start(call, std::move(attempt), [&](HedgeResult r) {
     result = std::move(r);
     done.Notify();

@@ -7,10 +7,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "attempt_context.h"
 #include "call_mutex.h"
 #include "hopbudget/client.h"
+#include "sync.h"
 
 namespace hopbudget {
 
@@ -183,7 +183,7 @@ std::shared_ptr<RacingCall> Race::Start(const LogicalCall& call, int attempts,
 RaceResult Race::Call(const LogicalCall& call, int attempts, AsyncAttempt attempt) {
   if (!ValidateRaceSize(attempts).ok()) return InvalidSize(attempts);
   RaceResult result;
-  absl::Notification done;
+  internal::Notification done;
   Start(call, attempts, std::move(attempt), [&](RaceResult r) {
     result = std::move(r);
     done.Notify();

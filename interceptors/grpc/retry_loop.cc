@@ -10,7 +10,6 @@
 
 #include <utility>
 
-#include "absl/synchronization/notification.h"
 #include "absl/types/optional.h"
 #include "attempt_context.h"
 #include "attempt_result.h"
@@ -19,6 +18,7 @@
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/server.h"
+#include "sync.h"
 #include "timer_service.h"
 
 namespace hopbudget {
@@ -213,7 +213,7 @@ grpc::Status RetryLoop::Call(const LogicalCall& call, SyncAttempt attempt) {
     const RetryDecision d = state.AfterAttempt(status, *ctx);
     if (d.outcome != RetryOutcome::kRetry) return state.Final(std::move(status), d);
     if (d.backoff > absl::ZeroDuration()) {
-      absl::Notification waited;
+      internal::Notification waited;
       timers_.Schedule(clock_.Now() + d.backoff, [&waited] { waited.Notify(); });
       waited.WaitForNotification();
     }

@@ -6,12 +6,12 @@
 
 #include <grpcpp/server_context.h>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "attributed_status.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/server.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -79,10 +79,10 @@ class ShieldedUnaryReactor final : public grpc::ServerUnaryReactor {
 
  private:
   struct Slot {
-    absl::Mutex mu;
+    internal::Mutex mu;
     ShieldedUnaryReactor* reactor ABSL_GUARDED_BY(mu) = nullptr;
     ShieldedUnaryReactor* Take() {
-      absl::MutexLock lock(&mu);
+      internal::MutexLock lock(&mu);
       ShieldedUnaryReactor* r = reactor;
       reactor = nullptr;
       return r;

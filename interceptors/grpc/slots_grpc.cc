@@ -10,12 +10,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "attempt_context.h"
 #include "attributed_status.h"
 #include "call_mutex.h"
 #include "hopbudget/attribution.h"
+#include "sync.h"
 #include "timer_service.h"
 
 namespace hopbudget {
@@ -315,7 +314,7 @@ size_t DownstreamSlots::waiting() const { return state_->waiting(); }
 grpc::Status DownstreamSlots::Call(const LogicalCall& call, SyncAttempt attempt) {
   const internal::LogicalBudget logical(state_->options().budget, call, state_->clock().Now());
   struct Wait {
-    absl::Notification ended;
+    internal::Notification ended;
     WaitEnd end = WaitEnd::kExpired;
     absl::Duration waited;
   };

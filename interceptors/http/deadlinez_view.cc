@@ -217,7 +217,7 @@ RateRing::RateRing(absl::Duration step, absl::Duration longest)
     : step_(step), capacity_(static_cast<size_t>(longest / step) + 2) {}
 
 RateRing::RecordOutcome RateRing::Record(absl::Time at, std::vector<uint64_t> values) {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   if (!samples_.empty() && at - samples_.back().at < step_) return RecordOutcome::kTooSoon;
   if (samples_.size() == capacity_) samples_.pop_front();
   samples_.push_back({at, std::move(values)});
@@ -226,7 +226,7 @@ RateRing::RecordOutcome RateRing::Record(absl::Time at, std::vector<uint64_t> va
 
 std::vector<WindowCounts> RateRing::Windows(absl::Time now, const std::vector<uint64_t>& current,
                                             const std::vector<absl::Duration>& windows) const {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   std::vector<WindowCounts> out;
   for (absl::Duration w : windows) {
     WindowCounts c;
@@ -254,7 +254,7 @@ std::vector<WindowCounts> RateRing::Windows(absl::Time now, const std::vector<ui
 }
 
 size_t RateRing::size() const {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   return samples_.size();
 }
 

@@ -36,7 +36,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "sync.h"
 #include "absl/time/time.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/http_exporter.h"
@@ -113,7 +113,7 @@ class RateRing {
   };
   const absl::Duration step_;
   const size_t capacity_;
-  mutable absl::Mutex mu_;
+  mutable internal::Mutex mu_;
   std::deque<Sample> samples_ ABSL_GUARDED_BY(mu_);  // oldest first
 };
 

@@ -10,7 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "sync.h"
 #include "absl/time/clock.h"
 #include "deadlinez_page.h"
 #include "deadlinez_view.h"
@@ -106,7 +106,7 @@ class HttpExporter::Impl {
 
   ~Impl() {
     {
-      absl::MutexLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       stopping_ = true;
     }
     if (sampler_.joinable()) sampler_.join();
@@ -129,7 +129,7 @@ class HttpExporter::Impl {
     // that the first view in an incident already has the last 10 minutes.
     // It sleeps on the stop condition between samples (no polling).
     sampler_ = std::thread([this] {
-      absl::MutexLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), internal::kRateStep)) {
         mu_.Unlock();
         rates_.Record(clock_.Now(), internal::SummaryCounters(metrics_.Snapshot()));
@@ -156,7 +156,7 @@ class HttpExporter::Impl {
   Metrics& metrics_;
   Clock& clock_;
   internal::RateRing rates_;
-  absl::Mutex mu_;
+  internal::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread sampler_;
   httplib::Server server_;

@@ -13,7 +13,8 @@ HOPBUDGET_BUILD_PACKAGES=(
 # What the tests run besides the build: promtool checks the /metrics
 # exposition, headless Chromium renders /deadlinez, Python grpcio calls the
 # servers as a client we did not write (tests/python/).
-HOPBUDGET_TEST_PACKAGES=(prometheus chromium python3-grpcio python3-grpc-tools)
+HOPBUDGET_TEST_PACKAGES=(prometheus chromium python3-grpcio python3-grpc-tools
+  nftables)  # the partition test drops and resets packets with nft (tests/partition/)
 # The libFuzzer targets and the sanitizer runtime of clang.
 HOPBUDGET_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 

@@ -2,15 +2,17 @@
 //
 // partition_load: the partition test's client, run inside the gateway's
 // network namespace. Starts PlaceOrder calls at a fixed rate (open loop,
-// whatever their latency), each with the same budget, and polls the orders
-// service's Admin stats; prints one line per event for the test to read:
+// whatever their latency), each with the same budget, and polls each hop's
+// Admin stats (one thread per hop, every 100 ms); prints one line per event
+// for the test to read:
 //
 //   start <unix_us>                          when the run began
 //   call <start_ms> <elapsed_ms> <code>      one per call, when it ends
-//   orders <t_ms> <in_flight>                orders' calls in handlers
+//   inflight <hop> <t_ms> <in_flight>        that hop's calls in handlers
 //
-//   partition_load --gateway=127.0.0.1:P --orders=10.77.2.2:Q --rps=20
-//                  --budget=800ms --out=FILE
+//   partition_load --gateway=127.0.0.1:P
+//                  --admin=gateway=127.0.0.1:P,orders=10.77.2.2:Q,ledger=10.77.3.2:R
+//                  --rps=20 --budget=800ms --out=FILE
 //
 // Runs until SIGTERM, then waits for the calls in flight and exits 0.
 #include <grpcpp/grpcpp.h>
@@ -21,16 +23,19 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
 
 ABSL_FLAG(std::string, gateway, "", "gateway HOST:PORT (required)");
-ABSL_FLAG(std::string, orders, "", "orders HOST:PORT, for its Admin stats (required)");
+ABSL_FLAG(std::string, admin, "", "HOP=HOST:PORT,... whose Admin stats to poll (required)");
 ABSL_FLAG(int, rps, 20, "calls started per second, 1..10000");
 ABSL_FLAG(std::string, out, "", "file for the records (default stdout)");
 ABSL_FLAG(absl::Duration, budget, absl::Milliseconds(800), "deadline of each call");
@@ -58,22 +63,32 @@ int Main(int argc, char** argv) {
   cli::ParseOrExit(argc, argv, "partition_load",
                    "partition_load: open-loop orders at the gateway during the partition "
                    "test; one record per call.\n\n"
-                   "  partition_load --gateway=HOST:PORT --orders=HOST:PORT [--rps=20] "
+                   "  partition_load --gateway=HOST:PORT --admin=HOP=HOST:PORT,... [--rps=20] "
                    "[--budget=800ms] [--out=FILE]");
   const std::string gateway = absl::GetFlag(FLAGS_gateway);
-  const std::string orders = absl::GetFlag(FLAGS_orders);
+  const std::string admin_list = absl::GetFlag(FLAGS_admin);
   const int rps = absl::GetFlag(FLAGS_rps);
   const std::string out_path = absl::GetFlag(FLAGS_out);
   const absl::Duration budget = absl::GetFlag(FLAGS_budget);
+  absl::Status admin_status = absl::OkStatus();
+  std::vector<std::pair<std::string, std::string>> admins;
+  for (absl::string_view item : absl::StrSplit(admin_list, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    if (kv.first.empty() || kv.second.empty()) {
+      admin_status = absl::InvalidArgumentError(
+          absl::StrCat("--admin=", admin_list, ": want HOP=HOST:PORT, got '", item, "'"));
+    }
+    admins.push_back(std::move(kv));
+  }
   cli::ExitIfBad(
       "partition_load",
-      cli::FirstError({cli::Required("gateway", gateway), cli::Required("orders", orders),
-                       cli::InRange("rps", rps, 1, 10000), cli::Positive("budget", budget)}));
+      cli::FirstError({cli::Required("gateway", gateway), cli::Required("admin", admin_list),
+                       admin_status, cli::InRange("rps", rps, 1, 10000),
+                       cli::Positive("budget", budget)}));
   if (!out_path.empty()) out = std::fopen(out_path.c_str(), "w");
   if (out == nullptr) return 1;
   signal(SIGTERM, OnTerm);
   auto stub = Gateway::NewStub(grpc::CreateChannel(gateway, grpc::InsecureChannelCredentials()));
-  auto admin = Admin::NewStub(grpc::CreateChannel(orders, grpc::InsecureChannelCredentials()));
   const absl::Time t0 = absl::Now();
   std::fprintf(out, "start %lld\n", static_cast<long long>(absl::ToUnixMicros(t0)));
   std::fflush(out);
@@ -93,20 +108,26 @@ int Main(int argc, char** argv) {
     }
   });
   std::atomic<bool> done{false};
-  std::thread poller([&] {
-    while (!done) {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
-      Stats stats;
-      if (admin->GetStats(&ctx, GetStatsRequest(), &stats).ok()) {
-        absl::MutexLock lock(&out_mu);
-        std::fprintf(out, "orders %.1f %lld\n", ms(absl::Now()),
-                    static_cast<long long>(stats.in_flight()));
-        std::fflush(out);
+  // One poller per hop: a hop behind a lossy link must not delay the others.
+  std::vector<std::thread> pollers;
+  for (const auto& [hop, target] : admins) {
+    pollers.emplace_back([&, hop = hop, target = target] {
+      auto admin =
+          Admin::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+      while (!done) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
+        Stats stats;
+        if (admin->GetStats(&ctx, GetStatsRequest(), &stats).ok()) {
+          absl::MutexLock lock(&out_mu);
+          std::fprintf(out, "inflight %s %.1f %lld\n", hop.c_str(), ms(absl::Now()),
+                       static_cast<long long>(stats.in_flight()));
+          std::fflush(out);
+        }
+        absl::SleepFor(absl::Milliseconds(100));
       }
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-  });
+    });
+  }
   const absl::Duration every = absl::Seconds(1) / rps;
   for (int64_t n = 0;; ++n) {
     const absl::Time at = t0 + every * n;
@@ -125,7 +146,7 @@ int Main(int argc, char** argv) {
   // Every call ends by its deadline.
   absl::SleepFor(budget + absl::Seconds(1));
   done = true;
-  poller.join();
+  for (std::thread& t : pollers) t.join();
   cq.Shutdown();
   reaper.join();
   return 0;

@@ -7,15 +7,31 @@
 //                                      |
 //                                    ledger (10.77.3.2)
 //
-// Under 20 calls/s (800 ms budget each), the router drops every packet
-// between orders and ledger for 10 s (policy rules of type blackhole: no
-// ICMP, no reset, as a dead link), then forwards them again. Checked:
+// Under 20 calls/s (800 ms budget each), the router breaks the link between
+// orders and ledger for 10 s, then forwards again. Three ways a link breaks:
+//   - blackhole: every packet dropped silently (policy rules of type
+//     blackhole: no ICMP, no reset), as a dead link or a crashed peer host;
+//   - drop: 30 % of the packets dropped at random each way (nftables
+//     `numgen random mod 100 < 30 drop` in the router's forward chain), a
+//     lossy link: connections stay up, TCP retransmits;
+//   - reset: every TCP segment answered with a reset (nftables `reject with
+//     tcp reset`), as a peer whose port is closed or a firewall that rejects.
+// Why nftables for loss rather than `tc qdisc netem loss`: netem is a kernel
+// module (sch_netem) that the CI kernel does not have ("Specified qdisc kind
+// is unknown"), while nf_tables with numgen and reject is built in; nft comes
+// from Debian 12's nftables package (scripts/lib/common.sh installs it).
+// Checked for each, while the link is broken:
 //   - no call is answered later than its budget + 50 ms;
-//   - calls in handlers and threads at orders stay bounded meanwhile;
-//   - once keepalive dropped the dead connection (second half of the
-//     partition), orders answers at once instead of waiting on it;
-//   - after the link heals, a call succeeds again within 5 s.
-// Needs root and `ip` (iproute2); skipped with the reason otherwise.
+//   - calls in handlers and threads at every hop stay within
+//     2 x (rate x budget) + a constant;
+// and after it heals, within 5 s: the first call through the chain succeeds,
+// and from then on every call does (steady: 2 s of calls without a failure).
+// Blackhole only: once keepalive dropped the dead connection (second half of
+// the partition), orders answers at once instead of waiting on it.
+// The long outages (30 s and 60 s blackholes) are not in ctest (CI time):
+// tests/partition/long_outage.sh runs them and prints RESULT lines.
+// Needs root, `ip` (iproute2) and, for drop and reset, `nft` (nftables);
+// skipped with the reason otherwise.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -39,7 +55,23 @@ namespace hopbudget::demo {
 namespace {
 
 constexpr absl::Duration kBudget = absl::Milliseconds(800);
-constexpr absl::Duration kPartition = absl::Seconds(10);
+constexpr int kRps = 20;
+// The bound on calls in handlers and threads at each hop during a fault:
+// 2 x (rate x budget) + a constant (threads a quiet server keeps anyway
+// vary with gRPC's pollers; the constant is in the count over the baseline).
+constexpr int kBoundConstant = 8;
+constexpr int kBound = 2 * kRps * 800 / 1000 + kBoundConstant;  // 40
+
+enum class Fault { kBlackhole, kDrop, kReset };
+
+const char* FaultName(Fault f) {
+  switch (f) {
+    case Fault::kBlackhole: return "blackhole";
+    case Fault::kDrop: return "drop";
+    case Fault::kReset: return "reset";
+  }
+  return "?";
+}
 
 // Runs a command, quietly; true when it exits 0.
 bool Run(const std::string& command) {
@@ -95,13 +127,24 @@ class Network {
     return "";
   }
 
-  // Drops (or forwards again) every packet between orders and ledger.
-  bool Blackhole(bool on) {
-    const char* verb = on ? "add" : "del";
-    return Run(absl::StrCat("ip netns exec ", Ns("r"), " ip rule ", verb,
-                            " from 10.77.2.2 to 10.77.3.2 blackhole")) &&
-           Run(absl::StrCat("ip netns exec ", Ns("r"), " ip rule ", verb,
-                            " from 10.77.3.2 to 10.77.2.2 blackhole"));
+  // Breaks (or heals) the link between orders and ledger, both ways.
+  bool Break(Fault fault, bool on) {
+    const std::string in_r = absl::StrCat("ip netns exec ", Ns("r"), " ");
+    if (fault == Fault::kBlackhole) {
+      const char* verb = on ? "add" : "del";
+      return Run(absl::StrCat(in_r, "ip rule ", verb, " from 10.77.2.2 to 10.77.3.2 blackhole")) &&
+             Run(absl::StrCat(in_r, "ip rule ", verb, " from 10.77.3.2 to 10.77.2.2 blackhole"));
+    }
+    if (!on) return Run(in_r + "nft delete table inet hbpfault");
+    const std::string verdict = fault == Fault::kDrop ? "numgen random mod 100 < 30 drop"
+                                                      : "meta l4proto tcp reject with tcp reset";
+    return Run(in_r + "nft add table inet hbpfault") &&
+           Run(in_r + "nft add chain inet hbpfault cut "
+                      "'{ type filter hook forward priority 0; policy accept; }'") &&
+           Run(absl::StrCat(in_r, "nft add rule inet hbpfault cut 'ip saddr 10.77.2.2 ip daddr ",
+                            "10.77.3.2 ", verdict, "'")) &&
+           Run(absl::StrCat(in_r, "nft add rule inet hbpfault cut 'ip saddr 10.77.3.2 ip daddr ",
+                            "10.77.2.2 ", verdict, "'"));
   }
 
  private:
@@ -138,7 +181,7 @@ struct CallRecord {
 struct LoadRecords {
   absl::Time t0 = absl::InfinitePast();
   std::vector<CallRecord> calls;
-  std::vector<std::pair<double, int64_t>> orders_in_flight;
+  std::map<std::string, std::vector<std::pair<double, int64_t>>> in_flight;  // by hop
 };
 
 LoadRecords ReadRecords(const std::string& path) {
@@ -156,10 +199,11 @@ LoadRecords ReadRecords(const std::string& path) {
     } else if (kind == "call") {
       CallRecord c{};
       if (words >> c.start_ms >> c.elapsed_ms >> c.code) r.calls.push_back(c);
-    } else if (kind == "orders") {
+    } else if (kind == "inflight") {
+      std::string hop;
       double t = 0;
       int64_t n = 0;
-      if (words >> t >> n) r.orders_in_flight.emplace_back(t, n);
+      if (words >> hop >> t >> n) r.in_flight[hop].emplace_back(t, n);
     }
   }
   return r;
@@ -171,122 +215,242 @@ int OkCalls(const std::string& path) {
   return ok;
 }
 
-TEST(PartitionTest, OrdersLedgerBlackholedForTenSecondsUnderLoad) {
-  if (IpBinary().empty()) GTEST_SKIP() << "partition test skipped: no ip (iproute2)";
+// After the heal: when the first call through the chain succeeded, and from
+// when every call did (the start of a run of successes that covers at least
+// `steady_for`, counted over calls that must have ended by `now`).
+struct Recovery {
+  absl::Duration first_ok = absl::InfiniteDuration();
+  absl::Duration steady = absl::InfiniteDuration();
+};
+
+Recovery RecoveryOf(const LoadRecords& r, absl::Time healed, absl::Time now,
+                    absl::Duration steady_for) {
+  Recovery out;
+  const double healed_ms = absl::ToDoubleMilliseconds(healed - r.t0);
+  // Calls started after this have not all ended yet: they are not judged.
+  const double judged_until_ms =
+      absl::ToDoubleMilliseconds(now - r.t0 - kBudget - absl::Milliseconds(200));
+  std::vector<CallRecord> after;
+  for (const CallRecord& c : r.calls) {
+    if (c.start_ms >= healed_ms && c.start_ms <= judged_until_ms) after.push_back(c);
+  }
+  std::sort(after.begin(), after.end(),
+            [](const CallRecord& a, const CallRecord& b) { return a.start_ms < b.start_ms; });
+  double run_start = -1;
+  for (const CallRecord& c : after) {
+    if (c.code == 0 && out.first_ok == absl::InfiniteDuration()) {
+      out.first_ok = absl::Milliseconds(c.start_ms - healed_ms);
+    }
+    if (c.code != 0) {
+      run_start = -1;
+    } else if (run_start < 0) {
+      run_start = c.start_ms;
+    }
+  }
+  if (run_start >= 0 && !after.empty() &&
+      after.back().start_ms - run_start >= absl::ToDoubleMilliseconds(steady_for)) {
+    out.steady = absl::Milliseconds(run_start - healed_ms);
+  }
+  return out;
+}
+
+struct HopPeak {
+  int threads_before = 0;
+  int threads_peak = 0;
+  int64_t in_flight_peak = 0;
+};
+
+struct PartitionResult {
+  size_t calls = 0;
+  int late = 0;  // answered later than the budget + 50 ms
+  double slowest_ms = 0;
+  std::string codes;  // of calls started during the fault
+  std::map<std::string, HopPeak> hops;
+  double late_half_median_ms = 0;  // calls started in the fault's second half
+  size_t late_half_calls = 0;
+  Recovery recovery;
+};
+
+const char* const kHops[] = {"gateway", "orders", "ledger"};
+
+// Starts the chain across the namespaces, breaks orders <-> ledger with
+// `fault` for `outage` under load, heals it, and measures. Sets `skip` when
+// this machine cannot run it.
+PartitionResult RunPartition(Fault fault, absl::Duration outage, std::string* skip) {
+  PartitionResult out;
+  if (IpBinary().empty()) {
+    *skip = "no ip (iproute2)";
+    return out;
+  }
+  if (fault != Fault::kBlackhole && !Run("nft --version")) {
+    *skip = "no nft (Debian package nftables), needed for the drop and reset faults";
+    return out;
+  }
   Network net;
   if (std::string why = net.Build(); !why.empty()) {
-    GTEST_SKIP() << "partition test skipped: cannot make network namespaces: " << why;
+    *skip = "cannot make network namespaces: " + why;
+    return out;
   }
   const std::string dir = TempDir();
   auto ledger = StartIn(net.Ns("l"), HOPBUDGET_DEMO_LEDGER,
                         {"--host=10.77.3.2", "--port=0", "--db=" + dir + "/ledger.db"});
-  ASSERT_NE(ledger, nullptr);
+  if (ledger == nullptr) return out;
   auto orders = StartIn(net.Ns("o"), HOPBUDGET_DEMO_ORDERS,
                         {"--host=10.77.2.2", "--port=0",
                          absl::StrCat("--ledger=10.77.3.2:", ledger->port())});
-  ASSERT_NE(orders, nullptr);
+  if (orders == nullptr) return out;
   auto gateway = StartIn(net.Ns("g"), HOPBUDGET_DEMO_GATEWAY,
                          {"--host=127.0.0.1", "--port=0",
                           absl::StrCat("--orders=10.77.2.2:", orders->port())});
-  ASSERT_NE(gateway, nullptr);
+  if (gateway == nullptr) return out;
+  std::map<std::string, ChildProcess*> procs = {
+      {"gateway", gateway.get()}, {"orders", orders.get()}, {"ledger", ledger.get()}};
   const std::string records = dir + "/load.txt";
   auto load = StartIn(net.Ns("g"), HOPBUDGET_PARTITION_LOAD,
                       {absl::StrCat("--gateway=127.0.0.1:", gateway->port()),
-                       absl::StrCat("--orders=10.77.2.2:", orders->port()), "--rps=20",
+                       absl::StrCat("--admin=gateway=127.0.0.1:", gateway->port(),
+                                    ",orders=10.77.2.2:", orders->port(),
+                                    ",ledger=10.77.3.2:", ledger->port()),
+                       absl::StrCat("--rps=", kRps),
                        absl::StrCat("--budget=", absl::FormatDuration(kBudget)),
                        "--out=" + records},
                       /*wait_ready=*/false);
-  ASSERT_NE(load, nullptr);
+  if (load == nullptr) return out;
   // Warm: the chain answers.
   const absl::Time warm_deadline = absl::Now() + absl::Seconds(60);
   while (OkCalls(records) < 40) {
-    ASSERT_LT(absl::Now(), warm_deadline) << "the chain never answered 40 calls";
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  const int threads_before = orders->Threads();
-  ASSERT_TRUE(net.Blackhole(true));
-  const absl::Time cut = absl::Now();
-  int threads_peak = threads_before;
-  while (absl::Now() - cut < kPartition) {  // the partition lasts this long
-    threads_peak = std::max(threads_peak, orders->Threads());
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  ASSERT_TRUE(net.Blackhole(false));
-  const absl::Time healed = absl::Now();
-  // Recovery: wait until a call started after the heal succeeded (or 20 s).
-  LoadRecords r;
-  absl::Duration recovery = absl::InfiniteDuration();
-  while (absl::Now() - healed < absl::Seconds(20)) {
-    r = ReadRecords(records);
-    const double healed_ms = absl::ToDoubleMilliseconds(healed - r.t0);
-    for (const CallRecord& c : r.calls) {
-      if (c.code == 0 && c.start_ms >= healed_ms) {
-        recovery = std::min(recovery, absl::Milliseconds(c.start_ms - healed_ms));
-      }
+    if (absl::Now() > warm_deadline) {
+      ADD_FAILURE() << "the chain never answered 40 calls";
+      return out;
     }
-    if (recovery != absl::InfiniteDuration()) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  for (const char* hop : kHops) {
+    out.hops[hop].threads_before = procs[hop]->Threads();
+    out.hops[hop].threads_peak = out.hops[hop].threads_before;
+  }
+  auto sample_threads = [&] {
+    for (const char* hop : kHops) {
+      out.hops[hop].threads_peak = std::max(out.hops[hop].threads_peak, procs[hop]->Threads());
+    }
+  };
+  if (!net.Break(fault, true)) {
+    ADD_FAILURE() << "could not break the link (" << FaultName(fault) << ")";
+    return out;
+  }
+  const absl::Time cut = absl::Now();
+  while (absl::Now() - cut < outage) {  // the fault lasts this long
+    sample_threads();
     absl::SleepFor(absl::Milliseconds(100));
   }
-  // A few calls after recovery, for the record: until 10 calls started after
-  // the heal have succeeded (bounded), rather than for a fixed time.
-  auto ok_after_heal = [&] {
-    const LoadRecords now = ReadRecords(records);
-    const double healed_ms = absl::ToDoubleMilliseconds(healed - now.t0);
-    int n = 0;
-    for (const CallRecord& c : now.calls) n += c.code == 0 && c.start_ms >= healed_ms;
-    return n;
-  };
-  const absl::Time record_until = absl::Now() + absl::Seconds(10);
-  while (ok_after_heal() < 10 && absl::Now() < record_until) {
-    absl::SleepFor(absl::Milliseconds(50));
+  if (!net.Break(fault, false)) {
+    ADD_FAILURE() << "could not heal the link (" << FaultName(fault) << ")";
+    return out;
+  }
+  const absl::Time healed = absl::Now();
+  // Recovery: wait until the calls after the heal have been steadily OK for
+  // 2 s (or 30 s passed).
+  LoadRecords r;
+  while (absl::Now() - healed < absl::Seconds(30)) {
+    sample_threads();
+    r = ReadRecords(records);
+    out.recovery = RecoveryOf(r, healed, absl::Now(), absl::Seconds(2));
+    if (out.recovery.steady != absl::InfiniteDuration()) break;
+    absl::SleepFor(absl::Milliseconds(100));
   }
   load->Signal(SIGTERM);
-  ASSERT_TRUE(load->WaitExit(absl::Seconds(30)).ok());
+  if (!load->WaitExit(absl::Seconds(30)).ok()) ADD_FAILURE() << "the load did not exit";
   r = ReadRecords(records);
   const double cut_ms = absl::ToDoubleMilliseconds(cut - r.t0);
   const double healed_ms = absl::ToDoubleMilliseconds(healed - r.t0);
 
-  int late = 0;
-  double slowest = 0;
-  std::map<int, int> during;  // codes of calls started during the partition
-  for (const CallRecord& c : r.calls) {
-    slowest = std::max(slowest, c.elapsed_ms);
-    if (c.elapsed_ms > absl::ToDoubleMilliseconds(kBudget) + 50) ++late;
-    if (c.start_ms >= cut_ms && c.start_ms < healed_ms) ++during[c.code];
-  }
-  // Calls started in the second half of the partition: by then keepalive
-  // has dropped the dead connection and orders fails them fast.
+  std::map<int, int> during;  // codes of calls started during the fault
   std::vector<double> late_half;
+  const double half_ms = cut_ms + absl::ToDoubleMilliseconds(outage) / 2;
   for (const CallRecord& c : r.calls) {
-    if (c.start_ms >= cut_ms + absl::ToDoubleMilliseconds(kPartition) / 2 &&
-        c.start_ms < healed_ms) {
-      late_half.push_back(c.elapsed_ms);
+    out.slowest_ms = std::max(out.slowest_ms, c.elapsed_ms);
+    if (c.elapsed_ms > absl::ToDoubleMilliseconds(kBudget) + 50) ++out.late;
+    if (c.start_ms >= cut_ms && c.start_ms < healed_ms) ++during[c.code];
+    // Calls started in the second half of the fault: by then keepalive has
+    // dropped a dead connection and orders fails them fast.
+    if (c.start_ms >= half_ms && c.start_ms < healed_ms) late_half.push_back(c.elapsed_ms);
+  }
+  out.calls = r.calls.size();
+  std::sort(late_half.begin(), late_half.end());
+  out.late_half_calls = late_half.size();
+  out.late_half_median_ms = late_half.empty() ? 0 : late_half[late_half.size() / 2];
+  for (const auto& [hop, samples] : r.in_flight) {
+    for (const auto& [t, n] : samples) {
+      if (t >= cut_ms) out.hops[hop].in_flight_peak = std::max(out.hops[hop].in_flight_peak, n);
     }
   }
-  std::sort(late_half.begin(), late_half.end());
-  const double late_half_median = late_half.empty() ? 0 : late_half[late_half.size() / 2];
-  int64_t in_flight_peak = 0;
-  for (const auto& [t, n] : r.orders_in_flight) {
-    if (t >= cut_ms && t < healed_ms) in_flight_peak = std::max(in_flight_peak, n);
+  for (const auto& [code, n] : during) absl::StrAppend(&out.codes, code, ":", n, " ");
+  // One line per run, in bench/'s RESULT style (tests/partition/long_outage.sh
+  // collects them).
+  std::string hops;
+  for (const char* hop : kHops) {
+    const HopPeak& h = out.hops[hop];
+    absl::StrAppend(&hops, " ", hop, "_in_flight_max=", h.in_flight_peak, " ", hop,
+                    "_threads=", h.threads_before, "->", h.threads_peak);
   }
-  std::string codes;
-  for (const auto& [code, n] : during) absl::StrAppend(&codes, " ", code, ":", n);
-  std::cerr << "partition: " << r.calls.size() << " calls, slowest answer " << slowest
-            << " ms, later than budget + 50 ms: " << late << "; during the partition codes"
-            << codes << ", orders in flight at most " << in_flight_peak << ", orders threads "
-            << threads_before << " -> at most " << threads_peak
-            << "; median answer in the partition's second half " << late_half_median
-            << " ms; recovery after the heal " << recovery << "\n";
-  EXPECT_EQ(late, 0) << "slowest " << slowest << " ms";
-  // 20 calls/s, each gone at its 800 ms budget: ~16 in flight at most.
-  EXPECT_LE(in_flight_peak, 40);
-  EXPECT_LE(threads_peak - threads_before, 40);
-  EXPECT_LE(recovery, absl::Seconds(5));
-  // Measured: 1.3 ms; without hopbudget's channel defaults the dead
-  // connection stays up and each call waits out orders' 300 ms attempt cap
-  // (302 ms), and recovery took 3.3 s instead of 0.2 s.
-  ASSERT_FALSE(late_half.empty());
-  EXPECT_LT(late_half_median, 100) << "calls still wait on the dead connection";
+  auto ms = [](absl::Duration d) {
+    return d == absl::InfiniteDuration() ? -1.0 : absl::ToDoubleMilliseconds(d);
+  };
+  std::printf("RESULT bench=partition fault=%s outage_s=%.0f calls=%zu late=%d slowest_ms=%.1f"
+              "%s second_half_median_ms=%.1f first_ok_ms=%.0f steady_ms=%.0f codes=%s\n",
+              FaultName(fault), absl::ToDoubleSeconds(outage), out.calls, out.late,
+              out.slowest_ms, hops.c_str(), out.late_half_median_ms, ms(out.recovery.first_ok),
+              ms(out.recovery.steady), out.codes.c_str());
+  std::fflush(stdout);
+  return out;
+}
+
+void CheckPartition(Fault fault, const PartitionResult& r) {
+  EXPECT_EQ(r.late, 0) << "slowest " << r.slowest_ms << " ms";
+  for (const char* hop : kHops) {
+    const HopPeak& h = r.hops.at(hop);
+    // 20 calls/s, each gone at its 800 ms budget: ~16 in flight at a hop.
+    EXPECT_LE(h.in_flight_peak, kBound) << hop;
+    EXPECT_LE(h.threads_peak - h.threads_before, kBound) << hop;
+  }
+  EXPECT_LE(r.recovery.first_ok, absl::Seconds(5)) << "first OK after the heal";
+  EXPECT_LE(r.recovery.steady, absl::Seconds(5)) << "steady OK after the heal";
+  if (fault == Fault::kBlackhole) {
+    // Measured: 1.3 ms; without hopbudget's channel defaults the dead
+    // connection stays up and each call waits out orders' 300 ms attempt cap
+    // (302 ms), and recovery took 3.3 s instead of 0.2 s.
+    ASSERT_GT(r.late_half_calls, 0u);
+    EXPECT_LT(r.late_half_median_ms, 100) << "calls still wait on the dead connection";
+  }
+}
+
+class PartitionTest : public ::testing::TestWithParam<Fault> {};
+
+TEST_P(PartitionTest, OrdersLedgerLinkBrokenForTenSecondsUnderLoad) {
+  std::string skip;
+  const PartitionResult r = RunPartition(GetParam(), absl::Seconds(10), &skip);
+  if (!skip.empty()) GTEST_SKIP() << "partition test skipped: " << skip;
+  if (HasFailure()) return;
+  CheckPartition(GetParam(), r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, PartitionTest,
+                         ::testing::Values(Fault::kBlackhole, Fault::kDrop, Fault::kReset),
+                         [](const ::testing::TestParamInfo<Fault>& info) {
+                           return std::string(FaultName(info.param));
+                         });
+
+// 30 s and 60 s blackholes: run by tests/partition/long_outage.sh, not by
+// ctest (two minutes and more). Same checks as above.
+TEST(PartitionBench, DISABLED_LongBlackholes) {
+  for (int seconds : {30, 60}) {
+    std::string skip;
+    const PartitionResult r = RunPartition(Fault::kBlackhole, absl::Seconds(seconds), &skip);
+    if (!skip.empty()) GTEST_SKIP() << "partition bench skipped: " << skip;
+    if (HasFailure()) return;
+    SCOPED_TRACE(absl::StrCat(seconds, " s blackhole"));
+    CheckPartition(Fault::kBlackhole, r);
+  }
 }
 
 }  // namespace

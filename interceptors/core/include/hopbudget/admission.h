@@ -57,18 +57,14 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <ostream>
-#include <set>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "hopbudget/clock.h"
@@ -277,6 +273,7 @@ class Admission {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Admission>> Create(
       const AdmissionPolicy& policy, absl::Duration min_attempt_budget, Clock* clock = nullptr);
 
+  ~Admission();
   Admission(const Admission&) = delete;
   Admission& operator=(const Admission&) = delete;
 
@@ -316,16 +313,14 @@ class Admission {
   const AdmissionPolicy& policy() const { return policy_; }
 
  private:
-  Admission(const AdmissionPolicy& policy, absl::Duration min_attempt_budget, Clock* clock);
+  struct Locked;  // the queue and the adaptive window, under their locks
 
-  using DeadlineKey = std::pair<absl::Time, uint64_t>;
-  void PushLocked(Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Waiter* PopLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EraseLocked(Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Admits waiters while there is room; sheds those that cannot finish.
-  void DrainLocked(absl::Time now, Ready* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Admission(const AdmissionPolicy& policy, absl::Duration min_attempt_budget, Clock* clock);
   void Sample(absl::Duration handler_time);
   bool TryAcquire();
+  // Admits waiters while there is room; sheds those that cannot finish.
+  // Requires the queue's lock.
+  void DrainLocked(absl::Time now, Ready* ready);
 
   const AdmissionPolicy policy_;
   const absl::Duration min_attempt_budget_;
@@ -337,21 +332,12 @@ class Admission {
   std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> admitted_after_wait_{0};
   std::array<std::atomic<uint64_t>, kArrivalDecisionCount> shed_{};
-
-  mutable absl::Mutex mu_;
-  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  std::set<DeadlineKey> by_deadline_ ABSL_GUARDED_BY(mu_);
-  std::map<uint64_t, Waiter*> by_seq_ ABSL_GUARDED_BY(mu_);
-  std::set<DeadlineKey> by_expiry_ ABSL_GUARDED_BY(mu_);
-  absl::Time nonempty_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-
-  // Adaptive limit: the current window, filled lock-free; closed under
-  // window_mu_ by the completion that fills it.
+  // Adaptive limit: the current window, filled lock-free; closed under the
+  // window's lock by the completion that fills it.
   std::atomic<int64_t> window_sum_ns_{0};
   std::atomic<int> window_count_{0};
   std::atomic<int> window_max_in_flight_{0};
-  absl::Mutex window_mu_;
-  AdaptiveLimitState adaptive_ ABSL_GUARDED_BY(window_mu_);
+  const std::unique_ptr<Locked> locked_;
 };
 
 }  // namespace hopbudget
