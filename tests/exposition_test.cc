@@ -299,12 +299,20 @@ MetricsSnapshot EveryScalarAtADistinctValue() {
   m.ObserveSlotWait(absl::ZeroDuration());
   m.CountSlotRefusal(SlotRefusalReason::kNoTimeToWait);
   for (int j = 0; j < 4; ++j) m.CountSlotRefusal(SlotRefusalReason::kQueueFull);
+  for (int d = 0; d < kArrivalDecisionCount; ++d) {
+    for (int j = 0; j <= d + 40; ++j) m.CountAdmission(static_cast<ArrivalDecision>(d));
+  }
+  m.CountAdmittedAfterWait(absl::Milliseconds(3));
+  m.SetAdmissionState(7, 8, 9);
+  m.ObserveAdmittedHandler(absl::Milliseconds(20), absl::Milliseconds(25));
+  m.ObserveAdmittedHandler(absl::Milliseconds(30), absl::nullopt);
   return m.Snapshot();
 }
 
 // The process-wide families as they were written before they came from
-// tables (buckets left out: HistogramBucketsAreCumulativeWithSumAndCount),
-// in the order of kMetricTables. A change here is a change of what
+// tables, and the admission families added since (buckets left out:
+// HistogramBucketsAreCumulativeWithSumAndCount), in the order of
+// kMetricTables. A change here is a change of what
 // Prometheus, the rules and the dashboards see.
 constexpr char kScalarFamilies[] = R"(# HELP hopbudget_retries_skipped_total Failed attempts not retried, by reason (RetryOutcomeName: no_room, no room left in the deadline; throttled, the retry throttle; attempts_exhausted; ...).
 # TYPE hopbudget_retries_skipped_total counter
@@ -401,6 +409,43 @@ hopbudget_slot_wait_seconds_count 2
 # TYPE hopbudget_slot_refusals_total counter
 hopbudget_slot_refusals_total{reason="no_time_to_wait"} 1
 hopbudget_slot_refusals_total{reason="queue_full"} 4
+# HELP hopbudget_admission_admitted_total Calls admitted at once on arrival.
+# TYPE hopbudget_admission_admitted_total counter
+hopbudget_admission_admitted_total 41
+# HELP hopbudget_admission_queued_total Calls that waited for admission (then admitted, or shed as queue_expired, queue_timeout or cannot_finish).
+# TYPE hopbudget_admission_queued_total counter
+hopbudget_admission_queued_total 42
+# HELP hopbudget_admission_shed_total Calls refused by admission before their work started, by reason (cannot_finish and queue_expired: DEADLINE_EXCEEDED, sources cannot-finish and queue-wait; queue_full, over_limit, queue_timeout: RESOURCE_EXHAUSTED with a pushback).
+# TYPE hopbudget_admission_shed_total counter
+hopbudget_admission_shed_total{reason="cannot_finish"} 43
+hopbudget_admission_shed_total{reason="queue_full"} 44
+hopbudget_admission_shed_total{reason="over_limit"} 45
+hopbudget_admission_shed_total{reason="queue_expired"} 46
+hopbudget_admission_shed_total{reason="queue_timeout"} 47
+# HELP hopbudget_admission_admitted_after_wait_total Waiting calls admitted when a place came free.
+# TYPE hopbudget_admission_admitted_after_wait_total counter
+hopbudget_admission_admitted_after_wait_total 1
+# HELP hopbudget_admission_in_progress Admitted calls whose handler has not answered yet.
+# TYPE hopbudget_admission_in_progress gauge
+hopbudget_admission_in_progress 7
+# HELP hopbudget_admission_waiting Calls waiting for admission (holding no thread).
+# TYPE hopbudget_admission_waiting gauge
+hopbudget_admission_waiting 8
+# HELP hopbudget_admission_limit The limit of calls in progress (adaptive: follows measured handler time).
+# TYPE hopbudget_admission_limit gauge
+hopbudget_admission_limit 9
+# HELP hopbudget_admission_queue_wait_seconds Time a call waited for admission before it started.
+# TYPE hopbudget_admission_queue_wait_seconds histogram
+hopbudget_admission_queue_wait_seconds_sum 0.003
+hopbudget_admission_queue_wait_seconds_count 1
+# HELP hopbudget_admission_handler_seconds Handler time of admitted calls, from admission to answer.
+# TYPE hopbudget_admission_handler_seconds histogram
+hopbudget_admission_handler_seconds_sum 0.05
+hopbudget_admission_handler_seconds_count 2
+# HELP hopbudget_admission_predicted_seconds The predicted handler time each admitted call was checked against (compare with hopbudget_admission_handler_seconds).
+# TYPE hopbudget_admission_predicted_seconds histogram
+hopbudget_admission_predicted_seconds_sum 0.025
+hopbudget_admission_predicted_seconds_count 1
 )";
 
 TEST(PrometheusTextTest, ProcessWideFamiliesAreWrittenAsBeforeTheTables) {

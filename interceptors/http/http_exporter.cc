@@ -130,7 +130,7 @@ class HttpExporter::Impl {
     // It sleeps on the stop condition between samples (no polling).
     sampler_ = std::thread([this] {
       internal::MutexLock lock(&mu_);
-      while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), internal::kRateStep)) {
+      while (!mu_.AwaitWithTimeout(internal::Condition(&stopping_), internal::kRateStep)) {
         mu_.Unlock();
         rates_.Record(clock_.Now(), internal::SummaryCounters(metrics_.Snapshot()));
         mu_.Lock();
