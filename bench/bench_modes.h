@@ -114,8 +114,8 @@ inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
                                                                    std::move(creators));
   }
   if (mode == "retrying-channel") {
-    auto channel = CreateRetryingChannel(target, creds, BenchRetryOptions("loadgen", metrics),
-                                         args);
+    auto channel =
+        CreateRetryingChannel(target, creds, BenchRetryOptions("loadgen", metrics), args);
     if (!channel.ok()) Die(channel.status().ToString());
     return *channel;
   }

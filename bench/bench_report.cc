@@ -20,8 +20,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -78,10 +78,8 @@ constexpr char kMet[] = "met";
 constexpr char kMissed[] = "**missed**";
 constexpr char kNotMeasured[] = "not measured";
 
-void EmitVerdict(const std::string& target, const std::string& result,
-                 const std::string& verdict) {
-  std::fprintf(stderr, "VERDICT %s | %s | %s\n", target.c_str(), result.c_str(),
-               verdict.c_str());
+void EmitVerdict(const std::string& target, const std::string& result, const std::string& verdict) {
+  std::fprintf(stderr, "VERDICT %s | %s | %s\n", target.c_str(), result.c_str(), verdict.c_str());
 }
 
 std::string Ms(double v) {
@@ -182,9 +180,8 @@ std::string OverheadVerdict(const Ratios& r, std::string* result) {
       r.client_cpu_noop.empty() || r.server_cpu_noop.empty()) {
     return kNotMeasured;
   }
-  const double qa = MedianOf(r.qps_plain), qb = MedianOf(r.qps_noop),
-               pa = MedianOf(r.p99_plain), cc = MedianOf(r.client_cpu_noop),
-               sc = MedianOf(r.server_cpu_noop);
+  const double qa = MedianOf(r.qps_plain), qb = MedianOf(r.qps_noop), pa = MedianOf(r.p99_plain),
+               cc = MedianOf(r.client_cpu_noop), sc = MedianOf(r.server_cpu_noop);
   *result = "QPS " + Fixed(qa, 3) + "x plain, " + Fixed(qb, 3) + "x no-op; p99 " + Fixed(pa, 3) +
             "x plain; CPU " + Fixed(cc, 3) + "x (client), " + Fixed(sc, 3) + "x (server) no-op";
   std::vector<std::string> missed;
@@ -213,9 +210,10 @@ void Overhead(const std::vector<Record>& rs) {
      [static_cast<int>(Num(r, "round"))] = r;
   }
   std::printf("Medians over rounds; QPS spread is min..max.\n\n");
-  std::printf("| API | in flight | mode | rounds | QPS | QPS min..max | p50 (us) | p99 (us) | "
-              "CPU us/call client | CPU us/call server | errors |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "| API | in flight | mode | rounds | QPS | QPS min..max | p50 (us) | p99 (us) | "
+      "CPU us/call client | CPU us/call server | errors |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (auto& [key, modes] : g) {
     for (const std::string& mode : ModeList()) {
       auto it = modes.find(mode);
@@ -233,32 +231,34 @@ void Overhead(const std::vector<Record>& rs) {
       std::vector<double> q = qps;
       std::sort(q.begin(), q.end());
       std::printf("| %s | %d | %s | %zu | %.0f | %.0f..%.0f | %.1f | %.1f | %.2f | %.2f | %.0f |\n",
-                  key.first.c_str(), key.second, ModeLabel(mode).c_str(), qps.size(),
-                  MedianOf(qps), q.front(), q.back(), MedianOf(p50), MedianOf(p99),
-                  MedianOf(client), MedianOf(server), errors);
+                  key.first.c_str(), key.second, ModeLabel(mode).c_str(), qps.size(), MedianOf(qps),
+                  q.front(), q.back(), MedianOf(p50), MedianOf(p99), MedianOf(client),
+                  MedianOf(server), errors);
     }
   }
-  std::printf("\nRatios per round (same round, adjacent runs), median (min..max). CPU is per "
-              "call, the figure least disturbed by other load on the machine.\n\n");
-  std::printf("| API | in flight | mode | QPS / plain | QPS / no-op | p99 / plain | "
-              "client CPU / no-op | server CPU / no-op | target |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "\nRatios per round (same round, adjacent runs), median (min..max). CPU is per "
+      "call, the figure least disturbed by other load on the machine.\n\n");
+  std::printf(
+      "| API | in flight | mode | QPS / plain | QPS / no-op | p99 / plain | "
+      "client CPU / no-op | server CPU / no-op | target |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::set<std::pair<std::string, std::string>> judged;  // (api, mode)
   for (auto& [key, modes] : g) {
     for (const std::string& mode : ModeList()) {
       if (mode == "plain" || mode == "noop" || !modes.count(mode)) continue;
       const Ratios r = RatiosOf(modes, mode);
       std::string verdict = "-";
-      const bool is_judged = std::find(JudgedModes().begin(), JudgedModes().end(), mode) !=
-                             JudgedModes().end();
+      const bool is_judged =
+          std::find(JudgedModes().begin(), JudgedModes().end(), mode) != JudgedModes().end();
       if (key.second == kJudgedInflight && is_judged) {
         judged.insert({key.first, mode});
         std::string result = "-";
         verdict = OverheadVerdict(r, &result);
         EmitVerdict(OverheadTarget(key.first, mode), result, verdict);
       }
-      std::printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", key.first.c_str(),
-                  key.second, ModeLabel(mode).c_str(), Spread(r.qps_plain, 3).c_str(),
+      std::printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", key.first.c_str(), key.second,
+                  ModeLabel(mode).c_str(), Spread(r.qps_plain, 3).c_str(),
                   Spread(r.qps_noop, 3).c_str(), Spread(r.p99_plain, 3).c_str(),
                   Spread(r.client_cpu_noop, 3).c_str(), Spread(r.server_cpu_noop, 3).c_str(),
                   verdict.c_str());
@@ -288,8 +288,10 @@ constexpr int kJudgedConcurrency = 10000;
 constexpr int kThreadSlack = 16;
 
 std::string ScaleTarget(int n) {
-  return "scale, " + std::to_string(n) + " parked calls: no thread growth (threads added "
-         "while parked <= plain gRPC's + " + std::to_string(kThreadSlack) + ")";
+  return "scale, " + std::to_string(n) +
+         " parked calls: no thread growth (threads added "
+         "while parked <= plain gRPC's + " +
+         std::to_string(kThreadSlack) + ")";
 }
 
 // Threads added while `n` calls are parked, or -1 when the run does not
@@ -308,26 +310,28 @@ std::string ScaleVerdict(const std::map<std::string, Record>& modes, int n, std:
   const int g_plain = ThreadGrowth(plain->second, n);
   if (g_hb < 0 || g_plain < 0) {
     return std::string(kNotMeasured) + " (not every call parked: hopbudget " +
-           Str(hb->second, "min_parked") + ", plain " + Str(plain->second, "min_parked") +
-           " of " + std::to_string(n) + ")";
+           Str(hb->second, "min_parked") + ", plain " + Str(plain->second, "min_parked") + " of " +
+           std::to_string(n) + ")";
   }
   *result = "threads +" + std::to_string(g_hb) + " (" + Str(hb->second, "threads_before") + " -> " +
-            Str(hb->second, "threads_parked") + "), plain gRPC +" + std::to_string(g_plain) +
-            " (" + Str(plain->second, "threads_before") + " -> " +
-            Str(plain->second, "threads_parked") + ")";
+            Str(hb->second, "threads_parked") + "), plain gRPC +" + std::to_string(g_plain) + " (" +
+            Str(plain->second, "threads_before") + " -> " + Str(plain->second, "threads_parked") +
+            ")";
   return g_hb <= g_plain + kThreadSlack ? kMet : kMissed;
 }
 
 void Scale(const std::vector<Record>& rs) {
   std::map<int, std::map<std::string, Record>> g;  // concurrency -> mode -> record
   for (const Record& r : rs) g[static_cast<int>(Num(r, "concurrency"))][Str(r, "mode")] = r;
-  std::printf("Per parked call, medians over rounds. \"C++ new\" = bytes live from operator new "
-              "(interceptor objects, hopbudget's per-call state, the gRPC C++ layer, messages); "
-              "\"heap\" = all malloc'd bytes (gRPC core's call arenas too); RSS = resident "
-              "pages (coarse). CPU = process CPU (user+sys) per call from issue to end.\n\n");
-  std::printf("| concurrency | mode | parked (min) | C++ new B/call | heap B/call | RSS B/call | "
-              "CPU us/call | threads before/parked/after |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "Per parked call, medians over rounds. \"C++ new\" = bytes live from operator new "
+      "(interceptor objects, hopbudget's per-call state, the gRPC C++ layer, messages); "
+      "\"heap\" = all malloc'd bytes (gRPC core's call arenas too); RSS = resident "
+      "pages (coarse). CPU = process CPU (user+sys) per call from issue to end.\n\n");
+  std::printf(
+      "| concurrency | mode | parked (min) | C++ new B/call | heap B/call | RSS B/call | "
+      "CPU us/call | threads before/parked/after |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (auto& [n, modes] : g) {
     for (const std::string mode : {"plain", "noop", "hopbudget"}) {
       auto it = modes.find(mode);
@@ -341,8 +345,9 @@ void Scale(const std::vector<Record>& rs) {
     }
   }
   std::printf("\nAttributable to hopbudget: hopbudget - plain (hopbudget - no-op pair).\n\n");
-  std::printf("| concurrency | C++ new B/call | heap B/call | CPU us/call |\n"
-              "| --- | --- | --- | --- |\n");
+  std::printf(
+      "| concurrency | C++ new B/call | heap B/call | CPU us/call |\n"
+      "| --- | --- | --- | --- |\n");
   for (auto& [n, modes] : g) {
     if (!modes.count("hopbudget") || !modes.count("plain")) continue;
     const Record& c = modes["hopbudget"];
@@ -357,10 +362,13 @@ void Scale(const std::vector<Record>& rs) {
     std::printf("| %d | %s | %s | %s |\n", n, diff("new_bytes_per_call", 0).c_str(),
                 diff("heap_bytes_per_call", 0).c_str(), diff("cpu_us_per_call", 1).c_str());
   }
-  std::printf("\nThreads while all calls are parked, against before (a run where not every "
-              "call parked cannot be judged).\n\n");
-  std::printf("| concurrency | threads | target: growth <= plain gRPC's + %d |\n"
-              "| --- | --- | --- |\n", kThreadSlack);
+  std::printf(
+      "\nThreads while all calls are parked, against before (a run where not every "
+      "call parked cannot be judged).\n\n");
+  std::printf(
+      "| concurrency | threads | target: growth <= plain gRPC's + %d |\n"
+      "| --- | --- | --- |\n",
+      kThreadSlack);
   bool judged = false;
   for (auto& [n, modes] : g) {
     std::string result;
@@ -376,17 +384,18 @@ void Scale(const std::vector<Record>& rs) {
 
 // The sources precision_bench measures, each judged on its own.
 const std::vector<std::string>& PrecisionSources() {
-  static const std::vector<std::string> sources = {"client-plain", "client", "attempt",
-                                                   "request"};
+  static const std::vector<std::string> sources = {"client-plain", "client", "attempt", "request"};
   return sources;
 }
 
 void Precision(const std::vector<Record>& rs) {
-  std::printf("Calls not attributed (not DEADLINE_EXCEEDED of the expected source) count as "
-              "infinitely late in the p99 the target is judged on (\"p99, all calls\").\n\n");
-  std::printf("| source | budget (ms) | calls | p50 (ms) | p99 (ms) | max (ms) | not attributed | "
-              "p99, all calls (ms) | target p99 <= 1 ms |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "Calls not attributed (not DEADLINE_EXCEEDED of the expected source) count as "
+      "infinitely late in the p99 the target is judged on (\"p99, all calls\").\n\n");
+  std::printf(
+      "| source | budget (ms) | calls | p50 (ms) | p99 (ms) | max (ms) | not attributed | "
+      "p99, all calls (ms) | target p99 <= 1 ms |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::map<std::string, const Record*> by_source;
   for (const Record& r : rs) by_source[Str(r, "source")] = &r;
   for (const Record& r : rs) {
@@ -403,19 +412,20 @@ void Precision(const std::vector<Record>& rs) {
   for (const std::string& source : PrecisionSources()) {
     auto it = by_source.find(source);
     std::string result;
-    const std::string verdict =
-        JudgeP99(it == by_source.end() ? nullptr : it->second, 1.0, "wrong", "not attributed",
-                 &result);
+    const std::string verdict = JudgeP99(it == by_source.end() ? nullptr : it->second, 1.0, "wrong",
+                                         "not attributed", &result);
     EmitVerdict("enforcement precision, " + source + ": p99 lateness <= 1 ms", result, verdict);
   }
 }
 
 void Cancel(const std::vector<Record>& rs) {
-  std::printf("Lost calls (the cancel never reached the third hop) count as infinitely late "
-              "in the p99 the target is judged on (\"p99, all calls\").\n\n");
-  std::printf("| hops | calls | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | lost | "
-              "p99, all calls (ms) | target p99 <= 2 ms |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "Lost calls (the cancel never reached the third hop) count as infinitely late "
+      "in the p99 the target is judged on (\"p99, all calls\").\n\n");
+  std::printf(
+      "| hops | calls | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | lost | "
+      "p99, all calls (ms) | target p99 <= 2 ms |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   const Record* judged = nullptr;
   for (const Record& r : rs) {
     std::string result;
@@ -443,8 +453,9 @@ constexpr char kRaceTarget[] =
 // hedge_bench: the latency rows (healthy, slow replica unhedged, hedged),
 // then the verdicts on the targets of the hedging issue.
 void Hedge(const std::vector<Record>& rs) {
-  std::printf("| run | calls | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | failed | "
-              "extra load (%%) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "| run | calls | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | failed | "
+      "extra load (%%) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   const Record* target = nullptr;
   const Record* race = nullptr;
   for (const Record& r : rs) {
@@ -476,11 +487,12 @@ void Hedge(const std::vector<Record>& rs) {
   if (race == nullptr) {
     EmitVerdict(kRaceTarget, "-", kNotMeasured);
   } else {
-    std::printf("\nRace of 3, one target hangs: %s races, loser cancelled at the callee p50 %s "
-                "ms, p99 %s ms, max %s ms, lost %s.\n",
-                Str(*race, "races").c_str(), Fixed(Num(*race, "p50_ms"), 3).c_str(),
-                Fixed(Num(*race, "p99_ms"), 3).c_str(), Fixed(Num(*race, "max_ms"), 3).c_str(),
-                Str(*race, "lost").c_str());
+    std::printf(
+        "\nRace of 3, one target hangs: %s races, loser cancelled at the callee p50 %s "
+        "ms, p99 %s ms, max %s ms, lost %s.\n",
+        Str(*race, "races").c_str(), Fixed(Num(*race, "p50_ms"), 3).c_str(),
+        Fixed(Num(*race, "p99_ms"), 3).c_str(), Fixed(Num(*race, "max_ms"), 3).c_str(),
+        Str(*race, "lost").c_str());
     const double p99_all = Num(*race, "p99_all_ms");
     std::string result = "p99 " + Fixed(p99_all, 3) + " ms";
     if (Num(*race, "lost") > 0) result += " (" + Str(*race, "lost") + " cancels lost)";
@@ -498,8 +510,7 @@ void NothingMeasured(const std::string& section) {
     }
   } else if (section == "precision") {
     for (const std::string& source : PrecisionSources()) {
-      EmitVerdict("enforcement precision, " + source + ": p99 lateness <= 1 ms", "-",
-                  kNotMeasured);
+      EmitVerdict("enforcement precision, " + source + ": p99 lateness <= 1 ms", "-", kNotMeasured);
     }
   } else if (section == "cancel") {
     EmitVerdict("a client cancel reaching the third hop: p99 <= 2 ms", "-", kNotMeasured);
@@ -522,8 +533,9 @@ int Main(int argc, char** argv) {
                                             {"overhead", "scale", "precision", "cancel", "hedge"}));
   const std::vector<Record> rs = ReadResults(section);
   if (rs.empty()) {
-    std::printf("_No results for this section (the benchmark did not run or failed; see the "
-                "logs): not measured._\n");
+    std::printf(
+        "_No results for this section (the benchmark did not run or failed; see the "
+        "logs): not measured._\n");
     NothingMeasured(section);
     return 0;
   }

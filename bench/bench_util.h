@@ -124,8 +124,7 @@ inline std::string Fixed(double v, int digits = 3) {
 
 // Seconds on the steady clock since an arbitrary epoch.
 inline double MonoSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // A field of /proc/self/status ("VmRSS", "Threads"), as a number (kB for Vm*).
@@ -135,8 +134,8 @@ inline int64_t ProcStatus(const std::string& field) {
   while (std::getline(in, line)) {
     if (line.rfind(field + ":", 0) == 0) {
       int64_t v = 0;
-      std::vector<std::string> parts = absl::StrSplit(line.substr(field.size() + 1), ' ',
-                                                        absl::SkipWhitespace());
+      std::vector<std::string> parts =
+          absl::StrSplit(line.substr(field.size() + 1), ' ', absl::SkipWhitespace());
       if (!parts.empty() && absl::SimpleAtoi(parts[0], &v)) return v;
     }
   }

@@ -122,8 +122,7 @@ struct Hop {
   std::unique_ptr<grpc::Server> server;
 };
 
-std::shared_ptr<grpc::Channel> HopbudgetChannel(const std::string& target,
-                                                const std::string& hop) {
+std::shared_ptr<grpc::Channel> HopbudgetChannel(const std::string& target, const std::string& hop) {
   ClientOptions options;
   options.hop = hop;
   auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options);
@@ -183,15 +182,17 @@ int Main(int argc, char** argv) {
   // Lost calls count as infinitely late in the p99 the target is judged on.
   const double p99_all = QuantileCountingFailures(ms, lost, 0.99);
   const Stats s = Summarize(ms);
-  std::printf("Cancellation across three hops (client -> A -> B -> C, in-process servers, "
-              "callback API)\n\n");
+  std::printf(
+      "Cancellation across three hops (client -> A -> B -> C, in-process servers, "
+      "callback API)\n\n");
   std::printf("| calls | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | lost |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   std::printf("| %zu | %s | %s | %s | %s | %d |\n\n", s.n, Fixed(s.p50).c_str(),
               Fixed(s.p90).c_str(), Fixed(s.p99).c_str(), Fixed(s.max).c_str(), lost);
-  std::printf("RESULT bench=cancel hops=3 calls=%zu p50_ms=%.4f p90_ms=%.4f p99_ms=%.4f "
-              "max_ms=%.4f lost=%d p99_all_ms=%.4f\n",
-              s.n, s.p50, s.p90, s.p99, s.max, lost, p99_all);
+  std::printf(
+      "RESULT bench=cancel hops=3 calls=%zu p50_ms=%.4f p90_ms=%.4f p99_ms=%.4f "
+      "max_ms=%.4f lost=%d p99_all_ms=%.4f\n",
+      s.n, s.p50, s.p90, s.p99, s.max, lost, p99_all);
   return 0;
 }
 

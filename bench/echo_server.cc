@@ -75,8 +75,8 @@ int Main(int argc, char** argv) {
   // would split the load between two servers).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
-  builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_flag),
-                           grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_flag), grpc::InsecureServerCredentials(),
+                           &port);
   builder.RegisterService(service.get());
   InstallServerMode(mode, builder, "echo", BenchServerPolicy());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -198,9 +198,10 @@ void PrintRow(const char* run, std::vector<double> ms, int failed, double extra)
   std::printf("| %s | %zu | %s | %s | %s | %s | %d | %s |\n", run, s.n, Fixed(s.p50).c_str(),
               Fixed(s.p99).c_str(), Fixed(p999).c_str(), Fixed(s.max).c_str(), failed,
               Fixed(extra * 100, 2).c_str());
-  std::printf("RESULT bench=hedge run=%s calls=%zu p50_ms=%.4f p99_ms=%.4f p999_ms=%.4f "
-              "max_ms=%.4f failed=%d extra_load=%.4f\n",
-              run, s.n, s.p50, s.p99, p999, s.max, failed, extra);
+  std::printf(
+      "RESULT bench=hedge run=%s calls=%zu p50_ms=%.4f p99_ms=%.4f p999_ms=%.4f "
+      "max_ms=%.4f failed=%d extra_load=%.4f\n",
+      run, s.n, s.p50, s.p99, p999, s.max, failed, extra);
 }
 
 int Main(int argc, char** argv) {
@@ -240,18 +241,18 @@ int Main(int argc, char** argv) {
   Replica b("replica-b", 0, slow, false, 8);
   std::unique_ptr<echo::Relay::Stub> stubs[2] = {StubTo(a.target()), StubTo(b.target())};
   const echo::RelayRequest request;
-  std::printf("Hedging: replica A slow (%s) for %.0f %% of its calls, B healthy; primaries "
-              "alternate\n\n| run | calls | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | "
-              "failed | extra load (%%) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
-              FormatBudget(slow).c_str(), slow_ratio * 100);
+  std::printf(
+      "Hedging: replica A slow (%s) for %.0f %% of its calls, B healthy; primaries "
+      "alternate\n\n| run | calls | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | "
+      "failed | extra load (%%) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+      FormatBudget(slow).c_str(), slow_ratio * 100);
   auto plain = [&](bool alternate) {
     return [&, alternate](int i, std::function<void(bool)> done) {
       auto ctx = std::make_shared<grpc::ClientContext>();
       ctx->set_deadline(absl::ToChronoTime(absl::Now() + budget));
       auto reply = std::make_shared<echo::RelayReply>();
       stubs[alternate ? i % 2 : 1]->async()->Call(
-          ctx.get(), &request, reply.get(),
-          [ctx, reply, done](grpc::Status s) { done(s.ok()); });
+          ctx.get(), &request, reply.get(), [ctx, reply, done](grpc::Status s) { done(s.ok()); });
     };
   };
   int failed = 0;
@@ -281,7 +282,7 @@ int Main(int argc, char** argv) {
             [&, i, replies](int attempt, grpc::ClientContext* ctx,
                             std::function<void(grpc::Status)> d) {
               stubs[(i + attempt) % 2]->async()->Call(ctx, &request, &(*replies)[attempt],
-                                                       std::move(d));
+                                                      std::move(d));
             },
             [replies, done](HedgeResult r) { done(r.status.ok()); });
       },
@@ -297,18 +298,18 @@ int Main(int argc, char** argv) {
               FormatBudget((*hedger)->current_delay()).c_str());
   const bool p99_met = hedged_p99 <= 2 * healthy_p99;
   const bool load_met = ms.extra_load() <= 0.05 + 1e-9;
-  std::printf("RESULT bench=hedge_target hedged_p99_ms=%.4f healthy_p99_ms=%.4f ratio=%.3f "
-              "extra_load=%.4f p99_met=%d load_met=%d\n\n",
-              hedged_p99, healthy_p99, healthy_p99 > 0 ? hedged_p99 / healthy_p99 : 0,
-              ms.extra_load(), p99_met ? 1 : 0, load_met ? 1 : 0);
+  std::printf(
+      "RESULT bench=hedge_target hedged_p99_ms=%.4f healthy_p99_ms=%.4f ratio=%.3f "
+      "extra_load=%.4f p99_met=%d load_met=%d\n\n",
+      hedged_p99, healthy_p99, healthy_p99 > 0 ? hedged_p99 / healthy_p99 : 0, ms.extra_load(),
+      p99_met ? 1 : 0, load_met ? 1 : 0);
 
   // 2. A race of 3 where one target hangs.
   Replica fast1("race-fast-1", 0, slow, false, 1);
   Replica fast2("race-fast-2", 0, slow, false, 2);
   Replica hung("race-hang", 0, slow, true, 3);
-  std::unique_ptr<echo::Relay::Stub> race_stubs[3] = {StubTo(fast1.target()),
-                                                       StubTo(fast2.target()),
-                                                       StubTo(hung.target())};
+  std::unique_ptr<echo::Relay::Stub> race_stubs[3] = {
+      StubTo(fast1.target()), StubTo(fast2.target()), StubTo(hung.target())};
   RaceOptions race_options;
   race_options.hop = "orders";
   auto race = Race::Create(race_options);
@@ -324,14 +325,13 @@ int Main(int argc, char** argv) {
     RaceResult result = (*race)->Call(
         LogicalCall::WithDeadline(absl::Now() + budget), 3,
         [&](int i, grpc::ClientContext* ctx, std::function<void(grpc::Status)> d) {
-          race_stubs[i]->async()->Call(ctx, &request, &replies[i],
-                                       [&won_at, d](grpc::Status s) {
-                                         if (s.ok()) {
-                                           double zero = 0;
-                                           won_at.compare_exchange_strong(zero, MonoSeconds());
-                                         }
-                                         d(std::move(s));
-                                       });
+          race_stubs[i]->async()->Call(ctx, &request, &replies[i], [&won_at, d](grpc::Status s) {
+            if (s.ok()) {
+              double zero = 0;
+              won_at.compare_exchange_strong(zero, MonoSeconds());
+            }
+            d(std::move(s));
+          });
         });
     // The race answered once the hung loser's cancel completed at the caller;
     // its callee's OnCancel may still be on its way (the times compared are
@@ -358,15 +358,17 @@ int Main(int argc, char** argv) {
   }
   const double lag_p99_all = QuantileCountingFailures(lag_ms, lost, 0.99);
   const Stats ls = Summarize(lag_ms);
-  std::printf("Race of 3, one target hangs: winner's answer -> hung callee's OnCancel\n\n"
-              "| races | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | lost | cut before the handler |\n"
-              "| --- | --- | --- | --- | --- | --- | --- |\n| %zu | %s | %s | %s | %s | %d | %d |\n",
-              ls.n, Fixed(ls.p50).c_str(), Fixed(ls.p90).c_str(), Fixed(ls.p99).c_str(),
-              Fixed(ls.max).c_str(), lost, not_reached);
-  std::printf("RESULT bench=race_cancel races=%zu p50_ms=%.4f p90_ms=%.4f p99_ms=%.4f "
-              "max_ms=%.4f lost=%d not_reached=%d p99_all_ms=%.4f target_met=%d\n",
-              ls.n, ls.p50, ls.p90, ls.p99, ls.max, lost, not_reached, lag_p99_all,
-              lag_p99_all <= 2.0 ? 1 : 0);
+  std::printf(
+      "Race of 3, one target hangs: winner's answer -> hung callee's OnCancel\n\n"
+      "| races | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | lost | cut before the handler |\n"
+      "| --- | --- | --- | --- | --- | --- | --- |\n| %zu | %s | %s | %s | %s | %d | %d |\n",
+      ls.n, Fixed(ls.p50).c_str(), Fixed(ls.p90).c_str(), Fixed(ls.p99).c_str(),
+      Fixed(ls.max).c_str(), lost, not_reached);
+  std::printf(
+      "RESULT bench=race_cancel races=%zu p50_ms=%.4f p90_ms=%.4f p99_ms=%.4f "
+      "max_ms=%.4f lost=%d not_reached=%d p99_all_ms=%.4f target_met=%d\n",
+      ls.n, ls.p50, ls.p90, ls.p99, ls.max, lost, not_reached, lag_p99_all,
+      lag_p99_all <= 2.0 ? 1 : 0);
   return 0;
 }
 

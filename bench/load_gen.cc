@@ -3,9 +3,9 @@
 // load_gen: the client process of the overhead benchmark. A closed loop over
 // the callback client API: `--inflight` calls are outstanding at all times
 // (each completion issues the next call), on one channel built in `--mode`
-// (bench_modes.h; in mode retry-loop every call goes through a RetryLoop). Every call carries a 1 s deadline, in every mode, so the
-// only difference between modes is the interceptors. Runs `--warmup`, then
-// measures for `--duration`: calls that started and ended inside that window
+// (bench_modes.h; in mode retry-loop every call goes through a RetryLoop). Every call carries a 1 s
+// deadline, in every mode, so the only difference between modes is the interceptors. Runs
+// `--warmup`, then measures for `--duration`: calls that started and ended inside that window
 // count. With --server-pid it also reports CPU time per call (user + sys of
 // this process and of the server, over the window, divided by the calls that
 // ended in it): far less sensitive to other load on the machine than QPS and
@@ -103,7 +103,8 @@ class ClosedLoop {
     SleepUntil(measure_end_);
     window_end();
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(+[](int* active) { return *active == 0; }, &active_));
+    mu_.Await(absl::Condition(
+        +[](int* active) { return *active == 0; }, &active_));
   }
 
   std::vector<double> Latencies() const {
@@ -221,17 +222,19 @@ int Main(int argc, char** argv) {
   std::vector<double> lat = loop.Latencies();
   const Stats s = Summarize(lat);
   const double qps = static_cast<double>(s.n) / absl::ToDoubleSeconds(duration);
-  std::printf("%-9s %-10s inflight=%-3d round=%-2d qps=%9.0f p50=%7.1fus p99=%7.1fus "
-              "cpu/call=%6.1fus (client %.1f + server %.1f) errors=%lld\n",
-              api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6,
-              client_cpu_us + server_cpu_us, client_cpu_us, server_cpu_us,
-              static_cast<long long>(loop.errors()));
-  std::printf("RESULT bench=overhead api=%s mode=%s inflight=%d round=%d qps=%.1f p50_us=%.1f "
-              "p99_us=%.1f calls=%zu errors=%lld cpu_us_per_call=%.2f client_cpu_us=%.2f "
-              "server_cpu_us=%.2f\n",
-              api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6, s.n,
-              static_cast<long long>(loop.errors()), client_cpu_us + server_cpu_us,
-              client_cpu_us, server_cpu_us);
+  std::printf(
+      "%-9s %-10s inflight=%-3d round=%-2d qps=%9.0f p50=%7.1fus p99=%7.1fus "
+      "cpu/call=%6.1fus (client %.1f + server %.1f) errors=%lld\n",
+      api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6,
+      client_cpu_us + server_cpu_us, client_cpu_us, server_cpu_us,
+      static_cast<long long>(loop.errors()));
+  std::printf(
+      "RESULT bench=overhead api=%s mode=%s inflight=%d round=%d qps=%.1f p50_us=%.1f "
+      "p99_us=%.1f calls=%zu errors=%lld cpu_us_per_call=%.2f client_cpu_us=%.2f "
+      "server_cpu_us=%.2f\n",
+      api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6, s.n,
+      static_cast<long long>(loop.errors()), client_cpu_us + server_cpu_us, client_cpu_us,
+      server_cpu_us);
   return loop.errors() == 0 ? 0 : 1;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "call_mutex.h"  // internal
 #include "echo/relay.pb.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
@@ -18,8 +20,6 @@
 #include "hopbudget/metrics.h"
 #include "hopbudget/trace.h"
 #include "hopbudget/wire.h"
-#include "absl/synchronization/mutex.h"
-#include "call_mutex.h"     // internal
 #include "timer_service.h"  // internal: the bench target adds interceptors/ to its includes
 
 namespace hopbudget {

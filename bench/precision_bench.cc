@@ -110,7 +110,7 @@ struct Server {
 struct Row {
   std::string source;
   Stats stats;
-  int wrong = 0;  // calls that did not end in DEADLINE_EXCEEDED of this source
+  int wrong = 0;       // calls that did not end in DEADLINE_EXCEEDED of this source
   double p99_all = 0;  // p99 lateness with the wrong calls counted as infinitely late
 };
 
@@ -154,11 +154,11 @@ int Main(int argc, char** argv) {
     std::shared_ptr<grpc::Channel> channel;
     DeadlineSource expected;
   };
-  std::vector<Case> cases = {{"client-plain", MakeClientChannel("plain", plain_server.target()),
-                             DeadlineSource::kNone},
-                             {"client", *client_channel, DeadlineSource::kClient},
-                             {"attempt", *retry_channel, DeadlineSource::kAttempt},
-                             {"request", *capped_channel, DeadlineSource::kRequest}};
+  std::vector<Case> cases = {
+      {"client-plain", MakeClientChannel("plain", plain_server.target()), DeadlineSource::kNone},
+      {"client", *client_channel, DeadlineSource::kClient},
+      {"attempt", *retry_channel, DeadlineSource::kAttempt},
+      {"request", *capped_channel, DeadlineSource::kRequest}};
   std::vector<Row> rows;
   for (const Case& c : cases) {
     auto stub = echo::Relay::NewStub(c.channel);
@@ -201,11 +201,11 @@ int Main(int argc, char** argv) {
       if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED || !attributed ||
           deadline == absl::InfinitePast()) {
         if (row.wrong++ == 0) {
-          std::fprintf(stderr, "precision_bench: %s call %d after %s: %s: %s\n", c.source.c_str(), i,
-                       absl::FormatDuration(done - start).c_str(),
-                       absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))
-                           .c_str(),
-                       status.error_message().c_str());
+          std::fprintf(
+              stderr, "precision_bench: %s call %d after %s: %s: %s\n", c.source.c_str(), i,
+              absl::FormatDuration(done - start).c_str(),
+              absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())).c_str(),
+              status.error_message().c_str());
         }
         continue;
       }
@@ -224,15 +224,16 @@ int Main(int argc, char** argv) {
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   for (const Row& r : rows) {
     std::printf("| %s | %zu | %s | %s | %s | %d |\n", r.source.c_str(), r.stats.n,
-                Fixed(r.stats.p50).c_str(), Fixed(r.stats.p99).c_str(),
-                Fixed(r.stats.max).c_str(), r.wrong);
+                Fixed(r.stats.p50).c_str(), Fixed(r.stats.p99).c_str(), Fixed(r.stats.max).c_str(),
+                r.wrong);
   }
   std::printf("\n");
   for (const Row& r : rows) {
-    std::printf("RESULT bench=precision source=%s calls=%zu p50_ms=%.4f p99_ms=%.4f max_ms=%.4f "
-                "wrong=%d budget_ms=%.1f p99_all_ms=%.4f\n",
-                r.source.c_str(), r.stats.n, r.stats.p50, r.stats.p99, r.stats.max, r.wrong,
-                absl::ToDoubleMilliseconds(budget), r.p99_all);
+    std::printf(
+        "RESULT bench=precision source=%s calls=%zu p50_ms=%.4f p99_ms=%.4f max_ms=%.4f "
+        "wrong=%d budget_ms=%.1f p99_all_ms=%.4f\n",
+        r.source.c_str(), r.stats.n, r.stats.p50, r.stats.p99, r.stats.max, r.wrong,
+        absl::ToDoubleMilliseconds(budget), r.p99_all);
   }
   return 0;
 }

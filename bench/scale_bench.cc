@@ -195,9 +195,10 @@ int Main(int argc, char** argv) {
 
   std::printf("Scale: mode=%s concurrency=%d rounds=%d hold=%s\n", mode.c_str(), n, rounds,
               absl::FormatDuration(hold).c_str());
-  std::printf("| round | parked (max) | threads before/parked/after | RSS delta (kB) | "
-              "RSS bytes/call | heap bytes/call | new bytes/call | CPU us/call |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "| round | parked (max) | threads before/parked/after | RSS delta (kB) | "
+      "RSS bytes/call | heap bytes/call | new bytes/call | CPU us/call |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::vector<double> bytes_per_call, heap_per_call, new_per_call, cpu_per_call;
   int threads_before = 0, threads_parked_max = 0, threads_after = 0, min_parked = n;
   for (int r = 0; r < rounds; ++r) {
@@ -232,8 +233,8 @@ int Main(int argc, char** argv) {
     threads_after = t2;
     min_parked = std::min(min_parked, std::max(reached, max_parked));
     if (rounds <= 10 || r == rounds - 1) {
-      std::printf("| %d | %d | %d/%d/%d | %lld | %.0f | %.0f | %.0f | %.1f |\n", r, max_parked,
-                  t0, t1, t2, static_cast<long long>(rss1 - rss0), bpc, hpc, npc, cpc);
+      std::printf("| %d | %d | %d/%d/%d | %lld | %.0f | %.0f | %.0f | %.1f |\n", r, max_parked, t0,
+                  t1, t2, static_cast<long long>(rss1 - rss0), bpc, hpc, npc, cpc);
     }
   }
   // Memory and CPU: medians over rounds (the first round also pays for the
@@ -242,11 +243,12 @@ int Main(int argc, char** argv) {
   const double hpc = Summarize(heap_per_call).p50;
   const double npc = Summarize(new_per_call).p50;
   const Stats cpu = Summarize(cpu_per_call);
-  std::printf("RESULT bench=scale mode=%s concurrency=%d rounds=%d min_parked=%d "
-              "rss_bytes_per_call=%.0f heap_bytes_per_call=%.0f new_bytes_per_call=%.0f "
-              "cpu_us_per_call=%.2f threads_before=%d threads_parked=%d threads_after=%d\n",
-              mode.c_str(), n, rounds, min_parked, bpc, hpc, npc, cpu.p50, threads_before,
-              threads_parked_max, threads_after);
+  std::printf(
+      "RESULT bench=scale mode=%s concurrency=%d rounds=%d min_parked=%d "
+      "rss_bytes_per_call=%.0f heap_bytes_per_call=%.0f new_bytes_per_call=%.0f "
+      "cpu_us_per_call=%.2f threads_before=%d threads_parked=%d threads_after=%d\n",
+      mode.c_str(), n, rounds, min_parked, bpc, hpc, npc, cpu.p50, threads_before,
+      threads_parked_max, threads_after);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server->Wait();
   return 0;

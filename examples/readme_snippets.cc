@@ -92,8 +92,8 @@ absl::Status ClientSetup() {
   // [START client]
   hopbudget::ClientOptions options;
   options.hop = "orders";
-  auto channel = hopbudget::CreateChannel("ledger:50051", grpc::InsecureChannelCredentials(),
-                                          options);
+  auto channel =
+      hopbudget::CreateChannel("ledger:50051", grpc::InsecureChannelCredentials(), options);
   if (!channel.ok()) return channel.status();  // bad options, named
   std::unique_ptr<Ledger::Stub> ledger = Ledger::NewStub(*channel);
   // [END client]
@@ -107,8 +107,8 @@ absl::Status RetryingChannelSetup() {
   options.budget.request_cap = absl::Milliseconds(500);  // checked against the fit
   options.budget.attempt_cap = absl::Milliseconds(100);
   options.retry.max_attempts = 3;
-  auto channel = hopbudget::CreateRetryingChannel("ledger:50051",
-      grpc::InsecureChannelCredentials(), options);  // validates, or says why not
+  auto channel = hopbudget::CreateRetryingChannel(
+      "ledger:50051", grpc::InsecureChannelCredentials(), options);  // validates, or says why not
   if (!channel.ok()) return channel.status();
   auto stub = Ledger::NewStub(*channel);  // unchanged stub code
   // [END retrying_channel]
@@ -129,11 +129,13 @@ absl::Status RetryLoopUse(Ledger::Stub* ledger, grpc::ServerContext* ctx,
   if (!loop.ok()) return loop.status();
 
   // sync handler: attempts run on this thread
-  grpc::Status s = (*loop)->Call(hopbudget::LogicalCall::Of(*ctx),
+  grpc::Status s = (*loop)->Call(
+      hopbudget::LogicalCall::Of(*ctx),
       [&](grpc::ClientContext* attempt) { return ledger->Commit(attempt, order, &result); });
 
   // callback handler: no thread is held between attempts (backoff on the timer service)
-  (*loop)->Start(hopbudget::LogicalCall::Of(*callback_ctx),
+  (*loop)->Start(
+      hopbudget::LogicalCall::Of(*callback_ctx),
       [&](grpc::ClientContext* attempt, std::function<void(grpc::Status)> done) {
         ledger->async()->Commit(attempt, &order, &result, std::move(done));
       },
@@ -148,12 +150,13 @@ class ShieldedLedger final : public Ledger::Service {
   hopbudget::Shield shield_;  // one per server: a bounded pool, max_in_flight operations
 
   grpc::Status Commit(grpc::ServerContext* ctx, const Order* order, OrderResult*) override {
-    auto commit = shield_.Run("commit", absl::Seconds(5),  // the bound is mandatory
-        [this, order = *order](hopbudget::ShieldContext& work) {  // owns what it uses
-          auto call = hopbudget::NewShieldedContext(work);  // the shield's budget,
-          OrderResult stored;                               // not cancelled with ctx
-          return hopbudget::ToAbslStatus(store_->Commit(call.get(), order, &stored));
-        });
+    auto commit =
+        shield_.Run("commit", absl::Seconds(5),  // the bound is mandatory
+                    [this, order = *order](hopbudget::ShieldContext& work) {  // owns what it uses
+                      auto call = hopbudget::NewShieldedContext(work);  // the shield's budget,
+                      OrderResult stored;                               // not cancelled with ctx
+                      return hopbudget::ToAbslStatus(store_->Commit(call.get(), order, &stored));
+                    });
     if (!commit.ok()) return hopbudget::ToGrpcStatus(commit.status());  // RESOURCE_EXHAUSTED
     return hopbudget::AwaitShielded(*ctx, *commit);  // the caller may leave; the work goes on
   }
@@ -179,8 +182,8 @@ class CallbackShieldedLedger final : public Ledger::CallbackService {
       r->Finish(hopbudget::ToGrpcStatus(commit.status()));
       return r;
     }
-    return hopbudget::AnswerWhenShieldedDone(ctx, *commit,
-        [result, key = order->key()](const hopbudget::ShieldRecord& r) {
+    return hopbudget::AnswerWhenShieldedDone(
+        ctx, *commit, [result, key = order->key()](const hopbudget::ShieldRecord& r) {
           if (r.status.ok()) result->set_key(key);  // fill runs before the answer
         });
   }
@@ -202,10 +205,11 @@ absl::Status RaceUse(const hopbudget::BudgetPolicy& policy, grpc::ServerContext*
   race_options.budget = policy;
   auto race = hopbudget::Race::Create(race_options);  // validates, or says why not
   if (!race.ok()) return race.status();
-  hopbudget::RaceResult r = (*race)->Call(hopbudget::LogicalCall::Of(*ctx), 2,
-      [&](int i, grpc::ClientContext* c, std::function<void(grpc::Status)> done) {
-        replica[i]->async()->Commit(c, &req, &reply[i], std::move(done));
-      });  // or Start(..., on_done): no thread held
+  hopbudget::RaceResult r =
+      (*race)->Call(hopbudget::LogicalCall::Of(*ctx), 2,
+                    [&](int i, grpc::ClientContext* c, std::function<void(grpc::Status)> done) {
+                      replica[i]->async()->Commit(c, &req, &reply[i], std::move(done));
+                    });  // or Start(..., on_done): no thread held
   // [END race]
   return r.winner >= 0 ? absl::OkStatus() : absl::DeadlineExceededError("no replica answered");
 }
@@ -215,8 +219,9 @@ absl::Status ExporterSetup() {
   hopbudget::HttpExporterOptions http;
   http.hop = "orders";
   http.port = 9102;  // 0: any free port, read it from port()
-  auto exporter = hopbudget::HttpExporter::Start(http);  // GET /metrics, /deadlinez, /deadlinez.json
-  if (!exporter.ok()) return exporter.status();          // the port is taken, say
+  auto exporter =
+      hopbudget::HttpExporter::Start(http);      // GET /metrics, /deadlinez, /deadlinez.json
+  if (!exporter.ok()) return exporter.status();  // the port is taken, say
   // [END http_exporter]
   return absl::OkStatus();
 }

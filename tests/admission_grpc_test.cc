@@ -84,8 +84,7 @@ class CallbackRelay final : public echo::Relay::CallbackService {
   ~CallbackRelay() override {
     for (std::thread& t : work_) t.join();
   }
-  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx,
-                                 const echo::RelayRequest* req,
+  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx, const echo::RelayRequest* req,
                                  echo::RelayReply* reply) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     const InboundBudget* budget = InboundBudget::Of(*ctx);
@@ -120,8 +119,8 @@ class AdmissionGrpcTest : public ::testing::TestWithParam<Api> {
     options.hop = "orders";
     options.policy = policy;
     options.admission = std::move(admission);
-    options.admission.handlers = GetParam() == Api::kSync ? HandlerThreads::kBlocking
-                                                          : HandlerThreads::kNonBlocking;
+    options.admission.handlers =
+        GetParam() == Api::kSync ? HandlerThreads::kBlocking : HandlerThreads::kNonBlocking;
     options.metrics = &metrics_;
     auto factory = MakeServerInterceptorFactory(options);
     ASSERT_TRUE(factory.ok()) << factory.status();
@@ -232,8 +231,8 @@ TEST_P(AdmissionGrpcTest, SaturatedServerServesWhatCanFinishAndRefusesTheRestUns
     ASSERT_TRUE(attribution.has_value()) << a.status.error_message();
     // Waited until no time was left, or until what was left could not fit
     // the predicted handler time.
-    EXPECT_THAT(attribution->source, ::testing::AnyOf(DeadlineSource::kQueueWait,
-                                                      DeadlineSource::kCannotFinish));
+    EXPECT_THAT(attribution->source,
+                ::testing::AnyOf(DeadlineSource::kQueueWait, DeadlineSource::kCannotFinish));
     EXPECT_EQ(attribution->hop, "orders");
     EXPECT_EQ(a.trailers.count(kSourceTrailer), 1u);
     ++refused;
@@ -415,8 +414,7 @@ TEST(AdmissionConfigTest, BadConfigurationIsRefusedNamingTheField) {
       {"quantile (1.5)", [](AdmissionOptions& o) { o.policy.quantile = 1.5; }},
       {"quantile (0)", [](AdmissionOptions& o) { o.policy.quantile = 0; }},
       {"max_queue (-1)", [](AdmissionOptions& o) { o.policy.max_queue = -1; }},
-      {"\"Call\" is not a full method name",
-       [](AdmissionOptions& o) { o.methods = {"Call"}; }},
+      {"\"Call\" is not a full method name", [](AdmissionOptions& o) { o.methods = {"Call"}; }},
   };
   for (const Case& c : cases) {
     ServerOptions options;

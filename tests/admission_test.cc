@@ -32,16 +32,25 @@ TEST(DecideArrivalTest, Table) {
   const ArrivalCase cases[] = {
       {"room and nobody waiting", {3, 4, 0, 10}, 100 * kMs, kUnknown, ArrivalDecision::kAdmit},
       {"at the limit: wait", {4, 4, 0, 10}, 100 * kMs, kUnknown, ArrivalDecision::kQueue},
-      {"room but others wait: no jumping", {3, 4, 2, 10}, 100 * kMs, kUnknown,
+      {"room but others wait: no jumping",
+       {3, 4, 2, 10},
+       100 * kMs,
+       kUnknown,
        ArrivalDecision::kQueue},
       {"queue full", {4, 4, 10, 10}, 100 * kMs, kUnknown, ArrivalDecision::kShedQueueFull},
       {"no queue", {4, 4, 0, 0}, 100 * kMs, kUnknown, ArrivalDecision::kShedOverLimit},
       {"cannot finish", {0, 4, 0, 10}, 40 * kMs, 50 * kMs, ArrivalDecision::kShedCannotFinish},
       {"exactly the prediction fits", {0, 4, 0, 10}, 50 * kMs, 50 * kMs, ArrivalDecision::kAdmit},
-      {"cannot finish beats queue full", {4, 4, 10, 10}, 1 * kMs, 2 * kMs,
+      {"cannot finish beats queue full",
+       {4, 4, 10, 10},
+       1 * kMs,
+       2 * kMs,
        ArrivalDecision::kShedCannotFinish},
-      {"infinite budget always fits", {0, 4, 0, 10}, absl::InfiniteDuration(),
-       absl::Seconds(100), ArrivalDecision::kAdmit},
+      {"infinite budget always fits",
+       {0, 4, 0, 10},
+       absl::InfiniteDuration(),
+       absl::Seconds(100),
+       ArrivalDecision::kAdmit},
   };
   for (const ArrivalCase& c : cases) {
     EXPECT_EQ(DecideArrival(c.state, c.remaining, c.predicted), c.want) << c.name;
@@ -354,8 +363,7 @@ TEST_F(AdmissionTest, CallThatCannotFinishIsShedOnArrivalWhateverTheRoom) {
   LatencyPredictor predictor(learn_fast);
   predictor.Record(50 * kMs);
   Admission::Waiter w;
-  EXPECT_EQ(a->Arrive(&w, In(40 * kMs), &predictor, &others_),
-            ArrivalDecision::kShedCannotFinish);
+  EXPECT_EQ(a->Arrive(&w, In(40 * kMs), &predictor, &others_), ArrivalDecision::kShedCannotFinish);
   EXPECT_EQ(a->Arrive(&w, In(60 * kMs), &predictor, &others_), ArrivalDecision::kAdmit);
   EXPECT_EQ(a->Stats().shed[static_cast<int>(ArrivalDecision::kShedCannotFinish)], 1u);
 }

@@ -26,10 +26,9 @@ TEST(StatusDetailsTest, UnknownHopRoundTripsAsEmpty) {
 }
 
 TEST(StatusDetailsTest, EveryOriginSourceRoundTrips) {
-  for (DeadlineSource s :
-       {DeadlineSource::kClient, DeadlineSource::kRequest, DeadlineSource::kAttempt,
-        DeadlineSource::kIdle, DeadlineSource::kExhaustedBeforeCall,
-        DeadlineSource::kArrivedExpired}) {
+  for (DeadlineSource s : {DeadlineSource::kClient, DeadlineSource::kRequest,
+                           DeadlineSource::kAttempt, DeadlineSource::kIdle,
+                           DeadlineSource::kExhaustedBeforeCall, DeadlineSource::kArrivedExpired}) {
     Attribution in{s, "h", absl::Milliseconds(1), absl::Milliseconds(2)};
     EXPECT_EQ(DecodeStatusDetails(EncodeStatusDetails(in, "m")), in) << DeadlineSourceName(s);
   }
@@ -78,15 +77,15 @@ TEST(AttributionMessageTest, FormatsAllFields) {
 }
 
 TEST(AttributionMessageTest, OmitsUnknownHop) {
-  EXPECT_EQ(FormatAttributionMessage({DeadlineSource::kDownstream, "", absl::ZeroDuration(),
-                                      absl::ZeroDuration()}),
+  EXPECT_EQ(FormatAttributionMessage(
+                {DeadlineSource::kDownstream, "", absl::ZeroDuration(), absl::ZeroDuration()}),
             "hopbudget/1: source=downstream budget_ms=0 elapsed_ms=0");
 }
 
 TEST(AttributionMessageTest, ReadsTheUnversionedFormOfHopbudget01) {
-  EXPECT_EQ(ParseAttributionMessage(
-                "hopbudget: source=attempt hop=orders budget_ms=300 elapsed_ms=301"),
-            Sample());
+  EXPECT_EQ(
+      ParseAttributionMessage("hopbudget: source=attempt hop=orders budget_ms=300 elapsed_ms=301"),
+      Sample());
 }
 
 TEST(AttributionMessageTest, RoundTripsAndIgnoresTrailingText) {
@@ -97,7 +96,10 @@ TEST(AttributionMessageTest, RoundTripsAndIgnoresTrailingText) {
 
 TEST(AttributionMessageTest, RefusesAnythingElse) {
   for (const char* bad : {
-           "", "Deadline Exceeded", "hopbudget:", "hopbudget: source=attempt",
+           "",
+           "Deadline Exceeded",
+           "hopbudget:",
+           "hopbudget: source=attempt",
            "hopbudget: source=bogus budget_ms=1 elapsed_ms=1",
            "hopbudget: source=none budget_ms=1 elapsed_ms=1",
            "hopbudget: source=attempt budget_ms=-1 elapsed_ms=1",
@@ -129,8 +131,7 @@ TEST(ReadAttributionMessageTest, TellsAbsentFromMalformed) {
       {"hopbudget: shield: commit ended unobserved", AttributionParse::kAbsent},
       {"hopbudget/1: source=attempt hop=orders budget_ms=300 elapsed_ms=301",
        AttributionParse::kOk},
-      {"hopbudget: source=attempt hop=orders budget_ms=300 elapsed_ms=301",
-       AttributionParse::kOk},
+      {"hopbudget: source=attempt hop=orders budget_ms=300 elapsed_ms=301", AttributionParse::kOk},
       {"hopbudget/1: source=attempt hop=orders budget_ms=300 elapsed_ms=301 (slow ledger)",
        AttributionParse::kOk},
       {"hopbudget: source=evil budget_ms=-1 elapsed_ms=abc", AttributionParse::kMalformed},
@@ -169,7 +170,8 @@ TEST(ReadAttributionTrailersTest, EveryValueIsChecked) {
       {"300-character hop", {"attempt", long_hop, "300", "301"}, AttributionParse::kMalformed},
       {"unknown source", {"evil", "orders", "300", "301"}, AttributionParse::kMalformed},
       {"source none", {"none", "orders", "300", "301"}, AttributionParse::kMalformed},
-      {"budget alone", {absl::nullopt, absl::nullopt, "300", absl::nullopt},
+      {"budget alone",
+       {absl::nullopt, absl::nullopt, "300", absl::nullopt},
        AttributionParse::kMalformed},
       {"no elapsed", {"attempt", "orders", "300", absl::nullopt}, AttributionParse::kMalformed},
   };

@@ -38,12 +38,12 @@ TEST(ValidatePolicyTest, TheIncidentIsRejectedWithItsNumbers) {
 }
 
 TEST(ValidatePolicyTest, AttemptPlusReserveEqualToRequestIsRejected) {
-  EXPECT_FALSE(ValidatePolicy(Policy(absl::Seconds(1), absl::Milliseconds(995),
-                                     absl::Milliseconds(5)))
-                   .ok());
-  EXPECT_TRUE(ValidatePolicy(Policy(absl::Seconds(1), absl::Milliseconds(994),
-                                    absl::Milliseconds(5)))
-                  .ok());
+  EXPECT_FALSE(
+      ValidatePolicy(Policy(absl::Seconds(1), absl::Milliseconds(995), absl::Milliseconds(5)))
+          .ok());
+  EXPECT_TRUE(
+      ValidatePolicy(Policy(absl::Seconds(1), absl::Milliseconds(994), absl::Milliseconds(5)))
+          .ok());
 }
 
 TEST(ValidatePolicyTest, NegativeFieldIsRejectedByName) {
@@ -66,15 +66,14 @@ TEST(ValidatePolicyTest, ZeroCapsAreRejected) {
 }
 
 TEST(ValidatePolicyTest, ZeroReserveAndZeroMinimumAreAllowed) {
-  EXPECT_TRUE(ValidatePolicy(Policy(absl::Seconds(1), absl::Milliseconds(500),
-                                    absl::ZeroDuration(), absl::ZeroDuration()))
+  EXPECT_TRUE(ValidatePolicy(Policy(absl::Seconds(1), absl::Milliseconds(500), absl::ZeroDuration(),
+                                    absl::ZeroDuration()))
                   .ok());
 }
 
 TEST(ValidatePolicyTest, MinimumAboveAttemptCapIsRejected) {
-  absl::Status s = ValidatePolicy(
-      Policy(absl::Seconds(1), absl::Milliseconds(10), absl::Milliseconds(1),
-             absl::Milliseconds(20)));
+  absl::Status s = ValidatePolicy(Policy(absl::Seconds(1), absl::Milliseconds(10),
+                                         absl::Milliseconds(1), absl::Milliseconds(20)));
   EXPECT_THAT(s.message(), HasSubstr("min_attempt_budget (20ms) > attempt_cap (10ms)"));
 }
 
@@ -115,16 +114,16 @@ TEST_F(DeriveRequestBudgetTest, ClientDeadlineTighterThanCapIsTheClientsBudget) 
 
 TEST_F(DeriveRequestBudgetTest, CapTighterThanClientDeadlineIsTheRequestBudget) {
   const absl::Time now = clock_.Now();
-  RequestBudget b = DeriveRequestBudget(Policy(absl::Seconds(2), absl::Seconds(1)),
-                                        now + absl::Seconds(30), now);
+  RequestBudget b =
+      DeriveRequestBudget(Policy(absl::Seconds(2), absl::Seconds(1)), now + absl::Seconds(30), now);
   EXPECT_EQ(b.deadline, now + absl::Seconds(2));
   EXPECT_EQ(b.source, DeadlineSource::kRequest);
 }
 
 TEST_F(DeriveRequestBudgetTest, TieGoesToTheClient) {
   const absl::Time now = clock_.Now();
-  RequestBudget b = DeriveRequestBudget(Policy(absl::Seconds(2), absl::Seconds(1)),
-                                        now + absl::Seconds(2), now);
+  RequestBudget b =
+      DeriveRequestBudget(Policy(absl::Seconds(2), absl::Seconds(1)), now + absl::Seconds(2), now);
   EXPECT_EQ(b.source, DeadlineSource::kClient);
 }
 
@@ -138,8 +137,8 @@ TEST_F(DeriveRequestBudgetTest, InfiniteInboundWithNoCapIsInfinite) {
 
 TEST_F(DeriveRequestBudgetTest, InfiniteInboundIsBoundedByTheCap) {
   const absl::Time now = clock_.Now();
-  RequestBudget b = DeriveRequestBudget(Policy(absl::Seconds(3), absl::Seconds(1)),
-                                        absl::InfiniteFuture(), now);
+  RequestBudget b =
+      DeriveRequestBudget(Policy(absl::Seconds(3), absl::Seconds(1)), absl::InfiniteFuture(), now);
   EXPECT_EQ(b.deadline, now + absl::Seconds(3));
   EXPECT_EQ(b.source, DeadlineSource::kRequest);
 }
@@ -199,8 +198,8 @@ TEST_F(DeriveCallDeadlineTest, RemainderMinusReserveWhenTighterKeepsParentSource
   const absl::Time start = clock_.Now();
   const absl::Time parent = start + absl::Milliseconds(500);
   clock_.Advance(absl::Milliseconds(300));  // the handler worked 300 ms
-  CallDeadline c = DeriveCallDeadline(Policy(absl::Seconds(2), absl::Milliseconds(400)),
-                                      parent, DeadlineSource::kClient, clock_.Now());
+  CallDeadline c = DeriveCallDeadline(Policy(absl::Seconds(2), absl::Milliseconds(400)), parent,
+                                      DeadlineSource::kClient, clock_.Now());
   EXPECT_EQ(c.deadline, parent - absl::Milliseconds(5));
   EXPECT_EQ(c.source, DeadlineSource::kClient);
   EXPECT_EQ(c.budget, absl::Milliseconds(195));
@@ -218,9 +217,9 @@ TEST_F(DeriveCallDeadlineTest, ShrinkingDeadlineGivesEachLaterCallTheRemainder) 
 
 TEST_F(DeriveCallDeadlineTest, TieGoesToTheParent) {
   const absl::Time now = clock_.Now();
-  CallDeadline c = DeriveCallDeadline(
-      Policy(absl::Seconds(2), absl::Milliseconds(95), absl::Milliseconds(5)),
-      now + absl::Milliseconds(100), DeadlineSource::kRequest, now);
+  CallDeadline c =
+      DeriveCallDeadline(Policy(absl::Seconds(2), absl::Milliseconds(95), absl::Milliseconds(5)),
+                         now + absl::Milliseconds(100), DeadlineSource::kRequest, now);
   EXPECT_EQ(c.source, DeadlineSource::kRequest);
 }
 
@@ -234,22 +233,22 @@ TEST_F(DeriveCallDeadlineTest, BelowMinimumIsExhausted) {
 TEST_F(DeriveCallDeadlineTest, ZeroMinimumStillRefusesZeroBudget) {
   const absl::Time now = clock_.Now();
   CallDeadline c = DeriveCallDeadline(
-      Policy(absl::Seconds(2), absl::Seconds(1), absl::ZeroDuration(), absl::ZeroDuration()),
-      now, DeadlineSource::kClient, now);
+      Policy(absl::Seconds(2), absl::Seconds(1), absl::ZeroDuration(), absl::ZeroDuration()), now,
+      DeadlineSource::kClient, now);
   EXPECT_EQ(c.outcome, CallOutcome::kExhausted);
 }
 
 TEST_F(DeriveCallDeadlineTest, ExpiredParentIsExhaustedWithNegativeBudget) {
   const absl::Time now = clock_.Now();
-  CallDeadline c = DeriveCallDeadline(BudgetPolicy(), now - absl::Seconds(1),
-                                      DeadlineSource::kClient, now);
+  CallDeadline c =
+      DeriveCallDeadline(BudgetPolicy(), now - absl::Seconds(1), DeadlineSource::kClient, now);
   EXPECT_EQ(c.outcome, CallOutcome::kExhausted);
   EXPECT_LT(c.budget, absl::ZeroDuration());
 }
 
 TEST_F(DeriveCallDeadlineTest, InfiniteEverythingIsInfinite) {
-  CallDeadline c = DeriveCallDeadline(BudgetPolicy(), absl::InfiniteFuture(),
-                                      DeadlineSource::kNone, clock_.Now());
+  CallDeadline c = DeriveCallDeadline(BudgetPolicy(), absl::InfiniteFuture(), DeadlineSource::kNone,
+                                      clock_.Now());
   EXPECT_EQ(c.outcome, CallOutcome::kProceed);
   EXPECT_EQ(c.deadline, absl::InfiniteFuture());
   EXPECT_EQ(c.source, DeadlineSource::kNone);
@@ -265,8 +264,8 @@ TEST_F(DeriveCallDeadlineTest, InfiniteParentIsBoundedByAttemptCap) {
 }
 
 TEST_F(DeriveCallDeadlineTest, InfinitePastParentSaturatesWithoutOverflow) {
-  CallDeadline c = DeriveCallDeadline(BudgetPolicy(), absl::InfinitePast(),
-                                      DeadlineSource::kClient, clock_.Now());
+  CallDeadline c = DeriveCallDeadline(BudgetPolicy(), absl::InfinitePast(), DeadlineSource::kClient,
+                                      clock_.Now());
   EXPECT_EQ(c.outcome, CallOutcome::kExhausted);
   EXPECT_EQ(c.deadline, absl::InfinitePast());
 }

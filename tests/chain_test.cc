@@ -43,8 +43,7 @@ class Chain {
     stub_ = testing::NewStub(gateway_.address(), true, &client_metrics_);
   }
 
-  grpc::Status Call(absl::Duration budget, std::vector<echo::Step> steps,
-                    echo::RelayReply* reply) {
+  grpc::Status Call(absl::Duration budget, std::vector<echo::Step> steps, echo::RelayReply* reply) {
     grpc::ClientContext ctx;
     testing::SetBudget(ctx, budget);
     return stub_->Call(&ctx, Request(std::move(steps)), reply);
@@ -59,8 +58,8 @@ class Chain {
 void ExpectStrictNesting(const echo::RelayReply& reply, const std::vector<int>& work_ms) {
   ASSERT_EQ(reply.hops_size(), 3);
   for (int i = 0; i + 1 < reply.hops_size(); ++i) {
-    const int64_t upper = reply.hops(i).budget_on_arrival_us() -
-                          int64_t{work_ms[i]} * 1000 - absl::ToInt64Microseconds(kReserve);
+    const int64_t upper = reply.hops(i).budget_on_arrival_us() - int64_t{work_ms[i]} * 1000 -
+                          absl::ToInt64Microseconds(kReserve);
     EXPECT_LT(reply.hops(i + 1).budget_on_arrival_us(), upper)
         << reply.hops(i).hop() << " -> " << reply.hops(i + 1).hop();
     EXPECT_GT(reply.hops(i + 1).budget_on_arrival_us(), 0);
@@ -135,9 +134,9 @@ TEST(ChainTest, ClientLearnsThatOrdersAttemptBudgetFired) {
   EXPECT_EQ(a->budget, absl::Milliseconds(100));
   // Each hop counts what it saw: orders its own attempt budget, the hops
   // above it a downstream expiry.
-  EXPECT_EQ(chain.orders_.metrics().Snapshot().deadline_exceeded(Side::kClient,
-                                                                 DeadlineSource::kAttempt),
-            1u);
+  EXPECT_EQ(
+      chain.orders_.metrics().Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kAttempt),
+      1u);
   EXPECT_EQ(chain.gateway_.metrics().Snapshot().deadline_exceeded(Side::kClient,
                                                                   DeadlineSource::kDownstream),
             1u);
@@ -169,8 +168,8 @@ TEST(ChainTest, ClientBudgetFiresAtTheDeepestHopFirst) {
   orders.policy.hop_reserve = absl::Milliseconds(200);
   Chain chain(gateway, orders);
   echo::RelayReply reply;
-  grpc::Status s = chain.Call(absl::Milliseconds(1000), {Work(0), Work(0), testing::Hang()},
-                              &reply);
+  grpc::Status s =
+      chain.Call(absl::Milliseconds(1000), {Work(0), Work(0), testing::Hang()}, &reply);
   ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   absl::optional<Attribution> a = AttributionOf(s);
   ASSERT_TRUE(a.has_value()) << s.error_message();
@@ -237,7 +236,8 @@ TEST(ChainTest, ClientCancelReachesTheLastHop) {
     SCOPED_TRACE(hop->address());
     ASSERT_TRUE(WaitForServerCalls(hop->metrics(), 1, absl::Seconds(10)));
     const MetricsSnapshot m = hop->metrics().Snapshot();
-    EXPECT_EQ(m.calls_with_code(Side::kServer, "/hopbudget.echo.Relay/Call", absl::StatusCode::kCancelled),
+    EXPECT_EQ(m.calls_with_code(Side::kServer, "/hopbudget.echo.Relay/Call",
+                                absl::StatusCode::kCancelled),
               1u);
     EXPECT_EQ(DeadlineExceededCounted(m), "");
   }
@@ -245,7 +245,8 @@ TEST(ChainTest, ClientCancelReachesTheLastHop) {
   EXPECT_EQ(chain.gateway_.metrics().Snapshot().calls[static_cast<int>(Side::kClient)], 1u);
   EXPECT_EQ(chain.orders_.metrics().Snapshot().calls[static_cast<int>(Side::kClient)], 1u);
   const MetricsSnapshot client = chain.client_metrics_.Snapshot();
-  EXPECT_EQ(client.calls_with_code(Side::kClient, "/hopbudget.echo.Relay/Call", absl::StatusCode::kCancelled),
+  EXPECT_EQ(client.calls_with_code(Side::kClient, "/hopbudget.echo.Relay/Call",
+                                   absl::StatusCode::kCancelled),
             1u);
   EXPECT_EQ(DeadlineExceededCounted(client), "");
 }

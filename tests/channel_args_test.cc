@@ -138,7 +138,7 @@ class AttemptRecorder {
 };
 
 std::shared_ptr<grpc::Channel> HopbudgetChannel(const std::string& target,
-                                               const grpc::ChannelArguments& args = {}) {
+                                                const grpc::ChannelArguments& args = {}) {
   ClientOptions options;
   options.hop = "test";
   auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options, args);
@@ -147,7 +147,7 @@ std::shared_ptr<grpc::Channel> HopbudgetChannel(const std::string& target,
 }
 
 std::shared_ptr<grpc::Channel> RetryingChannel(const std::string& target,
-                                              const grpc::ChannelArguments& args = {}) {
+                                               const grpc::ChannelArguments& args = {}) {
   RetryOptions options;
   options.client.hop = "test";
   options.budget.request_cap = absl::Seconds(2);

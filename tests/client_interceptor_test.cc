@@ -4,13 +4,12 @@
 // the network, the exact budget header, own-cancel conversion (idle budget,
 // leak enforcement) and foreign cancels left alone.
 #include <gmock/gmock.h>
+#include <grpc/support/log.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <thread>
-
-#include <grpc/support/log.h>
-#include <grpcpp/generic/generic_stub.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
@@ -26,8 +25,8 @@ namespace {
 
 using testing::HopConfig;
 using testing::RelayHop;
-using testing::SetBudget;
 using testing::Request;
+using testing::SetBudget;
 using testing::Work;
 
 TEST(ClientInterceptorTest, BudgetBelowMinimumFailsFastWithoutConnecting) {
@@ -50,9 +49,9 @@ TEST(ClientInterceptorTest, BudgetBelowMinimumFailsFastWithoutConnecting) {
   EXPECT_EQ(a->source, DeadlineSource::kExhaustedBeforeCall);
   EXPECT_EQ(a->hop, "gateway");
   EXPECT_EQ((*channel)->GetState(/*try_to_connect=*/false), GRPC_CHANNEL_IDLE);
-  EXPECT_EQ(metrics.Snapshot().deadline_exceeded(Side::kClient,
-                                                 DeadlineSource::kExhaustedBeforeCall),
-            1u);
+  EXPECT_EQ(
+      metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall),
+      1u);
   auto trailers = ctx.GetServerTrailingMetadata();
   auto it = trailers.find(kSourceTrailer);
   ASSERT_NE(it, trailers.end());

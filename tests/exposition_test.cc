@@ -50,8 +50,7 @@ TEST(PrometheusTextTest, CountersCarryTheirLabels) {
                       "code=\"DEADLINE_EXCEEDED\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("hopbudget_deadline_exceeded_total{side=\"client\","
                               "source=\"exhausted-before-call\",hop=\"orders\"} 1\n"));
-  EXPECT_THAT(text,
-              HasSubstr("hopbudget_retries_skipped_total{reason=\"throttled\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hopbudget_retries_skipped_total{reason=\"throttled\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("hopbudget_retries_total{method=\"other\",role=\"application\","
                               "code=\"UNAVAILABLE\"} 1\n"));
 }
@@ -135,15 +134,14 @@ TEST(PrometheusTextTest, SkipReasonsCoverEveryNonRetryOutcome) {
 
 TEST(JsonStringTest, EscapesQuotesBackslashesAndControls) {
   EXPECT_EQ(JsonString(""), "\"\"");
-  EXPECT_EQ(JsonString("a\"b\\c\nd\re\tf\x01\x7f"),
-            "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001\\u007f\"");
+  EXPECT_EQ(JsonString("a\"b\\c\nd\re\tf\x01\x7f"), "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001\\u007f\"");
 }
 
 TEST(JsonStringTest, KeepsValidUtf8AndReplacesInvalidBytes) {
   EXPECT_EQ(JsonString("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"),
             "\"h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80\"");
   EXPECT_EQ(JsonString("bad\xFF\xC3"), "\"bad\xEF\xBF\xBD\xEF\xBF\xBD\"");  // stray, cut short
-  EXPECT_EQ(JsonString("\xC0\xAF"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");         // overlong
+  EXPECT_EQ(JsonString("\xC0\xAF"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");        // overlong
   EXPECT_EQ(JsonString("\xE0\x80\xAF"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // overlong
   EXPECT_EQ(JsonString("\xED\xA0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // surrogate
   EXPECT_EQ(JsonString("\xF4\x90\x80\x80"),
@@ -189,8 +187,9 @@ TEST(DeadlinezJsonTest, RecentCallsCarryTheirTraceWithNullForNoBudget) {
   EXPECT_THAT(json, HasSubstr("\"method\":\"/demo.Orders/Create\\\"x\""));
   EXPECT_THAT(json, HasSubstr("\"start_unix_ms\":1700000000000.000"));
   EXPECT_THAT(json, HasSubstr("\"code\":\"DEADLINE_EXCEEDED\",\"source\":\"request\""));
-  EXPECT_THAT(json, HasSubstr("{\"hop\":\"orders\",\"budget_ms\":780.500,\"spent_ms\":12.250,"
-                              "\"attempts\":2,\"code\":\"DEADLINE_EXCEEDED\",\"source\":\"request\"}"));
+  EXPECT_THAT(json,
+              HasSubstr("{\"hop\":\"orders\",\"budget_ms\":780.500,\"spent_ms\":12.250,"
+                        "\"attempts\":2,\"code\":\"DEADLINE_EXCEEDED\",\"source\":\"request\"}"));
   EXPECT_THAT(json, HasSubstr("{\"hop\":\"ledger\",\"budget_ms\":null,"));
   EXPECT_THAT(json, HasSubstr("\"server\":{\"client\":0,\"request\":1,"));
 }
@@ -212,8 +211,9 @@ TEST(DeadlinezJsonTest, RetriesSayHowManyStartedSavedAndWhyOthersDidNot) {
 }
 
 TEST(DeadlinezJsonTest, EachCallSaysWhyItsFailedAttemptWasNotRetried) {
-  RecentCall throttled{"/a.B/C", absl::UnixEpoch(), absl::StatusCode::kUnavailable,
-                       DeadlineSource::kNone, {}, RetryOutcome::kThrottled};
+  RecentCall throttled{
+      "/a.B/C", absl::UnixEpoch(),       absl::StatusCode::kUnavailable, DeadlineSource::kNone,
+      {},       RetryOutcome::kThrottled};
   RecentCall ok{"/a.B/C", absl::UnixEpoch(), absl::StatusCode::kOk, DeadlineSource::kNone, {}};
   const std::string json =
       FormatDeadlinezJson(Metrics().Snapshot(), {throttled, ok}, "orders", absl::UnixEpoch());
@@ -314,7 +314,8 @@ MetricsSnapshot EveryScalarAtADistinctValue() {
 // HistogramBucketsAreCumulativeWithSumAndCount), in the order of
 // kMetricTables. A change here is a change of what
 // Prometheus, the rules and the dashboards see.
-constexpr char kScalarFamilies[] = R"(# HELP hopbudget_retries_skipped_total Failed attempts not retried, by reason (RetryOutcomeName: no_room, no room left in the deadline; throttled, the retry throttle; attempts_exhausted; ...).
+constexpr char kScalarFamilies[] =
+    R"(# HELP hopbudget_retries_skipped_total Failed attempts not retried, by reason (RetryOutcomeName: no_room, no room left in the deadline; throttled, the retry throttle; attempts_exhausted; ...).
 # TYPE hopbudget_retries_skipped_total counter
 hopbudget_retries_skipped_total{reason="not_retryable_code"} 3
 hopbudget_retries_skipped_total{reason="budget_fired"} 4

@@ -48,9 +48,10 @@ struct HedgeRig {
   }
   // `replies` must hold 3 replies and outlive the call.
   Hedger::AsyncAttempt Attempt(echo::RelayReply* replies) {
-    return [this, replies](int i, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
-      stubs[i % 2]->async()->Call(ctx, &request, &replies[i], std::move(done));
-    };
+    return
+        [this, replies](int i, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+          stubs[i % 2]->async()->Call(ctx, &request, &replies[i], std::move(done));
+        };
   }
   HedgeResult Run(Form form, absl::Duration budget) {
     echo::RelayReply replies[3];
@@ -121,7 +122,8 @@ TEST_P(HedgeGrpcTest, APushbackStopsTheHedging) {
 
 TEST_P(HedgeGrpcTest, AFatalAnswerStopsTheHedgingAndCancelsTheRest) {
   ScriptedServer slow_bad("ledger-a", [](int) { return Action::Hang(); });
-  ScriptedServer bad("ledger-b", [](int) { return Action::Fail(grpc::StatusCode::INVALID_ARGUMENT); });
+  ScriptedServer bad("ledger-b",
+                     [](int) { return Action::Fail(grpc::StatusCode::INVALID_ARGUMENT); });
   HedgerOptions o = Options(nullptr, absl::Milliseconds(20));
   o.hedge.max_attempts = 3;
   HedgeRig rig(slow_bad, bad, o);
@@ -202,8 +204,7 @@ TEST(HedgeLoadTest, TheExtraLoadCapHoldsUnderASlowReplica) {
   std::vector<hopbudget::internal::Notification> done(kCalls);
   for (int i = 0; i < kCalls; ++i) {
     rig.hedger->Start(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
-                      rig.Attempt(replies[i].data()),
-                      [&done, i](HedgeResult r) {
+                      rig.Attempt(replies[i].data()), [&done, i](HedgeResult r) {
                         EXPECT_TRUE(r.status.ok()) << r.status.error_message();
                         done[i].Notify();
                       });

@@ -55,7 +55,8 @@ TEST(HedgeDecisionTest, TheBudgetFloorMovesWithTheClock) {
   budget.min_attempt_budget = Ms(20);
   HedgePolicy policy;
   const absl::Time deadline = clock.Now() + Ms(50);
-  EXPECT_EQ(DecideHedge(budget, policy, 1, false, deadline, clock.Now(), true), HedgeOutcome::kSend);
+  EXPECT_EQ(DecideHedge(budget, policy, 1, false, deadline, clock.Now(), true),
+            HedgeOutcome::kSend);
   clock.Advance(Ms(31));
   EXPECT_EQ(DecideHedge(budget, policy, 1, false, deadline, clock.Now(), true),
             HedgeOutcome::kNoBudget);

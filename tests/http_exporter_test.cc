@@ -118,8 +118,9 @@ TEST_F(HttpExporterTest, MetricsShowTheCallsAndPassPromtool) {
         "hopbudget_server_call_duration_seconds histogram"}) {
     EXPECT_THAT(r.body, HasSubstr(std::string("# TYPE ") + family + "\n")) << family;
   }
-  EXPECT_THAT(r.body, HasSubstr("hopbudget_server_call_duration_seconds_count{method="
-                                "\"hopbudget.echo.Relay/Call\",role=\"application\",code=\"OK\"} 1\n"));
+  EXPECT_THAT(r.body,
+              HasSubstr("hopbudget_server_call_duration_seconds_count{method="
+                        "\"hopbudget.echo.Relay/Call\",role=\"application\",code=\"OK\"} 1\n"));
   const auto [rc, out] = Promtool(r.body);
   EXPECT_EQ(rc, 0) << "promtool check metrics:\n" << out;
 }
@@ -157,7 +158,8 @@ TEST_F(HttpExporterTest, DeadlinezJsonTakesFiltersAndRefusesBadOnes) {
   };
   EXPECT_EQ(calls_listed(r.body), 1);
   // The source the gateway's call shows (the ledger's request cap fired).
-  r = Get(exporter_->port(), "/deadlinez.json?source=request&method=%2Fhopbudget.echo.Relay%2FCall");
+  r = Get(exporter_->port(),
+          "/deadlinez.json?source=request&method=%2Fhopbudget.echo.Relay%2FCall");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(calls_listed(r.body), 1);
   EXPECT_THAT(r.body, HasSubstr("\"code\":\"DEADLINE_EXCEEDED\""));

@@ -11,15 +11,14 @@
 // `ctest -R interop` selects them.
 #include <errno.h>
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
@@ -95,8 +94,7 @@ std::string DescribeWaitStatus(int status) {
 ::testing::AssertionResult IsStatus(const Status& s, StatusCode code) {
   if (s.error_code() == code) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
-         << "status " << s.error_code() << " \"" << s.error_message() << "\", expected "
-         << code;
+         << "status " << s.error_code() << " \"" << s.error_message() << "\", expected " << code;
 }
 
 ::testing::AssertionResult IsOk(const Status& s) { return IsStatus(s, StatusCode::OK); }
@@ -205,8 +203,8 @@ class InteropServerProcess {
         if (r == 0) {
           kill(pid_, SIGKILL);
           r = waitpid(pid_, &status, 0);
-          ADD_FAILURE() << "hopbudget_interop_server ignored SIGTERM for "
-                        << kStopTimeout.count() << " s; killed";
+          ADD_FAILURE() << "hopbudget_interop_server ignored SIGTERM for " << kStopTimeout.count()
+                        << " s; killed";
         } else if (r == pid_ && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) &&
                    !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
           ADD_FAILURE() << "hopbudget_interop_server did not end cleanly on SIGTERM: "
@@ -259,8 +257,8 @@ class InteropServerProcess {
   bool ReadFirstLine(std::string* line) {
     const auto give_up = std::chrono::steady_clock::now() + kStartTimeout;
     for (;;) {
-      const auto left = std::chrono::duration_cast<milliseconds>(
-          give_up - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(give_up - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         ADD_FAILURE() << "no output from the server within " << kStartTimeout.count() << " s";
         return false;
@@ -404,7 +402,8 @@ TEST_F(interop, ping_pong) {
     request.mutable_payload()->set_body(Zeros(request_sizes[i]));
     ASSERT_TRUE(stream->Write(request)) << "ping " << i;
     StreamingOutputCallResponse response;
-    ASSERT_TRUE(stream->Read(&response)) << "pong " << i << ": " << stream->Finish().error_message();
+    ASSERT_TRUE(stream->Read(&response))
+        << "pong " << i << ": " << stream->Finish().error_message();
     EXPECT_TRUE(IsZeros(response.payload().body(), response_sizes[i])) << "pong " << i;
   }
   ASSERT_TRUE(stream->WritesDone());

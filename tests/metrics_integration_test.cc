@@ -57,8 +57,8 @@ TEST(MetricsIntegrationTest, SuccessfulCallsAreCountedByMethodCodeAndBudget) {
   // Just under 2 s lands in the (1.834, 2] bucket.
   EXPECT_EQ(m->budget_at_arrival.counts[Bucket(m->budget_at_arrival, 1.999)], 3u);
   EXPECT_EQ(m->budget_remaining.count, 3u);
-  EXPECT_EQ(client_metrics.Snapshot().calls_with_code(Side::kClient, kCall,
-                                                      absl::StatusCode::kOk), 3u);
+  EXPECT_EQ(client_metrics.Snapshot().calls_with_code(Side::kClient, kCall, absl::StatusCode::kOk),
+            3u);
 }
 
 // The arrival metrics say what the caller brought; the request budget, what
@@ -204,9 +204,9 @@ TEST(MetricsIntegrationTest, ClientDeadlineIsCountedByTheCallerAndTheHopThatSawI
   EXPECT_EQ(CallWithBudget(*stub, absl::Seconds(1), {testing::Hang()}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   ledger.Shutdown();
-  EXPECT_EQ(client_metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kClient,
-                                                        "client"),
-            1u);
+  EXPECT_EQ(
+      client_metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kClient, "client"),
+      1u);
   const MetricsSnapshot l = ledger.metrics().Snapshot();
   EXPECT_EQ(l.deadline_exceeded(Side::kServer, DeadlineSource::kClient, "ledger"), 1u);
   EXPECT_EQ(l.calls_with_code(Side::kServer, kCall, absl::StatusCode::kDeadlineExceeded), 1u);
@@ -234,8 +234,8 @@ TEST(MetricsIntegrationTest, LatencyIsObservedPerAttemptPerLogicalCallAndPerServ
   const MetricsSnapshot o = orders.metrics().Snapshot();
   const MethodSnapshot* m = o.method(kCall);
   ASSERT_NE(m, nullptr);
-  const HistogramSnapshot* cut = m->latency_of(LatencyKind::kClientAttempt,
-                                               absl::StatusCode::kDeadlineExceeded);
+  const HistogramSnapshot* cut =
+      m->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kDeadlineExceeded);
   const HistogramSnapshot* ok_attempt =
       m->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
   const HistogramSnapshot* call = m->latency_of(LatencyKind::kClientCall, absl::StatusCode::kOk);
@@ -300,12 +300,11 @@ TEST(MetricsIntegrationTest, RetryLoopObservesTheLogicalCallOnceAndEachAttempt) 
   ASSERT_TRUE(loop.ok()) << loop.status();
   const echo::RelayRequest request = testing::Request({Work(0)});
   echo::RelayReply reply;
-  ASSERT_TRUE((*loop)
-                  ->Call(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(10)),
-                         [&](grpc::ClientContext* attempt) {
-                           return stub->Call(attempt, request, &reply);
-                         })
-                  .ok());
+  ASSERT_TRUE(
+      (*loop)
+          ->Call(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(10)),
+                 [&](grpc::ClientContext* attempt) { return stub->Call(attempt, request, &reply); })
+          .ok());
   ledger.Shutdown();
   const MetricsSnapshot s = metrics.Snapshot();
   const MethodSnapshot* m = s.method(kCall);
@@ -354,10 +353,9 @@ using FiredCounts = std::map<std::pair<std::string, std::string>, uint64_t>;  //
 void AddFired(const Metrics& metrics, FiredCounts* fired, uint64_t* naive) {
   for (const DeadlineExceededCount& d : metrics.Snapshot().deadline_exceeded_by_hop) {
     *naive += d.count;
-    const bool fired_here =
-        d.side == Side::kClient ? d.source != DeadlineSource::kDownstream
-                                : d.source != DeadlineSource::kDownstream &&
-                                      d.source != DeadlineSource::kClient;
+    const bool fired_here = d.side == Side::kClient ? d.source != DeadlineSource::kDownstream
+                                                    : d.source != DeadlineSource::kDownstream &&
+                                                          d.source != DeadlineSource::kClient;
     if (fired_here) (*fired)[{std::string(DeadlineSourceName(d.source)), d.hop}] += d.count;
   }
 }
@@ -397,8 +395,8 @@ TEST(MetricsIntegrationTest, DocumentedSelectorCountsEachExpiryOnceAcrossTheChai
     ledger.Shutdown();
     FiredCounts fired;
     uint64_t naive = 0;
-    for (const Metrics* m : {&client_metrics, &gateway.metrics(), &orders.metrics(),
-                             &ledger.metrics()}) {
+    for (const Metrics* m :
+         {&client_metrics, &gateway.metrics(), &orders.metrics(), &ledger.metrics()}) {
       AddFired(*m, &fired, &naive);
     }
     EXPECT_EQ(fired, scenarios[i].expected);

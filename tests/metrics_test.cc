@@ -36,7 +36,8 @@ TEST(MetricsTest, ConcurrentIncrementsAreAllCounted) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&m] {
-      for (int i = 0; i < 10000; ++i) m.CountCallEnd(Side::kClient, MethodId{}, absl::StatusCode::kOk);
+      for (int i = 0; i < 10000; ++i)
+        m.CountCallEnd(Side::kClient, MethodId{}, absl::StatusCode::kOk);
     });
   }
   for (auto& t : threads) t.join();
@@ -102,10 +103,10 @@ TEST(MetricsLabelsTest, DeadlineExceededIsCountedByHopWithBoundedHops) {
 TEST(MetricsHistogramTest, BudgetAtArrivalFallsIntoItsBucketAndSums) {
   Metrics m;
   const MethodId id = m.Method("/x.Y/Z");
-  m.ObserveBudgetAtArrival(id, absl::Milliseconds(1));    // the first bucket, le=0.00109
-  m.ObserveBudgetAtArrival(id, absl::Milliseconds(30));   // (0.0287, 0.03125]
-  m.ObserveBudgetAtArrival(id, absl::Seconds(100));       // +Inf
-  m.ObserveBudgetAtArrival(id, absl::Milliseconds(-5));   // counts as 0: the first bucket
+  m.ObserveBudgetAtArrival(id, absl::Milliseconds(1));     // the first bucket, le=0.00109
+  m.ObserveBudgetAtArrival(id, absl::Milliseconds(30));    // (0.0287, 0.03125]
+  m.ObserveBudgetAtArrival(id, absl::Seconds(100));        // +Inf
+  m.ObserveBudgetAtArrival(id, absl::Milliseconds(-5));    // counts as 0: the first bucket
   m.ObserveBudgetAtArrival(id, absl::InfiniteDuration());  // no deadline
   const MetricsSnapshot snapshot = m.Snapshot();
   const MethodSnapshot* ms = snapshot.method("other");
@@ -411,13 +412,13 @@ TEST(MetricsRecentTest, AtHighRatesKeepsASampleWithFailuresMoreOften) {
     });
   };
   clock.Advance(absl::Seconds(1));
-  record(absl::StatusCode::kOk, "first");            // kept: the first in a while
-  record(absl::StatusCode::kOk, "same instant");     // dropped, never built
+  record(absl::StatusCode::kOk, "first");             // kept: the first in a while
+  record(absl::StatusCode::kOk, "same instant");      // dropped, never built
   record(absl::StatusCode::kDeadlineExceeded, "f1");  // kept: failures have their own pace
   clock.Advance(kRecentFailureInterval);
-  record(absl::StatusCode::kOk, "too soon");           // dropped
-  record(absl::StatusCode::kUnavailable, "f2");         // kept
-  record(absl::StatusCode::kUnavailable, "f3");         // dropped
+  record(absl::StatusCode::kOk, "too soon");     // dropped
+  record(absl::StatusCode::kUnavailable, "f2");  // kept
+  record(absl::StatusCode::kUnavailable, "f3");  // dropped
   clock.Advance(kRecentCallInterval);
   record(absl::StatusCode::kOk, "later");  // kept
   std::vector<std::string> names;

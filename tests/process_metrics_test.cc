@@ -69,9 +69,7 @@ TEST(ProcessStatsParseTest, BadInputIsRefusedNamingTheFileAndField) {
       {"truncated", [](ProcSources& s) { s.self_stat = "1 (a) S 1 2 3 4 5 6 7 8 9 10"; },
        "utime (field 14) in /proc/self/stat"},
       {"rss not a number",
-       [](ProcSources& s) {
-         s.self_stat = "1 (a) S 0 0 0 0 0 0 0 0 0 0 1 1 0 0 0 0 0 0 5 100 x";
-       },
+       [](ProcSources& s) { s.self_stat = "1 (a) S 0 0 0 0 0 0 0 0 0 0 1 1 0 0 0 0 0 0 5 100 x"; },
        "rss (field 24)"},
       {"no btime", [](ProcSources& s) { s.stat = "cpu 1 2 3\n"; }, "btime in /proc/stat"},
       {"no open files limit", [](ProcSources& s) { s.self_limits = "Max cpu time 1 1 s\n"; },

@@ -20,8 +20,8 @@
 namespace hopbudget {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Action;
+using ::testing::HasSubstr;
 using testing::ScriptedServer;
 
 enum class Form { kSync, kCallback };
@@ -36,7 +36,8 @@ RaceOptions Options(Metrics* metrics) {
 // N targets, one stub each, and the time each attempt's answer arrived.
 struct RaceRig {
   explicit RaceRig(std::vector<ScriptedServer*> servers) {
-    for (ScriptedServer* s : servers) stubs.push_back(testing::AttemptStub(s->address(), "orders", &metrics));
+    for (ScriptedServer* s : servers)
+      stubs.push_back(testing::AttemptStub(s->address(), "orders", &metrics));
     replies.resize(servers.size());
     answered.resize(servers.size());
     auto race_or = Race::Create(Options(&metrics));
@@ -184,11 +185,12 @@ TEST_P(RaceGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
     ctx.TryCancel();
     ASSERT_TRUE(called.WaitForNotificationWithTimeout(absl::Seconds(10)));
     hopbudget::internal::MutexLock lock(&front.mu);
-    ASSERT_TRUE(front.mu.AwaitWithTimeout(hopbudget::internal::Condition(&front.finished), absl::Seconds(10)));
+    ASSERT_TRUE(front.mu.AwaitWithTimeout(hopbudget::internal::Condition(&front.finished),
+                                          absl::Seconds(10)));
     r = front.result;
   }
-  EXPECT_EQ(r.outcome, GetParam() == Form::kCallback ? RaceOutcome::kCancelled
-                                                     : RaceOutcome::kAllFailed);
+  EXPECT_EQ(r.outcome,
+            GetParam() == Form::kCallback ? RaceOutcome::kCancelled : RaceOutcome::kAllFailed);
   EXPECT_EQ(r.attempts[0].code, grpc::StatusCode::CANCELLED);
   EXPECT_EQ(r.attempts[1].code, grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(a.WaitForCancels(1, absl::Seconds(10)));
@@ -207,10 +209,11 @@ TEST(RaceGrpcTest, BadSizesAndOptionsAreRefused) {
   EXPECT_FALSE(Race::Create(o).ok());
   auto race = Race::Create(Options(&metrics));
   ASSERT_TRUE(race.ok());
-  const RaceResult r = (*race)->Call(LogicalCall::WithDeadline(absl::InfiniteFuture()), 0,
-                                     [](int, grpc::ClientContext*, std::function<void(grpc::Status)>) {
-                                       ADD_FAILURE() << "no attempt may start";
-                                     });
+  const RaceResult r =
+      (*race)->Call(LogicalCall::WithDeadline(absl::InfiniteFuture()), 0,
+                    [](int, grpc::ClientContext*, std::function<void(grpc::Status)>) {
+                      ADD_FAILURE() << "no attempt may start";
+                    });
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(r.status.error_message(), HasSubstr("got 0"));
 }

@@ -94,8 +94,8 @@ TEST(RaceFailureTest, NamesEveryAttemptsCodeAndAttribution) {
   std::vector<RaceAttemptSummary> attempts(2);
   attempts[0].code = StatusCode::kUnavailable;
   attempts[1].code = StatusCode::kDeadlineExceeded;
-  attempts[1].attribution = Attribution{DeadlineSource::kAttempt, "orders",
-                                        absl::Milliseconds(100), absl::Milliseconds(101)};
+  attempts[1].attribution = Attribution{DeadlineSource::kAttempt, "orders", absl::Milliseconds(100),
+                                        absl::Milliseconds(101)};
   EXPECT_EQ(FormatRaceFailure(attempts),
             "race of 2 lost by every attempt: #0 UNAVAILABLE; #1 DEADLINE_EXCEEDED "
             "source=attempt hop=orders budget_ms=100 elapsed_ms=101");

@@ -64,8 +64,7 @@ class RelayHop::SyncService final : public echo::Relay::Service {
 class RelayHop::CallbackService final : public echo::Relay::CallbackService {
  public:
   explicit CallbackService(RelayHop* hop) : hop_(hop) {}
-  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx,
-                                 const echo::RelayRequest* req,
+  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx, const echo::RelayRequest* req,
                                  echo::RelayReply* reply) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     // The work blocks, so it leaves the callback thread (test code only).
@@ -295,10 +294,10 @@ grpc::Status RelayHop::InjectFault(grpc::ServerContextBase& ctx, int call) {
     hopbudget::internal::MutexLock lock(&mu_);
     last_budget_header_ = header(kBudgetHeader);
     previous_attempts_.push_back(header("grpc-previous-rpc-attempts"));
-    unavailable = call <= config_.faults.unavailable_first ||
-                  (config_.faults.unavailable_ratio > 0 &&
-                   std::uniform_real_distribution<double>(0, 1)(rng_) <
-                       config_.faults.unavailable_ratio);
+    unavailable =
+        call <= config_.faults.unavailable_first ||
+        (config_.faults.unavailable_ratio > 0 &&
+         std::uniform_real_distribution<double>(0, 1)(rng_) < config_.faults.unavailable_ratio);
   }
   if (call <= config_.faults.hang_first) {
     while (!ctx.IsCancelled()) absl::SleepFor(absl::Milliseconds(1));
@@ -339,8 +338,7 @@ grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayReq
     cancellations_seen_++;
     return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while working");
   }
-  if (!step.raw_details().empty() || !step.raw_message().empty() ||
-      !step.raw_trailers().empty()) {
+  if (!step.raw_details().empty() || !step.raw_message().empty() || !step.raw_trailers().empty()) {
     for (const auto& [key, value] : step.raw_trailers()) ctx.AddTrailingMetadata(key, value);
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                         step.raw_message().empty() ? "garbage details" : step.raw_message(),
@@ -355,8 +353,8 @@ grpc::Status RelayHop::Handle(grpc::ServerContextBase& ctx, const echo::RelayReq
     sub.set_payload(req.payload());
     sub.mutable_steps()->CopyFrom(
         google::protobuf::RepeatedPtrField<echo::Step>(req.steps().begin() + 1, req.steps().end()));
-    grpc::Status s = step.relay_watch_idle_ms() > 0 ? RelayWatch(ctx, step, sub)
-                                                    : RelayShielded(ctx, step, sub);
+    grpc::Status s =
+        step.relay_watch_idle_ms() > 0 ? RelayWatch(ctx, step, sub) : RelayShielded(ctx, step, sub);
     if (!s.ok()) return s;
     *reply->add_hops() = report;
   } else if (next_ != nullptr && req.steps_size() > 1) {
@@ -415,8 +413,7 @@ grpc::Status RelayHop::RelayWatch(grpc::ServerContextBase& ctx, const echo::Step
 grpc::Status RelayHop::RelayShielded(grpc::ServerContextBase& ctx, const echo::Step& step,
                                      const echo::RelayRequest& sub) {
   absl::StatusOr<ShieldHandle> work = ShieldForRelays().Run(
-      "relay", absl::Milliseconds(step.shield_bound_ms()),
-      [this, sub](ShieldContext& shielded) {
+      "relay", absl::Milliseconds(step.shield_bound_ms()), [this, sub](ShieldContext& shielded) {
         std::unique_ptr<grpc::ClientContext> call = NewShieldedContext(shielded);
         echo::RelayReply reply;
         return ToAbslStatus(next_->Call(call.get(), sub, &reply));

@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <random>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -32,10 +32,10 @@ enum class Api { kSync, kCallback, kAsync };
 
 // Failures a hop injects before doing its step (deterministic; seeded).
 struct Faults {
-  int unavailable_first = 0;      // the first N calls answer UNAVAILABLE
-  int hang_first = 0;             // the first N calls hang until cancelled
-  double unavailable_ratio = 0;   // then each call is UNAVAILABLE with this probability
-  std::string pushback_ms;        // grpc-retry-pushback-ms on every UNAVAILABLE, if set
+  int unavailable_first = 0;     // the first N calls answer UNAVAILABLE
+  int hang_first = 0;            // the first N calls hang until cancelled
+  double unavailable_ratio = 0;  // then each call is UNAVAILABLE with this probability
+  std::string pushback_ms;       // grpc-retry-pushback-ms on every UNAVAILABLE, if set
   uint32_t seed = 1;
 };
 
@@ -115,8 +115,7 @@ class RelayHop {
 
 // A stub on a channel to `target` with hopbudget's client interceptor (hop
 // "client"), or a plain channel when `with_interceptor` is false.
-std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target,
-                                           bool with_interceptor = true,
+std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target, bool with_interceptor = true,
                                            Metrics* metrics = nullptr);
 
 // Serves `service` on a free loopback port behind hopbudget's server

@@ -5,10 +5,11 @@
 // incident's hang then success, UNAVAILABLE twice then success, pushback,
 // the throttle, no room for another attempt, cancel of the logical call),
 // one server call per attempt, and no thread held between attempts.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
+#include "hopbudget/retry_loop.h"
 
 #include <dirent.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <memory>
@@ -17,7 +18,6 @@
 
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
-#include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 #include "sync.h"
@@ -216,8 +216,8 @@ TEST_P(RetryLoopTest, AttemptThatCannotFitIsNeverSent) {
   Faults faults;
   faults.hang_first = 100;
   Metrics metrics;
-  RetryLoopOptions options = LoopOptions(&metrics, absl::Milliseconds(400),
-                                         absl::Milliseconds(160));
+  RetryLoopOptions options =
+      LoopOptions(&metrics, absl::Milliseconds(400), absl::Milliseconds(160));
   options.budget.min_attempt_budget = absl::Milliseconds(150);
   LoopRig rig(faults, options);
   const grpc::Status s = CallOnce(GetParam(), rig, absl::Milliseconds(300));
@@ -310,8 +310,8 @@ TEST(RetryLoopSyncTest, InboundCancelStopsTheAttemptsOfTheHandlersLoop) {
   server.hop = "orders";
   server.metrics = &metrics;
   std::string address;
-  std::unique_ptr<grpc::Server> front_server = testing::ServeBehindHopbudget(&front, server,
-                                                                             &address);
+  std::unique_ptr<grpc::Server> front_server =
+      testing::ServeBehindHopbudget(&front, server, &address);
   ASSERT_NE(front_server, nullptr);
   auto stub = testing::NewStub(address);
   grpc::ClientContext ctx;
@@ -397,10 +397,9 @@ TEST(RetryLoopCallbackTest, ThousandCallsBackingOffHoldNoThreads) {
     const echo::RelayRequest request = Request({Work(0)});
     for (int i = 0; i < kCalls; ++i) {
       contexts.push_back(std::make_unique<grpc::ClientContext>());
-      healthy_stub->async()->Call(contexts.back().get(), &request, &replies[i],
-                                  [&](grpc::Status) {
-                                    if (--left == 0) all.Notify();
-                                  });
+      healthy_stub->async()->Call(contexts.back().get(), &request, &replies[i], [&](grpc::Status) {
+        if (--left == 0) all.Notify();
+      });
     }
     ASSERT_TRUE(all.WaitForNotificationWithTimeout(absl::Seconds(60)));
   }

@@ -33,8 +33,7 @@ BudgetPolicy Budget(absl::Duration request, absl::Duration attempt,
   return p;
 }
 
-RetryPolicy Retry(int max_attempts, absl::Duration initial, double multiplier,
-                  absl::Duration max) {
+RetryPolicy Retry(int max_attempts, absl::Duration initial, double multiplier, absl::Duration max) {
   RetryPolicy r;
   r.max_attempts = max_attempts;
   r.initial_backoff = initial;
@@ -249,8 +248,8 @@ TEST(ValidateRetryPolicyTest, EmptyRetryableCodesRetriesOnlyAttemptTimeoutsAndIs
 }
 
 TEST(ValidateRetryPolicyTest, InitialBackoffNotPositiveOrInfiniteIsRejectedByName) {
-  for (absl::Duration d : {absl::ZeroDuration(), absl::Milliseconds(-1),
-                           absl::InfiniteDuration()}) {
+  for (absl::Duration d :
+       {absl::ZeroDuration(), absl::Milliseconds(-1), absl::InfiniteDuration()}) {
     RetryPolicy retry;
     retry.initial_backoff = d;
     EXPECT_THAT(ValidateRetryPolicy(BudgetPolicy(), retry).status().message(),
@@ -276,7 +275,8 @@ TEST(ValidateRetryPolicyTest, MultiplierBelowOneNanOrInfiniteIsRejectedByName) {
     RetryPolicy retry;
     retry.backoff_multiplier = m;
     EXPECT_THAT(ValidateRetryPolicy(BudgetPolicy(), retry).status().message(),
-                HasSubstr("backoff_multiplier")) << m;
+                HasSubstr("backoff_multiplier"))
+        << m;
   }
   RetryPolicy retry;
   retry.backoff_multiplier = 1.0;  // constant backoff
@@ -339,8 +339,7 @@ TEST(JitteredBackoffTest, OutOfRangeRandomIsClampedToTheInterval) {
   EXPECT_EQ(JitteredBackoff(p, 1, -0.5), absl::ZeroDuration());
   EXPECT_EQ(JitteredBackoff(p, 1, std::nan("")), absl::ZeroDuration());
   EXPECT_EQ(JitteredBackoff(p, 1, 1.5), absl::Milliseconds(20));
-  EXPECT_EQ(JitteredBackoff(p, 1, std::numeric_limits<double>::infinity()),
-            absl::Milliseconds(20));
+  EXPECT_EQ(JitteredBackoff(p, 1, std::numeric_limits<double>::infinity()), absl::Milliseconds(20));
 }
 
 TEST(JitteredBackoffTest, EveryDrawLiesBetweenZeroAndTheCeilingAndGrowsWithRandom) {
@@ -391,7 +390,10 @@ TEST(ParsePushbackTest, BadValuesMeanDoNotRetry) {
 }
 
 TEST(ParsePushbackTest, EmbeddedNulIsDoNotRetry) {
-  const std::string value("5\0" "0", 3);
+  const std::string value(
+      "5\0"
+      "0",
+      3);
   EXPECT_EQ(ParsePushback(absl::string_view(value)).kind, PushbackKind::kDoNotRetry);
 }
 
@@ -430,8 +432,8 @@ class DecideRetryTest : public ::testing::Test {
   // retry policy: 3 attempts, UNAVAILABLE, 10 ms x2 up to 1 s.
   RetryDecision Decide(int attempt, const AttemptResult& result, bool throttle_allows = true,
                        absl::Duration left = absl::Seconds(1), double unit_random = 0.5) {
-    return DecideRetry(budget_, retry_, attempt, result, throttle_allows,
-                       clock_.Now() + left, clock_.Now(), unit_random);
+    return DecideRetry(budget_, retry_, attempt, result, throttle_allows, clock_.Now() + left,
+                       clock_.Now(), unit_random);
   }
 
   FakeClock clock_;
@@ -463,11 +465,11 @@ TEST_F(DecideRetryTest, CommittedStreamIsNeverRetriedWhateverTheFailure) {
 }
 
 TEST_F(DecideRetryTest, DeadlineExceededFromAnyNonAttemptBudgetIsBudgetFired) {
-  retry_.retryable_codes.push_back(absl::StatusCode::kDeadlineExceeded);  // listing it changes nothing
-  for (DeadlineSource s :
-       {DeadlineSource::kNone, DeadlineSource::kClient, DeadlineSource::kRequest,
-        DeadlineSource::kIdle, DeadlineSource::kDownstream,
-        DeadlineSource::kExhaustedBeforeCall, DeadlineSource::kArrivedExpired}) {
+  retry_.retryable_codes.push_back(
+      absl::StatusCode::kDeadlineExceeded);  // listing it changes nothing
+  for (DeadlineSource s : {DeadlineSource::kNone, DeadlineSource::kClient, DeadlineSource::kRequest,
+                           DeadlineSource::kIdle, DeadlineSource::kDownstream,
+                           DeadlineSource::kExhaustedBeforeCall, DeadlineSource::kArrivedExpired}) {
     AttemptResult r = Failed(absl::StatusCode::kDeadlineExceeded, s);
     r.pushback = DoNotRetry();  // budget_fired comes first
     EXPECT_EQ(Decide(1, r).outcome, RetryOutcome::kBudgetFired) << DeadlineSourceName(s);
@@ -475,8 +477,7 @@ TEST_F(DecideRetryTest, DeadlineExceededFromAnyNonAttemptBudgetIsBudgetFired) {
 }
 
 TEST_F(DecideRetryTest, AttemptBudgetTimeoutIsRetriedThoughDeadlineExceededIsNotListed) {
-  ASSERT_EQ(retry_.retryable_codes,
-            std::vector<absl::StatusCode>{absl::StatusCode::kUnavailable});
+  ASSERT_EQ(retry_.retryable_codes, std::vector<absl::StatusCode>{absl::StatusCode::kUnavailable});
   RetryDecision d = Decide(1, AttemptTimeout());
   EXPECT_EQ(d.outcome, RetryOutcome::kRetry);
   EXPECT_EQ(d.backoff, absl::Milliseconds(5));
@@ -517,16 +518,14 @@ TEST_F(DecideRetryTest, LastAttemptIsExhaustedBeforeTheThrottleIsAsked) {
 }
 
 TEST_F(DecideRetryTest, ThrottledBeforeRoomIsLookedAt) {
-  EXPECT_EQ(Decide(1, Unavailable(), /*throttle_allows=*/false).outcome,
-            RetryOutcome::kThrottled);
+  EXPECT_EQ(Decide(1, Unavailable(), /*throttle_allows=*/false).outcome, RetryOutcome::kThrottled);
   EXPECT_EQ(Decide(1, Unavailable(), false, /*left=*/absl::Milliseconds(-1)).outcome,
             RetryOutcome::kThrottled);
 }
 
 TEST_F(DecideRetryTest, NoRoomWhenEvenAnImmediateRetryWouldStartBelowTheMinimum) {
   // 5 ms reserve + 9 ms: an immediate attempt would get 9 ms < 10 ms.
-  EXPECT_EQ(Decide(1, Unavailable(), true, absl::Milliseconds(14)).outcome,
-            RetryOutcome::kNoRoom);
+  EXPECT_EQ(Decide(1, Unavailable(), true, absl::Milliseconds(14)).outcome, RetryOutcome::kNoRoom);
   // 15 ms: exactly the minimum, at once.
   RetryDecision d = Decide(1, Unavailable(), true, absl::Milliseconds(15));
   EXPECT_EQ(d.outcome, RetryOutcome::kRetry);
@@ -537,10 +536,10 @@ TEST_F(DecideRetryTest, NoRoomWhenEvenAnImmediateRetryWouldStartBelowTheMinimum)
 TEST_F(DecideRetryTest, ExpiredOrInfinitePastParentIsNoRoom) {
   EXPECT_EQ(Decide(1, Unavailable(), true, absl::ZeroDuration()).outcome, RetryOutcome::kNoRoom);
   EXPECT_EQ(Decide(1, Unavailable(), true, -absl::Seconds(1)).outcome, RetryOutcome::kNoRoom);
-  EXPECT_EQ(DecideRetry(budget_, retry_, 1, Unavailable(), true, absl::InfinitePast(),
-                        clock_.Now(), 0.5)
-                .outcome,
-            RetryOutcome::kNoRoom);
+  EXPECT_EQ(
+      DecideRetry(budget_, retry_, 1, Unavailable(), true, absl::InfinitePast(), clock_.Now(), 0.5)
+          .outcome,
+      RetryOutcome::kNoRoom);
 }
 
 TEST_F(DecideRetryTest, ZeroMinimumStillNeedsSomeTimeLeft) {
@@ -597,9 +596,9 @@ TEST_F(DecideRetryTest, PushbackDelayThatDoesNotFitEndsTheRetries) {
 
 TEST_F(DecideRetryTest, InfiniteParentDeadlineNeverClips) {
   const absl::Time now = clock_.Now();
-  RetryDecision d = DecideRetry(budget_, retry_, 1,
-                                WithPushback(Unavailable(), Delay(absl::Hours(1))), true,
-                                absl::InfiniteFuture(), now, 0.5);
+  RetryDecision d =
+      DecideRetry(budget_, retry_, 1, WithPushback(Unavailable(), Delay(absl::Hours(1))), true,
+                  absl::InfiniteFuture(), now, 0.5);
   EXPECT_EQ(d.outcome, RetryOutcome::kRetry);
   EXPECT_EQ(d.backoff, absl::Hours(1));
   EXPECT_FALSE(d.backoff_clipped);
@@ -623,9 +622,9 @@ TEST_F(DecideRetryTest, BackoffNeverCrossesTheDeadline) {
       for (const Pushback& pushback : pushbacks) {
         for (int i = 0; i < 20; ++i) {
           const double u = i / 20.0 + 0.013;
-          const RetryDecision d = DecideRetry(budget_, retry_, attempt,
-                                              WithPushback(Unavailable(), pushback), true,
-                                              parent, now, u);
+          const RetryDecision d =
+              DecideRetry(budget_, retry_, attempt, WithPushback(Unavailable(), pushback), true,
+                          parent, now, u);
           const absl::Duration room = parent - budget_.hop_reserve - now;
           if (d.outcome == RetryOutcome::kNoRoom) {
             // Either even an immediate attempt would not fit, or the server's
@@ -672,8 +671,8 @@ TEST_F(DecideRetryTest, TheAttemptAfterAClippedBackoffGetsTheRemainder) {
   retry_.max_backoff = absl::Seconds(10);
   retry_.initial_backoff = absl::Seconds(10);  // any jitter is far too long
   const absl::Time parent = clock_.Now() + absl::Milliseconds(100);
-  RetryDecision d = DecideRetry(budget_, retry_, 1, AttemptTimeout(), true, parent,
-                                clock_.Now(), 0.9);
+  RetryDecision d =
+      DecideRetry(budget_, retry_, 1, AttemptTimeout(), true, parent, clock_.Now(), 0.9);
   ASSERT_EQ(d.outcome, RetryOutcome::kRetry);
   EXPECT_TRUE(d.backoff_clipped);
   EXPECT_EQ(d.backoff, absl::Milliseconds(85));  // 100 - 5 reserve - 10 minimum
@@ -696,8 +695,7 @@ TEST_F(DecideRetryTest, EveryAttemptTimingOutRetriesInsideTheRequestBudgetAsTheF
   const RetryPolicy retry = Retry(5, absl::Milliseconds(300), 2.0, absl::Seconds(1));
   absl::StatusOr<RetryFit> fit = ValidateRetryPolicy(budget, retry);
   ASSERT_TRUE(fit.ok()) << fit.status();
-  const RequestBudget request =
-      DeriveRequestBudget(budget, absl::InfiniteFuture(), clock_.Now());
+  const RequestBudget request = DeriveRequestBudget(budget, absl::InfiniteFuture(), clock_.Now());
   int attempts = 0;
   RetryDecision d;
   for (int attempt = 1;; ++attempt) {
@@ -733,14 +731,14 @@ TEST(ThrottleEffectOfTest, OnlySuccessesAndRetryableFailuresCount) {
   // upstream of the attempt is ours.
   EXPECT_EQ(ThrottleEffectOf(retry, Failed(absl::StatusCode::kInvalidArgument)),
             ThrottleEffect::kNone);
-  EXPECT_EQ(ThrottleEffectOf(retry, Failed(absl::StatusCode::kDeadlineExceeded,
-                                           DeadlineSource::kRequest)),
+  EXPECT_EQ(ThrottleEffectOf(retry,
+                             Failed(absl::StatusCode::kDeadlineExceeded, DeadlineSource::kRequest)),
             ThrottleEffect::kNone);
 }
 
 TEST(ThrottleEffectOfTest, PushbackDoNotRetryCountsAsAFailure) {
-  EXPECT_EQ(ThrottleEffectOf(RetryPolicy(), WithPushback(Failed(absl::StatusCode::kInternal),
-                                                         DoNotRetry())),
+  EXPECT_EQ(ThrottleEffectOf(RetryPolicy(),
+                             WithPushback(Failed(absl::StatusCode::kInternal), DoNotRetry())),
             ThrottleEffect::kFailure);
 }
 
@@ -748,9 +746,10 @@ TEST(ThrottleEffectOfTest, PushbackDoNotRetryCountsAsAFailure) {
 // pushback delay. It drains the throttle, so that callers of a hop that
 // sheds load do not retry into it harder.
 TEST(ThrottleEffectOfTest, ShedWithPushbackDelayCountsAsAFailure) {
-  EXPECT_EQ(ThrottleEffectOf(RetryPolicy(), WithPushback(Failed(absl::StatusCode::kResourceExhausted),
-                                                         Delay(absl::Milliseconds(100)))),
-            ThrottleEffect::kFailure);
+  EXPECT_EQ(
+      ThrottleEffectOf(RetryPolicy(), WithPushback(Failed(absl::StatusCode::kResourceExhausted),
+                                                   Delay(absl::Milliseconds(100)))),
+      ThrottleEffect::kFailure);
   EXPECT_EQ(ThrottleEffectOf(RetryPolicy(), Failed(absl::StatusCode::kResourceExhausted)),
             ThrottleEffect::kNone);
 }
@@ -836,10 +835,18 @@ TEST(RetryThrottleTest, ConcurrentUpdatesAreAllCounted) {
   run(4, 100, [&] { t.RecordSuccess(); });
   EXPECT_DOUBLE_EQ(t.tokens(), 600.0);
   // Mixed, never near a bound: every update lands.
-  std::thread a([&] { for (int j = 0; j < 150; ++j) t.RecordFailure(); });
-  std::thread b([&] { for (int j = 0; j < 150; ++j) t.RecordSuccess(); });
-  std::thread c([&] { for (int j = 0; j < 50; ++j) t.RecordFailure(); });
-  std::thread e([&] { for (int j = 0; j < 100; ++j) (void)t.RetryAllowed(); });
+  std::thread a([&] {
+    for (int j = 0; j < 150; ++j) t.RecordFailure();
+  });
+  std::thread b([&] {
+    for (int j = 0; j < 150; ++j) t.RecordSuccess();
+  });
+  std::thread c([&] {
+    for (int j = 0; j < 50; ++j) t.RecordFailure();
+  });
+  std::thread e([&] {
+    for (int j = 0; j < 100; ++j) (void)t.RetryAllowed();
+  });
   a.join();
   b.join();
   c.join();
@@ -859,8 +866,7 @@ TEST(RetryThrottleTest, ValidateRejectsEachFieldByName) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(s.message(), HasSubstr("max_tokens (" + std::to_string(n) + ")"));
   }
-  for (double r : {0.0, -0.1, 1.5, 0.0004, std::nan(""),
-                   std::numeric_limits<double>::infinity()}) {
+  for (double r : {0.0, -0.1, 1.5, 0.0004, std::nan(""), std::numeric_limits<double>::infinity()}) {
     absl::Status s = RetryThrottle::Validate({10, r});
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << r;
     EXPECT_THAT(s.message(), HasSubstr("token_ratio")) << r;

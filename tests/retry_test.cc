@@ -4,20 +4,20 @@
 // naive loop never retries; derived attempt budgets do), the protocol
 // headers, the retry budget under steady failures, cancellation, and attempts
 // that cannot fit.
+#include "hopbudget/retry.h"
+
 #include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <functional>
 #include <thread>
 
-#include <grpcpp/generic/generic_stub.h>
-
 #include "absl/functional/function_ref.h"
 #include "absl/time/clock.h"
 #include "hopbudget/client.h"
 #include "hopbudget/exposition.h"
-#include "hopbudget/retry.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 #include "sync.h"
@@ -61,8 +61,9 @@ std::unique_ptr<echo::Relay::Stub> RetryingStub(const std::string& target,
 // A ledger that injects `faults`, the retrying stub that calls it as
 // "orders", and that caller's metrics.
 struct RetryRig {
-  RetryRig(Faults faults, absl::Duration request_cap, absl::Duration attempt_cap,
-           absl::FunctionRef<void(RetryOptions&)> tweak = [](RetryOptions&) {})
+  RetryRig(
+      Faults faults, absl::Duration request_cap, absl::Duration attempt_cap,
+      absl::FunctionRef<void(RetryOptions&)> tweak = [](RetryOptions&) {})
       : ledger(Faulty(std::move(faults))) {
     RetryOptions options = Options(&metrics, request_cap, attempt_cap);
     tweak(options);
@@ -230,9 +231,8 @@ TEST(RetryTest, CancellingTheLogicalCallStopsAllAttempts) {
 TEST(RetryTest, AttemptThatCannotFitIsNeverSent) {
   Faults faults;
   faults.hang_first = 100;
-  RetryRig rig(faults, absl::Milliseconds(400), absl::Milliseconds(160), [](RetryOptions& o) {
-    o.budget.min_attempt_budget = absl::Milliseconds(150);
-  });
+  RetryRig rig(faults, absl::Milliseconds(400), absl::Milliseconds(160),
+               [](RetryOptions& o) { o.budget.min_attempt_budget = absl::Milliseconds(150); });
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Milliseconds(300));
   echo::RelayReply reply;
@@ -380,8 +380,8 @@ TEST(RetryTest, ServerStreamingCallIsRetriedBeforeItsFirstMessage) {
 TEST(RetryTest, ServerStreamingCallIsCommittedByItsFirstMessage) {
   RelayHop ledger(HopConfig{});
   Metrics metrics;
-  auto stub = RetryingStub(ledger.address(),
-                           Options(&metrics, absl::Seconds(2), absl::Milliseconds(150)));
+  auto stub =
+      RetryingStub(ledger.address(), Options(&metrics, absl::Seconds(2), absl::Milliseconds(150)));
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(2));
   // One message, then silence: the attempt budget fires, but the stream has
@@ -426,8 +426,8 @@ TEST(RetryTest, GenericStubCallsPassThroughUntouched) {
   RelayHop ledger(HopConfig{});
   Metrics metrics;
   RetryOptions options = Options(&metrics, absl::Seconds(2), absl::Milliseconds(500));
-  auto channel = CreateRetryingChannel(ledger.address(), grpc::InsecureChannelCredentials(),
-                                       options);
+  auto channel =
+      CreateRetryingChannel(ledger.address(), grpc::InsecureChannelCredentials(), options);
   ASSERT_TRUE(channel.ok());
   grpc::GenericStub generic(*channel);
   grpc::ClientContext ctx;
@@ -499,9 +499,9 @@ class GivesUpAtItsDeadline final : public echo::Relay::Service {
 // through its retrying channel, 5 s for the call and 200 ms per attempt,
 // running `before_call` first. The first attempt must end with orders'
 // attempt budget firing, and the retry must succeed.
-void ExpectOneRetryAfterTheAttemptBudget(grpc::Service* ledger_service,
-                                         ServerOptions ledger_options,
-                                         const std::function<void()>& before_call = [] {}) {
+void ExpectOneRetryAfterTheAttemptBudget(
+    grpc::Service* ledger_service, ServerOptions ledger_options,
+    const std::function<void()>& before_call = [] {}) {
   ledger_options.hop = "ledger";
   std::string address;
   std::unique_ptr<grpc::Server> ledger =

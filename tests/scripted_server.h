@@ -9,10 +9,9 @@
 #ifndef HOPBUDGET_TESTS_SCRIPTED_SERVER_H_
 #define HOPBUDGET_TESTS_SCRIPTED_SERVER_H_
 
+#include <dirent.h>
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
-
-#include <dirent.h>
 
 #include <algorithm>
 #include <atomic>
@@ -34,14 +33,27 @@ namespace testing {
 struct Action {
   enum Kind { kOk, kDelay, kHang, kFail };
   Kind kind = kOk;
-  absl::Duration delay;  // kDelay
+  absl::Duration delay;                          // kDelay
   grpc::StatusCode code = grpc::StatusCode::OK;  // kFail
-  std::string pushback_ms;  // kFail: grpc-retry-pushback-ms, if set
+  std::string pushback_ms;                       // kFail: grpc-retry-pushback-ms, if set
   static Action Ok() { return Action(); }
-  static Action After(absl::Duration d) { Action a; a.kind = kDelay; a.delay = d; return a; }
-  static Action Hang() { Action a; a.kind = kHang; return a; }
+  static Action After(absl::Duration d) {
+    Action a;
+    a.kind = kDelay;
+    a.delay = d;
+    return a;
+  }
+  static Action Hang() {
+    Action a;
+    a.kind = kHang;
+    return a;
+  }
   static Action Fail(grpc::StatusCode c, std::string pushback = "") {
-    Action a; a.kind = kFail; a.code = c; a.pushback_ms = std::move(pushback); return a;
+    Action a;
+    a.kind = kFail;
+    a.code = c;
+    a.pushback_ms = std::move(pushback);
+    return a;
   }
 };
 
@@ -96,7 +108,9 @@ class ScriptedServer {
     void Begin() {
       reply_->set_payload(server_->address_);
       switch (action_.kind) {
-        case Action::kOk: Answer(grpc::Status::OK); break;
+        case Action::kOk:
+          Answer(grpc::Status::OK);
+          break;
         case Action::kFail:
           if (!action_.pushback_ms.empty()) {
             ctx_->AddTrailingMetadata("grpc-retry-pushback-ms", action_.pushback_ms);
@@ -110,7 +124,8 @@ class ScriptedServer {
             Unref();
           });
           break;
-        case Action::kHang: break;  // until OnCancel
+        case Action::kHang:
+          break;  // until OnCancel
       }
     }
     void OnCancel() override {
@@ -122,9 +137,7 @@ class ScriptedServer {
       alarm_.Cancel();
       Answer(grpc::Status::CANCELLED);
     }
-    void OnDone() override {
-      Unref();
-    }
+    void OnDone() override { Unref(); }
 
    private:
     void Unref() {
@@ -193,8 +206,7 @@ class ScriptedServer {
 // A stub for hop `hop` on a channel with hopbudget's client interceptor and
 // gRPC core retries off (they would replace grpc-previous-rpc-attempts).
 inline std::unique_ptr<echo::Relay::Stub> AttemptStub(const std::string& target,
-                                                      const std::string& hop,
-                                                      Metrics* metrics) {
+                                                      const std::string& hop, Metrics* metrics) {
   ClientOptions client;
   client.hop = hop;
   client.metrics = metrics;

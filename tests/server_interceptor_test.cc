@@ -17,8 +17,8 @@ namespace {
 using testing::Api;
 using testing::HopConfig;
 using testing::RelayHop;
-using testing::SetBudget;
 using testing::Request;
+using testing::SetBudget;
 using testing::Work;
 
 class ServerInterceptorTest : public ::testing::TestWithParam<Api> {
@@ -113,9 +113,9 @@ TEST_P(ServerInterceptorTest, CallArrivingExpiredIsRefusedAndAttributed) {
   ASSERT_TRUE(a.has_value()) << s.error_message();
   EXPECT_EQ(a->source, DeadlineSource::kArrivedExpired);
   EXPECT_EQ(a->hop, "ledger");
-  EXPECT_EQ(hop.metrics().Snapshot().deadline_exceeded(Side::kServer,
-                                                       DeadlineSource::kArrivedExpired),
-            1u);
+  EXPECT_EQ(
+      hop.metrics().Snapshot().deadline_exceeded(Side::kServer, DeadlineSource::kArrivedExpired),
+      1u);
 }
 
 TEST_P(ServerInterceptorTest, CallBelowMinimumIsRefusedAndHandlerSeesIt) {
@@ -209,9 +209,12 @@ INSTANTIATE_TEST_SUITE_P(SyncAndCallback, ServerInterceptorTest,
                          ::testing::Values(Api::kSync, Api::kCallback, Api::kAsync),
                          [](const ::testing::TestParamInfo<Api>& info) {
                            switch (info.param) {
-                             case Api::kSync: return "Sync";
-                             case Api::kCallback: return "Callback";
-                             case Api::kAsync: return "Async";
+                             case Api::kSync:
+                               return "Sync";
+                             case Api::kCallback:
+                               return "Callback";
+                             case Api::kAsync:
+                               return "Async";
                            }
                            return "Unknown";
                          });

@@ -56,8 +56,8 @@ class ShieldedOrders final : public echo::Relay::Service {
   void SetLedger(const std::string& target) {
     ClientOptions options;
     options.hop = "orders";
-    ledger_ = echo::Relay::NewStub(*CreateChannel(target, grpc::InsecureChannelCredentials(),
-                                                  options));
+    ledger_ =
+        echo::Relay::NewStub(*CreateChannel(target, grpc::InsecureChannelCredentials(), options));
   }
 
   grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest* req,
@@ -197,9 +197,8 @@ TEST(ShieldGrpcTest, DrainReportsWorkStillRunningAtItsDeadline) {
   EXPECT_EQ(report.still_running[0], "stuck");
   ASSERT_TRUE(stuck->Wait().has_value());
   EXPECT_EQ(stuck->Wait()->outcome, ShieldOutcome::kFailed);  // it honoured the stop
-  EXPECT_FALSE(shield.Run("late", absl::Seconds(1), [](ShieldContext&) {
-                       return absl::OkStatus();
-                     }).ok());  // no new work once draining
+  EXPECT_FALSE(shield.Run("late", absl::Seconds(1), [](ShieldContext&) { return absl::OkStatus(); })
+                   .ok());  // no new work once draining
 }
 
 // The same commit from a callback-API handler: AnswerWhenShieldedDone holds
@@ -212,12 +211,12 @@ class CallbackShieldedOrders final : public echo::Relay::CallbackService {
 
   grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx, const echo::RelayRequest* req,
                                  echo::RelayReply* reply) override {
-    auto commit = shield_->Run("commit", bound_,
-                               [this, ms = req->steps(0).work_ms()](ShieldContext& work) {
-                                 absl::Status s = CommitFor(work, absl::Milliseconds(ms));
-                                 if (s.ok()) commits_++;
-                                 return s;
-                               });
+    auto commit =
+        shield_->Run("commit", bound_, [this, ms = req->steps(0).work_ms()](ShieldContext& work) {
+          absl::Status s = CommitFor(work, absl::Milliseconds(ms));
+          if (s.ok()) commits_++;
+          return s;
+        });
     if (!commit.ok()) {
       auto* r = ctx->DefaultReactor();
       r->Finish(ToGrpcStatus(commit.status()));

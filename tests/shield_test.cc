@@ -57,8 +57,8 @@ class Gate {
 };
 
 // Work that blocks until `gate` opens and then returns `status`.
-absl::AnyInvocable<absl::Status(ShieldContext&)> BlockUntil(Gate& gate,
-                                                           absl::Status status = absl::OkStatus()) {
+absl::AnyInvocable<absl::Status(ShieldContext&)> BlockUntil(
+    Gate& gate, absl::Status status = absl::OkStatus()) {
   return [&gate, status](ShieldContext&) {
     gate.Wait();
     return status;
@@ -367,14 +367,14 @@ TEST_F(ShieldTest, BeyondMaxInFlightRunIsRefusedAndRecovers) {
   Shield shield(Manual(/*threads=*/1, /*max_in_flight=*/2));
   Gate release_a;
   absl::StatusOr<ShieldHandle> a = shield.Run("a", absl::Seconds(1), BlockUntil(release_a));
-  absl::StatusOr<ShieldHandle> b = shield.Run(
-      "b", absl::Seconds(1), [](ShieldContext&) { return absl::OkStatus(); });  // queued
+  absl::StatusOr<ShieldHandle> b =
+      shield.Run("b", absl::Seconds(1), [](ShieldContext&) { return absl::OkStatus(); });  // queued
   ASSERT_TRUE(a.ok());
   ASSERT_TRUE(b.ok());
 
   // Refused work is destroyed at once; what it captured may take the lock.
-  absl::StatusOr<ShieldHandle> c = shield.Run(
-      "c", absl::Seconds(1), [a_copy = *a](ShieldContext&) { return absl::OkStatus(); });
+  absl::StatusOr<ShieldHandle> c =
+      shield.Run("c", absl::Seconds(1), [a_copy = *a](ShieldContext&) { return absl::OkStatus(); });
   EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(c.status().message(), HasSubstr("max_in_flight"));
   ShieldStats stats = shield.stats();
@@ -524,8 +524,8 @@ TEST_F(ShieldTest, DrainCountsWhatEndsWhileItWaitsThenRefusesRun) {
 
 TEST_F(ShieldTest, DrainGivesUpNamesWhatStillRunsAndAsksItToStop) {
   Shield shield(Manual(/*threads=*/1));
-  absl::StatusOr<ShieldHandle> before = shield.Run(
-      "before", absl::Seconds(1), [](ShieldContext&) { return absl::OkStatus(); });
+  absl::StatusOr<ShieldHandle> before =
+      shield.Run("before", absl::Seconds(1), [](ShieldContext&) { return absl::OkStatus(); });
   ASSERT_TRUE(before.ok());
   ASSERT_TRUE(before->Wait().has_value());  // ended before the drain: not reported
 
@@ -721,8 +721,7 @@ TEST_F(ShieldTest, OutcomeNobodyTookFromOnDoneIsCountedUnobserved) {
   Shield shield(options);
   Gate gate;
   {
-    absl::StatusOr<ShieldHandle> handle =
-        shield.Run("commit", absl::Seconds(1), BlockUntil(gate));
+    absl::StatusOr<ShieldHandle> handle = shield.Run("commit", absl::Seconds(1), BlockUntil(gate));
     ASSERT_TRUE(handle.ok());
     // The caller left: the callback finds nobody to answer.
     handle->OnDone([](const ShieldRecord&) { return false; });

@@ -108,8 +108,9 @@ TEST_P(SlotWaitTest, AWaitThatOutlivesTheBudgetFailsWithSlotWaitAndNoCallIsSent)
   if (GetParam() == Form::kSync) {
     const echo::RelayRequest request;
     echo::RelayReply reply;
-    status = (*slots)->Call(LogicalCall::WithDeadline(start + budget),
-                            [&](grpc::ClientContext* ctx) { return stub->Call(ctx, request, &reply); });
+    status =
+        (*slots)->Call(LogicalCall::WithDeadline(start + budget),
+                       [&](grpc::ClientContext* ctx) { return stub->Call(ctx, request, &reply); });
   } else {
     Result r;
     StartCall(**slots, *stub, budget, &r);
@@ -156,9 +157,8 @@ TEST(DownstreamSlotsTest, AHandlerRelaysTheSlotWaitAttributionToItsCaller) {
     Orders(DownstreamSlots* slots, echo::Relay::Stub* ledger) : slots_(slots), ledger_(ledger) {}
     grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest* req,
                       echo::RelayReply* reply) override {
-      return slots_->Call(LogicalCall::Of(*ctx), [&](grpc::ClientContext* c) {
-        return ledger_->Call(c, *req, reply);
-      });
+      return slots_->Call(LogicalCall::Of(*ctx),
+                          [&](grpc::ClientContext* c) { return ledger_->Call(c, *req, reply); });
     }
     DownstreamSlots* slots_;
     echo::Relay::Stub* ledger_;
@@ -266,10 +266,11 @@ TEST(DownstreamSlotsTest, TenThousandWaitersHoldNoThreadAndExpireOnTime) {
     EXPECT_GE(waiters[i].at, give_up[i]);
     worst_late = std::max(worst_late, waiters[i].at - give_up[i]);
   }
-  std::printf("RESULT slots_10k enqueue_ms=%.1f worst_expiry_late_ms=%.2f threads_before=%d "
-              "threads_waiting=%d\n",
-              absl::ToDoubleMilliseconds(enqueue), absl::ToDoubleMilliseconds(worst_late),
-              threads_before, threads_waiting);
+  std::printf(
+      "RESULT slots_10k enqueue_ms=%.1f worst_expiry_late_ms=%.2f threads_before=%d "
+      "threads_waiting=%d\n",
+      absl::ToDoubleMilliseconds(enqueue), absl::ToDoubleMilliseconds(worst_late), threads_before,
+      threads_waiting);
   EXPECT_LE(threads_waiting, threads_before + 2);
   // On time: a waiter is answered well within its 300 ms budget of its
   // give-up time, even on a loaded 2-core machine.

@@ -54,7 +54,7 @@ TEST(SlotQueueTest, GrantsUpToCapacityThenQueuesAndServesInArrivalOrder) {
   ASSERT_TRUE(h.granted.has_value());
   EXPECT_EQ(h.granted->ticket, a.ticket);
   EXPECT_EQ(h.granted->waited, absl::Milliseconds(10));  // queue wait measured
-  EXPECT_EQ(q.in_use(), 2);                                // the slot changed hands
+  EXPECT_EQ(q.in_use(), 2);                              // the slot changed hands
   h = q.Release(clock.Now());
   EXPECT_EQ(h.granted->ticket, b.ticket);
   EXPECT_EQ(h.granted->waited, absl::Milliseconds(9));

@@ -1,11 +1,11 @@
 // Copyright hopbudget authors.
-#include "sync.h"
 #include "timer_service.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "sync.h"
 
 namespace hopbudget {
 namespace internal {
@@ -55,8 +55,7 @@ TEST_F(TimerServiceTest, InfiniteDeadlineNeverRunsAndIsNotQueued) {
 }
 
 TEST_F(TimerServiceTest, CancelledTimerNeverRuns) {
-  TimerService::TimerId id =
-      timers_.Schedule(clock_.Now() + absl::Milliseconds(1), [] { FAIL(); });
+  TimerService::TimerId id = timers_.Schedule(clock_.Now() + absl::Milliseconds(1), [] { FAIL(); });
   EXPECT_EQ(timers_.Cancel(id), TimerService::CancelOutcome::kCancelled);
   clock_.Advance(absl::Seconds(1));
   EXPECT_EQ(timers_.RunDue(), 0);

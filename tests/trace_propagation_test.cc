@@ -3,9 +3,8 @@
 // The per-hop budget trace over real gRPC: every hop adds its entry, the
 // original caller receives the whole chain in order, and a callee's bad
 // trace is dropped and counted, never passed on.
-#include <gtest/gtest.h>
-
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
@@ -62,8 +61,10 @@ TEST_P(TraceOverApis, ThreeHopCallBringsTheWholeWaterfallInOrder) {
   }
   // Budgets shrink down the chain, and each hop spent at least its own work
   // plus what it waited for below it.
-  EXPECT_LT(trace.hops[1].budget_at_arrival, trace.hops[0].budget_at_arrival - absl::Milliseconds(20));
-  EXPECT_LT(trace.hops[2].budget_at_arrival, trace.hops[1].budget_at_arrival - absl::Milliseconds(10));
+  EXPECT_LT(trace.hops[1].budget_at_arrival,
+            trace.hops[0].budget_at_arrival - absl::Milliseconds(20));
+  EXPECT_LT(trace.hops[2].budget_at_arrival,
+            trace.hops[1].budget_at_arrival - absl::Milliseconds(10));
   EXPECT_GE(trace.hops[2].spent, absl::Milliseconds(5));
   EXPECT_GE(trace.hops[1].spent, absl::Milliseconds(15));
   EXPECT_GE(trace.hops[0].spent, absl::Milliseconds(35));
@@ -148,14 +149,12 @@ TEST(TraceTest, TraceModeAlwaysAnswersEveryCallWithItsTrace) {
   options.hop = "ledger";
   options.trace = TraceMode::kAlways;
   class Echo final : public echo::Relay::Service {
-    grpc::Status Call(grpc::ServerContext*, const echo::RelayRequest*,
-                      echo::RelayReply*) override {
+    grpc::Status Call(grpc::ServerContext*, const echo::RelayRequest*, echo::RelayReply*) override {
       return grpc::Status::OK;
     }
   } service;
   std::string address;
-  std::unique_ptr<grpc::Server> server = testing::ServeBehindHopbudget(&service, options,
-                                                                       &address);
+  std::unique_ptr<grpc::Server> server = testing::ServeBehindHopbudget(&service, options, &address);
   ASSERT_NE(server, nullptr);
   auto stub = testing::NewStub(address);
   grpc::ClientContext ctx;

@@ -81,7 +81,8 @@ TEST(TraceTest, FullTraceOfTheLargestEntriesFitsTheByteLimit) {
   BudgetTrace t;
   for (int i = 0; i < kMaxTraceEntries; ++i) {
     t.hops.push_back(Hop(std::string(64, 'a' + i), absl::Hours(1000), absl::Hours(1000), 1000000,
-                         absl::StatusCode::kDeadlineExceeded, DeadlineSource::kExhaustedBeforeCall));
+                         absl::StatusCode::kDeadlineExceeded,
+                         DeadlineSource::kExhaustedBeforeCall));
   }
   const std::string bytes = EncodeTrace(t);
   EXPECT_LE(bytes.size(), kMaxTraceBytes);

@@ -40,7 +40,11 @@ TEST(ParseBudgetHeaderTest, RefusesSignsSpacesUnitsAndExponents) {
 }
 
 TEST(ParseBudgetHeaderTest, RefusesEmbeddedNul) {
-  EXPECT_EQ(ParseBudgetHeader(absl::string_view("12\0" "3", 4)).result, HeaderParse::kMalformed);
+  EXPECT_EQ(ParseBudgetHeader(absl::string_view("12\0"
+                                                "3",
+                                                4))
+                .result,
+            HeaderParse::kMalformed);
 }
 
 TEST(ParseBudgetHeaderTest, RefusesMoreThanOneHundredYears) {

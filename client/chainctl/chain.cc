@@ -37,9 +37,9 @@ void Describe(OrderOutcome& o, grpc::ClientContext& ctx) {
   if (a.has_value()) {
     o.source = std::string(DeadlineSourceName(a->source));
     o.hop = a->hop;
-    o.attribution = absl::StrCat("source=", o.source, " hop=", a->hop.empty() ? "?" : a->hop,
-                                 " budget=", FormatBudget(a->budget),
-                                 " elapsed=", FormatBudget(a->elapsed));
+    o.attribution =
+        absl::StrCat("source=", o.source, " hop=", a->hop.empty() ? "?" : a->hop,
+                     " budget=", FormatBudget(a->budget), " elapsed=", FormatBudget(a->elapsed));
   }
   BudgetTrace trace = TraceOf(ctx);
   if (!trace.hops.empty()) o.waterfall = FormatWaterfall(trace);
@@ -57,8 +57,8 @@ void SetUpContext(grpc::ClientContext& ctx, absl::Time start, absl::Duration bud
 
 }  // namespace
 
-OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order,
-                        absl::Duration budget, absl::optional<absl::Duration> cancel_after) {
+OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order, absl::Duration budget,
+                        absl::optional<absl::Duration> cancel_after) {
   OrderOutcome o;
   grpc::ClientContext ctx;
   const absl::Time start = absl::Now();
@@ -81,8 +81,9 @@ OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order,
 }
 
 namespace {
-grpc::Status AdminCall(const std::string& admin,
-                       const std::function<grpc::Status(demo::Admin::Stub&, grpc::ClientContext&)>& f) {
+grpc::Status AdminCall(
+    const std::string& admin,
+    const std::function<grpc::Status(demo::Admin::Stub&, grpc::ClientContext&)>& f) {
   auto stub = demo::Admin::NewStub(grpc::CreateChannel(admin, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
@@ -197,8 +198,8 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
   auto progress = [&](bool final) {
     absl::MutexLock lock(&state.mu);
     err << absl::StrFormat("\r  load: %.1fs  started %d  in flight %d  ok %d  failed %d   ",
-                           absl::ToDoubleSeconds(absl::Now() - start), i, state.in_flight,
-                           state.ok, state.failed)
+                           absl::ToDoubleSeconds(absl::Now() - start), i, state.in_flight, state.ok,
+                           state.failed)
         << (final ? "\n" : "") << std::flush;
   };
   for (;; ++i) {

@@ -42,8 +42,7 @@ struct OrderOutcome {
 
 // Places one order with `budget`; when `cancel_after` is set, cancels the
 // call then (TryCancel) and waits for it to end.
-OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order,
-                        absl::Duration budget,
+OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order, absl::Duration budget,
                         absl::optional<absl::Duration> cancel_after = absl::nullopt);
 
 absl::StatusOr<demo::Stats> GetStats(const std::string& admin, bool reset = false);
@@ -79,7 +78,7 @@ struct LoadOptions {
 absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& options, std::ostream& err);
 
 struct ProbeResult {
-  bool ok = false;  // every hop counted the probe as started after the client deadline
+  bool ok = false;     // every hop counted the probe as started after the client deadline
   std::string report;  // one line per hop: its hop name and what it counted
 };
 

@@ -162,8 +162,7 @@ int Order(int argc, char** argv) {
   if (o.status.ok()) {
     std::cout << "OK in " << absl::FormatDuration(absl::Trunc(o.latency, absl::Microseconds(10)))
               << ": order_id=" << o.result.order_id() << " key=" << o.result.key()
-              << (o.result.replayed() ? " (replayed: this key was committed before)" : "")
-              << "\n";
+              << (o.result.replayed() ? " (replayed: this key was committed before)" : "") << "\n";
   } else {
     std::cout << absl::StatusCodeToString(static_cast<absl::StatusCode>(o.status.error_code()))
               << " after " << absl::FormatDuration(absl::Trunc(o.latency, absl::Microseconds(10)))
@@ -437,9 +436,9 @@ int StatsCmd(int argc, char** argv) {
     std::cout << t << " " << s->hop() << " (" << s->mode() << "): calls " << s->calls()
               << ", started after deadline " << s->calls_started_after_deadline()
               << ", work after deadline " << static_cast<int64_t>(s->work_after_deadline_ms())
-              << " ms, retries received " << s->retries_received() << ", commits "
-              << s->commits() << ", replays " << s->replays() << ", stopped at bound "
-              << s->commits_stopped() << ", in flight " << s->in_flight() << "\n";
+              << " ms, retries received " << s->retries_received() << ", commits " << s->commits()
+              << ", replays " << s->replays() << ", stopped at bound " << s->commits_stopped()
+              << ", in flight " << s->in_flight() << "\n";
   }
   if (json_to_stdout) {
     std::cout << FormatStatsJson(rows);

@@ -19,8 +19,9 @@ absl::StatusOr<std::vector<LedgerRow>> ReadLedgerRows(const std::string& path) {
     }
   } closer{db};
   auto error = [&](absl::string_view what) {
-    return absl::UnavailableError(absl::StrCat(
-        "ledger ", path, ": ", what, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    return absl::UnavailableError(
+        absl::StrCat("ledger ", path, ": ", what, ": ",
+                     db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
   };
   if (rc != SQLITE_OK) return error("cannot open");
   // The ledger may be committing right now: wait for its lock rather than fail.

@@ -45,7 +45,8 @@ struct Scenario {
   absl::optional<absl::Duration> cancel_after;
   absl::Duration settle = absl::Milliseconds(1500);
   // Faults per hop (gateway, orders, ledger), set before the orders.
-  std::function<void(int n, demo::Faults& gateway, demo::Faults& orders, demo::Faults& ledger)> faults;
+  std::function<void(int n, demo::Faults& gateway, demo::Faults& orders, demo::Faults& ledger)>
+      faults;
 };
 
 // One scenario order's items; with `reference`, an item naming the order
@@ -199,11 +200,13 @@ int RunScenarios(const ScenarioOptions& options, std::ostream& out) {
       continue;
     }
     out << "\n== (" << sc.letter << ") " << sc.title << "\n   " << sc.what << ", " << n
-        << " orders at once\n" << std::flush;
+        << " orders at once\n"
+        << std::flush;
     const ModeResult b = RunMode(options.baseline, sc, "baseline", n, options.baseline_requests);
     const ModeResult h = RunMode(options.hopbudget, sc, "hopbudget", n, options.hopbudget_requests);
     if (!b.setup_ok || !h.setup_ok) {
-      out << "   !! cannot reach the chain: " << (b.setup_ok ? h.setup_error : b.setup_error) << "\n";
+      out << "   !! cannot reach the chain: " << (b.setup_ok ? h.setup_error : b.setup_error)
+          << "\n";
       ++failures;
       continue;
     }
@@ -214,28 +217,33 @@ int RunScenarios(const ScenarioOptions& options, std::ostream& out) {
       rows.push_back({std::string(name), bv, hv});
     };
     row("", "baseline", "hopbudget");
-    row("client: ok / errors", absl::StrCat(b.ok, " / ", b.errors), absl::StrCat(h.ok, " / ", h.errors));
+    row("client: ok / errors", absl::StrCat(b.ok, " / ", b.errors),
+        absl::StrCat(h.ok, " / ", h.errors));
     row("client: errors", ErrorKinds(b.errors_seen), ErrorKinds(h.errors_seen));
     row("client: slowest answer", absl::StrFormat("%.0f ms", Max(b.latencies_ms)),
         absl::StrFormat("%.0f ms", Max(h.latencies_ms)));
     row("retries that reached the ledger", absl::StrCat(b.retries), absl::StrCat(h.retries));
     row("rows committed", absl::StrCat(b.commits), absl::StrCat(h.commits));
-    row("committed though the client saw an error", absl::StrCat(std::max<int64_t>(0, b.commits - b.ok)),
+    row("committed though the client saw an error",
+        absl::StrCat(std::max<int64_t>(0, b.commits - b.ok)),
         absl::StrCat(std::max<int64_t>(0, h.commits - h.ok)));
     if (sc.letter == "c") {
       row("commits stopped at the shield bound", absl::StrCat(b.commits_stopped),
           absl::StrCat(h.commits_stopped));
-      row("ledger: work after the client deadline", absl::StrFormat("%.0f ms", b.ledger_work_after_ms),
+      row("ledger: work after the client deadline",
+          absl::StrFormat("%.0f ms", b.ledger_work_after_ms),
           absl::StrFormat("%.0f ms", h.ledger_work_after_ms));
     }
-    row("calls started after the client deadline", absl::StrCat(b.started_late), absl::StrCat(h.started_late));
+    row("calls started after the client deadline", absl::StrCat(b.started_late),
+        absl::StrCat(h.started_late));
     row("work after the client deadline (all hops)", absl::StrFormat("%.0f ms", b.work_after_ms),
         absl::StrFormat("%.0f ms", h.work_after_ms));
     if (sc.letter == "d") {
       for (const char* hop : {"gateway", "orders", "ledger"}) {
         auto lag = [hop](const ModeResult& r) {
           auto it = r.stop_lag_ms.find(hop);
-          return it == r.stop_lag_ms.end() ? std::string("-") : absl::StrFormat("%.0f ms", it->second);
+          return it == r.stop_lag_ms.end() ? std::string("-")
+                                           : absl::StrFormat("%.0f ms", it->second);
         };
         row(absl::StrCat(hop, ": stopped after the cancel"), lag(b), lag(h));
       }
@@ -268,11 +276,15 @@ int RunScenarios(const ScenarioOptions& options, std::ostream& out) {
       for (const auto& [hop, v] : h.stop_lag_ms) worst_h = std::max(worst_h, v);
       for (const auto& [hop, v] : b.stop_lag_ms) worst_b = std::max(worst_b, v);
       check(h.stop_lag_ms.size() == 3 && worst_h < 250,
-            absl::StrFormat("hopbudget: every hop stopped within 250 ms of the cancel (%.0f ms)", worst_h));
+            absl::StrFormat("hopbudget: every hop stopped within 250 ms of the cancel (%.0f ms)",
+                            worst_h));
       check(worst_h < worst_b, "hopbudget: hops stopped sooner than baseline");
     }
   }
-  out << "\n" << (failures == 0 ? "scenarios: every check passed" : absl::StrCat("scenarios: ", failures, " check(s) failed")) << "\n";
+  out << "\n"
+      << (failures == 0 ? "scenarios: every check passed"
+                        : absl::StrCat("scenarios: ", failures, " check(s) failed"))
+      << "\n";
   return failures == 0 ? 0 : 1;
 }
 

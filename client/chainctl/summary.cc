@@ -132,9 +132,9 @@ std::string FormatSummaryTable(const LoadSummary& s) {
     int64_t most = 1;
     for (const LoadSummary::Bucket& b : s.histogram) most = std::max(most, b.count);
     for (const LoadSummary::Bucket& b : s.histogram) {
-      absl::StrAppend(&out, absl::StrFormat("    <= %9.1f  %7d  %s\n", b.le_ms, b.count,
-                                            std::string(static_cast<size_t>(40 * b.count / most),
-                                                        '#')));
+      absl::StrAppend(&out,
+                      absl::StrFormat("    <= %9.1f  %7d  %s\n", b.le_ms, b.count,
+                                      std::string(static_cast<size_t>(40 * b.count / most), '#')));
     }
   }
   return out;
@@ -168,12 +168,12 @@ std::string FormatSummaryJson(const LoadSummary& s) {
     }
     out += "}";
   }
-  absl::StrAppend(&out, "},\"retries\":", s.retries, ",\"latency_ms\":{\"p50\":",
-                  JsonNumber(s.p50_ms), ",\"p90\":", JsonNumber(s.p90_ms),
-                  ",\"p95\":", JsonNumber(s.p95_ms), ",\"p99\":", JsonNumber(s.p99_ms),
-                  ",\"p999\":", JsonNumber(s.p999_ms), ",\"average\":", JsonNumber(s.average_ms),
-                  ",\"fastest\":", JsonNumber(s.fastest_ms),
-                  ",\"slowest\":", JsonNumber(s.slowest_ms), "}");
+  absl::StrAppend(
+      &out, "},\"retries\":", s.retries, ",\"latency_ms\":{\"p50\":", JsonNumber(s.p50_ms),
+      ",\"p90\":", JsonNumber(s.p90_ms), ",\"p95\":", JsonNumber(s.p95_ms),
+      ",\"p99\":", JsonNumber(s.p99_ms), ",\"p999\":", JsonNumber(s.p999_ms),
+      ",\"average\":", JsonNumber(s.average_ms), ",\"fastest\":", JsonNumber(s.fastest_ms),
+      ",\"slowest\":", JsonNumber(s.slowest_ms), "}");
   absl::StrAppend(&out, ",\"ok_latency_ms\":{\"p50\":", JsonNumber(s.ok_p50_ms),
                   ",\"p99\":", JsonNumber(s.ok_p99_ms), "}");
   absl::StrAppend(&out, ",\"total_s\":", JsonNumber(absl::ToDoubleSeconds(s.total)),
@@ -222,7 +222,8 @@ absl::StatusOr<std::vector<ItemSpec>> ParseItems(absl::string_view text) {
     ItemSpec item;
     const size_t colon = part.find(':');
     item.sku = std::string(part.substr(0, colon));
-    if (item.sku.empty()) return absl::InvalidArgumentError(absl::StrCat("bad item \"", part, "\": empty sku"));
+    if (item.sku.empty())
+      return absl::InvalidArgumentError(absl::StrCat("bad item \"", part, "\": empty sku"));
     if (colon != absl::string_view::npos &&
         (!absl::SimpleAtoi(part.substr(colon + 1), &item.quantity) || item.quantity < 1 ||
          item.quantity > 1000)) {
@@ -285,8 +286,8 @@ absl::StatusOr<std::vector<RequestRecord>> ParseRequestRecords(absl::string_view
     };
     std::vector<absl::string_view> f = absl::StrSplit(line, '\t');
     if (f.size() != 4) {
-      return bad(absl::StrCat("want 4 tab-separated fields (key, items, code, order_id), got ",
-                              f.size()));
+      return bad(
+          absl::StrCat("want 4 tab-separated fields (key, items, code, order_id), got ", f.size()));
     }
     RequestRecord r;
     r.key = std::string(f[0]);
@@ -314,14 +315,15 @@ absl::StatusOr<AuditResult> AuditExactlyOnce(const std::vector<RequestRecord>& r
   };
   AuditResult a;
   a.requests = static_cast<int64_t>(requests.size());
-  std::map<std::string, OrderSeen> orders;             // key -> order
-  std::map<std::string, std::string> key_of_items;     // items -> key
+  std::map<std::string, OrderSeen> orders;          // key -> order
+  std::map<std::string, std::string> key_of_items;  // items -> key
   for (const RequestRecord& r : requests) {
     if (HasControl(r.key)) return absl::InvalidArgumentError("a key holds a tab or newline");
     const std::string items = LedgerItemsText(r.items);
     auto [it, fresh] = orders.try_emplace(r.key, OrderSeen{items});
     if (!fresh && it->second.items != items) {
-      return absl::InvalidArgumentError(absl::StrCat("key ", r.key, " was sent with two item lists: \"",
+      return absl::InvalidArgumentError(absl::StrCat("key ", r.key,
+                                                     " was sent with two item lists: \"",
                                                      it->second.items, "\" and \"", items, "\""));
     }
     auto [owner, first] = key_of_items.try_emplace(items, r.key);
@@ -361,8 +363,8 @@ absl::StatusOr<AuditResult> AuditExactlyOnce(const std::vector<RequestRecord>& r
     }
     for (const LedgerRow* row : same_items) {
       if (row->key != key) {
-        a.violations.push_back(absl::StrCat("order ", key, " committed under another key: ",
-                                            ids({row})));
+        a.violations.push_back(
+            absl::StrCat("order ", key, " committed under another key: ", ids({row})));
       }
     }
     for (const LedgerRow* row : same_key) {
@@ -397,10 +399,10 @@ absl::StatusOr<AuditResult> AuditExactlyOnce(const std::vector<RequestRecord>& r
 }
 
 std::string FormatAudit(const AuditResult& a, size_t max_violations) {
-  std::string out = absl::StrCat(
-      a.requests, " requests, ", a.orders, " orders: ", a.acknowledged, " acknowledged, ",
-      a.committed, " committed (", a.committed_unacknowledged,
-      " though the client saw an error), ", a.violations.size(), " violation(s)");
+  std::string out =
+      absl::StrCat(a.requests, " requests, ", a.orders, " orders: ", a.acknowledged,
+                   " acknowledged, ", a.committed, " committed (", a.committed_unacknowledged,
+                   " though the client saw an error), ", a.violations.size(), " violation(s)");
   for (size_t i = 0; i < a.violations.size() && i < max_violations; ++i) {
     absl::StrAppend(&out, "\n  ", a.violations[i]);
   }

@@ -55,7 +55,7 @@ struct ServiceDelta {
 struct LoadSummary {
   int64_t sent = 0;
   int64_t ok = 0;
-  int64_t not_sent = 0;  // open loop: dropped at the concurrency limit
+  int64_t not_sent = 0;                           // open loop: dropped at the concurrency limit
   std::map<std::string, int64_t> errors_by_code;  // canonical code name -> count
   std::map<std::string, std::map<std::string, int64_t>> deadline_exceeded_by_source;
   int64_t retries = 0;
@@ -143,8 +143,7 @@ std::string FormatItems(const std::vector<ItemSpec>& items);
 
 // `items` plus one item "ref-<key>" x1, so that the content of an order is
 // unique to it (and says which order it is).
-std::vector<ItemSpec> WithOrderReference(const std::vector<ItemSpec>& items,
-                                         absl::string_view key);
+std::vector<ItemSpec> WithOrderReference(const std::vector<ItemSpec>& items, absl::string_view key);
 
 // The ledger's items column for these items: "sku-1 x2, sku-2 x1" (the
 // format of server/ledger/ledger_main.cc; tests/e2e pins the two together).
@@ -181,7 +180,7 @@ struct AuditResult {
   // Committed though no reply was OK (the client gave up or failed, the
   // commit still landed): allowed, at most once like any other.
   int64_t committed_unacknowledged = 0;
-  int64_t other_rows = 0;    // rows of orders not in the records (not audited)
+  int64_t other_rows = 0;  // rows of orders not in the records (not audited)
   // Each a sentence naming the order and the rows; empty = exactly once.
   std::vector<std::string> violations;
 };

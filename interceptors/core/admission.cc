@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <map>
 #include <set>
 
@@ -17,8 +16,7 @@ namespace {
 
 template <typename T>
 absl::Status Bad(absl::string_view field, absl::string_view why, const T& value) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("admission: ", field, " (", value, ") ", why));
+  return absl::InvalidArgumentError(absl::StrCat("admission: ", field, " (", value, ") ", why));
 }
 
 }  // namespace
@@ -111,8 +109,7 @@ QueueOrder PickQueueOrder(absl::Time nonempty_since, absl::Time now, absl::Durat
                                             : QueueOrder::kEarliestDeadlineFirst;
 }
 
-AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy,
-                                     const AdaptiveLimitState& state,
+AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy, const AdaptiveLimitState& state,
                                      const LimitWindow& window) {
   AdaptiveLimitState next = state;
   const double recent = absl::ToDoubleSeconds(window.mean_handler_time);
@@ -225,8 +222,8 @@ struct Admission::Locked {
 };
 
 absl::StatusOr<std::unique_ptr<Admission>> Admission::Create(const AdmissionPolicy& policy,
-                                                              absl::Duration min_attempt_budget,
-                                                              Clock* clock) {
+                                                             absl::Duration min_attempt_budget,
+                                                             Clock* clock) {
   if (absl::Status s = ValidateAdmissionPolicy(policy); !s.ok()) return s;
   if (min_attempt_budget < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("admission: min_attempt_budget must be >= 0");
@@ -235,8 +232,7 @@ absl::StatusOr<std::unique_ptr<Admission>> Admission::Create(const AdmissionPoli
       new Admission(policy, min_attempt_budget, clock != nullptr ? clock : &Clock::Real()));
 }
 
-Admission::Admission(const AdmissionPolicy& policy, absl::Duration min_attempt_budget,
-                     Clock* clock)
+Admission::Admission(const AdmissionPolicy& policy, absl::Duration min_attempt_budget, Clock* clock)
     : policy_(policy),
       min_attempt_budget_(min_attempt_budget),
       clock_(*clock),
@@ -264,8 +260,8 @@ bool Admission::TryAcquire() {
   return false;
 }
 
-ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline,
-                                  const LatencyPredictor* predictor, Ready* others) {
+ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline, const LatencyPredictor* predictor,
+                                  Ready* others) {
   const absl::optional<absl::Duration> predicted =
       predictor != nullptr ? predictor->Predicted() : absl::nullopt;
   others->admitted.clear();
@@ -311,9 +307,9 @@ ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline,
   w->deadline = deadline;
   w->enqueued = now;
   w->predictor = predictor;
-  w->expiry = std::min(deadline == absl::InfiniteFuture() ? absl::InfiniteFuture()
-                                                          : deadline - min_attempt_budget_,
-                       now + policy_.max_wait);
+  w->expiry = std::min(
+      deadline == absl::InfiniteFuture() ? absl::InfiniteFuture() : deadline - min_attempt_budget_,
+      now + policy_.max_wait);
   locked_->Push(w);
   // A release that ran between our look at in_flight and the push saw an
   // empty queue and admitted nobody (and a grown adaptive limit admits
@@ -399,10 +395,10 @@ void Admission::Expire(Ready* ready) {
   while (!q.by_expiry.empty() && q.by_expiry.begin()->first <= now) {
     Waiter* w = q.by_seq.at(q.by_expiry.begin()->second);
     q.Erase(w);
-    const ArrivalDecision why = w->deadline != absl::InfiniteFuture() &&
-                                        w->deadline - now < min_attempt_budget_
-                                    ? ArrivalDecision::kShedQueueExpired
-                                    : ArrivalDecision::kShedQueueTimeout;
+    const ArrivalDecision why =
+        w->deadline != absl::InfiniteFuture() && w->deadline - now < min_attempt_budget_
+            ? ArrivalDecision::kShedQueueExpired
+            : ArrivalDecision::kShedQueueTimeout;
     shed_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
     ready->shed.emplace_back(w, why);
   }
@@ -425,7 +421,8 @@ AdmissionStats Admission::Stats() const {
   AdmissionStats s;
   s.admitted = admitted_.load(std::memory_order_relaxed);
   s.admitted_after_wait = admitted_after_wait_.load(std::memory_order_relaxed);
-  for (int i = 0; i < kArrivalDecisionCount; ++i) s.shed[i] = shed_[i].load(std::memory_order_relaxed);
+  for (int i = 0; i < kArrivalDecisionCount; ++i)
+    s.shed[i] = shed_[i].load(std::memory_order_relaxed);
   s.in_flight = in_flight_.load(std::memory_order_relaxed);
   s.queued = queued_.load(std::memory_order_relaxed);
   s.limit = limit_.load(std::memory_order_relaxed);

@@ -24,8 +24,8 @@ constexpr char kLegacyMarker[] = "hopbudget: source=";
 constexpr size_t kMaxMessageBytesRead = 256;
 
 bool IsHopChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '_' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
 }
 
 bool IsValidHop(absl::string_view hop) {
@@ -55,9 +55,9 @@ bool IsWireSource(DeadlineSource s) { return s != DeadlineSource::kNone; }
 
 absl::Status ValidateHopName(absl::string_view hop) {
   if (IsValidHop(hop)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("hopbudget: hop name \"", absl::CHexEscape(hop.substr(0, 80)),
-                   "\" must be 1..64 characters of [A-Za-z0-9._-]"));
+  return absl::InvalidArgumentError(absl::StrCat("hopbudget: hop name \"",
+                                                 absl::CHexEscape(hop.substr(0, 80)),
+                                                 "\" must be 1..64 characters of [A-Za-z0-9._-]"));
 }
 
 std::string EncodeStatusDetails(const Attribution& a, absl::string_view message) {
@@ -163,9 +163,12 @@ absl::optional<Attribution> ParseAttributionMessage(absl::string_view message) {
 
 absl::string_view AttributionParseName(AttributionParse p) {
   switch (p) {
-    case AttributionParse::kAbsent: return "absent";
-    case AttributionParse::kOk: return "ok";
-    case AttributionParse::kMalformed: return "malformed";
+    case AttributionParse::kAbsent:
+      return "absent";
+    case AttributionParse::kOk:
+      return "ok";
+    case AttributionParse::kMalformed:
+      return "malformed";
   }
   return "unknown";
 }

@@ -55,30 +55,29 @@ absl::Status ValidatePolicy(const BudgetPolicy& p) {
                                 "): no downstream call could ever start"));
   }
   if (IsFinite(p.request_cap) && p.min_attempt_budget + p.hop_reserve >= p.request_cap) {
-    return Invalid(absl::StrCat(
-        "min_attempt_budget (", FormatBudget(p.min_attempt_budget), ") + hop_reserve (",
-        FormatBudget(p.hop_reserve), ") >= request_cap (", FormatBudget(p.request_cap),
-        "): every downstream call would fail before it starts"));
+    return Invalid(absl::StrCat("min_attempt_budget (", FormatBudget(p.min_attempt_budget),
+                                ") + hop_reserve (", FormatBudget(p.hop_reserve),
+                                ") >= request_cap (", FormatBudget(p.request_cap),
+                                "): every downstream call would fail before it starts"));
   }
   if (IsFinite(p.request_cap) && IsFinite(p.attempt_cap) &&
       p.attempt_cap + p.hop_reserve >= p.request_cap) {
-    return Invalid(absl::StrCat(
-        "attempt_cap (", FormatBudget(p.attempt_cap), ") + hop_reserve (",
-        FormatBudget(p.hop_reserve), ") >= request_cap (", FormatBudget(p.request_cap),
-        "): budgets must nest strictly; the request budget would always fire first, "
-        "so the attempt budget could never fire and no retry could ever run"));
+    return Invalid(
+        absl::StrCat("attempt_cap (", FormatBudget(p.attempt_cap), ") + hop_reserve (",
+                     FormatBudget(p.hop_reserve), ") >= request_cap (", FormatBudget(p.request_cap),
+                     "): budgets must nest strictly; the request budget would always fire first, "
+                     "so the attempt budget could never fire and no retry could ever run"));
   }
   if (p.request_cap > p.max_inbound_budget) {
     return Invalid(absl::StrCat("request_cap (", FormatBudget(p.request_cap),
-                                ") > max_inbound_budget (",
-                                FormatBudget(p.max_inbound_budget),
+                                ") > max_inbound_budget (", FormatBudget(p.max_inbound_budget),
                                 "): the request cap could never apply"));
   }
   return absl::OkStatus();
 }
 
-RequestBudget DeriveRequestBudget(const BudgetPolicy& policy,
-                                  absl::Time inbound_deadline, absl::Time now) {
+RequestBudget DeriveRequestBudget(const BudgetPolicy& policy, absl::Time inbound_deadline,
+                                  absl::Time now) {
   RequestBudget out;
   out.arrival = now;
   const absl::Duration cap = std::min(policy.request_cap, policy.max_inbound_budget);

@@ -56,8 +56,7 @@ class ABSL_LOCKABLE SharedCallMutex {
 
 class ABSL_SCOPED_LOCKABLE SharedCallMutexReaderLock {
  public:
-  explicit SharedCallMutexReaderLock(SharedCallMutex* mu) ABSL_SHARED_LOCK_FUNCTION(mu)
-      : mu_(mu) {
+  explicit SharedCallMutexReaderLock(SharedCallMutex* mu) ABSL_SHARED_LOCK_FUNCTION(mu) : mu_(mu) {
     mu_->ReaderLock();
   }
   ~SharedCallMutexReaderLock() ABSL_UNLOCK_FUNCTION() { mu_->ReaderUnlock(); }

@@ -9,9 +9,12 @@ namespace hopbudget {
 
 absl::string_view ClientVerdictKindName(ClientVerdictKind kind) {
   switch (kind) {
-    case ClientVerdictKind::kRelayed: return "relayed";
-    case ClientVerdictKind::kOwnBudget: return "own_budget";
-    case ClientVerdictKind::kUnknownOrigin: return "unknown_origin";
+    case ClientVerdictKind::kRelayed:
+      return "relayed";
+    case ClientVerdictKind::kOwnBudget:
+      return "own_budget";
+    case ClientVerdictKind::kUnknownOrigin:
+      return "unknown_origin";
   }
   return "unknown";
 }
@@ -91,8 +94,7 @@ Attribution ServerCutAttribution(const ServerCall& call, absl::Time now) {
       return {DeadlineSource::kArrivedExpired, std::string(call.hop),
               std::max(rb.budget_on_arrival, absl::ZeroDuration()), absl::ZeroDuration()};
   }
-  return {DeadlineSource::kRequest, std::string(call.hop), rb.budget_on_arrival,
-          now - rb.arrival};
+  return {DeadlineSource::kRequest, std::string(call.hop), rb.budget_on_arrival, now - rb.arrival};
 }
 
 namespace {
@@ -141,8 +143,7 @@ ServerVerdict ClassifyServerAnswer(const ServerCall& call, absl::StatusCode hand
     } else {
       // The handler answered DEADLINE_EXCEEDED without the detail of the
       // downstream call that produced it.
-      v.attribution = {DeadlineSource::kDownstream, "", absl::ZeroDuration(),
-                       absl::ZeroDuration()};
+      v.attribution = {DeadlineSource::kDownstream, "", absl::ZeroDuration(), absl::ZeroDuration()};
       v.counted_source = DeadlineSource::kDownstream;
     }
     v.counted_hop = v.attribution.hop;

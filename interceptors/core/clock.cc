@@ -22,8 +22,7 @@ Clock& Clock::Real() {
   return *clock;
 }
 
-FakeClock::FakeClock(absl::Time start)
-    : now_ns_(absl::ToUnixNanos(start)) {}
+FakeClock::FakeClock(absl::Time start) : now_ns_(absl::ToUnixNanos(start)) {}
 
 absl::Time FakeClock::Now() const {
   return absl::FromUnixNanos(now_ns_.load(std::memory_order_acquire));
@@ -37,8 +36,7 @@ void FakeClock::Advance(absl::Duration d) {
 void FakeClock::Set(absl::Time t) {
   const int64_t target = absl::ToUnixNanos(t);
   int64_t cur = now_ns_.load(std::memory_order_acquire);
-  while (target > cur &&
-         !now_ns_.compare_exchange_weak(cur, target, std::memory_order_acq_rel)) {
+  while (target > cur && !now_ns_.compare_exchange_weak(cur, target, std::memory_order_acq_rel)) {
   }
 }
 

@@ -61,8 +61,7 @@ class Writer {
     const std::string prefix = labels.empty() ? "" : absl::StrCat(labels, ",");
     for (size_t i = 0; i < h.counts.size(); ++i) {
       cumulative += h.counts[i];
-      const std::string le =
-          i < h.bounds.size() ? Number(h.bounds[i]) : std::string("+Inf");
+      const std::string le = i < h.bounds.size() ? Number(h.bounds[i]) : std::string("+Inf");
       Sample(absl::StrCat(name, "_bucket"), absl::StrCat(prefix, "le=\"", le, "\""),
              static_cast<double>(cumulative));
     }
@@ -142,10 +141,10 @@ std::string JsonString(absl::string_view s) {
       // The second byte's range narrows after these lead bytes.
       const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
       unsigned char lo = 0x80, hi = 0xBF;
-      if (c == 0xE0) lo = 0xA0;       // overlong 3-byte
-      if (c == 0xED) hi = 0x9F;       // UTF-16 surrogates
-      if (c == 0xF0) lo = 0x90;       // overlong 4-byte
-      if (c == 0xF4) hi = 0x8F;       // above U+10FFFF
+      if (c == 0xE0) lo = 0xA0;  // overlong 3-byte
+      if (c == 0xED) hi = 0x9F;  // UTF-16 surrogates
+      if (c == 0xF0) lo = 0x90;  // overlong 4-byte
+      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
       valid = c1 >= lo && c1 <= hi;
     }
     for (int k = 2; valid && k < len; ++k) {
@@ -185,8 +184,8 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
       for (int code = 0; code < kStatusCodeCount; ++code) {
         if (m.calls[side][code] == 0) continue;
         w.Sample("hopbudget_calls_total",
-                 absl::StrCat(L("side", SideName(static_cast<Side>(side))), ",", MethodLabels(m), ",",
-                              L("code", CodeName(code))),
+                 absl::StrCat(L("side", SideName(static_cast<Side>(side))), ",", MethodLabels(m),
+                              ",", L("code", CodeName(code))),
                  static_cast<double>(m.calls[side][code]));
       }
     }
@@ -209,10 +208,9 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
     for (const MethodSnapshot& m : s.methods) {
       for (const LatencySnapshot& l : m.latency) {
         if (static_cast<int>(l.kind) != kind) continue;
-        w.Histogram(name,
-                    absl::StrCat(MethodLabels(m), ",",
-                                 L("code", CodeName(static_cast<int>(l.code)))),
-                    l.seconds);
+        w.Histogram(
+            name, absl::StrCat(MethodLabels(m), ",", L("code", CodeName(static_cast<int>(l.code)))),
+            l.seconds);
       }
     }
   }
@@ -221,8 +219,8 @@ std::string FormatPrometheusText(const MetricsSnapshot& s, absl::string_view hop
            "DEADLINE_EXCEEDED answers by side, the budget that fired and the hop where it fired.");
   for (const DeadlineExceededCount& d : s.deadline_exceeded_by_hop) {
     w.Sample("hopbudget_deadline_exceeded_total",
-             absl::StrCat(L("side", SideName(d.side)), ",",
-                          L("source", SourceLabel(d.source)), ",", L("hop", d.hop)),
+             absl::StrCat(L("side", SideName(d.side)), ",", L("source", SourceLabel(d.source)), ",",
+                          L("hop", d.hop)),
              static_cast<double>(d.count));
   }
 
@@ -296,13 +294,12 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& s, const std::vector<Rece
                                  ",\"now_unix_ms\":", absl::ToUnixMillis(now), ",\"recent\":[");
   for (size_t i = 0; i < recent.size(); ++i) {
     const RecentCall& c = recent[i];
-    absl::StrAppend(&out, i == 0 ? "" : ",", "{\"method\":", JsonString(c.method),
-                    ",\"start_unix_ms\":",
-                    absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(c.start - absl::UnixEpoch())),
-                    ",\"code\":", JsonString(absl::StatusCodeToString(c.code)),
-                    ",\"source\":", JsonString(DeadlineSourceName(c.source)),
-                    ",\"retry_skipped\":", JsonString(RetrySkipReason(c.retry_skipped)),
-                    ",\"trace\":[");
+    absl::StrAppend(
+        &out, i == 0 ? "" : ",", "{\"method\":", JsonString(c.method), ",\"start_unix_ms\":",
+        absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(c.start - absl::UnixEpoch())),
+        ",\"code\":", JsonString(absl::StatusCodeToString(c.code)),
+        ",\"source\":", JsonString(DeadlineSourceName(c.source)),
+        ",\"retry_skipped\":", JsonString(RetrySkipReason(c.retry_skipped)), ",\"trace\":[");
     for (size_t j = 0; j < c.trace.hops.size(); ++j) {
       const HopTrace& h = c.trace.hops[j];
       absl::StrAppend(&out, j == 0 ? "" : ",", "{\"hop\":", JsonString(h.hop),
@@ -315,7 +312,8 @@ std::string FormatDeadlinezJson(const MetricsSnapshot& s, const std::vector<Rece
   }
   out += "],\"timeouts_by_source\":{";
   for (int side = 0; side < kSideCount; ++side) {
-    absl::StrAppend(&out, side == 0 ? "" : ",", JsonString(SideName(static_cast<Side>(side))), ":{");
+    absl::StrAppend(&out, side == 0 ? "" : ",", JsonString(SideName(static_cast<Side>(side))),
+                    ":{");
     for (int src = 1; src < kDeadlineSourceCount; ++src) {
       absl::StrAppend(&out, src == 1 ? "" : ",",
                       JsonString(DeadlineSourceName(static_cast<DeadlineSource>(src))), ":",

@@ -9,7 +9,9 @@
 namespace hopbudget {
 
 absl::Status ValidateHedgePolicy(const HedgePolicy& p) {
-  auto bad = [](auto... parts) { return absl::InvalidArgumentError(absl::StrCat("hedge policy: ", parts...)); };
+  auto bad = [](auto... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("hedge policy: ", parts...));
+  };
   if (p.max_attempts < 1 || p.max_attempts > 3) {
     return bad("max_attempts must be 1..3, got ", p.max_attempts);
   }
@@ -56,8 +58,8 @@ absl::Duration LatencyWindow::Quantile(double q) {
   const int recompute_every = static_cast<int>(std::max<size_t>(window_ / 8, 1));
   if (q == cached_q_ && since_compute_ < recompute_every) return cached_;
   std::vector<absl::Duration> copy = ring_;
-  const size_t rank = std::min(copy.size() - 1,
-                               static_cast<size_t>(std::ceil(q * copy.size())) - (q > 0 ? 1 : 0));
+  const size_t rank =
+      std::min(copy.size() - 1, static_cast<size_t>(std::ceil(q * copy.size())) - (q > 0 ? 1 : 0));
   std::nth_element(copy.begin(), copy.begin() + rank, copy.end());
   cached_ = copy[rank];
   cached_q_ = q;
@@ -72,11 +74,16 @@ absl::Duration HedgeDelay(const HedgePolicy& policy, LatencyWindow& latencies) {
 
 const char* HedgeOutcomeName(HedgeOutcome o) {
   switch (o) {
-    case HedgeOutcome::kSend: return "send";
-    case HedgeOutcome::kMaxAttempts: return "max_attempts";
-    case HedgeOutcome::kStopped: return "stopped";
-    case HedgeOutcome::kNoBudget: return "no_budget";
-    case HedgeOutcome::kExtraLoad: return "extra_load";
+    case HedgeOutcome::kSend:
+      return "send";
+    case HedgeOutcome::kMaxAttempts:
+      return "max_attempts";
+    case HedgeOutcome::kStopped:
+      return "stopped";
+    case HedgeOutcome::kNoBudget:
+      return "no_budget";
+    case HedgeOutcome::kExtraLoad:
+      return "extra_load";
   }
   return "unknown";
 }
@@ -101,7 +108,7 @@ HedgeVerdict HedgeVerdictOf(const HedgePolicy& policy, const AttemptResult& resu
   // (as DecideRetry retries it). Any other budget that fired ends the call.
   if (result.code == absl::StatusCode::kDeadlineExceeded) {
     return result.fired == DeadlineSource::kAttempt ? HedgeVerdict::kNonFatal
-                                                     : HedgeVerdict::kFatal;
+                                                    : HedgeVerdict::kFatal;
   }
   for (absl::StatusCode c : policy.non_fatal_codes) {
     if (c == result.code) return HedgeVerdict::kNonFatal;

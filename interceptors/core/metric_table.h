@@ -116,28 +116,67 @@ struct MetricRow {
 // A counter without labels.
 template <auto kMember>
 constexpr MetricRow Counter(absl::string_view name, absl::string_view help) {
-  return {name, MetricType::kCounter, help, "", nullptr, 0, 1, &FieldOf<kMember>::Store,
-          &FieldOf<kMember>::Load, nullptr, nullptr, true};
+  return {name,
+          MetricType::kCounter,
+          help,
+          "",
+          nullptr,
+          0,
+          1,
+          &FieldOf<kMember>::Store,
+          &FieldOf<kMember>::Load,
+          nullptr,
+          nullptr,
+          true};
 }
 // A counter per enum value in [first, first + count), labelled `label`.
 template <auto kMember, typename Enum, auto kName>
-constexpr MetricRow Counter(absl::string_view name, absl::string_view help,
-                            absl::string_view label, Enum first, int count) {
-  return {name, MetricType::kCounter, help, label, &EnumLabel<Enum, kName>,
-          static_cast<int>(first), count, &FieldOf<kMember>::Store, &FieldOf<kMember>::Load,
-          nullptr, nullptr, true};
+constexpr MetricRow Counter(absl::string_view name, absl::string_view help, absl::string_view label,
+                            Enum first, int count) {
+  return {name,
+          MetricType::kCounter,
+          help,
+          label,
+          &EnumLabel<Enum, kName>,
+          static_cast<int>(first),
+          count,
+          &FieldOf<kMember>::Store,
+          &FieldOf<kMember>::Load,
+          nullptr,
+          nullptr,
+          true};
 }
 // A counter's cells kept for the snapshot only (not exposed).
 template <auto kMember>
 constexpr MetricRow Hidden(int first, int count) {
-  return {"", MetricType::kCounter, "", "", nullptr, first, count, &FieldOf<kMember>::Store,
-          &FieldOf<kMember>::Load, nullptr, nullptr, true};
+  return {"",
+          MetricType::kCounter,
+          "",
+          "",
+          nullptr,
+          first,
+          count,
+          &FieldOf<kMember>::Store,
+          &FieldOf<kMember>::Load,
+          nullptr,
+          nullptr,
+          true};
 }
 // A gauge without labels: Add (signed deltas) or Set.
 template <auto kMember>
 constexpr MetricRow Gauge(absl::string_view name, absl::string_view help) {
-  return {name, MetricType::kGauge, help, "", nullptr, 0, 1, &FieldOf<kMember>::Store,
-          &FieldOf<kMember>::Load, nullptr, nullptr, true};
+  return {name,
+          MetricType::kGauge,
+          help,
+          "",
+          nullptr,
+          0,
+          1,
+          &FieldOf<kMember>::Store,
+          &FieldOf<kMember>::Load,
+          nullptr,
+          nullptr,
+          true};
 }
 // A gauge computed from the snapshot at exposition (no cells).
 inline constexpr MetricRow Derived(absl::string_view name, absl::string_view help,
@@ -212,9 +251,9 @@ inline constexpr MetricRow kPropagationMetrics[] = {
 // Shielded work (shield.h). ShieldEvent values are split over four families.
 enum class ShieldMetric : int { kStarted, kOperations, kInFlight, kUnobserved, kDrains };
 inline constexpr MetricRow kShieldMetrics[] = {
-    Counter<&S::shield_events, ShieldEvent, ShieldEventName>(
-        "hopbudget_shield_started_total", "Shielded operations accepted.", "",
-        ShieldEvent::kStarted, 1),
+    Counter<&S::shield_events, ShieldEvent, ShieldEventName>("hopbudget_shield_started_total",
+                                                             "Shielded operations accepted.", "",
+                                                             ShieldEvent::kStarted, 1),
     Counter<&S::shield_events, ShieldEvent, ShieldEventName>(
         "hopbudget_shield_operations_total",
         "Shielded operations by outcome (refused: at capacity or draining).", "outcome",
@@ -225,9 +264,8 @@ inline constexpr MetricRow kShieldMetrics[] = {
         "hopbudget_shield_unobserved_total", "Shielded outcomes nobody waited for (logged).", "",
         ShieldEvent::kUnobserved, 1),
     Counter<&S::shield_events, ShieldEvent, ShieldEventName>(
-        "hopbudget_shield_drains_total",
-        "Shield drains, by whether every operation ended in time.", "result",
-        ShieldEvent::kDrained, 2),
+        "hopbudget_shield_drains_total", "Shield drains, by whether every operation ended in time.",
+        "result", ShieldEvent::kDrained, 2),
 };
 
 // Races, hedges and concurrency slots (race_grpc.h, hedge_grpc.h,
@@ -246,8 +284,8 @@ enum class FanOutMetric : int {
 };
 inline constexpr MetricRow kFanOutMetrics[] = {
     Counter<&S::races, RaceOutcome, RaceOutcomeName>("hopbudget_races_total",
-                                                     "First-success races, by outcome.",
-                                                     "outcome", RaceOutcome{}, kRaceOutcomeCount),
+                                                     "First-success races, by outcome.", "outcome",
+                                                     RaceOutcome{}, kRaceOutcomeCount),
     Counter<&S::race_losers_cancelled>(
         "hopbudget_race_losers_cancelled_total",
         "Race attempts cancelled because another answered first (not failures)."),

@@ -9,8 +9,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "hopbudget/attribution.h"
 #include "call_mutex.h"
+#include "hopbudget/attribution.h"
 #include "label_table.h"
 #include "metric_table.h"
 
@@ -169,8 +169,7 @@ struct RecentSlot {
 
 struct MetricsCells {
   explicit MetricsCells(const MetricsOptions& o)
-      : budget_layouts{ExponentialLayout(o.budget_at_arrival),
-                       ExponentialLayout(o.request_budget),
+      : budget_layouts{ExponentialLayout(o.budget_at_arrival), ExponentialLayout(o.request_budget),
                        ExponentialLayout(o.budget_remaining)},
         latency_layouts{ExponentialLayout(o.client_attempt_duration),
                         ExponentialLayout(o.client_call_duration),
@@ -189,8 +188,7 @@ struct MetricsCells {
   void Add(int value, uint64_t n = 1) {
     constexpr const MetricRow& row = RowOf(kRow);
     static_assert(row.cells() > 0, "a row with cells");
-    constexpr int offset =
-        CellOffset(TableOf<decltype(kRow)>::kIndex, static_cast<int>(kRow));
+    constexpr int offset = CellOffset(TableOf<decltype(kRow)>::kIndex, static_cast<int>(kRow));
     const int i = value - row.first;
     if (i < 0 || i >= row.count) return;
     table_cells[offset + i].fetch_add(n, kRelaxed);
@@ -200,8 +198,7 @@ struct MetricsCells {
   void Set(int64_t v) {
     constexpr const MetricRow& row = RowOf(kRow);
     static_assert(row.type == MetricType::kGauge && row.cells() == 1, "a gauge with one cell");
-    constexpr int offset =
-        CellOffset(TableOf<decltype(kRow)>::kIndex, static_cast<int>(kRow));
+    constexpr int offset = CellOffset(TableOf<decltype(kRow)>::kIndex, static_cast<int>(kRow));
     table_cells[offset].store(static_cast<uint64_t>(v), kRelaxed);
   }
   // The enum value counted by the first of `kRows` that stores it.
@@ -222,8 +219,7 @@ struct MetricsCells {
   LabelTable<kMaxHopLabels> hop_labels{
       [](absl::string_view hop) { return ValidateHopName(hop).ok(); }};
   std::array<MethodCells, kMaxMethodLabels> methods;
-  std::array<std::array<std::array<std::atomic<uint64_t>, kMaxHopLabels + 1>,
-                        kDeadlineSourceCount>,
+  std::array<std::array<std::array<std::atomic<uint64_t>, kMaxHopLabels + 1>, kDeadlineSourceCount>,
              kSideCount>
       deadline_exceeded{};  // hop index kMaxHopLabels: "unknown"
   // The rows of metric_table.h: counters and gauges, then histograms (null
@@ -261,8 +257,8 @@ void SnapshotTables(const MetricsCells& c, MetricsSnapshot& s);
 
 }  // namespace internal
 
-using internal::kRelaxed;
 using internal::Copy;
+using internal::kRelaxed;
 
 namespace {
 absl::Status ValidateBuckets(absl::string_view field, const HistogramBuckets& b) {
@@ -280,11 +276,11 @@ absl::Status ValidateBuckets(absl::string_view field, const HistogramBuckets& b)
                             " is not finite and above min_seconds (", b.min_seconds, ")"));
   }
   const double buckets = std::ceil((std::log2(b.max_seconds) - std::log2(b.min_seconds)) *
-                                   static_cast<double>(1 << b.schema)) + 1;
+                                   static_cast<double>(1 << b.schema)) +
+                         1;
   if (buckets > kMaxHistogramBuckets) {
-    return bad(absl::StrCat("schema: ", b.schema, " from ", b.min_seconds, " s to ",
-                            b.max_seconds, " s makes ", buckets, " buckets, more than ",
-                            kMaxHistogramBuckets));
+    return bad(absl::StrCat("schema: ", b.schema, " from ", b.min_seconds, " s to ", b.max_seconds,
+                            " s makes ", buckets, " buckets, more than ", kMaxHistogramBuckets));
   }
   return absl::OkStatus();
 }
@@ -302,23 +298,34 @@ absl::string_view LeakKindName(LeakKind kind) {
 
 absl::string_view ShieldEventName(ShieldEvent event) {
   switch (event) {
-    case ShieldEvent::kStarted: return "started";
-    case ShieldEvent::kCompleted: return "completed";
-    case ShieldEvent::kFailed: return "failed";
-    case ShieldEvent::kExceededBound: return "exceeded_bound";
-    case ShieldEvent::kRefused: return "refused";
-    case ShieldEvent::kUnobserved: return "unobserved";
-    case ShieldEvent::kDrained: return "drained";
-    case ShieldEvent::kDrainTimedOut: return "timed_out";
+    case ShieldEvent::kStarted:
+      return "started";
+    case ShieldEvent::kCompleted:
+      return "completed";
+    case ShieldEvent::kFailed:
+      return "failed";
+    case ShieldEvent::kExceededBound:
+      return "exceeded_bound";
+    case ShieldEvent::kRefused:
+      return "refused";
+    case ShieldEvent::kUnobserved:
+      return "unobserved";
+    case ShieldEvent::kDrained:
+      return "drained";
+    case ShieldEvent::kDrainTimedOut:
+      return "timed_out";
   }
   return "unknown";
 }
 
 absl::string_view LatencyKindName(LatencyKind kind) {
   switch (kind) {
-    case LatencyKind::kClientAttempt: return "client_attempt";
-    case LatencyKind::kClientCall: return "client_call";
-    case LatencyKind::kServerCall: return "server_call";
+    case LatencyKind::kClientAttempt:
+      return "client_attempt";
+    case LatencyKind::kClientCall:
+      return "client_call";
+    case LatencyKind::kServerCall:
+      return "server_call";
   }
   return "unknown";
 }
@@ -334,9 +341,12 @@ absl::string_view SlotRefusalReasonName(SlotRefusalReason reason) {
 namespace internal {
 absl::string_view MetricTypeName(MetricType type) {
   switch (type) {
-    case MetricType::kCounter: return "counter";
-    case MetricType::kGauge: return "gauge";
-    case MetricType::kHistogram: return "histogram";
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kHistogram:
+      return "histogram";
   }
   return "untyped";
 }
@@ -376,11 +386,12 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(MetricsOptions options)
   return std::unique_ptr<Metrics>(new Metrics(options));
 }
 
-Metrics::Metrics(Clock* clock) : Metrics([clock] {
-  MetricsOptions o;
-  o.clock = clock;
-  return o;
-}()) {}
+Metrics::Metrics(Clock* clock)
+    : Metrics([clock] {
+        MetricsOptions o;
+        o.clock = clock;
+        return o;
+      }()) {}
 
 Metrics::Metrics(const MetricsOptions& options)
     : clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
@@ -482,8 +493,7 @@ void Metrics::CountLeak(LeakKind kind) {
 }
 void Metrics::CountTimerArmed() { cells_->Add<PropagationMetric::kTimersArmed>(0); }
 void Metrics::CountRetryDecision(RetryOutcome o) {
-  cells_->AddToRowOf<RetryMetric::kDecisionsNotSkipped, RetryMetric::kSkipped>(
-      static_cast<int>(o));
+  cells_->AddToRowOf<RetryMetric::kDecisionsNotSkipped, RetryMetric::kSkipped>(static_cast<int>(o));
 }
 void Metrics::CountRetry(MethodId method, absl::StatusCode failed_code) {
   cells_->methods[method.index].retries[internal::CodeIndex(failed_code)].fetch_add(1, kRelaxed);
@@ -525,10 +535,9 @@ bool Metrics::SampleOnArrival() {
 
 void Metrics::RecordRecentCall(absl::StatusCode code, bool sampled,
                                absl::FunctionRef<RecentCall()> make) {
-  const bool keep =
-      sampled || (code != absl::StatusCode::kOk &&
-                  Claim(cells_->recent_last_failure_ns, absl::ToUnixNanos(clock_.Now()),
-                        kRecentFailureInterval));
+  const bool keep = sampled || (code != absl::StatusCode::kOk &&
+                                Claim(cells_->recent_last_failure_ns,
+                                      absl::ToUnixNanos(clock_.Now()), kRecentFailureInterval));
   if (!keep) return;
   RecentCall call = make();
   const uint64_t seq = cells_->recent_next.fetch_add(1, kRelaxed);
@@ -594,8 +603,7 @@ MetricsSnapshot Metrics::Snapshot() const {
     Copy(m.retries, ms.retries);
     ms.succeeded_after_retry = m.succeeded_after_retry.load(kRelaxed);
     total += ms.calls_without_deadline + ms.budget_at_arrival.count + ms.request_budget.count +
-             ms.budget_remaining.count +
-             ms.attempts.count;
+             ms.budget_remaining.count + ms.attempts.count;
     for (uint64_t n : ms.retries) total += n;
     for (int kind = 0; kind < kLatencyKindCount; ++kind) {
       for (int code = 0; code < kStatusCodeCount; ++code) {
@@ -637,8 +645,7 @@ uint64_t MetricsSnapshot::deadline_exceeded(Side side, DeadlineSource source,
   return n;
 }
 
-const HistogramSnapshot* MethodSnapshot::latency_of(LatencyKind kind,
-                                                    absl::StatusCode code) const {
+const HistogramSnapshot* MethodSnapshot::latency_of(LatencyKind kind, absl::StatusCode code) const {
   for (const LatencySnapshot& l : latency) {
     if (l.kind == kind && l.code == code) return &l.seconds;
   }
@@ -658,7 +665,6 @@ uint64_t MetricsSnapshot::calls_with_code(Side side, absl::string_view name,
   return m == nullptr ? 0 : m->calls[static_cast<int>(side)][internal::CodeIndex(code)];
 }
 
-
 // Races, hedges and concurrency slots.
 void Metrics::CountRace(RaceOutcome outcome, int losers_cancelled) {
   cells_->Add<FanOutMetric::kRaces>(static_cast<int>(outcome));
@@ -670,7 +676,8 @@ void Metrics::CountHedgedCall(int sent, int winner, int losers) {
   cells_->Add<FanOutMetric::kHedgedCalls>(0);
   if (sent > 1) cells_->Add<FanOutMetric::kHedgesSent>(0, static_cast<uint64_t>(sent - 1));
   if (winner > 0) cells_->Add<FanOutMetric::kHedgesWon>(0);
-  if (losers > 0) cells_->Add<FanOutMetric::kHedgeLosersCancelled>(0, static_cast<uint64_t>(losers));
+  if (losers > 0)
+    cells_->Add<FanOutMetric::kHedgeLosersCancelled>(0, static_cast<uint64_t>(losers));
 }
 void Metrics::CountHedgeSkipped(HedgeOutcome reason) {
   cells_->Add<FanOutMetric::kHedgesSkipped>(static_cast<int>(reason));

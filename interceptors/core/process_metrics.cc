@@ -23,8 +23,7 @@ namespace hopbudget {
 namespace {
 
 absl::Status Bad(absl::string_view file, absl::string_view field) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("hopbudget: cannot parse ", field, " in ", file));
+  return absl::InvalidArgumentError(absl::StrCat("hopbudget: cannot parse ", field, " in ", file));
 }
 
 // The shortest form that reads back as the same double.
@@ -120,8 +119,8 @@ std::string FormatProcessMetrics(const ProcessStats& p) {
   std::string out;
   auto family = [&](absl::string_view name, absl::string_view type, absl::string_view help,
                     const std::string& value) {
-    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name,
-                    " ", value, "\n");
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ",
+                    value, "\n");
   };
   family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
          Number(p.cpu_seconds));
@@ -129,8 +128,7 @@ std::string FormatProcessMetrics(const ProcessStats& p) {
          absl::StrCat(p.resident_bytes));
   family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
          absl::StrCat(p.virtual_bytes));
-  family("process_open_fds", "gauge", "Number of open file descriptors.",
-         absl::StrCat(p.open_fds));
+  family("process_open_fds", "gauge", "Number of open file descriptors.", absl::StrCat(p.open_fds));
   if (p.max_fds >= 0) {
     family("process_max_fds", "gauge", "Maximum number of open file descriptors.",
            absl::StrCat(p.max_fds));

@@ -7,20 +7,28 @@ namespace hopbudget {
 
 const char* RaceOutcomeName(RaceOutcome o) {
   switch (o) {
-    case RaceOutcome::kWon: return "won";
-    case RaceOutcome::kAllFailed: return "all_failed";
-    case RaceOutcome::kCancelled: return "cancelled";
+    case RaceOutcome::kWon:
+      return "won";
+    case RaceOutcome::kAllFailed:
+      return "all_failed";
+    case RaceOutcome::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
 
 const char* RaceFateName(RaceFate f) {
   switch (f) {
-    case RaceFate::kRunning: return "running";
-    case RaceFate::kWon: return "won";
-    case RaceFate::kFailed: return "failed";
-    case RaceFate::kLoser: return "loser";
-    case RaceFate::kCancelled: return "cancelled";
+    case RaceFate::kRunning:
+      return "running";
+    case RaceFate::kWon:
+      return "won";
+    case RaceFate::kFailed:
+      return "failed";
+    case RaceFate::kLoser:
+      return "loser";
+    case RaceFate::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -68,15 +76,14 @@ int RaceTracker::losers() const {
 
 absl::Status ValidateRaceSize(int attempts) {
   if (attempts < 1 || attempts > kMaxRaceAttempts) {
-    return absl::InvalidArgumentError(absl::StrCat("a race needs 1..", kMaxRaceAttempts,
-                                                   " attempts, got ", attempts));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a race needs 1..", kMaxRaceAttempts, " attempts, got ", attempts));
   }
   return absl::OkStatus();
 }
 
 std::string FormatRaceFailure(const std::vector<RaceAttemptSummary>& attempts) {
-  std::string out =
-      absl::StrCat("race of ", attempts.size(), " lost by every attempt:");
+  std::string out = absl::StrCat("race of ", attempts.size(), " lost by every attempt:");
   for (size_t i = 0; i < attempts.size(); ++i) {
     const RaceAttemptSummary& a = attempts[i];
     absl::StrAppend(&out, i == 0 ? " " : "; ", "#", i, " ", absl::StatusCodeToString(a.code));

@@ -82,8 +82,8 @@ absl::Status ValidateRetryFields(const RetryPolicy& r) {
   }
   // Written so that NaN fails too.
   if (!(r.backoff_multiplier >= 1.0) || !std::isfinite(r.backoff_multiplier)) {
-    return Invalid(absl::StrCat("backoff_multiplier (", r.backoff_multiplier,
-                                ") must be >= 1 and finite"));
+    return Invalid(
+        absl::StrCat("backoff_multiplier (", r.backoff_multiplier, ") must be >= 1 and finite"));
   }
   return absl::OkStatus();
 }
@@ -111,8 +111,7 @@ int AttemptsThatFit(const BudgetPolicy& budget, const RetryPolicy& retry, bool t
 
 }  // namespace
 
-absl::StatusOr<RetryFit> ValidateRetryPolicy(const BudgetPolicy& budget,
-                                             const RetryPolicy& retry) {
+absl::StatusOr<RetryFit> ValidateRetryPolicy(const BudgetPolicy& budget, const RetryPolicy& retry) {
   if (absl::Status s = ValidateRetryFields(retry); !s.ok()) return s;
 
   // The retry-specific form of ValidatePolicy's nesting rule, checked first
@@ -125,13 +124,13 @@ absl::StatusOr<RetryFit> ValidateRetryPolicy(const BudgetPolicy& budget,
       IsFinite(budget.min_attempt_budget) && budget.min_attempt_budget >= absl::ZeroDuration();
   if (retry.max_attempts > 1 && fields_sane &&
       budget.attempt_cap + budget.hop_reserve + budget.min_attempt_budget > budget.request_cap) {
-    return Invalid(absl::StrCat(
-        "attempt_cap (", FormatBudget(budget.attempt_cap), ") + hop_reserve (",
-        FormatBudget(budget.hop_reserve), ") + min_attempt_budget (",
-        FormatBudget(budget.min_attempt_budget), ") > request_cap (",
-        FormatBudget(budget.request_cap),
-        "): an attempt that times out leaves no room for a retry; at most 1 of ",
-        retry.max_attempts, " attempts can run"));
+    return Invalid(
+        absl::StrCat("attempt_cap (", FormatBudget(budget.attempt_cap), ") + hop_reserve (",
+                     FormatBudget(budget.hop_reserve), ") + min_attempt_budget (",
+                     FormatBudget(budget.min_attempt_budget), ") > request_cap (",
+                     FormatBudget(budget.request_cap),
+                     "): an attempt that times out leaves no room for a retry; at most 1 of ",
+                     retry.max_attempts, " attempts can run"));
   }
   if (absl::Status s = ValidatePolicy(budget); !s.ok()) return s;
 
@@ -159,7 +158,7 @@ absl::Duration BackoffCeiling(const RetryPolicy& policy, int retry) {
   // Duration products (which could overflow): compare the growth with the
   // ratio max / initial, and multiply only when the result stays below max.
   const double m = policy.backoff_multiplier;
-  const double multiplier = m >= 1.0 ? m : 1.0;  // NaN and < 1 count as 1
+  const double multiplier = m >= 1.0 ? m : 1.0;                            // NaN and < 1 count as 1
   const double growth = std::pow(multiplier, static_cast<double>(retry));  // may be inf
   if (growth >= absl::FDivDuration(max, initial)) return max;
   return std::min(max, initial * growth);
@@ -189,23 +188,31 @@ Pushback ParsePushback(absl::optional<absl::string_view> value) {
 
 absl::string_view RetryOutcomeName(RetryOutcome outcome) {
   switch (outcome) {
-    case RetryOutcome::kRetry: return "retry";
-    case RetryOutcome::kSucceeded: return "succeeded";
-    case RetryOutcome::kNotRetryableCode: return "not_retryable_code";
-    case RetryOutcome::kBudgetFired: return "budget_fired";
-    case RetryOutcome::kCommitted: return "committed";
-    case RetryOutcome::kAttemptsExhausted: return "attempts_exhausted";
-    case RetryOutcome::kPushbackDoNotRetry: return "pushback_do_not_retry";
-    case RetryOutcome::kThrottled: return "throttled";
-    case RetryOutcome::kNoRoom: return "no_room";
+    case RetryOutcome::kRetry:
+      return "retry";
+    case RetryOutcome::kSucceeded:
+      return "succeeded";
+    case RetryOutcome::kNotRetryableCode:
+      return "not_retryable_code";
+    case RetryOutcome::kBudgetFired:
+      return "budget_fired";
+    case RetryOutcome::kCommitted:
+      return "committed";
+    case RetryOutcome::kAttemptsExhausted:
+      return "attempts_exhausted";
+    case RetryOutcome::kPushbackDoNotRetry:
+      return "pushback_do_not_retry";
+    case RetryOutcome::kThrottled:
+      return "throttled";
+    case RetryOutcome::kNoRoom:
+      return "no_room";
   }
   return "unknown";
 }
 
-RetryDecision DecideRetry(const BudgetPolicy& budget, const RetryPolicy& retry,
-                          int attempt, const AttemptResult& result,
-                          bool throttle_allows, absl::Time parent_deadline,
-                          absl::Time now, double unit_random) {
+RetryDecision DecideRetry(const BudgetPolicy& budget, const RetryPolicy& retry, int attempt,
+                          const AttemptResult& result, bool throttle_allows,
+                          absl::Time parent_deadline, absl::Time now, double unit_random) {
   RetryDecision d;
   const auto stop = [&d](RetryOutcome outcome) {
     d.outcome = outcome;
@@ -271,15 +278,14 @@ int64_t RatioMilli(double ratio) {
 
 absl::Status RetryThrottle::Validate(const RetryThrottleOptions& options) {
   if (options.max_tokens < 1 || options.max_tokens > kMaxTokensLimit) {
-    return absl::InvalidArgumentError(absl::StrCat("retry throttle: max_tokens (",
-                                                   options.max_tokens,
-                                                   ") is out of range [1, 1000]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "retry throttle: max_tokens (", options.max_tokens, ") is out of range [1, 1000]"));
   }
   const int64_t ratio = RatioMilli(options.token_ratio);
   if (ratio < 1 || ratio > kMilli) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "retry throttle: token_ratio (", options.token_ratio,
-        ") is out of range (0, 1] or below the bucket's precision (0.001)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("retry throttle: token_ratio (", options.token_ratio,
+                     ") is out of range (0, 1] or below the bucket's precision (0.001)"));
   }
   return absl::OkStatus();
 }

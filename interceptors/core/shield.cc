@@ -204,8 +204,7 @@ void LogUnobserved(const ShieldRecord& r) {
   std::fprintf(stderr,
                "hopbudget: shield: nobody observed how %s ended: %s (%s); keep its "
                "ShieldHandle and Wait() on it\n",
-               r.name.c_str(), std::string(ShieldOutcomeName(r.outcome)).c_str(),
-               status.c_str());
+               r.name.c_str(), std::string(ShieldOutcomeName(r.outcome)).c_str(), status.c_str());
 }
 
 }  // namespace
@@ -244,8 +243,8 @@ using internal::StopReason;
 
 absl::Status ValidateShieldOptions(const ShieldOptions& options) {
   if (options.max_in_flight < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shield options: max_in_flight (", options.max_in_flight, ") must be >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shield options: max_in_flight (", options.max_in_flight, ") must be >= 1"));
   }
   if (options.threads < 1) {
     return absl::InvalidArgumentError(
@@ -323,8 +322,8 @@ class Shield::Impl {
   explicit Impl(const ShieldOptions& options)
       : clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
         max_in_flight_(static_cast<uint64_t>(std::max(1, options.max_in_flight))),
-        state_(std::make_shared<ShieldState>(
-            options.metrics != nullptr ? options.metrics : &Metrics::Default())),
+        state_(std::make_shared<ShieldState>(options.metrics != nullptr ? options.metrics
+                                                                        : &Metrics::Default())),
         timers_(clock_, internal::TimerService::Options{!options.manual_timers}) {
     const int threads = std::max(1, options.threads);
     threads_.reserve(threads);
@@ -341,8 +340,7 @@ class Shield::Impl {
     for (std::thread& t : threads_) t.join();
   }
 
-  absl::StatusOr<ShieldHandle> Run(std::string name, absl::Duration bound,
-                                   ShieldOp::Work work) {
+  absl::StatusOr<ShieldHandle> Run(std::string name, absl::Duration bound, ShieldOp::Work work) {
     if (name.empty() || name.size() > internal::kMaxNameLength) {
       return absl::InvalidArgumentError(absl::StrCat(
           "shield name must be 1..", internal::kMaxNameLength, " characters, got ", name.size()));
@@ -356,8 +354,8 @@ class Shield::Impl {
       return absl::InvalidArgumentError(absl::StrCat("shield work of ", name, " is empty"));
     }
     const absl::Time now = clock_.Now();
-    auto op = std::make_shared<ShieldOp>(std::move(name), bound, now, clock_, state_,
-                                         std::move(work));
+    auto op =
+        std::make_shared<ShieldOp>(std::move(name), bound, now, clock_, state_, std::move(work));
     bool draining = false;
     bool full = false;
     {
@@ -381,9 +379,9 @@ class Shield::Impl {
           absl::StrCat("shield is draining: ", op->name, " not started"));
     }
     if (full) {
-      return absl::ResourceExhaustedError(absl::StrCat("shield has ", max_in_flight_,
-                                                       " operations in flight (max_in_flight): ",
-                                                       op->name, " refused"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("shield has ", max_in_flight_,
+                       " operations in flight (max_in_flight): ", op->name, " refused"));
     }
     // The token exists before the work can end, so that an end is never
     // judged "no handle left" while Run() is still returning one.
@@ -578,9 +576,10 @@ absl::StatusOr<ShieldHandle> Shield::Run(std::string name, absl::Duration bound,
 
 DrainReport Shield::Drain(absl::Duration max_wait) { return impl_->Drain(max_wait); }
 
-absl::StatusOr<ShieldHandle> Shield::RunOnce(
-    std::string key, std::string name, absl::Duration bound,
-    absl::AnyInvocable<absl::Status(ShieldContext&)> work, bool* joined) {
+absl::StatusOr<ShieldHandle> Shield::RunOnce(std::string key, std::string name,
+                                             absl::Duration bound,
+                                             absl::AnyInvocable<absl::Status(ShieldContext&)> work,
+                                             bool* joined) {
   if (joined != nullptr) *joined = false;
   absl::StatusOr<ShieldHandle> handle;
   {

@@ -39,12 +39,18 @@ HeaderParse ParseDigits(absl::string_view v, int64_t limit, int64_t* out) {
 
 absl::string_view HeaderParseName(HeaderParse result) {
   switch (result) {
-    case HeaderParse::kOk: return "ok";
-    case HeaderParse::kEmpty: return "empty";
-    case HeaderParse::kTooLong: return "too_long";
-    case HeaderParse::kMalformed: return "malformed";
-    case HeaderParse::kNegative: return "negative";
-    case HeaderParse::kTooLarge: return "too_large";
+    case HeaderParse::kOk:
+      return "ok";
+    case HeaderParse::kEmpty:
+      return "empty";
+    case HeaderParse::kTooLong:
+      return "too_long";
+    case HeaderParse::kMalformed:
+      return "malformed";
+    case HeaderParse::kNegative:
+      return "negative";
+    case HeaderParse::kTooLarge:
+      return "too_large";
   }
   return "malformed";
 }

@@ -62,9 +62,7 @@ int WorkersFor(const AdmissionOptions& o) {
 
 // gRPC's own services are never held back: health checks must answer under
 // overload, and reflection and channelz are how an operator looks in.
-bool IsInfrastructure(absl::string_view method) {
-  return absl::StartsWith(method, "/grpc.");
-}
+bool IsInfrastructure(absl::string_view method) { return absl::StartsWith(method, "/grpc."); }
 
 }  // namespace
 
@@ -83,9 +81,8 @@ absl::StatusOr<std::unique_ptr<AdmissionGate>> AdmissionGate::Create(
       new AdmissionGate(options, *std::move(admission), clock, timers));
 }
 
-AdmissionGate::AdmissionGate(const AdmissionOptions& options,
-                             std::unique_ptr<Admission> admission, Clock* clock,
-                             TimerService* timers)
+AdmissionGate::AdmissionGate(const AdmissionOptions& options, std::unique_ptr<Admission> admission,
+                             Clock* clock, TimerService* timers)
     : options_(options),
       admission_(std::move(admission)),
       clock_(*clock),
@@ -110,10 +107,10 @@ const AdmissionGate::Method& AdmissionGate::For(const char* method) {
   if (m == nullptr) {
     m = std::make_unique<Method>();
     const absl::string_view name(method);
-    m->covered = !IsInfrastructure(name) &&
-                 (options_.methods.empty() ||
-                  std::find(options_.methods.begin(), options_.methods.end(), name) !=
-                      options_.methods.end());
+    m->covered =
+        !IsInfrastructure(name) &&
+        (options_.methods.empty() || std::find(options_.methods.begin(), options_.methods.end(),
+                                               name) != options_.methods.end());
     if (m->covered) m->predictor = std::make_unique<LatencyPredictor>(options_.policy);
   }
   return *m;

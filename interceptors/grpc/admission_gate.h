@@ -89,8 +89,8 @@ class AdmissionGate {
   void Queued(absl::Time expiry);
 
  private:
-  AdmissionGate(const AdmissionOptions& options, std::unique_ptr<Admission> admission,
-                Clock* clock, TimerService* timers);
+  AdmissionGate(const AdmissionOptions& options, std::unique_ptr<Admission> admission, Clock* clock,
+                TimerService* timers);
   void OnTimer(uint64_t generation);
 
   const AdmissionOptions options_;

@@ -38,8 +38,8 @@ LogicalBudget::LogicalBudget(const BudgetPolicy& policy, const LogicalCall& call
   start_ = now;
 }
 
-LogicalBudget::LogicalBudget(const BudgetPolicy& policy, const SourceTag& tag,
-                             absl::Time deadline, absl::Time now)
+LogicalBudget::LogicalBudget(const BudgetPolicy& policy, const SourceTag& tag, absl::Time deadline,
+                             absl::Time now)
     : inbound_(nullptr), attempt_policy_(policy) {
   attempt_policy_.hop_reserve = absl::ZeroDuration();
   exhausted_ = tag.source == DeadlineSource::kExhaustedBeforeCall;

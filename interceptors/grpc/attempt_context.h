@@ -15,9 +15,9 @@
 #include <memory>
 
 #include "absl/time/time.h"
+#include "grpc_glue.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/deadline_source.h"
-#include "grpc_glue.h"
 #include "hopbudget/retry_loop.h"
 
 namespace hopbudget {

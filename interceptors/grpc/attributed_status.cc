@@ -11,8 +11,8 @@ namespace internal {
 namespace {
 
 std::string WholeMillis(absl::Duration d) {
-  return absl::StrCat(absl::ToInt64Milliseconds(
-      std::clamp(d, absl::ZeroDuration(), kMaxHeaderBudget)));
+  return absl::StrCat(
+      absl::ToInt64Milliseconds(std::clamp(d, absl::ZeroDuration(), kMaxHeaderBudget)));
 }
 
 absl::optional<absl::string_view> Find(
@@ -30,8 +30,7 @@ grpc::Status AttributedStatus(const Attribution& a, absl::string_view note) {
     absl::StrAppend(&message, " (", note, ")");
   }
   std::string details = EncodeStatusDetails(a, message);
-  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, std::move(message),
-                      std::move(details));
+  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, std::move(message), std::move(details));
 }
 
 std::vector<TrailerPair> AttributionTrailerPairs(const Attribution& a) {

@@ -38,12 +38,12 @@ void LogLeakOnce(const char* method, LeakKind kind) {
   static auto* seen = new absl::flat_hash_set<std::string>();
   internal::MutexLock lock(&mu);
   if (!seen->insert(method).second) return;
-  gpr_log(GPR_ERROR,
-          "hopbudget: deadline leak on %s: downstream call made inside a handler with %s; "
-          "use hopbudget::NewDownstreamContext(). Bounded by the inbound budget.",
-          method,
-          kind == LeakKind::kNoDeadline ? "no deadline"
-                                        : "a deadline later than the inbound call's");
+  gpr_log(
+      GPR_ERROR,
+      "hopbudget: deadline leak on %s: downstream call made inside a handler with %s; "
+      "use hopbudget::NewDownstreamContext(). Bounded by the inbound budget.",
+      method,
+      kind == LeakKind::kNoDeadline ? "no deadline" : "a deadline later than the inbound call's");
 }
 
 struct ClientShared {
@@ -82,8 +82,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     }
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE) ||
         m->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
-      last_activity_ns_.store(absl::ToUnixNanos(shared_.clock->Now()),
-                              std::memory_order_relaxed);
+      last_activity_ns_.store(absl::ToUnixNanos(shared_.clock->Now()), std::memory_order_relaxed);
     }
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_STATUS)) {
       OnStatus(m);
@@ -101,8 +100,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       tagged = internal::ParseSourceTag(it->second);
       from_helper = true;
     }
-    absl::Duration idle = IsStreaming(info_->type()) ? shared_.stream_idle_budget
-                                                     : absl::InfiniteDuration();
+    absl::Duration idle =
+        IsStreaming(info_->type()) ? shared_.stream_idle_budget : absl::InfiniteDuration();
     if (auto it = md->find(internal::kInternalIdleKey); it != md->end()) {
       ParsedBudget p = ParseBudgetHeader(it->second);
       if (p.result == HeaderParse::kOk && p.budget > absl::ZeroDuration()) idle = p.budget;
@@ -122,15 +121,14 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     const absl::Time now = shared_.clock->Now();
     start_ = now;
     deadline_ = internal::ToAbslTime(info_->client_context()->deadline());
-    deadline_source_ = from_helper ? tagged.source
+    deadline_source_ = from_helper                           ? tagged.source
                        : deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone
                                                              : DeadlineSource::kClient;
     deadline_budget_ = from_helper && tagged.budget != absl::InfiniteDuration()
                            ? tagged.budget
                            : deadline_ - start_;
-    budget_start_ = from_helper && tagged.budget_start != absl::InfinitePast()
-                        ? tagged.budget_start
-                        : start_;
+    budget_start_ =
+        from_helper && tagged.budget_start != absl::InfinitePast() ? tagged.budget_start : start_;
     absl::Time enforce = absl::InfiniteFuture();
     if (!from_helper) CheckLeak(now, &enforce);
     const absl::Time effective = std::min(deadline_, enforce);
@@ -211,8 +209,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   absl::Time NextTimerAt() const {
     absl::Time at = enforce_deadline_;
     if (idle_ != absl::InfiniteDuration()) {
-      at = std::min(at, absl::FromUnixNanos(last_activity_ns_.load(std::memory_order_relaxed)) +
-                            idle_);
+      at = std::min(at,
+                    absl::FromUnixNanos(last_activity_ns_.load(std::memory_order_relaxed)) + idle_);
     }
     return at;
   }
@@ -302,9 +300,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       // Our own cancel: convert it. Budget = the one that fired, elapsed
       // from its start (the last stream activity for an idle budget) until
       // it fired.
-      Rewrite(status,
-              {fired, shared_.hop, fired == DeadlineSource::kIdle ? idle_ : enforce_budget_,
-               absl::Nanoseconds(fired_elapsed_ns_.load(std::memory_order_relaxed))});
+      Rewrite(status, {fired, shared_.hop, fired == DeadlineSource::kIdle ? idle_ : enforce_budget_,
+                       absl::Nanoseconds(fired_elapsed_ns_.load(std::memory_order_relaxed))});
       shared_.metrics->CountDeadlineExceeded(Side::kClient, fired, shared_.hop);
       return;
     }
@@ -393,17 +390,17 @@ MakeClientInterceptorFactory(ClientOptions options) {
   if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
   if (options.min_call_budget < absl::ZeroDuration() ||
       options.min_call_budget == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "hopbudget client options: min_call_budget (", FormatBudget(options.min_call_budget),
-        ") must be finite and >= 0"));
+    return absl::InvalidArgumentError(absl::StrCat("hopbudget client options: min_call_budget (",
+                                                   FormatBudget(options.min_call_budget),
+                                                   ") must be finite and >= 0"));
   }
   if (options.stream_idle_budget <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "hopbudget client options: stream_idle_budget (",
-        FormatBudget(options.stream_idle_budget),
+        "hopbudget client options: stream_idle_budget (", FormatBudget(options.stream_idle_budget),
         ") must be > 0 (InfiniteDuration() turns it off)"));
   }
-  ClientShared shared{std::move(options.hop), options.min_call_budget,
+  ClientShared shared{std::move(options.hop),
+                      options.min_call_budget,
                       options.stream_idle_budget,
                       options.clock != nullptr ? options.clock : &Clock::Real(),
                       options.metrics != nullptr ? options.metrics : &Metrics::Default(),

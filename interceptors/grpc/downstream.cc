@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "grpc_glue.h"
-#include "hopbudget/wire.h"
 #include "hopbudget/server.h"
+#include "hopbudget/wire.h"
 
 namespace hopbudget {
 namespace {
@@ -95,15 +95,14 @@ SourceTag ParseSourceTag(absl::string_view tag) {
 
 }  // namespace internal
 
-InboundScope::InboundScope(const grpc::ServerContextBase& inbound)
-    : previous_(tls_inbound) {
+InboundScope::InboundScope(const grpc::ServerContextBase& inbound) : previous_(tls_inbound) {
   if (const InboundBudget* b = InboundBudget::Of(inbound)) tls_inbound = b;
 }
 
 InboundScope::~InboundScope() { tls_inbound = previous_; }
 
-std::unique_ptr<grpc::ClientContext> NewDownstreamContext(
-    const grpc::ServerContextBase& inbound, const DownstreamOptions& options) {
+std::unique_ptr<grpc::ClientContext> NewDownstreamContext(const grpc::ServerContextBase& inbound,
+                                                          const DownstreamOptions& options) {
   std::unique_ptr<grpc::ClientContext> ctx = grpc::ClientContext::FromServerContext(inbound);
 
   static const BudgetPolicy kDefaultPolicy;

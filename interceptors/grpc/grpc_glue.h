@@ -11,7 +11,6 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-
 #include "absl/time/time.h"
 #include "hopbudget/retry_policy.h"
 #include "hopbudget/server.h"

@@ -163,7 +163,8 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
   }
 
   void Launch(int i, grpc::ClientContext* ctx) {
-    attempt_(i, ctx, [self = shared_from_this(), i](grpc::Status s) { self->OnEnd(i, std::move(s)); });
+    attempt_(i, ctx,
+             [self = shared_from_this(), i](grpc::Status s) { self->OnEnd(i, std::move(s)); });
   }
 
   void OnTimer() {

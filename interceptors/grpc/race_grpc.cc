@@ -41,9 +41,8 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
     for (int i = 0; i < n; ++i) {
       // A context cancelled before its call starts cancels that call as it
       // starts: a winner among the first attempts stops the later ones.
-      attempt_(i, ctxs[i], [self = shared_from_this(), i](grpc::Status s) {
-        self->OnEnd(i, std::move(s));
-      });
+      attempt_(i, ctxs[i],
+               [self = shared_from_this(), i](grpc::Status s) { self->OnEnd(i, std::move(s)); });
     }
   }
 
@@ -81,8 +80,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
     bool finished = false;
     {
       internal::CallMutexLock lock(&mu_);
-      const RaceStep step =
-          tracker_.OnEnd(i, static_cast<absl::StatusCode>(status.error_code()));
+      const RaceStep step = tracker_.OnEnd(i, static_cast<absl::StatusCode>(status.error_code()));
       statuses_[i] = std::move(status);
       if (tracker_.fate(i) == RaceFate::kFailed) last_failed_ = i;
       if (step.cancel_running) cancel = RunningLocked();
@@ -110,12 +108,15 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
         RaceAttemptReport a;
         a.code = statuses_[i].error_code();
         a.fate = tracker_.fate(i);
-        if (a.code == grpc::StatusCode::DEADLINE_EXCEEDED) a.attribution = AttributionOf(statuses_[i]);
+        if (a.code == grpc::StatusCode::DEADLINE_EXCEEDED)
+          a.attribution = AttributionOf(statuses_[i]);
         summaries.push_back({static_cast<absl::StatusCode>(a.code), a.attribution});
         r.attempts.push_back(std::move(a));
       }
       switch (r.outcome) {
-        case RaceOutcome::kWon: r.status = statuses_[r.winner]; break;
+        case RaceOutcome::kWon:
+          r.status = statuses_[r.winner];
+          break;
         case RaceOutcome::kCancelled:
           r.status = grpc::Status(grpc::StatusCode::CANCELLED, "hopbudget: race cancelled");
           break;
@@ -167,15 +168,14 @@ RaceResult InvalidSize(int attempts) {
 }
 }  // namespace
 
-std::shared_ptr<RacingCall> Race::Start(const LogicalCall& call, int attempts,
-                                        AsyncAttempt attempt,
+std::shared_ptr<RacingCall> Race::Start(const LogicalCall& call, int attempts, AsyncAttempt attempt,
                                         absl::AnyInvocable<void(RaceResult)> on_done) {
   if (!ValidateRaceSize(attempts).ok()) {
     on_done(InvalidSize(attempts));
     return nullptr;
   }
-  auto c = std::make_shared<RaceCallImpl>(*this, call, attempts, std::move(attempt),
-                                          std::move(on_done));
+  auto c =
+      std::make_shared<RaceCallImpl>(*this, call, attempts, std::move(attempt), std::move(on_done));
   c->Begin();
   return c;
 }

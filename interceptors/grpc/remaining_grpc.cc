@@ -17,8 +17,8 @@ RemainingTime Remaining(const grpc::ServerContextBase& inbound) {
   const absl::Time now = Clock::Real().Now();
   plain.arrival = now;
   plain.deadline = internal::ToAbslTime(inbound.deadline());
-  plain.source = plain.deadline == absl::InfiniteFuture() ? DeadlineSource::kNone
-                                                          : DeadlineSource::kClient;
+  plain.source =
+      plain.deadline == absl::InfiniteFuture() ? DeadlineSource::kNone : DeadlineSource::kClient;
   return RemainingOf(plain, BudgetPolicy().hop_reserve, now);
 }
 

@@ -64,8 +64,7 @@ struct RetryShared {
     std::string name(method);
     if (!name.empty() && name[0] == '/') name.erase(0, 1);
     absl::StrReplaceAll({{"/", "."}}, &name);
-    const auto* desc =
-        google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(name);
+    const auto* desc = google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(name);
     Mode mode = Mode::kPassThrough;
     if (desc != nullptr && !desc->client_streaming()) {
       mode = desc->server_streaming() ? Mode::kServerStreaming : Mode::kUnary;
@@ -206,8 +205,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     metadata_ = *md;
     metadata_.erase(internal::kInternalSourceKey);
     metadata_.erase(kPreviousAttemptsHeader);
-    logical_.emplace(shared_.budget, tag,
-                     internal::ToAbslTime(info_->client_context()->deadline()),
+    logical_.emplace(shared_.budget, tag, internal::ToAbslTime(info_->client_context()->deadline()),
                      shared_.clock->Now());
     step_.emplace(logical_->attempt_policy(), shared_.retry, shared_.throttle, *shared_.metrics,
                   method_, *shared_.clock);
@@ -287,8 +285,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     if (!ready.empty()) DeliverAll(std::move(ready));
   }
 
-  void OnAttemptDone(grpc::ClientContext* ctx, const grpc::Status& status,
-                     StreamAttempt* stream) {
+  void OnAttemptDone(grpc::ClientContext* ctx, const grpc::Status& status, StreamAttempt* stream) {
     AttemptResult result =
         internal::AttemptResultOf(status, ctx->GetServerTrailingMetadata(), shared_.hop);
     Deliveries finished;
@@ -306,8 +303,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
         result.committed = committed_to_ != nullptr;
         const RetryDecision d = step_->Decide(result, attempt_, logical_->deadline());
         if (d.outcome != RetryOutcome::kRetry) {
-          internal::RecordRetrySkipped(logical_->inbound_key(), logical_->inbound_id(),
-                                       d.outcome);
+          internal::RecordRetrySkipped(logical_->inbound_key(), logical_->inbound_id(), d.outcome);
           finished = FinishLocked(internal::NotRetried(status, d), ctx);
         } else if (d.backoff <= absl::ZeroDuration()) {
           retry_now = true;
@@ -457,7 +453,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   RetryShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
   const MethodId method_;
-  const absl::Time started_ = shared_.clock->Now();  // the logical call's, for its latency
+  const absl::Time started_ = shared_.clock->Now();     // the logical call's, for its latency
   RetryShared::Mode mode_ = RetryShared::Mode::kUnary;  // decided on the first batch
 
   // Set before the first attempt; read-only afterwards.
@@ -493,7 +489,8 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
 
 class RetryFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
-  explicit RetryFactory(std::unique_ptr<RetryShared> shared, std::unique_ptr<internal::TimerService> own)
+  explicit RetryFactory(std::unique_ptr<RetryShared> shared,
+                        std::unique_ptr<internal::TimerService> own)
       : own_timers_(std::move(own)), shared_(std::move(shared)) {}
   grpc::experimental::Interceptor* CreateClientInterceptor(
       grpc::experimental::ClientRpcInfo* info) override {
@@ -515,10 +512,10 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
   if (!setup.ok()) return setup.status();
   const bool unfit = *setup == RetrySetup::kUnfitAccepted;
   if (unfit) {
-    gpr_log(GPR_ERROR, "hopbudget: retry policy for %s accepted although it does not fit: %s",
-            target.c_str(),
-            std::string(ValidateRetryPolicy(options.budget, options.retry).status().message())
-                .c_str());
+    gpr_log(
+        GPR_ERROR, "hopbudget: retry policy for %s accepted although it does not fit: %s",
+        target.c_str(),
+        std::string(ValidateRetryPolicy(options.budget, options.retry).status().message()).c_str());
   }
   auto budget_factory = MakeClientInterceptorFactory(options.client);
   if (!budget_factory.ok()) return budget_factory.status();
@@ -530,9 +527,11 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
   shared->retry = options.retry;
   shared->unfit = unfit;
   shared->clock = options.client.clock != nullptr ? options.client.clock : &Clock::Real();
-  shared->metrics = options.client.metrics != nullptr ? options.client.metrics : &Metrics::Default();
+  shared->metrics =
+      options.client.metrics != nullptr ? options.client.metrics : &Metrics::Default();
   std::unique_ptr<internal::TimerService> own;
-  if (shared->clock != &Clock::Real()) own = std::make_unique<internal::TimerService>(*shared->clock);
+  if (shared->clock != &Clock::Real())
+    own = std::make_unique<internal::TimerService>(*shared->clock);
   shared->timers = own != nullptr ? own.get() : &internal::TimerService::Shared();
 
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
@@ -541,7 +540,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
   grpc::ChannelArguments channel_args = internal::WithChannelDefaults(args);
   channel_args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // one retry layer, not two
   return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, channel_args,
-                                                                  std::move(creators));
+                                                                 std::move(creators));
 }
 
 }  // namespace hopbudget

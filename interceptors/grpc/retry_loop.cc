@@ -13,11 +13,11 @@
 #include "absl/types/optional.h"
 #include "attempt_context.h"
 #include "attempt_result.h"
-#include "retry_step.h"
 #include "call_mutex.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/server.h"
+#include "retry_step.h"
 #include "sync.h"
 #include "timer_service.h"
 
@@ -82,8 +82,7 @@ class AsyncRetryingCall final : public RetryingCall,
                                 public std::enable_shared_from_this<AsyncRetryingCall> {
  public:
   AsyncRetryingCall(RetryLoop& loop, internal::TimerService& timers, const LogicalCall& call,
-                    RetryLoop::AsyncAttempt attempt,
-                    absl::AnyInvocable<void(grpc::Status)> on_done)
+                    RetryLoop::AsyncAttempt attempt, absl::AnyInvocable<void(grpc::Status)> on_done)
       : state_(loop, call),
         clock_(*(loop.options().clock != nullptr ? loop.options().clock : &Clock::Real())),
         timers_(timers),
@@ -105,7 +104,8 @@ class AsyncRetryingCall final : public RetryingCall,
       Done(grpc::Status(grpc::StatusCode::CANCELLED, "hopbudget: retrying call cancelled"));
       return;
     }
-    attempt_(ctx, [self = shared_from_this()](grpc::Status s) { self->OnAttemptDone(std::move(s)); });
+    attempt_(ctx,
+             [self = shared_from_this()](grpc::Status s) { self->OnAttemptDone(std::move(s)); });
   }
 
   void TryCancel() override {
@@ -222,9 +222,8 @@ grpc::Status RetryLoop::Call(const LogicalCall& call, SyncAttempt attempt) {
 
 std::shared_ptr<RetryingCall> RetryLoop::Start(const LogicalCall& call, AsyncAttempt attempt,
                                                absl::AnyInvocable<void(grpc::Status)> on_done) {
-  auto retrying =
-      std::make_shared<AsyncRetryingCall>(*this, timers_, call, std::move(attempt),
-                                          std::move(on_done));
+  auto retrying = std::make_shared<AsyncRetryingCall>(*this, timers_, call, std::move(attempt),
+                                                      std::move(on_done));
   retrying->StartAttempt();
   return retrying;
 }

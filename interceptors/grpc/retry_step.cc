@@ -10,9 +10,14 @@ namespace internal {
 
 void RetryStep::FeedThrottle(const AttemptResult& result) {
   switch (ThrottleEffectOf(retry_, result)) {
-    case ThrottleEffect::kSuccess: throttle_.RecordSuccess(); break;
-    case ThrottleEffect::kFailure: throttle_.RecordFailure(); break;
-    case ThrottleEffect::kNone: break;
+    case ThrottleEffect::kSuccess:
+      throttle_.RecordSuccess();
+      break;
+    case ThrottleEffect::kFailure:
+      throttle_.RecordFailure();
+      break;
+    case ThrottleEffect::kNone:
+      break;
   }
 }
 
@@ -23,9 +28,9 @@ RetryDecision RetryStep::Decide(const AttemptResult& result, int attempt,
     if (!bitgen_.has_value()) bitgen_.emplace();
     draw = absl::Uniform(*bitgen_, 0.0, 1.0);
   }
-  const RetryDecision d = DecideRetry(attempt_policy_, retry_, attempt, result,
-                                      throttle_.RetryAllowed(), logical_deadline, clock_.Now(),
-                                      draw);
+  const RetryDecision d =
+      DecideRetry(attempt_policy_, retry_, attempt, result, throttle_.RetryAllowed(),
+                  logical_deadline, clock_.Now(), draw);
   metrics_.CountRetryDecision(d.outcome);
   if (d.outcome == RetryOutcome::kRetry) {
     metrics_.CountRetry(method_, result.code);
@@ -40,10 +45,10 @@ grpc::Status NotRetried(grpc::Status status, const RetryDecision& d) {
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     return status;
   }
-  return grpc::Status(status.error_code(),
-                      absl::StrCat(status.error_message(),
-                                   " (hopbudget: no budget left for a retry)"),
-                      status.error_details());
+  return grpc::Status(
+      status.error_code(),
+      absl::StrCat(status.error_message(), " (hopbudget: no budget left for a retry)"),
+      status.error_details());
 }
 
 }  // namespace internal

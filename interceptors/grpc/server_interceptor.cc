@@ -235,8 +235,8 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     absl::Time inbound = internal::ToAbslTime(ctx_->deadline());
     auto header = md.find(kBudgetHeader);
     if (header != md.end()) {
-      ParsedBudget parsed = ParseBudgetHeader(
-          absl::string_view(header->second.data(), header->second.size()));
+      ParsedBudget parsed =
+          ParseBudgetHeader(absl::string_view(header->second.data(), header->second.size()));
       if (parsed.result == HeaderParse::kOk) {
         inbound = std::min(inbound, arrival_ + parsed.budget);  // only ever shrinks
       } else {
@@ -249,17 +249,15 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     // A call kept for /deadlinez asks its downstream calls for their traces,
     // so that its waterfall is whole.
     sampled_ = shared_.metrics->SampleOnArrival();
-    budget_.emplace(internal::InboundBudgetAccess::Make(rb, &shared_.hop, &shared_.policy,
-                                                        shared_.clock, ctx_,
-                                                        caller_wants_trace || sampled_));
+    budget_.emplace(internal::InboundBudgetAccess::Make(
+        rb, &shared_.hop, &shared_.policy, shared_.clock, ctx_, caller_wants_trace || sampled_));
     InboundRegistry::Get().Insert(ctx_, InboundEntry{&*budget_, &downstream_});
     // What the caller brought, before this hop's caps; then what this hop
     // allows itself.
     shared_.metrics->ObserveBudgetAtArrival(
-        method_, inbound == absl::InfiniteFuture() ? absl::InfiniteDuration()
-                                                   : inbound - arrival_);
-    shared_.metrics->ObserveRequestBudget(
-        method_, rb.deadline == absl::InfiniteFuture() ? absl::InfiniteDuration()
+        method_, inbound == absl::InfiniteFuture() ? absl::InfiniteDuration() : inbound - arrival_);
+    shared_.metrics->ObserveRequestBudget(method_, rb.deadline == absl::InfiniteFuture()
+                                                       ? absl::InfiniteDuration()
                                                        : rb.budget_on_arrival);
 
     if (rb.outcome != ArrivalOutcome::kAccepted) {
@@ -337,9 +335,8 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     const ArrivalOutcome outcome = OutcomeOf(why);
     internal::InboundBudgetAccess::SetOutcome(*budget_, outcome);
     if (outcome != ArrivalOutcome::kShedOverload) {
-      shared_.metrics->CountDeadlineExceeded(Side::kServer,
-                                             ServerCutAttribution(Call(), arrival_).source,
-                                             shared_.hop);
+      shared_.metrics->CountDeadlineExceeded(
+          Side::kServer, ServerCutAttribution(Call(), arrival_).source, shared_.hop);
     }
     const RequestBudget& rb = budget_->request_budget();
     if (rb.deadline == absl::InfiniteFuture()) return;
@@ -389,9 +386,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   // trailers): the message form is all the caller gets.
   void CancelNow() {
     request_fired_.store(true, std::memory_order_release);
-    grpc_call_cancel_with_status(ctx_->c_call(), GRPC_STATUS_DEADLINE_EXCEEDED,
-                                 FormatAttributionMessage(ServerCutAttribution(Call(), shared_.clock->Now())).c_str(),
-                                 nullptr);
+    grpc_call_cancel_with_status(
+        ctx_->c_call(), GRPC_STATUS_DEADLINE_EXCEEDED,
+        FormatAttributionMessage(ServerCutAttribution(Call(), shared_.clock->Now())).c_str(),
+        nullptr);
   }
 
   // Runs on the timer thread: the request cap, or the backstop of a refusal.
@@ -400,12 +398,12 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     // Counted before the cancel: once the caller has its answer, the count
     // must already be visible. A refusal was counted on arrival.
     if (!budget_->refused()) {
-      shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest,
-                                             shared_.hop);
+      shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, shared_.hop);
     }
     grpc_call_cancel_with_status(
         timer_call_, GRPC_STATUS_DEADLINE_EXCEEDED,
-        FormatAttributionMessage(ServerCutAttribution(Call(), shared_.clock->Now())).c_str(), nullptr);
+        FormatAttributionMessage(ServerCutAttribution(Call(), shared_.clock->Now())).c_str(),
+        nullptr);
     ReleaseCall();
   }
 
@@ -492,8 +490,8 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       BudgetTrace trace;
       HopTrace self;
       self.hop = shared_.hop;
-      self.budget_at_arrival = rb.deadline == absl::InfiniteFuture() ? absl::InfiniteDuration()
-                                                                     : rb.budget_on_arrival;
+      self.budget_at_arrival =
+          rb.deadline == absl::InfiniteFuture() ? absl::InfiniteDuration() : rb.budget_on_arrival;
       self.spent = now - arrival_;
       self.attempts = downstream_.calls();
       self.code = code;
@@ -502,11 +500,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       downstream_.AppendTo(trace);
       return trace;
     };
-    shared_.metrics->RecordRecentCall(
-        code, sampled_, [&] {
-          return RecentCall{method_name_, arrival_, code, fired, make_trace(),
-                            downstream_.retry_skipped()};
-        });
+    shared_.metrics->RecordRecentCall(code, sampled_, [&] {
+      return RecentCall{method_name_, arrival_,     code,
+                        fired,        make_trace(), downstream_.retry_skipped()};
+    });
     return send_trace_ || code != absl::StatusCode::kOk ? make_trace() : BudgetTrace{};
   }
 
@@ -580,10 +577,13 @@ MakeServerInterceptorFactory(ServerOptions options) {
                                                 &Clock::Real(), &internal::TimerService::Shared());
     if (!gate.ok()) return gate.status();
   }
-  ServerShared shared{std::move(options.hop), options.policy, options.trace,
+  ServerShared shared{std::move(options.hop),
+                      options.policy,
+                      options.trace,
                       options.clock != nullptr ? options.clock : &Clock::Real(),
                       options.metrics != nullptr ? options.metrics : &Metrics::Default(),
-                      nullptr, nullptr};
+                      nullptr,
+                      nullptr};
   return std::make_unique<ServerFactory>(std::move(shared), options.admission);
 }
 

@@ -1,10 +1,10 @@
 // Copyright hopbudget authors.
 #include "hopbudget/shield_grpc.h"
 
+#include <grpcpp/server_context.h>
+
 #include <algorithm>
 #include <memory>
-
-#include <grpcpp/server_context.h>
 
 #include "absl/time/clock.h"
 #include "attributed_status.h"
@@ -105,8 +105,7 @@ grpc::ServerUnaryReactor* AnswerWhenShieldedDone(
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 absl::Status ToAbslStatus(const grpc::Status& status) {

@@ -140,8 +140,7 @@ grpc::Status SlotWaitStatus(DownstreamSlots::State& state, const internal::Logic
   Attribution a;
   a.source = DeadlineSource::kSlotWait;
   a.hop = o.hop;
-  a.budget = logical.budget() == absl::InfiniteDuration() ? absl::ZeroDuration()
-                                                          : logical.budget();
+  a.budget = logical.budget() == absl::InfiniteDuration() ? absl::ZeroDuration() : logical.budget();
   a.elapsed = state.clock().Now() - logical.start();
   return internal::AttributedStatus(
       a, absl::StrCat("(no slot of ", o.max_in_flight, " free before the deadline less ",
@@ -153,7 +152,8 @@ absl::Time GiveUpOf(const DownstreamSlotsOptions& o, const internal::LogicalBudg
 }
 
 grpc::Status CancelledStatus() {
-  return grpc::Status(grpc::StatusCode::CANCELLED, "hopbudget: call cancelled while waiting for a slot");
+  return grpc::Status(grpc::StatusCode::CANCELLED,
+                      "hopbudget: call cancelled while waiting for a slot");
 }
 
 class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this<AsyncSlotCall> {
@@ -174,17 +174,20 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
       // Held across Acquire: a Release on another thread that hands us the
       // slot at once resumes us only after ticket_ is set.
       internal::CallMutexLock lock(&mu_);
-      SlotRequest r = state_->Acquire(
-          GiveUpOf(state_->options(), logical_),
-          [self = shared_from_this()](WaitEnd end, absl::Duration waited) {
-            self->OnWaitEnd(end, waited);
-          });
+      SlotRequest r =
+          state_->Acquire(GiveUpOf(state_->options(), logical_),
+                          [self = shared_from_this()](WaitEnd end, absl::Duration waited) {
+                            self->OnWaitEnd(end, waited);
+                          });
       switch (r.outcome) {
         case SlotOutcome::kGranted:
           granted = true;
           state_->metrics().ObserveSlotWait(absl::ZeroDuration());
           break;
-        case SlotOutcome::kQueued: ticket_ = r.ticket; waiting_ = true; break;
+        case SlotOutcome::kQueued:
+          ticket_ = r.ticket;
+          waiting_ = true;
+          break;
         case SlotOutcome::kRefused:
           refused = SlotWaitStatus(*state_, logical_, r.refusal);
           break;
@@ -295,11 +298,11 @@ absl::StatusOr<std::unique_ptr<DownstreamSlots>> DownstreamSlots::Create(
   if (absl::Status s = ValidatePolicy(options.budget); !s.ok()) return s;
   absl::StatusOr<SlotQueue> queue = SlotQueue::Create({options.max_in_flight, options.max_waiters});
   if (!queue.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "DownstreamSlotsOptions: ",
-        options.max_in_flight < 1 ? absl::StrCat("max_in_flight must be >= 1, got ",
-                                                 options.max_in_flight)
-                                  : std::string("max_waiters must be >= 1, got 0")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("DownstreamSlotsOptions: ",
+                     options.max_in_flight < 1
+                         ? absl::StrCat("max_in_flight must be >= 1, got ", options.max_in_flight)
+                         : std::string("max_waiters must be >= 1, got 0")));
   }
   return std::unique_ptr<DownstreamSlots>(
       new DownstreamSlots(std::make_shared<State>(std::move(options), *std::move(queue))));

@@ -36,12 +36,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "sync.h"
 #include "absl/time/time.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/http_exporter.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry_policy.h"
+#include "sync.h"
 
 namespace hopbudget::internal {
 

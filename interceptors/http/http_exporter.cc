@@ -2,7 +2,6 @@
 #include "hopbudget/http_exporter.h"
 
 #include <httplib.h>
-
 #include <sys/socket.h>
 
 #include <thread>
@@ -10,13 +9,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "sync.h"
 #include "absl/time/clock.h"
 #include "deadlinez_page.h"
 #include "deadlinez_view.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/exposition.h"
 #include "hopbudget/process_metrics.h"
+#include "sync.h"
 
 namespace hopbudget {
 namespace {
@@ -25,10 +24,10 @@ inline constexpr size_t kMaxPeers = 32;
 
 absl::Status ValidatePeer(const HttpPeer& peer) {
   if (absl::Status s = ValidateHopName(peer.name); !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("hopbudget: HTTP peer name: ", s.message()));
+    return absl::InvalidArgumentError(absl::StrCat("hopbudget: HTTP peer name: ", s.message()));
   }
-  const bool scheme = absl::StartsWith(peer.url, "http://") || absl::StartsWith(peer.url, "https://");
+  const bool scheme =
+      absl::StartsWith(peer.url, "http://") || absl::StartsWith(peer.url, "https://");
   const size_t host_at = peer.url.find("://") + 3;
   if (!scheme || peer.url.size() <= host_at || peer.url.size() > 2048) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -36,11 +35,11 @@ absl::Status ValidatePeer(const HttpPeer& peer) {
         "' is not an absolute http:// or https:// URL with a host (at most 2048 characters)"));
   }
   for (char c : peer.url) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '"' || c == '\'' ||
-        c == '<' || c == '>' || c == '\\') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "hopbudget: HTTP peer ", peer.name,
-          ": url has a space, control character, quote, backslash or angle bracket"));
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '<' ||
+        c == '>' || c == '\\') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hopbudget: HTTP peer ", peer.name,
+                       ": url has a space, control character, quote, backslash or angle bracket"));
     }
   }
   return absl::OkStatus();
@@ -78,8 +77,7 @@ class HttpExporter::Impl {
     });
     server_.Get("/deadlinez.json", [this](const httplib::Request& req, httplib::Response& res) {
       res.set_header("Cache-Control", "no-store");
-      std::vector<std::pair<std::string, std::string>> params(req.params.begin(),
-                                                              req.params.end());
+      std::vector<std::pair<std::string, std::string>> params(req.params.begin(), req.params.end());
       absl::StatusOr<internal::DeadlinezFilter> filter = internal::ParseDeadlinezFilter(params);
       if (!filter.ok()) {
         res.status = 400;
@@ -94,9 +92,8 @@ class HttpExporter::Impl {
       in.filter = *std::move(filter);
       const std::vector<uint64_t> current = internal::SummaryCounters(in.snapshot);
       rates_.Record(in.now, current);
-      in.windows = rates_.Windows(in.now, current,
-                                  {std::begin(internal::kRateWindows),
-                                   std::end(internal::kRateWindows)});
+      in.windows = rates_.Windows(
+          in.now, current, {std::begin(internal::kRateWindows), std::end(internal::kRateWindows)});
       in.policy = options_.policy;
       in.retry_policy = options_.retry_policy;
       in.peers = options_.peers;
@@ -121,8 +118,8 @@ class HttpExporter::Impl {
       port_ = options_.port;
     }
     if (port_ <= 0) {
-      return absl::UnavailableError(absl::StrCat("hopbudget: cannot listen for HTTP on ",
-                                                 options_.host, ":", options_.port));
+      return absl::UnavailableError(
+          absl::StrCat("hopbudget: cannot listen for HTTP on ", options_.host, ":", options_.port));
     }
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     // The rates' samples, taken whether or not anyone looks at the page, so
@@ -174,8 +171,8 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(HttpExporterOp
     return absl::InvalidArgumentError("hopbudget: HTTP host is empty");
   }
   if (options.peers.size() > kMaxPeers) {
-    return absl::InvalidArgumentError(absl::StrCat("hopbudget: ", options.peers.size(),
-                                                   " HTTP peers, at most ", kMaxPeers));
+    return absl::InvalidArgumentError(
+        absl::StrCat("hopbudget: ", options.peers.size(), " HTTP peers, at most ", kMaxPeers));
   }
   for (const HttpPeer& peer : options.peers) {
     if (absl::Status s = ValidatePeer(peer); !s.ok()) return s;

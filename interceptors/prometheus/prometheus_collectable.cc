@@ -168,7 +168,7 @@ absl::StatusOr<std::vector<MetricFamily>> ParseHopbudgetText(absl::string_view t
     ClientMetric::Histogram& h = f.metric[pos->second].histogram;
     if (is_bucket && name == f.name + "_bucket") {
       h.bucket.push_back({static_cast<uint64_t>(value), le});  // +Inf included, as
-                                                                // prometheus::Histogram does
+                                                               // prometheus::Histogram does
     } else if (name == f.name + "_sum") {
       h.sample_sum = value;
     } else if (name == f.name + "_count") {

@@ -64,8 +64,7 @@ void HopStats::Reset() {
 
 std::string HopStats::ExtraMetrics() const {
   const AccountingSnapshot a = accounting_->Snapshot();
-  const std::string labels =
-      absl::StrCat("{hop=\"", hop_, "\",mode=\"", ModeName(mode_), "\"}");
+  const std::string labels = absl::StrCat("{hop=\"", hop_, "\",mode=\"", ModeName(mode_), "\"}");
   std::string out;
   absl::StrAppend(&out,
                   "# HELP demo_calls_started_after_deadline_total Calls whose work started after "
@@ -102,7 +101,8 @@ grpc::Status AdminService::SetFaults(grpc::ServerContext*, const SetFaultsReques
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message()));
   }
   *resp = FaultsToProto(faults_->config());
-  if (options_.verbose) std::cerr << options_.hop << ": faults " << resp->ShortDebugString() << "\n";
+  if (options_.verbose)
+    std::cerr << options_.hop << ": faults " << resp->ShortDebugString() << "\n";
   return grpc::Status::OK;
 }
 

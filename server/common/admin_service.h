@@ -86,8 +86,7 @@ class AdminService final : public Admin::Service {
 
   // INVALID_ARGUMENT, faults unchanged, when the request's faults do not
   // validate or ask for one this hop cannot inject (options.support).
-  grpc::Status SetFaults(grpc::ServerContext*, const SetFaultsRequest* req,
-                         Faults* resp) override;
+  grpc::Status SetFaults(grpc::ServerContext*, const SetFaultsRequest* req, Faults* resp) override;
   grpc::Status GetFaults(grpc::ServerContext*, const GetStatsRequest*, Faults* resp) override;
   grpc::Status GetStats(grpc::ServerContext*, const GetStatsRequest*, Stats* resp) override;
   grpc::Status ResetStats(grpc::ServerContext*, const GetStatsRequest*, Stats* resp) override;

@@ -32,8 +32,8 @@ bool PastDeadline(const grpc::ServerContext& ctx) {
 // attribute and count an expiry as one.
 grpc::Status StoppedStatus(const grpc::ServerContext& ctx) {
   const InboundBudget* budget = InboundBudget::Of(ctx);
-  const bool expired = (budget != nullptr && budget->remaining() <= absl::ZeroDuration()) ||
-                       PastDeadline(ctx);
+  const bool expired =
+      (budget != nullptr && budget->remaining() <= absl::ZeroDuration()) || PastDeadline(ctx);
   return expired ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "expired during work")
                  : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled during work");
 }

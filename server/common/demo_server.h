@@ -36,10 +36,9 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <optional>
-
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -57,7 +56,7 @@ namespace hopbudget::demo {
 
 // How a handler starts.
 struct CallStart {
-  bool done = false;          // answer `status` now, do no work
+  bool done = false;  // answer `status` now, do no work
   grpc::Status status;
   std::shared_ptr<DeadlineAccounting::Work> work;  // the accounting of this call
 };

@@ -69,8 +69,8 @@ absl::Status ValidateFaultConfig(const FaultConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat("hang_rate ", c.hang_rate, " not in [0, 1]"));
   }
   if (c.error_rate + c.hang_rate > 1 + 1e-9) {
-    return absl::InvalidArgumentError(absl::StrCat("error_rate (", c.error_rate,
-                                                   ") + hang_rate (", c.hang_rate, ") > 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("error_rate (", c.error_rate, ") + hang_rate (", c.hang_rate, ") > 1"));
   }
   if (c.hang_next < 0) {
     return absl::InvalidArgumentError(absl::StrCat("hang_next ", c.hang_next, " < 0"));

@@ -47,9 +47,9 @@ std::string FormatLatencySpec(const LatencySpec& spec);
 
 struct FaultConfig {
   LatencySpec latency;
-  double error_rate = 0;  // UNAVAILABLE, in [0, 1]
-  double hang_rate = 0;   // never answer until cancelled, in [0, 1]
-  int hang_next = 0;      // the next N calls hang, >= 0
+  double error_rate = 0;                              // UNAVAILABLE, in [0, 1]
+  double hang_rate = 0;                               // never answer until cancelled, in [0, 1]
+  int hang_next = 0;                                  // the next N calls hang, >= 0
   absl::Duration slow_commit = absl::ZeroDuration();  // ledger only, >= 0
 };
 

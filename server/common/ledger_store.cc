@@ -28,9 +28,12 @@ absl::Status SqliteError(sqlite3* db, absl::string_view what) {
 
 absl::string_view SchemaOutcomeName(SchemaOutcome outcome) {
   switch (outcome) {
-    case SchemaOutcome::kCreated: return "created";
-    case SchemaOutcome::kMigrated: return "migrated";
-    case SchemaOutcome::kVerified: return "verified";
+    case SchemaOutcome::kCreated:
+      return "created";
+    case SchemaOutcome::kMigrated:
+      return "migrated";
+    case SchemaOutcome::kVerified:
+      return "verified";
   }
   return "?";
 }
@@ -116,12 +119,12 @@ absl::StatusOr<SchemaOutcome> LedgerStore::Verify(const std::string& path) {
       return Refuse(path, absl::StrCat("corrupt: PRAGMA quick_check failed (",
                                        check.status().message(), ")"));
     }
-    return Refuse(path, absl::StrCat("not a sound SQLite database (", check.status().message(),
-                                     ")"));
+    return Refuse(path,
+                  absl::StrCat("not a sound SQLite database (", check.status().message(), ")"));
   }
   if (check->empty() || (*check)[0] != "ok") {
-    return Refuse(path, absl::StrCat("corrupt: PRAGMA quick_check says: ",
-                                     absl::StrJoin(*check, "; ")));
+    return Refuse(path,
+                  absl::StrCat("corrupt: PRAGMA quick_check says: ", absl::StrJoin(*check, "; ")));
   }
   // 2. The schema version, then the schema itself.
   absl::StatusOr<std::vector<std::string>> version = TextRows(db_, "PRAGMA user_version");
@@ -135,9 +138,10 @@ absl::StatusOr<SchemaOutcome> LedgerStore::Verify(const std::string& path) {
   if (v != 0 && v != kSchemaVersion) {
     return Refuse(path, absl::StrCat("unknown schema version ", v));
   }
-  absl::StatusOr<std::vector<std::string>> tables = TextRows(
-      db_, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-           "ORDER BY name");
+  absl::StatusOr<std::vector<std::string>> tables =
+      TextRows(db_,
+               "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+               "ORDER BY name");
   if (!tables.ok()) return tables.status();
   if (tables->empty()) {
     if (v != 0) return Refuse(path, absl::StrCat("schema version ", v, " but no tables"));
@@ -170,10 +174,11 @@ absl::StatusOr<SchemaOutcome> LedgerStore::Verify(const std::string& path) {
                                      ColumnNames(ExpectedColumns()), ")"));
   }
   // Exactly-once rests on the unique index of idem_key.
-  absl::StatusOr<std::vector<std::string>> unique = TextRows(
-      db_, "SELECT ii.name FROM pragma_index_list('orders') AS il, "
-           "pragma_index_info(il.name) AS ii WHERE il.\"unique\" = 1 AND "
-           "(SELECT COUNT(*) FROM pragma_index_info(il.name)) = 1");
+  absl::StatusOr<std::vector<std::string>> unique =
+      TextRows(db_,
+               "SELECT ii.name FROM pragma_index_list('orders') AS il, "
+               "pragma_index_info(il.name) AS ii WHERE il.\"unique\" = 1 AND "
+               "(SELECT COUNT(*) FROM pragma_index_info(il.name)) = 1");
   if (!unique.ok()) return unique.status();
   if (std::find(unique->begin(), unique->end(), "idem_key") == unique->end()) {
     return Refuse(path, "not a ledger database: orders.idem_key is not UNIQUE");
@@ -184,9 +189,9 @@ absl::StatusOr<SchemaOutcome> LedgerStore::Verify(const std::string& path) {
 absl::StatusOr<std::unique_ptr<LedgerStore>> LedgerStore::Open(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("ledger database path is empty");
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status s = absl::UnavailableError(
         absl::StrCat("sqlite: cannot open ", path, ": ",
@@ -232,16 +237,16 @@ LedgerStore::~LedgerStore() {
 absl::Status LedgerStore::Exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status s = absl::UnavailableError(
-        absl::StrCat("sqlite: ", sql, ": ", err != nullptr ? err : "error"));
+    absl::Status s =
+        absl::UnavailableError(absl::StrCat("sqlite: ", sql, ": ", err != nullptr ? err : "error"));
     sqlite3_free(err);
     return s;
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<CommitResult> LedgerStore::Commit(const std::string& key,
-                                                 const std::string& items, absl::Time now) {
+absl::StatusOr<CommitResult> LedgerStore::Commit(const std::string& key, const std::string& items,
+                                                 absl::Time now) {
   if (key.empty()) return absl::InvalidArgumentError("idempotency key is empty");
   if (key.size() > 128) {
     return absl::InvalidArgumentError(
@@ -259,8 +264,8 @@ absl::StatusOr<CommitResult> LedgerStore::Commit(const std::string& key,
   {
     Stmt q;
     if (sqlite3_prepare_v2(db_,
-                           "SELECT order_id, committed_unix_us FROM orders WHERE idem_key = ?1",
-                           -1, &q.s, nullptr) != SQLITE_OK) {
+                           "SELECT order_id, committed_unix_us FROM orders WHERE idem_key = ?1", -1,
+                           &q.s, nullptr) != SQLITE_OK) {
       return rollback(SqliteError(db_, "prepare select"));
     }
     sqlite3_bind_text(q.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);

@@ -139,8 +139,7 @@ int RunServer(const ServerRunOptions& options, const std::vector<grpc::Service*>
     return 1;
   }
   http_port = (*exporter)->port();
-  std::cout << options.name << " listening on " << port << " metrics on " << http_port
-            << std::endl;
+  std::cout << options.name << " listening on " << port << " metrics on " << http_port << std::endl;
   std::cerr << options.name << ": mode " << options.mode_name << "\n";
 
   sigset_t set;

@@ -89,17 +89,17 @@ ABSL_DECLARE_FLAG(std::string, peers);
             "RESOURCE_EXHAUSTED");                                                             \
   ABSL_FLAG(bool, verbose, false, "log every call's outcome to stderr");                       \
   ABSL_FLAG(bool, admission, true,                                                             \
-            "hopbudget mode: deadline-aware admission (a limit of calls in progress, a "      \
+            "hopbudget mode: deadline-aware admission (a limit of calls in progress, a "       \
             "queue that holds no thread, refusal of what cannot finish)");                     \
   ABSL_FLAG(int, admission_limit, 32,                                                          \
-            "hopbudget mode: calls in progress at most (where the adaptive limit starts), "   \
+            "hopbudget mode: calls in progress at most (where the adaptive limit starts), "    \
             "1..10000");                                                                       \
   ABSL_FLAG(bool, admission_adaptive, true,                                                    \
             "hopbudget mode: the limit follows measured handler time (Gradient2)");            \
   ABSL_FLAG(int, admission_queue, 2048,                                                        \
-            "hopbudget mode: calls waiting for admission at most, 0..1000000");               \
+            "hopbudget mode: calls waiting for admission at most, 0..1000000");                \
   ABSL_FLAG(std::string, peers, "",                                                            \
-            "/deadlinez links to other hops: NAME=URL,... (e.g. "                             \
+            "/deadlinez links to other hops: NAME=URL,... (e.g. "                              \
             "ledger=http://127.0.0.1:9103/deadlinez)")
 
 namespace hopbudget::demo {

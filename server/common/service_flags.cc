@@ -80,8 +80,8 @@ absl::Status FinishCommonFlags(CommonFlags* c, FaultConfig* faults) {
   for (absl::string_view entry : absl::StrSplit(c->peers_text, ',', absl::SkipEmpty())) {
     const size_t eq = entry.find('=');
     if (eq == absl::string_view::npos || eq == 0 || eq + 1 == entry.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--peers=", c->peers_text, ": \"", entry, "\" is not NAME=URL"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--peers=", c->peers_text, ": \"", entry, "\" is not NAME=URL"));
     }
     c->peers.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
   }

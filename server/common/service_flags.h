@@ -42,10 +42,10 @@ absl::string_view ModeName(Mode mode);
 absl::StatusOr<Mode> ParseMode(absl::string_view text);
 
 struct CommonFlags {
-  std::string name;                   // hop name (gateway, orders, ledger)
+  std::string name;  // hop name (gateway, orders, ledger)
   std::string host = "127.0.0.1";
-  int port = 0;                       // gRPC; 0 = any free port
-  int metrics_port = 0;               // HTTP; 0 = any free port
+  int port = 0;          // gRPC; 0 = any free port
+  int metrics_port = 0;  // HTTP; 0 = any free port
   std::string mode_text = "hopbudget";
   Mode mode = Mode::kHopbudget;
   int64_t seed = 1;

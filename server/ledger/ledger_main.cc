@@ -60,8 +60,9 @@ void FillReply(const CommitResult& r, const std::string& key, OrderResult* reply
 class LedgerService final : public Ledger::Service {
  public:
   LedgerService(DemoProcess& process, LedgerStore& store, Shield& shield, absl::Duration bound)
-      : process_(process), store_(store), shield_(shield), bound_(bound),
-        reaper_([this] { Reap(); }) {}
+      : process_(process), store_(store), shield_(shield), bound_(bound), reaper_([this] {
+          Reap();
+        }) {}
 
   ~LedgerService() override {
     {
@@ -71,8 +72,7 @@ class LedgerService final : public Ledger::Service {
     reaper_.join();
   }
 
-  grpc::Status Commit(grpc::ServerContext* ctx, const Order* request,
-                      OrderResult* reply) override {
+  grpc::Status Commit(grpc::ServerContext* ctx, const Order* request, OrderResult* reply) override {
     CallStart call = process_.Begin(*ctx);
     if (call.done) return call.status;
     if (request->key().empty() || request->key().size() > 128) {
@@ -82,7 +82,8 @@ class LedgerService final : public Ledger::Service {
     if (process_.mode() == Mode::kBaseline) {
       // Shielded without a bound: nothing can stop it, whatever the caller does.
       if (slow > absl::ZeroDuration()) absl::SleepFor(slow);
-      absl::StatusOr<CommitResult> r = store_.Commit(request->key(), ItemsText(*request), absl::Now());
+      absl::StatusOr<CommitResult> r =
+          store_.Commit(request->key(), ItemsText(*request), absl::Now());
       if (!r.ok()) return ToGrpcStatus(r.status());
       process_.stats().CountCommit(r->replayed);
       FillReply(*r, request->key(), reply);
@@ -99,31 +100,30 @@ class LedgerService final : public Ledger::Service {
     {
       absl::MutexLock lock(&slots_->mu);
       handle = shield_.RunOnce(
-        request->key(), "commit", bound_,
-        // Captures what outlives the Shield (process, store), not `this`:
-        // work the drain gave up on may still be returning when the service goes.
-        [&process = process_, &store = store_, key = request->key(),
-         items = ItemsText(*request), slow, slot,
-         work = call.work](ShieldContext& shielded) -> absl::Status {
-          if (slow > absl::ZeroDuration()) {
-            // A slow peer: wait, unless the bound (or a drain) asks us to stop.
-            absl::Notification stop;
-            const uint64_t id = shielded.AddStopCallback([&stop] { stop.Notify(); });
-            const bool stopped = stop.WaitForNotificationWithTimeout(slow);
-            shielded.RemoveStopCallback(id);
-            if (stopped) {
-              process.stats().CountCommitStopped();
-              return absl::DeadlineExceededError("commit stopped before it wrote");
+          request->key(), "commit", bound_,
+          // Captures what outlives the Shield (process, store), not `this`:
+          // work the drain gave up on may still be returning when the service goes.
+          [&process = process_, &store = store_, key = request->key(), items = ItemsText(*request),
+           slow, slot, work = call.work](ShieldContext& shielded) -> absl::Status {
+            if (slow > absl::ZeroDuration()) {
+              // A slow peer: wait, unless the bound (or a drain) asks us to stop.
+              absl::Notification stop;
+              const uint64_t id = shielded.AddStopCallback([&stop] { stop.Notify(); });
+              const bool stopped = stop.WaitForNotificationWithTimeout(slow);
+              shielded.RemoveStopCallback(id);
+              if (stopped) {
+                process.stats().CountCommitStopped();
+                return absl::DeadlineExceededError("commit stopped before it wrote");
+              }
             }
-          }
-          absl::StatusOr<CommitResult> r = store.Commit(key, items, absl::Now());
-          if (!r.ok()) return r.status();
-          process.stats().CountCommit(r->replayed);
-          absl::MutexLock lock(&slot->mu);
-          slot->result = *r;
-          return absl::OkStatus();
-        },
-        &joined);
+            absl::StatusOr<CommitResult> r = store.Commit(key, items, absl::Now());
+            if (!r.ok()) return r.status();
+            process.stats().CountCommit(r->replayed);
+            absl::MutexLock lock(&slot->mu);
+            slot->result = *r;
+            return absl::OkStatus();
+          },
+          &joined);
       if (handle.ok()) {
         if (joined) {
           slot = slots_->by_key[request->key()];  // the running commit's
@@ -175,8 +175,7 @@ class LedgerService final : public Ledger::Service {
               << "caller's attempt budget ("
               << (budget != nullptr ? absl::FormatDuration(budget->budget_on_arrival())
                                     : std::string("unknown"))
-              << " on arrival) is shorter than the shield bound ("
-              << absl::FormatDuration(bound_)
+              << " on arrival) is shorter than the shield bound (" << absl::FormatDuration(bound_)
               << "), so its retries can only wait for the first commit\n";
   }
 
@@ -203,8 +202,8 @@ class LedgerService final : public Ledger::Service {
       }
       absl::optional<ShieldRecord> r = next->Wait();
       if (r.has_value() && process_.flags().verbose) {
-        std::cerr << "ledger: commit whose caller left ended: "
-                  << ShieldOutcomeName(r->outcome) << " " << r->status << "\n";
+        std::cerr << "ledger: commit whose caller left ended: " << ShieldOutcomeName(r->outcome)
+                  << " " << r->status << "\n";
       }
     }
   }

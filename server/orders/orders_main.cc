@@ -73,8 +73,7 @@ class OrdersService final : public Orders::Service {
  private:
   static grpc::Status Validate(const Order& order) {
     if (order.key().empty() || order.key().size() > 128) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "order key must be 1..128 bytes");
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
     }
     if (order.items_size() == 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order has no items");

@@ -89,8 +89,8 @@ absl::StatusOr<std::string> DumpDom(const std::string& url, const DumpDomOptions
                                    absl::StrCat("--user-data-dir=", dir, "/profile"),
                                    absl::StrCat("--virtual-time-budget=", virtual_time_ms)};
   if (options.window_width > 0 && options.window_height > 0) {
-    args.push_back(absl::StrCat("--window-size=", options.window_width, ",",
-                                options.window_height));
+    args.push_back(
+        absl::StrCat("--window-size=", options.window_width, ",", options.window_height));
     args.push_back("--hide-scrollbars");
   }
   args.push_back("--dump-dom");
@@ -162,8 +162,7 @@ namespace {
 
 // The position just past the '>' of the next opening tag at or after `pos`
 // that has every one of `attrs`, or npos.
-size_t NextMatchingTag(const std::string& dom, const std::vector<std::string>& attrs,
-                       size_t pos) {
+size_t NextMatchingTag(const std::string& dom, const std::vector<std::string>& attrs, size_t pos) {
   while ((pos = dom.find('<', pos)) != std::string::npos) {
     const size_t end = dom.find('>', pos);
     if (end == std::string::npos) break;

@@ -32,12 +32,12 @@ int main() {
   auto factory = hopbudget::MakeServerInterceptorFactory(server);
   hopbudget::ClientOptions client;
   client.hop = "consumer";
-  auto channel = hopbudget::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials(),
-                                          client);
+  auto channel =
+      hopbudget::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials(), client);
   hopbudget::RetryOptions retry;
   retry.client.hop = "consumer";
-  auto retrying = hopbudget::CreateRetryingChannel("127.0.0.1:1",
-                                                   grpc::InsecureChannelCredentials(), retry);
+  auto retrying =
+      hopbudget::CreateRetryingChannel("127.0.0.1:1", grpc::InsecureChannelCredentials(), retry);
   hopbudget::Shield shield;
   auto op = shield.Run("consumer", absl::Milliseconds(100),
                        [](hopbudget::ShieldContext&) { return absl::OkStatus(); });
@@ -54,8 +54,8 @@ int main() {
   if (!factory.ok() || !channel.ok() || !retrying.ok() || !op.ok() || !http_status.ok() ||
       text.find("hopbudget_info{hop=\"consumer\"} 1") == std::string::npos ||
       op->Wait()->outcome != hopbudget::ShieldOutcome::kCompleted) {
-    std::cerr << "consumer: " << factory.status() << " " << channel.status() << " "
-              << http_status << "\n";
+    std::cerr << "consumer: " << factory.status() << " " << channel.status() << " " << http_status
+              << "\n";
     return 1;
   }
   std::cout << "consumer: hopbudget package works\n";

@@ -1,8 +1,7 @@
 // Copyright hopbudget authors.
-#include "summary.h"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "summary.h"
 
 namespace hopbudget::chainctl {
 namespace {
@@ -99,8 +98,7 @@ TEST(SummaryFormatTest, JsonHasTheDocumentedKeys) {
         "\"latency_ms\":{\"p50\":5.000,\"p90\":5.000,\"p95\":5.000,\"p99\":5.000,"
         "\"p999\":5.000,\"average\":5.000,\"fastest\":5.000,\"slowest\":5.000}",
         "\"error_rate\":1.000", "\"histogram_ms\":[{\"le\":5.000,\"count\":1}",
-        "\"calls_started_after_deadline\":0",
-        "\"work_after_deadline_ms\":0.000"}) {
+        "\"calls_started_after_deadline\":0", "\"work_after_deadline_ms\":0.000"}) {
     EXPECT_THAT(json, HasSubstr(key));
   }
   EXPECT_THAT(FormatSummaryTable(b.Build()),
@@ -137,8 +135,8 @@ TEST(FormatItemsTest, IsTheInverseOfParseItems) {
 }
 
 TEST(RequestRecordTest, RoundTrips) {
-  const RequestRecord r{"load-1-7", {{"sku-1", 1}, {"ref-load-1-7", 1}},
-                        absl::StatusCode::kDeadlineExceeded, 0};
+  const RequestRecord r{
+      "load-1-7", {{"sku-1", 1}, {"ref-load-1-7", 1}}, absl::StatusCode::kDeadlineExceeded, 0};
   const RequestRecord ok{"load-1-8", {{"sku-1", 1}}, absl::StatusCode::kOk, 42};
   EXPECT_EQ(FormatRequestRecord(ok), "load-1-8\tsku-1:1\tOK\t42");
   absl::StatusOr<std::vector<RequestRecord>> back =
@@ -187,8 +185,8 @@ TEST(AuditExactlyOnceTest, EachOrderInExactlyOneRowIsClean) {
       Sent("c", absl::StatusCode::kUnavailable),       // never committed
       Sent("a", absl::StatusCode::kOk, 1),             // the client sent "a" again: a replay
   };
-  const std::vector<LedgerRow> rows = {Row(1, "a", "a"), Row(2, "b", "b"),
-                                       {3, "other", "sku-9 x1"}};
+  const std::vector<LedgerRow> rows = {
+      Row(1, "a", "a"), Row(2, "b", "b"), {3, "other", "sku-9 x1"}};
   absl::StatusOr<AuditResult> a = AuditExactlyOnce(sent, rows);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_THAT(a->violations, ::testing::IsEmpty());
@@ -247,14 +245,16 @@ TEST(AuditExactlyOnceTest, CatchesEveryWayOfBreakingExactlyOnce) {
 }
 
 TEST(AuditExactlyOnceTest, RefusesRecordsItCannotTellApart) {
-  absl::StatusOr<AuditResult> same_items = AuditExactlyOnce(
-      {{"a", {{"sku-1", 1}}, absl::StatusCode::kOk, 1}, {"b", {{"sku-1", 1}}, absl::StatusCode::kOk, 2}},
-      {});
+  absl::StatusOr<AuditResult> same_items =
+      AuditExactlyOnce({{"a", {{"sku-1", 1}}, absl::StatusCode::kOk, 1},
+                        {"b", {{"sku-1", 1}}, absl::StatusCode::kOk, 2}},
+                       {});
   EXPECT_EQ(same_items.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(same_items.status().message(), HasSubstr("orders a and b have the same items"));
-  absl::StatusOr<AuditResult> two_lists = AuditExactlyOnce(
-      {{"a", {{"sku-1", 1}}, absl::StatusCode::kOk, 1}, {"a", {{"sku-2", 1}}, absl::StatusCode::kOk, 1}},
-      {});
+  absl::StatusOr<AuditResult> two_lists =
+      AuditExactlyOnce({{"a", {{"sku-1", 1}}, absl::StatusCode::kOk, 1},
+                        {"a", {{"sku-2", 1}}, absl::StatusCode::kOk, 1}},
+                       {});
   EXPECT_EQ(two_lists.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(two_lists.status().message(), HasSubstr("key a was sent with two item lists"));
 }

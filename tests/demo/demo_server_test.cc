@@ -42,11 +42,11 @@ TEST(CommonFlagsTest, DefaultsAreValid) {
 TEST(CommonFlagsTest, ParsesModeFaultsAndPolicy) {
   CommonFlags c;
   FaultConfig f;
-  ASSERT_TRUE(Finish({"--mode=baseline", "--latency=exp:20ms", "--error-rate=0.1",
-                      "--hang-rate=0.05", "--hang-next=2", "--slow-commit=1s",
-                      "--baseline-timeout=700ms"},
-                     &c, &f)
-                  .ok());
+  ASSERT_TRUE(
+      Finish({"--mode=baseline", "--latency=exp:20ms", "--error-rate=0.1", "--hang-rate=0.05",
+              "--hang-next=2", "--slow-commit=1s", "--baseline-timeout=700ms"},
+             &c, &f)
+          .ok());
   EXPECT_EQ(c.mode, Mode::kBaseline);
   EXPECT_EQ(f.latency.kind, LatencyKind::kExponential);
   EXPECT_EQ(f.error_rate, 0.1);
@@ -134,10 +134,15 @@ TEST(ExtraMetricsTest, TextFormatFamilies) {
   c.name = "ledger";
   DemoProcess p(c, FaultConfig());
   const std::string text = p.stats().ExtraMetrics();
-  EXPECT_THAT(text, HasSubstr("# TYPE demo_calls_started_after_deadline_total counter\n"
-                              "demo_calls_started_after_deadline_total{hop=\"ledger\",mode=\"hopbudget\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("# TYPE demo_work_after_deadline_seconds_total counter\n"
-                              "demo_work_after_deadline_seconds_total{hop=\"ledger\",mode=\"hopbudget\"} 0.000000\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("# TYPE demo_calls_started_after_deadline_total counter\n"
+                "demo_calls_started_after_deadline_total{hop=\"ledger\",mode=\"hopbudget\"} 0\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "# TYPE demo_work_after_deadline_seconds_total counter\n"
+          "demo_work_after_deadline_seconds_total{hop=\"ledger\",mode=\"hopbudget\"} 0.000000\n"));
   EXPECT_EQ(text.back(), '\n');
   EXPECT_EQ(p.stats().Proto().hop(), "ledger");
   EXPECT_EQ(p.stats().Proto().mode(), "hopbudget");

@@ -35,11 +35,10 @@ TEST(ParseProbabilityTest, Range) {
 }
 
 TEST(ValidateTargetTest, AcceptsWhatGrpcDialsAndADemoHopMeans) {
-  for (const char* good :
-       {"127.0.0.1:50051", "localhost:1", "ledger.internal:65535", "[::1]:50051",
-        "dns:///ledger:443", "dns:ledger:80", "ipv4:127.0.0.1:1,10.0.0.2:2",
-        "ipv6:[::1]:7,[fe80::1]:8", "unix:/tmp/ledger.sock", "unix:///tmp/l.sock",
-        "unix-abstract:ledger"}) {
+  for (const char* good : {"127.0.0.1:50051", "localhost:1", "ledger.internal:65535", "[::1]:50051",
+                           "dns:///ledger:443", "dns:ledger:80", "ipv4:127.0.0.1:1,10.0.0.2:2",
+                           "ipv6:[::1]:7,[fe80::1]:8", "unix:/tmp/ledger.sock",
+                           "unix:///tmp/l.sock", "unix-abstract:ledger"}) {
     EXPECT_TRUE(ValidateTarget(good).ok()) << good << ": " << ValidateTarget(good);
   }
 }

@@ -226,7 +226,8 @@ TEST(LedgerStoreSchemaTest, ACorruptFileIsRefusedUntouched) {
   absl::StatusOr<std::unique_ptr<LedgerStore>> store = LedgerStore::Open(path);
   ASSERT_FALSE(store.ok()) << "a corrupt database was opened for writing";
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(store.status().message()), ::testing::HasSubstr("corrupt: PRAGMA quick_check"));
+  EXPECT_THAT(std::string(store.status().message()),
+              ::testing::HasSubstr("corrupt: PRAGMA quick_check"));
   EXPECT_EQ(ReadFile(path), bytes) << "the refused file was written to";
 
   // The header overwritten: not a database at all.
@@ -238,7 +239,8 @@ TEST(LedgerStoreSchemaTest, ACorruptFileIsRefusedUntouched) {
   store = LedgerStore::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(store.status().message()), ::testing::HasSubstr("not a sound SQLite database"));
+  EXPECT_THAT(std::string(store.status().message()),
+              ::testing::HasSubstr("not a sound SQLite database"));
   EXPECT_EQ(ReadFile(path), bytes);
 }
 

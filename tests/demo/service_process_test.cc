@@ -189,8 +189,9 @@ void ExpectLedgerRefuses(const std::string& db, const std::string& why) {
 
 TEST(LedgerDatabaseTest, AForeignOrdersTableIsRefusedAtStart) {
   const std::string db = TempDir() + "/shop.db";
-  ExecSql(db, "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT, total REAL);"
-              "INSERT INTO orders (customer, total) VALUES ('c', 1.5);");
+  ExecSql(db,
+          "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT, total REAL);"
+          "INSERT INTO orders (customer, total) VALUES ('c', 1.5);");
   ExpectLedgerRefuses(db, "table orders has columns (id INTEGER PRIMARY KEY, customer TEXT");
 }
 
@@ -435,9 +436,8 @@ TEST(ChainctlTest, StatsAsJsonOnStdoutOrInAFile) {
 TEST(ShutdownTest, TheWholeChainStoppedUnderLoadAnswersNoCallCancelled) {
   Chain chain;
   ASSERT_TRUE(chain.Start({"--latency=fixed:5ms"}));
-  auto channel = grpc::CreateCustomChannel(chain.gateway->address(),
-                                           grpc::InsecureChannelCredentials(),
-                                           DownstreamChannelArguments());
+  auto channel = grpc::CreateCustomChannel(
+      chain.gateway->address(), grpc::InsecureChannelCredentials(), DownstreamChannelArguments());
   Load load(channel, 16);
   ASSERT_TRUE(WaitForAnswers(load, grpc::StatusCode::OK, 200, kStart));
   for (ChildProcess* p : {chain.gateway.get(), chain.orders.get(), chain.ledger.get()}) {
@@ -493,10 +493,9 @@ TEST(ThreadBoundTest, CallsBeyondTheBoundAreRefusedAtOnceAndThreadsStayBounded) 
   // Every call hangs until its deadline: each holds a server thread.
   constexpr int kBound = 8;
   constexpr int kCalls = 40;
-  auto ledger = StartReady(HOPBUDGET_DEMO_LEDGER,
-                           {"--port=0", "--db=" + TempDir() + "/l.db",
-                            absl::StrCat("--max-threads=", kBound),
-                            absl::StrCat("--hang-next=", kCalls)});
+  auto ledger = StartReady(HOPBUDGET_DEMO_LEDGER, {"--port=0", "--db=" + TempDir() + "/l.db",
+                                                   absl::StrCat("--max-threads=", kBound),
+                                                   absl::StrCat("--hang-next=", kCalls)});
   ASSERT_NE(ledger, nullptr);
   const int threads_before = ledger->Threads();
   auto channel = grpc::CreateChannel(ledger->address(), grpc::InsecureChannelCredentials());
@@ -604,8 +603,7 @@ TEST(ThreadBoundTest, OrdersRetriesALedgerThatIsOutOfThreads) {
         grpc::ClientContext ctx;
         ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
         OrderResult r;
-        grpc::Status s =
-            stub->CreateOrder(&ctx, MakeOrder(absl::StrCat("o", burst, "-", i)), &r);
+        grpc::Status s = stub->CreateOrder(&ctx, MakeOrder(absl::StrCat("o", burst, "-", i)), &r);
         absl::MutexLock lock(&mu);
         ++codes[s.error_code()];
       });

@@ -6,7 +6,6 @@
 // machine, and under ASan.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "accounting.h"
 #include "chain_process.h"
 #include "demo/demo.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -27,7 +27,6 @@
 #include "hopbudget/client.h"
 #include "ledger_rows.h"
 #include "summary.h"
-#include "accounting.h"
 
 namespace hopbudget::e2e {
 namespace {
@@ -73,8 +72,8 @@ class Chain {
     dir_ = MakeTempDir();
     db_ = dir_ + "/ledger.db";
     const std::string mode = "--mode=" + o.mode;
-    std::vector<std::string> args = {"--port=0", "--metrics-port=0", mode, "--db=" + db_,
-                                     "--seed=7", "--shield-bound=5s"};
+    std::vector<std::string> args = {"--port=0",    "--metrics-port=0", mode,
+                                     "--db=" + db_, "--seed=7",         "--shield-bound=5s"};
     args.insert(args.end(), o.ledger.begin(), o.ledger.end());
     Start(ledger_, HOPBUDGET_DEMO_LEDGER, args);
     if (!ledger_) return;
@@ -88,8 +87,8 @@ class Chain {
     if (!gateway_) return;
     ClientOptions client;
     client.hop = "e2e";
-    gateway_stub_ = Gateway::NewStub(*CreateChannel(gateway_->address(),
-                                                    grpc::InsecureChannelCredentials(), client));
+    gateway_stub_ = Gateway::NewStub(
+        *CreateChannel(gateway_->address(), grpc::InsecureChannelCredentials(), client));
   }
 
   ~Chain() {
@@ -107,16 +106,15 @@ class Chain {
     OrderResult reply;
     absl::Duration latency;
     absl::Time start;
-    absl::Time end;                                // when the client saw the status
-    absl::optional<absl::Time> cancelled_at;       // when TryCancel was called
+    absl::Time end;                           // when the client saw the status
+    absl::optional<absl::Time> cancelled_at;  // when TryCancel was called
   };
 
   // Places order `key`: sku-1 x2 plus an item naming the order (ref-<key>),
   // so that its row can be found by content as well as by key. Every call is
   // recorded for Audit().
   Result Place(const std::string& key, absl::Duration budget, const PlaceOptions& o = {}) {
-    const std::vector<chainctl::ItemSpec> items =
-        chainctl::WithOrderReference({{"sku-1", 2}}, key);
+    const std::vector<chainctl::ItemSpec> items = chainctl::WithOrderReference({{"sku-1", 2}}, key);
     Order order;
     order.set_key(key);
     for (const chainctl::ItemSpec& i : items) {
@@ -128,8 +126,9 @@ class Chain {
     grpc::ClientContext ctx;
     r.start = absl::Now();
     ctx.set_deadline(absl::ToChronoTime(r.start + budget));
-    ctx.AddMetadata(demo::kClientDeadlineHeader,
-                    demo::FormatClientDeadline(o.claimed_client_deadline.value_or(r.start + budget)));
+    ctx.AddMetadata(
+        demo::kClientDeadlineHeader,
+        demo::FormatClientDeadline(o.claimed_client_deadline.value_or(r.start + budget)));
     absl::Notification done;
     gateway_stub_->async()->PlaceOrder(&ctx, &order, &r.reply, [&](grpc::Status s) {
       r.status = std::move(s);
@@ -168,7 +167,8 @@ class Chain {
   }
 
   Stats StatsOf(const ChainProcess& p) {
-    auto stub = Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
+    auto stub =
+        Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
     Stats s;
@@ -178,7 +178,8 @@ class Chain {
   }
 
   void SetFaultsOf(const ChainProcess& p, const Faults& f) {
-    auto stub = Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
+    auto stub =
+        Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
     Faults out;
@@ -224,8 +225,8 @@ class Chain {
 
   // Sum over the three hops.
   double WorkAfterDeadlineMs() {
-    return StatsOf(*gateway_).work_after_deadline_ms() + StatsOf(*orders_).work_after_deadline_ms() +
-           StatsOf(*ledger_).work_after_deadline_ms();
+    return StatsOf(*gateway_).work_after_deadline_ms() +
+           StatsOf(*orders_).work_after_deadline_ms() + StatsOf(*ledger_).work_after_deadline_ms();
   }
 
   ChainProcess& gateway() { return *gateway_; }
@@ -250,8 +251,8 @@ class Chain {
   std::unique_ptr<Gateway::Stub> gateway_stub_;
 };
 
-#define START_CHAIN(chain, options)   \
-  Chain chain{options};               \
+#define START_CHAIN(chain, options) \
+  Chain chain{options};             \
   ASSERT_TRUE(chain.ok()) << chain.error()
 
 TEST(ChainE2eTest, NormalOrderCommitsOneRow) {
@@ -318,8 +319,8 @@ TEST(ChainE2eTest, HangingLedgerIsAttributedToOrdersWithinTheBudget) {
   absl::optional<Attribution> a = AttributionOf(r.status);
   ASSERT_TRUE(a.has_value()) << r.status.error_message();
   EXPECT_EQ(a->hop, "orders") << r.status.error_message();
-  EXPECT_THAT(a->source, ::testing::AnyOf(DeadlineSource::kAttempt,
-                                          DeadlineSource::kExhaustedBeforeCall))
+  EXPECT_THAT(a->source,
+              ::testing::AnyOf(DeadlineSource::kAttempt, DeadlineSource::kExhaustedBeforeCall))
       << r.status.error_message();
   // Everything the order started has ended: nothing more can start.
   ASSERT_TRUE(chain.WaitIdle());
@@ -503,7 +504,8 @@ TEST(ChainE2eTest, BaselineWorksLongerAfterTheDeadlineThanHopbudget) {
     chain.ExpectClientDeadlineReachesEveryHop();
   }
   // Baseline: each hop holds on ~900 ms past the 600 ms budget, three orders.
-  EXPECT_GT(work[0], work[1] + 1000) << "baseline " << work[0] << " ms, hopbudget " << work[1] << " ms";
+  EXPECT_GT(work[0], work[1] + 1000)
+      << "baseline " << work[0] << " ms, hopbudget " << work[1] << " ms";
 }
 
 TEST(ChainE2eTest, EveryHopServesMetricsAndDeadlinez) {
@@ -518,10 +520,11 @@ TEST(ChainE2eTest, EveryHopServesMetricsAndDeadlinez) {
     ASSERT_GT(p->metrics_port(), 0) << hop;
     absl::StatusOr<std::string> metrics = HttpGet(p->metrics_port(), "/metrics");
     ASSERT_TRUE(metrics.ok()) << metrics.status();
-    EXPECT_THAT(*metrics, ::testing::HasSubstr(absl::StrCat("hopbudget_info{hop=\"", hop, "\"} 1")));
-    EXPECT_THAT(*metrics, ::testing::HasSubstr(absl::StrCat(
-                              "demo_calls_started_after_deadline_total{hop=\"", hop,
-                              "\",mode=\"hopbudget\"} 1")));
+    EXPECT_THAT(*metrics,
+                ::testing::HasSubstr(absl::StrCat("hopbudget_info{hop=\"", hop, "\"} 1")));
+    EXPECT_THAT(*metrics,
+                ::testing::HasSubstr(absl::StrCat("demo_calls_started_after_deadline_total{hop=\"",
+                                                  hop, "\",mode=\"hopbudget\"} 1")));
     EXPECT_THAT(*metrics, ::testing::HasSubstr("demo_work_after_deadline_seconds_total{"));
     absl::StatusOr<std::string> deadlinez = HttpGet(p->metrics_port(), "/deadlinez.json");
     ASSERT_TRUE(deadlinez.ok()) << deadlinez.status();
@@ -549,7 +552,8 @@ absl::StatusOr<std::string> GenericUnary(const std::string& address, const std::
   std::vector<grpc::Slice> slices;
   if (!out.Dump(&slices).ok()) return absl::InternalError("cannot read the response");
   std::string bytes;
-  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return bytes;
 }
 
@@ -587,7 +591,8 @@ absl::StatusOr<std::string> GenericFirstResponse(const std::string& address,
   std::vector<grpc::Slice> slices;
   if (!out.Dump(&slices).ok()) return absl::InternalError("cannot read the response");
   std::string bytes;
-  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return bytes;
 }
 
@@ -663,9 +668,9 @@ TEST(ChainE2eTest, ChainctlLoadReportsAFailingChainAsFailed) {
   o.ledger = {"--error-rate=1"};
   Chain chain(o);
   ASSERT_TRUE(chain.ok()) << chain.error();
-  const std::string load = absl::StrCat(HOPBUDGET_CHAINCTL, " load --gateway ",
-                                        chain.gateway().address(),
-                                        " --rps 20 --duration 1s --budget 800ms --quiet");
+  const std::string load =
+      absl::StrCat(HOPBUDGET_CHAINCTL, " load --gateway ", chain.gateway().address(),
+                   " --rps 20 --duration 1s --budget 800ms --quiet");
   {
     std::string out;
     FILE* f = popen((load + " --json - --max-error-rate 0.5 2>/dev/null").c_str(), "r");

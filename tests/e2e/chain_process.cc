@@ -4,9 +4,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -50,7 +50,8 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Dur
   ssize_t n;
   while ((n = read(fd, buf, sizeof(buf))) > 0) response.append(buf, static_cast<size_t>(n));
   const size_t body = response.find("\r\n\r\n");
-  if (response.compare(0, 12, "HTTP/1.1 200") != 0 && response.compare(0, 12, "HTTP/1.0 200") != 0) {
+  if (response.compare(0, 12, "HTTP/1.1 200") != 0 &&
+      response.compare(0, 12, "HTTP/1.0 200") != 0) {
     return absl::UnavailableError(absl::StrCat("GET ", path, ": ", response.substr(0, 40)));
   }
   if (body == std::string::npos) return absl::UnavailableError("no HTTP body");
@@ -58,8 +59,7 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Dur
 }
 
 absl::StatusOr<std::unique_ptr<ChainProcess>> ChainProcess::Start(
-    const std::string& binary, const std::vector<std::string>& args,
-    absl::Duration ready_timeout) {
+    const std::string& binary, const std::vector<std::string>& args, absl::Duration ready_timeout) {
   absl::StatusOr<std::unique_ptr<demo::ChildProcess>> child =
       demo::ChildProcess::Spawn(binary, args);
   if (!child.ok()) return child.status();

@@ -17,6 +17,7 @@
 // missing corpus; a broken invariant aborts the process.
 //
 //   budget_header_fuzzer_replay --seconds=2 --seed=1 tests/fuzz/corpus/budget_header
+#include <google/protobuf/stubs/logging.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,8 +35,6 @@
 #include <string>
 #include <vector>
 
-#include <google/protobuf/stubs/logging.h>
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
@@ -45,8 +44,8 @@ using Bytes = std::vector<uint8_t>;
 constexpr size_t kMaxInput = 4096 + 512;  // past every parser's size limit
 
 int Usage(const char* why) {
-  std::fprintf(stderr,
-               "error: %s\nusage: <fuzzer>_replay [--seconds=S] [--seed=N] CORPUS_DIR\n", why);
+  std::fprintf(stderr, "error: %s\nusage: <fuzzer>_replay [--seconds=S] [--seed=N] CORPUS_DIR\n",
+               why);
   return 1;
 }
 
@@ -93,7 +92,9 @@ class Mutator {
   }
 
  private:
-  size_t Pick(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+  size_t Pick(size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
   uint8_t Byte() {
     // Bytes that parsers of text and of protobuf treat specially, often.
     static constexpr uint8_t kInteresting[] = {0,    1,    '-',  '+',  '0',  '9',  ' ',  '=',
@@ -179,8 +180,8 @@ int main(int argc, char** argv) {
   if (dir.empty()) return Usage("no corpus directory");
   // protobuf logs every string field that is not UTF-8; hostile input is
   // full of them, and libFuzzer's own runs drop the output too.
-  google::protobuf::SetLogHandler(+[](google::protobuf::LogLevel, const char*, int,
-                                      const std::string&) {});
+  google::protobuf::SetLogHandler(
+      +[](google::protobuf::LogLevel, const char*, int, const std::string&) {});
 
   std::vector<std::filesystem::path> paths;
   std::error_code ec;

@@ -102,8 +102,9 @@ int Main(int argc, char** argv) {
       std::unique_ptr<Call> c(static_cast<Call*>(tag));
       const absl::Time end = absl::Now();
       absl::MutexLock lock(&out_mu);
-      std::fprintf(out, "call %.1f %.1f %d\n", ms(c->start), absl::ToDoubleMilliseconds(end - c->start),
-                  static_cast<int>(c->status.error_code()));
+      std::fprintf(out, "call %.1f %.1f %d\n", ms(c->start),
+                   absl::ToDoubleMilliseconds(end - c->start),
+                   static_cast<int>(c->status.error_code()));
       std::fflush(out);
     }
   });
@@ -112,8 +113,7 @@ int Main(int argc, char** argv) {
   std::vector<std::thread> pollers;
   for (const auto& [hop, target] : admins) {
     pollers.emplace_back([&, hop = hop, target = target] {
-      auto admin =
-          Admin::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+      auto admin = Admin::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
       while (!done) {
         grpc::ClientContext ctx;
         ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));

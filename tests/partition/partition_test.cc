@@ -66,9 +66,12 @@ enum class Fault { kBlackhole, kDrop, kReset };
 
 const char* FaultName(Fault f) {
   switch (f) {
-    case Fault::kBlackhole: return "blackhole";
-    case Fault::kDrop: return "drop";
-    case Fault::kReset: return "reset";
+    case Fault::kBlackhole:
+      return "blackhole";
+    case Fault::kDrop:
+      return "drop";
+    case Fault::kReset:
+      return "reset";
   }
   return "?";
 }
@@ -110,15 +113,14 @@ class Network {
       const std::string out = absl::StrCat(prefix_, leg.name, "r");
       const std::vector<std::string> commands = {
           "ip netns add " + ns,
-          absl::StrCat("ip link add ", in_r, " netns ", r, " type veth peer name ", out,
-                       " netns ", ns),
+          absl::StrCat("ip link add ", in_r, " netns ", r, " type veth peer name ", out, " netns ",
+                       ns),
           absl::StrCat("ip netns exec ", r, " ip addr add 10.77.", leg.subnet, ".1/24 dev ", in_r),
           absl::StrCat("ip netns exec ", r, " ip link set ", in_r, " up"),
           absl::StrCat("ip netns exec ", ns, " ip addr add 10.77.", leg.subnet, ".2/24 dev ", out),
           absl::StrCat("ip netns exec ", ns, " ip link set ", out, " up"),
           absl::StrCat("ip netns exec ", ns, " ip link set lo up"),
-          absl::StrCat("ip netns exec ", ns, " ip route add default via 10.77.", leg.subnet,
-                       ".1"),
+          absl::StrCat("ip netns exec ", ns, " ip route add default via 10.77.", leg.subnet, ".1"),
       };
       for (const std::string& c : commands) {
         if (!Run(c)) return "failed: " + c;
@@ -139,8 +141,9 @@ class Network {
     const std::string verdict = fault == Fault::kDrop ? "numgen random mod 100 < 30 drop"
                                                       : "meta l4proto tcp reject with tcp reset";
     return Run(in_r + "nft add table inet hbpfault") &&
-           Run(in_r + "nft add chain inet hbpfault cut "
-                      "'{ type filter hook forward priority 0; policy accept; }'") &&
+           Run(in_r +
+               "nft add chain inet hbpfault cut "
+               "'{ type filter hook forward priority 0; policy accept; }'") &&
            Run(absl::StrCat(in_r, "nft add rule inet hbpfault cut 'ip saddr 10.77.2.2 ip daddr ",
                             "10.77.3.2 ", verdict, "'")) &&
            Run(absl::StrCat(in_r, "nft add rule inet hbpfault cut 'ip saddr 10.77.3.2 ip daddr ",
@@ -295,26 +298,25 @@ PartitionResult RunPartition(Fault fault, absl::Duration outage, std::string* sk
   auto ledger = StartIn(net.Ns("l"), HOPBUDGET_DEMO_LEDGER,
                         {"--host=10.77.3.2", "--port=0", "--db=" + dir + "/ledger.db"});
   if (ledger == nullptr) return out;
-  auto orders = StartIn(net.Ns("o"), HOPBUDGET_DEMO_ORDERS,
-                        {"--host=10.77.2.2", "--port=0",
-                         absl::StrCat("--ledger=10.77.3.2:", ledger->port())});
+  auto orders = StartIn(
+      net.Ns("o"), HOPBUDGET_DEMO_ORDERS,
+      {"--host=10.77.2.2", "--port=0", absl::StrCat("--ledger=10.77.3.2:", ledger->port())});
   if (orders == nullptr) return out;
-  auto gateway = StartIn(net.Ns("g"), HOPBUDGET_DEMO_GATEWAY,
-                         {"--host=127.0.0.1", "--port=0",
-                          absl::StrCat("--orders=10.77.2.2:", orders->port())});
+  auto gateway = StartIn(
+      net.Ns("g"), HOPBUDGET_DEMO_GATEWAY,
+      {"--host=127.0.0.1", "--port=0", absl::StrCat("--orders=10.77.2.2:", orders->port())});
   if (gateway == nullptr) return out;
   std::map<std::string, ChildProcess*> procs = {
       {"gateway", gateway.get()}, {"orders", orders.get()}, {"ledger", ledger.get()}};
   const std::string records = dir + "/load.txt";
-  auto load = StartIn(net.Ns("g"), HOPBUDGET_PARTITION_LOAD,
-                      {absl::StrCat("--gateway=127.0.0.1:", gateway->port()),
-                       absl::StrCat("--admin=gateway=127.0.0.1:", gateway->port(),
-                                    ",orders=10.77.2.2:", orders->port(),
-                                    ",ledger=10.77.3.2:", ledger->port()),
-                       absl::StrCat("--rps=", kRps),
-                       absl::StrCat("--budget=", absl::FormatDuration(kBudget)),
-                       "--out=" + records},
-                      /*wait_ready=*/false);
+  auto load = StartIn(
+      net.Ns("g"), HOPBUDGET_PARTITION_LOAD,
+      {absl::StrCat("--gateway=127.0.0.1:", gateway->port()),
+       absl::StrCat("--admin=gateway=127.0.0.1:", gateway->port(),
+                    ",orders=10.77.2.2:", orders->port(), ",ledger=10.77.3.2:", ledger->port()),
+       absl::StrCat("--rps=", kRps), absl::StrCat("--budget=", absl::FormatDuration(kBudget)),
+       "--out=" + records},
+      /*wait_ready=*/false);
   if (load == nullptr) return out;
   // Warm: the chain answers.
   const absl::Time warm_deadline = absl::Now() + absl::Seconds(60);
@@ -396,11 +398,12 @@ PartitionResult RunPartition(Fault fault, absl::Duration outage, std::string* sk
   auto ms = [](absl::Duration d) {
     return d == absl::InfiniteDuration() ? -1.0 : absl::ToDoubleMilliseconds(d);
   };
-  std::printf("RESULT bench=partition fault=%s outage_s=%.0f calls=%zu late=%d slowest_ms=%.1f"
-              "%s second_half_median_ms=%.1f first_ok_ms=%.0f steady_ms=%.0f codes=%s\n",
-              FaultName(fault), absl::ToDoubleSeconds(outage), out.calls, out.late,
-              out.slowest_ms, hops.c_str(), out.late_half_median_ms, ms(out.recovery.first_ok),
-              ms(out.recovery.steady), out.codes.c_str());
+  std::printf(
+      "RESULT bench=partition fault=%s outage_s=%.0f calls=%zu late=%d slowest_ms=%.1f"
+      "%s second_half_median_ms=%.1f first_ok_ms=%.0f steady_ms=%.0f codes=%s\n",
+      FaultName(fault), absl::ToDoubleSeconds(outage), out.calls, out.late, out.slowest_ms,
+      hops.c_str(), out.late_half_median_ms, ms(out.recovery.first_ok), ms(out.recovery.steady),
+      out.codes.c_str());
   std::fflush(stdout);
   return out;
 }

@@ -5,7 +5,9 @@ region between `// [START NAME]` and `// [END NAME]` of
 examples/readme_snippets.cc (which every build compiles), with the region's
 common indentation removed.
 
-  python3 check_snippets.py ROOT
+  python3 check_snippets.py ROOT            # check (ctest)
+  python3 check_snippets.py ROOT --update   # rewrite the README's blocks
+                                            # from the compiled code
 """
 import re
 import sys
@@ -39,10 +41,32 @@ def blocks(readme):
     return out
 
 
+def update(root, readme, code):
+    """Replaces every named block whose region exists with the region."""
+    lines = readme.split("\n")
+    out = []
+    i = 0
+    while i < len(lines):
+        out.append(lines[i])
+        m = re.fullmatch(r"<!-- snippet: (\w+) -->", lines[i])
+        if m and i + 1 < len(lines) and lines[i + 1] == "```cpp" and m.group(1) in code:
+            end = lines.index("```", i + 2)
+            out.append("```cpp")
+            out.extend(code[m.group(1)].rstrip("\n").split("\n"))
+            out.append("```")
+            i = end
+        i += 1
+    with open(f"{root}/README.md", "w", encoding="utf-8") as f:
+        f.write("\n".join(out))
+
+
 def main():
     root = sys.argv[1]
     readme = open(f"{root}/README.md", encoding="utf-8").read()
     code = regions(open(f"{root}/examples/readme_snippets.cc", encoding="utf-8").read())
+    if len(sys.argv) > 2 and sys.argv[2] == "--update":
+        update(root, readme, code)
+        readme = open(f"{root}/README.md", encoding="utf-8").read()
     errors = []
     found = blocks(readme)
     for name, text in found:

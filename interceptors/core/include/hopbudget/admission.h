@@ -199,8 +199,7 @@ struct AdaptiveLimitState {
 // never used half the limit does not grow it (the hop was not the
 // bottleneck). The long-run average follows each window by 5 %, and is
 // pulled down at once when the recent time is less than half of it.
-AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy,
-                                     const AdaptiveLimitState& state,
+AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy, const AdaptiveLimitState& state,
                                      const LimitWindow& window);
 
 // The `quantile` of a method's recent handler times, from a ring of the last
@@ -233,7 +232,7 @@ class LatencyPredictor {
 
 // Counters of one Admission, for metrics and /deadlinez.
 struct AdmissionStats {
-  uint64_t admitted = 0;        // started at once
+  uint64_t admitted = 0;  // started at once
   uint64_t admitted_after_wait = 0;
   std::array<uint64_t, kArrivalDecisionCount> shed{};  // by ArrivalDecision (shed ones)
   int in_flight = 0;

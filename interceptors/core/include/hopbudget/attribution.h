@@ -70,8 +70,7 @@ struct Attribution {
   absl::Duration elapsed = absl::ZeroDuration();  // from that budget's start to firing
 
   friend bool operator==(const Attribution& a, const Attribution& b) {
-    return a.source == b.source && a.hop == b.hop && a.budget == b.budget &&
-           a.elapsed == b.elapsed;
+    return a.source == b.source && a.hop == b.hop && a.budget == b.budget && a.elapsed == b.elapsed;
   }
 };
 

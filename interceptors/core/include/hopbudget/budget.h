@@ -81,8 +81,8 @@ absl::Status ValidatePolicy(const BudgetPolicy& policy);
 
 enum class ArrivalOutcome {
   kAccepted,
-  kExpired,        // the deadline had already passed on arrival
-  kBelowMinimum,   // time was left, but less than min_attempt_budget
+  kExpired,       // the deadline had already passed on arrival
+  kBelowMinimum,  // time was left, but less than min_attempt_budget
   // Set by admission (admission.h), never by DeriveRequestBudget:
   kShedCannotFinish,  // less budget than the predicted handler time
   kShedQueueExpired,  // waited for admission until less than min_attempt_budget was left
@@ -126,8 +126,8 @@ struct RequestBudget {
 
 // Derives the request budget of a call that arrived at `now` with deadline
 // `inbound_deadline` (InfiniteFuture() when the caller set none).
-RequestBudget DeriveRequestBudget(const BudgetPolicy& policy,
-                                  absl::Time inbound_deadline, absl::Time now);
+RequestBudget DeriveRequestBudget(const BudgetPolicy& policy, absl::Time inbound_deadline,
+                                  absl::Time now);
 
 enum class CallOutcome {
   kProceed,    // start the call with `deadline`
@@ -167,8 +167,7 @@ struct CallDeadline {
 
 // Derives the deadline of a downstream call started at `now` from the parent
 // deadline (normally RequestBudget::deadline) and the parent's source.
-CallDeadline DeriveCallDeadline(const BudgetPolicy& policy,
-                                absl::Time parent_deadline,
+CallDeadline DeriveCallDeadline(const BudgetPolicy& policy, absl::Time parent_deadline,
                                 DeadlineSource parent_source, absl::Time now);
 
 // Renders a duration for messages and logs: "250ms", "1.5s", "inf".

@@ -24,9 +24,9 @@
 #include <ostream>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "absl/status/status.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/deadline_source.h"
@@ -35,7 +35,7 @@ namespace hopbudget {
 
 // What one client call was given.
 struct ClientCall {
-  absl::Time start;                             // when the call started
+  absl::Time start;                              // when the call started
   absl::Time deadline = absl::InfiniteFuture();  // the call's deadline
   // Which budget the deadline is (kNone: none set; kClient at the edge).
   DeadlineSource deadline_source = DeadlineSource::kNone;
@@ -55,10 +55,10 @@ struct ReceivedAttribution {
 
 // What the client concludes.
 enum class ClientVerdictKind {
-  kRelayed,         // a budget further down fired: the callee's origin stands
-  kOwnBudget,       // this call's own deadline fired (or its attempt budget,
-                    // seen by the callee as its client deadline)
-  kUnknownOrigin,   // a callee without hopbudget timed out: downstream, no hop
+  kRelayed,        // a budget further down fired: the callee's origin stands
+  kOwnBudget,      // this call's own deadline fired (or its attempt budget,
+                   // seen by the callee as its client deadline)
+  kUnknownOrigin,  // a callee without hopbudget timed out: downstream, no hop
 };
 
 // "relayed", "own_budget", "unknown_origin".

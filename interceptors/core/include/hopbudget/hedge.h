@@ -114,11 +114,11 @@ class ExtraLoadBucket {
 };
 
 enum class HedgeOutcome : uint8_t {
-  kSend = 0,          // start the next attempt now
-  kMaxAttempts,       // max_attempts already sent
-  kStopped,           // a fatal answer or a pushback stopped hedging
-  kNoBudget,          // less than min_attempt_budget left of the logical deadline
-  kExtraLoad,         // the extra-load bucket is empty
+  kSend = 0,     // start the next attempt now
+  kMaxAttempts,  // max_attempts already sent
+  kStopped,      // a fatal answer or a pushback stopped hedging
+  kNoBudget,     // less than min_attempt_budget left of the logical deadline
+  kExtraLoad,    // the extra-load bucket is empty
 };
 inline constexpr int kHedgeOutcomeCount = 5;
 // "send", "max_attempts", "stopped", "no_budget", "extra_load".

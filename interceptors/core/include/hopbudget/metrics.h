@@ -71,14 +71,14 @@ absl::string_view LeakKindName(LeakKind kind);  // "no_deadline", "later_than_in
 // Events of shielded work (shield.h), counted by every Shield whose options
 // name this registry.
 enum class ShieldEvent : uint8_t {
-  kStarted = 0,     // accepted by Run()
-  kCompleted,       // outcome: completed
-  kFailed,          // outcome: failed
-  kExceededBound,   // outcome: exceeded its bound
-  kRefused,         // refused by Run(): at capacity or draining
-  kUnobserved,      // an outcome nobody waited for
-  kDrained,         // a Drain() that saw every operation end
-  kDrainTimedOut,   // a Drain() that returned with operations left
+  kStarted = 0,    // accepted by Run()
+  kCompleted,      // outcome: completed
+  kFailed,         // outcome: failed
+  kExceededBound,  // outcome: exceeded its bound
+  kRefused,        // refused by Run(): at capacity or draining
+  kUnobserved,     // an outcome nobody waited for
+  kDrained,        // a Drain() that saw every operation end
+  kDrainTimedOut,  // a Drain() that returned with operations left
 };
 inline constexpr int kShieldEventCount = 8;
 // The label values: "started", "completed", "failed", "exceeded_bound",
@@ -123,8 +123,8 @@ absl::string_view MethodRoleName(MethodRole role);  // "application", "infrastru
 
 // What a client-side call that ended was to its caller.
 enum class ClientCallKind : uint8_t {
-  kPlainCall = 0,    // a call of its own: its one attempt is also the logical call
-  kRetryAttempt,     // one attempt of a retrying layer's logical call
+  kPlainCall = 0,  // a call of its own: its one attempt is also the logical call
+  kRetryAttempt,   // one attempt of a retrying layer's logical call
 };
 absl::string_view ClientCallKindName(ClientCallKind kind);  // "plain_call", "retry_attempt"
 
@@ -145,11 +145,11 @@ absl::string_view SlotRefusalReasonName(SlotRefusalReason reason);
 
 // The enums above print as their names (absl::StrCat, absl::StrFormat("%v")
 // through AbslStringify; GoogleTest and streams through operator<<).
-#define HOPBUDGET_METRICS_PRINTS_AS_NAME(Enum, Name)       \
-  template <typename Sink>                                 \
-  void AbslStringify(Sink& sink, Enum value) {             \
-    sink.Append(Name(value));                              \
-  }                                                        \
+#define HOPBUDGET_METRICS_PRINTS_AS_NAME(Enum, Name) \
+  template <typename Sink>                           \
+  void AbslStringify(Sink& sink, Enum value) {       \
+    sink.Append(Name(value));                        \
+  }                                                  \
   inline std::ostream& operator<<(std::ostream& os, Enum value) { return os << Name(value); }
 HOPBUDGET_METRICS_PRINTS_AS_NAME(Side, SideName)
 HOPBUDGET_METRICS_PRINTS_AS_NAME(LeakKind, LeakKindName)
@@ -224,34 +224,30 @@ struct MetricsSnapshot {
   std::array<uint64_t, kSideCount> calls{};  // finished calls
   std::array<std::array<uint64_t, kDeadlineSourceCount>, kSideCount> deadline_exceeded_by_source{};
   std::array<uint64_t, kHeaderParseCount> bad_budget_header{};  // index: HeaderParse
-  uint64_t bad_attribution = 0;      // inbound attribution detail refused
+  uint64_t bad_attribution = 0;  // inbound attribution detail refused
   std::array<uint64_t, kLeakKindCount> deadline_leaks{};
-  uint64_t timers_armed = 0;         // calls that needed hopbudget's own timer
+  uint64_t timers_armed = 0;  // calls that needed hopbudget's own timer
   // Retrying channels: one decision per ended attempt, by outcome; attempts
   // per logical call (index = attempts - 1).
   std::array<uint64_t, kRetryOutcomeCount> retry_decisions{};
   std::array<uint64_t, kMaxAttemptBuckets> attempts_per_call{};
-  uint64_t backoff_clipped = 0;      // backoffs shortened to fit the deadline
-  uint64_t pushback_honoured = 0;    // waits taken from grpc-retry-pushback-ms
-  uint64_t unfit_policy_calls = 0;   // calls on a policy that validation rejected
-  std::array<uint64_t, kTraceDropCount> trace_dropped{};  // index: TraceDrop
+  uint64_t backoff_clipped = 0;     // backoffs shortened to fit the deadline
+  uint64_t pushback_honoured = 0;   // waits taken from grpc-retry-pushback-ms
+  uint64_t unfit_policy_calls = 0;  // calls on a policy that validation rejected
+  std::array<uint64_t, kTraceDropCount> trace_dropped{};    // index: TraceDrop
   std::array<uint64_t, kShieldEventCount> shield_events{};  // index: ShieldEvent
   int64_t shield_in_flight = 0;
   // By label.
-  std::vector<MethodSnapshot> methods;  // methods seen, "other" first
+  std::vector<MethodSnapshot> methods;                          // methods seen, "other" first
   std::vector<DeadlineExceededCount> deadline_exceeded_by_hop;  // non-zero only
 
-  uint64_t retry_decision(RetryOutcome o) const {
-    return retry_decisions[static_cast<int>(o)];
-  }
+  uint64_t retry_decision(RetryOutcome o) const { return retry_decisions[static_cast<int>(o)]; }
   uint64_t calls_with_attempts(int n) const { return attempts_per_call[n - 1]; }
   uint64_t deadline_exceeded(Side side, DeadlineSource source) const {
     return deadline_exceeded_by_source[static_cast<int>(side)][static_cast<int>(source)];
   }
   uint64_t deadline_exceeded(Side side, DeadlineSource source, absl::string_view hop) const;
-  uint64_t bad_header(HeaderParse kind) const {
-    return bad_budget_header[static_cast<int>(kind)];
-  }
+  uint64_t bad_header(HeaderParse kind) const { return bad_budget_header[static_cast<int>(kind)]; }
   uint64_t leaks(LeakKind kind) const { return deadline_leaks[static_cast<int>(kind)]; }
   uint64_t shield(ShieldEvent e) const { return shield_events[static_cast<int>(e)]; }
   uint64_t dropped_traces(TraceDrop d) const { return trace_dropped[static_cast<int>(d)]; }
@@ -264,9 +260,9 @@ struct MetricsSnapshot {
   // slots_grpc.h).
   std::array<uint64_t, kRaceOutcomeCount> races{};  // index: RaceOutcome
   uint64_t race_losers_cancelled = 0;
-  uint64_t hedged_calls = 0;   // calls started by a Hedger
-  uint64_t hedges_sent = 0;    // attempts after the first
-  uint64_t hedges_won = 0;     // calls answered by a hedge rather than the first attempt
+  uint64_t hedged_calls = 0;  // calls started by a Hedger
+  uint64_t hedges_sent = 0;   // attempts after the first
+  uint64_t hedges_won = 0;    // calls answered by a hedge rather than the first attempt
   std::array<uint64_t, kHedgeOutcomeCount> hedges_skipped{};  // index: HedgeOutcome (not kSend)
   uint64_t hedge_losers_cancelled = 0;
   HistogramSnapshot slot_wait;  // seconds, waits that ended in a grant
@@ -398,8 +394,7 @@ class Metrics {
   // keeps a sample: a call is kept when it was `sampled` on arrival, or, for a
   // failed call, when kRecentFailureInterval passed since the last failure
   // kept. `make` builds the entry only for calls kept.
-  void RecordRecentCall(absl::StatusCode code, bool sampled,
-                        absl::FunctionRef<RecentCall()> make);
+  void RecordRecentCall(absl::StatusCode code, bool sampled, absl::FunctionRef<RecentCall()> make);
 
   MetricsSnapshot Snapshot() const;
   // Newest first.

@@ -42,10 +42,10 @@ struct ProcessStats {
 
 // What /proc says, as text, and the two system constants it is read with.
 struct ProcSources {
-  std::string self_stat;    // /proc/self/stat
-  std::string stat;         // /proc/stat (for btime, the boot time)
-  std::string self_limits;  // /proc/self/limits
-  int64_t open_fds = 0;     // entries of /proc/self/fd
+  std::string self_stat;           // /proc/self/stat
+  std::string stat;                // /proc/stat (for btime, the boot time)
+  std::string self_limits;         // /proc/self/limits
+  int64_t open_fds = 0;            // entries of /proc/self/fd
   int64_t ticks_per_second = 100;  // sysconf(_SC_CLK_TCK)
   int64_t page_size = 4096;        // sysconf(_SC_PAGESIZE)
 };

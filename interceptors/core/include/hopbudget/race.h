@@ -41,9 +41,9 @@ namespace hopbudget {
 inline constexpr int kMaxRaceAttempts = 16;
 
 enum class RaceOutcome : uint8_t {
-  kWon = 0,     // an attempt ended OK
-  kAllFailed,   // every attempt ended with an error
-  kCancelled,   // the logical call was cancelled before any attempt won
+  kWon = 0,    // an attempt ended OK
+  kAllFailed,  // every attempt ended with an error
+  kCancelled,  // the logical call was cancelled before any attempt won
 };
 inline constexpr int kRaceOutcomeCount = 3;
 // "won", "all_failed", "cancelled".

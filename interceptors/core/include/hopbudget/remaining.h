@@ -70,8 +70,7 @@ struct RemainingTime {
 
 // What is left at `now` of the request budget `budget` (as derived on
 // arrival), keeping `hop_reserve` back for this hop's own work.
-RemainingTime RemainingOf(const RequestBudget& budget, absl::Duration hop_reserve,
-                          absl::Time now);
+RemainingTime RemainingOf(const RequestBudget& budget, absl::Duration hop_reserve, absl::Time now);
 
 }  // namespace hopbudget
 

@@ -135,7 +135,7 @@ struct RetryFit {
 // rejected either (there is no attempt-budget timeout to retry after).
 // Returns the fit (see RetryFit) when both policies are valid.
 [[nodiscard]] absl::StatusOr<RetryFit> ValidateRetryPolicy(const BudgetPolicy& budget,
-                                             const RetryPolicy& retry);
+                                                           const RetryPolicy& retry);
 
 // Full-jitter exponential backoff: the wait before the retry with index
 // `retry` (0 = the wait before attempt 2) is uniform in
@@ -279,10 +279,9 @@ struct RetryDecision {
 // now + backoff) is kProceed (given a valid `budget`, whose attempt_cap is
 // >= min_attempt_budget). An expired or InfinitePast() parent deadline gives
 // kNoRoom at step 9; an InfiniteFuture() one never clips.
-RetryDecision DecideRetry(const BudgetPolicy& budget, const RetryPolicy& retry,
-                          int attempt, const AttemptResult& result,
-                          bool throttle_allows, absl::Time parent_deadline,
-                          absl::Time now, double unit_random);
+RetryDecision DecideRetry(const BudgetPolicy& budget, const RetryPolicy& retry, int attempt,
+                          const AttemptResult& result, bool throttle_allows,
+                          absl::Time parent_deadline, absl::Time now, double unit_random);
 
 // What an ended attempt does to a RetryThrottle (gRFC A6: only failures that
 // a retry could address count, so that malformed requests do not throttle).
@@ -401,10 +400,10 @@ inline std::ostream& operator<<(std::ostream& os, RetrySetup value) {
 // ValidateRetryPolicy's ranges (with no request cap, where nothing can fail
 // to fit), then the fit against request_cap. A fit that fails is returned
 // as the error unless `accept_unfit_policy`.
-[[nodiscard]] absl::StatusOr<RetrySetup> ValidateRetrySetup(
-    const BudgetPolicy& budget, const RetryPolicy& retry,
-                                              const RetryThrottleOptions& throttle,
-                                              bool accept_unfit_policy);
+[[nodiscard]] absl::StatusOr<RetrySetup> ValidateRetrySetup(const BudgetPolicy& budget,
+                                                            const RetryPolicy& retry,
+                                                            const RetryThrottleOptions& throttle,
+                                                            bool accept_unfit_policy);
 
 }  // namespace hopbudget
 

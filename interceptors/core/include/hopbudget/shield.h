@@ -230,15 +230,15 @@ class ShieldHandle {
 
 // Counters since the Shield was constructed.
 struct ShieldStats {
-  uint64_t started = 0;         // accepted by Run()
-  uint64_t in_flight = 0;       // accepted and not ended (queued or running)
+  uint64_t started = 0;    // accepted by Run()
+  uint64_t in_flight = 0;  // accepted and not ended (queued or running)
   uint64_t completed = 0;
   uint64_t failed = 0;
   uint64_t exceeded_bound = 0;
-  uint64_t refused = 0;         // Run() refused for max_in_flight
-  uint64_t joined = 0;          // RunOnce() calls that joined an operation in flight
-  uint64_t unobserved = 0;      // ended and nobody observed the outcome
-  bool draining = false;        // Drain() has started; Run() refuses
+  uint64_t refused = 0;     // Run() refused for max_in_flight
+  uint64_t joined = 0;      // RunOnce() calls that joined an operation in flight
+  uint64_t unobserved = 0;  // ended and nobody observed the outcome
+  bool draining = false;    // Drain() has started; Run() refuses
 };
 
 struct DrainReport {
@@ -275,8 +275,9 @@ class Shield {
   // Work whose bound passes while it is queued is never started: it ends as
   // kExceededBound at once when a thread takes it. `work` (and what it
   // captured) is destroyed after it returns, before its outcome is recorded.
-  [[nodiscard]] absl::StatusOr<ShieldHandle> Run(std::string name, absl::Duration bound,
-                                   absl::AnyInvocable<absl::Status(ShieldContext&)> work);
+  [[nodiscard]] absl::StatusOr<ShieldHandle> Run(
+      std::string name, absl::Duration bound,
+      absl::AnyInvocable<absl::Status(ShieldContext&)> work);
 
   // Single flight: like Run(), unless an operation started by RunOnce() with
   // the same `key` is still in flight; then `work` is dropped unrun and the

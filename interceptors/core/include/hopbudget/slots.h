@@ -164,7 +164,7 @@ class SlotQueue {
   SlotQueueOptions options_;
   int in_use_ = 0;
   uint64_t next_ticket_ = 1;
-  std::map<uint64_t, Waiter> waiters_;                 // by ticket: arrival order
+  std::map<uint64_t, Waiter> waiters_;                    // by ticket: arrival order
   std::set<std::pair<absl::Time, uint64_t>> by_give_up_;  // expiry order
 };
 

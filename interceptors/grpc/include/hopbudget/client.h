@@ -39,15 +39,15 @@
 #ifndef HOPBUDGET_CLIENT_H_
 #define HOPBUDGET_CLIENT_H_
 
-#include <memory>
-#include <string>
-
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 #include <grpcpp/support/client_interceptor.h>
 #include <grpcpp/support/status.h>
+
+#include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

@@ -47,12 +47,12 @@
 #ifndef HOPBUDGET_HEDGE_GRPC_H_
 #define HOPBUDGET_HEDGE_GRPC_H_
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <grpcpp/client_context.h>
-#include <grpcpp/support/status.h>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
@@ -81,9 +81,9 @@ struct HedgerOptions {
 
 struct HedgeResult {
   grpc::Status status;
-  int winner = -1;        // index of the attempt that answered OK, or -1
-  int sent = 0;           // attempts sent, the first included
-  int losers = 0;         // attempts cancelled because another answered first
+  int winner = -1;  // index of the attempt that answered OK, or -1
+  int sent = 0;     // attempts sent, the first included
+  int losers = 0;   // attempts cancelled because another answered first
   // Why the next hedge was not sent, when one was considered and refused;
   // kSend when none was refused.
   HedgeOutcome skipped = HedgeOutcome::kSend;

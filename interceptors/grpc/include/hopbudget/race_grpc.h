@@ -40,13 +40,13 @@
 #ifndef HOPBUDGET_RACE_GRPC_H_
 #define HOPBUDGET_RACE_GRPC_H_
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/client_context.h>
-#include <grpcpp/support/status.h>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
@@ -84,7 +84,7 @@ struct RaceResult {
   // OK when won; the failure described above when all failed; CANCELLED
   // when the logical call was cancelled first.
   grpc::Status status;
-  int winner = -1;  // the winning attempt's index, -1 unless kWon
+  int winner = -1;                          // the winning attempt's index, -1 unless kWon
   std::vector<RaceAttemptReport> attempts;  // by index
   int losers = 0;                           // attempts cancelled because another won
 };

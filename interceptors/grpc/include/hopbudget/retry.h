@@ -51,12 +51,12 @@
 #ifndef HOPBUDGET_RETRY_H_
 #define HOPBUDGET_RETRY_H_
 
-#include <memory>
-#include <string>
-
 #include <grpcpp/channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
+
+#include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "hopbudget/budget.h"

@@ -51,13 +51,13 @@
 #ifndef HOPBUDGET_RETRY_LOOP_H_
 #define HOPBUDGET_RETRY_LOOP_H_
 
-#include <functional>
-#include <memory>
-#include <string>
-
 #include <grpcpp/client_context.h>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
+
+#include <functional>
+#include <memory>
+#include <string>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/functional/function_ref.h"
@@ -139,8 +139,8 @@ class RetryLoop {
   using SyncAttempt = absl::FunctionRef<grpc::Status(grpc::ClientContext* attempt_ctx)>;
   // Starts one attempt with `attempt_ctx` and arranges for `done` to be
   // called once with its status (a generated stub's async() method does).
-  using AsyncAttempt = std::function<void(grpc::ClientContext* attempt_ctx,
-                                          std::function<void(grpc::Status)> done)>;
+  using AsyncAttempt =
+      std::function<void(grpc::ClientContext* attempt_ctx, std::function<void(grpc::Status)> done)>;
 
   // Validates `options` (hop name, ValidateRetryPolicy, the throttle).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<RetryLoop>> Create(RetryLoopOptions options);

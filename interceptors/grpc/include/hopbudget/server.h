@@ -54,15 +54,15 @@
 #ifndef HOPBUDGET_SERVER_H_
 #define HOPBUDGET_SERVER_H_
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/server_interceptor.h>
+
 #include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <grpcpp/client_context.h>
-#include <grpcpp/server_context.h>
-#include <grpcpp/support/server_interceptor.h>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -164,8 +164,7 @@ struct ServerOptions {
 // Validates `options` (hop name, ValidatePolicy, and the admission policy
 // and method names when admission is on) and returns the factory to pass to
 // ServerBuilder::experimental().SetInterceptorCreators().
-[[nodiscard]] absl::StatusOr<
-    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+[[nodiscard]] absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 MakeServerInterceptorFactory(ServerOptions options);
 
 // The admission counters of a factory made by MakeServerInterceptorFactory,
@@ -204,9 +203,8 @@ class InboundBudget {
 
  private:
   friend struct internal::InboundBudgetAccess;  // the server interceptor builds these
-  InboundBudget(const RequestBudget& budget, const std::string* hop,
-                const BudgetPolicy* policy, Clock* clock, uint64_t id, uintptr_t key,
-                bool trace_requested)
+  InboundBudget(const RequestBudget& budget, const std::string* hop, const BudgetPolicy* policy,
+                Clock* clock, uint64_t id, uintptr_t key, bool trace_requested)
       : budget_(budget),
         hop_(hop),
         policy_(policy),
@@ -219,7 +217,7 @@ class InboundBudget {
   const std::string* hop_;
   const BudgetPolicy* policy_;
   Clock* clock_;
-  uint64_t id_;  // unique per process: tells calls apart when a context's address is reused
+  uint64_t id_;    // unique per process: tells calls apart when a context's address is reused
   uintptr_t key_;  // the call's context address, with id_ the key of internal lookups
   bool trace_requested_;
 };
@@ -240,8 +238,8 @@ struct DownstreamOptions {
 //     touching the network).
 // When `inbound` did not pass through the server interceptor, the inbound
 // deadline is used as the request deadline with a default BudgetPolicy.
-std::unique_ptr<grpc::ClientContext> NewDownstreamContext(
-    const grpc::ServerContextBase& inbound, const DownstreamOptions& options = {});
+std::unique_ptr<grpc::ClientContext> NewDownstreamContext(const grpc::ServerContextBase& inbound,
+                                                          const DownstreamOptions& options = {});
 
 // Binds an inbound call to the current thread for as long as it lives, so
 // that hopbudget's client interceptor can check downstream calls made with a

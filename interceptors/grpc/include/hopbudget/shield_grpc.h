@@ -21,13 +21,13 @@
 #ifndef HOPBUDGET_SHIELD_GRPC_H_
 #define HOPBUDGET_SHIELD_GRPC_H_
 
-#include <memory>
-
 #include <grpcpp/client_context.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/server_callback.h>
 #include <grpcpp/support/status.h>
+
+#include <memory>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"

@@ -49,12 +49,12 @@
 #ifndef HOPBUDGET_SLOTS_GRPC_H_
 #define HOPBUDGET_SLOTS_GRPC_H_
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
 #include <cstddef>
 #include <memory>
 #include <string>
-
-#include <grpcpp/client_context.h>
-#include <grpcpp/support/status.h>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"

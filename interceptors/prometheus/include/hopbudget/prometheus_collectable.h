@@ -21,12 +21,12 @@
 #ifndef HOPBUDGET_PROMETHEUS_COLLECTABLE_H_
 #define HOPBUDGET_PROMETHEUS_COLLECTABLE_H_
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
