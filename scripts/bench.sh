@@ -86,6 +86,7 @@ wants precision && bench_targets+=(precision_bench)
 wants cancel && bench_targets+=(cancel_bench)
 wants scale && bench_targets+=(scale_bench)
 wants micro && bench_targets+=(micro_bench)
+wants hedge && bench_targets+=(hedge_bench)
 if wants chain; then
   bench_targets+=(gateway orders ledger chainctl)
   cmake_args+=(-DHOPBUDGET_BUILD_DEMO=ON -DHOPBUDGET_BUILD_HTTP=ON)
