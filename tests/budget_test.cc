@@ -295,6 +295,7 @@ TEST(FormatBudgetTest, FormatsCommonValues) {
 // Test failures name the value, not its integer.
 TEST(BudgetNamesTest, OutcomesPrintByName) {
   EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kBelowMinimum), "below_minimum");
+  EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kShedQueueExpired), "shed_queue_expired");
   EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kExpired), "expired");
   EXPECT_EQ(::testing::PrintToString(CallOutcome::kExhausted), "exhausted");
 }

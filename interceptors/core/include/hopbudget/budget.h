@@ -98,6 +98,12 @@ inline absl::string_view ArrivalOutcomeName(ArrivalOutcome value) {
       return "expired";
     case ArrivalOutcome::kBelowMinimum:
       return "below_minimum";
+    case ArrivalOutcome::kShedCannotFinish:
+      return "shed_cannot_finish";
+    case ArrivalOutcome::kShedQueueExpired:
+      return "shed_queue_expired";
+    case ArrivalOutcome::kShedOverload:
+      return "shed_overload";
   }
   return "unknown";
 }
