@@ -19,7 +19,8 @@
 // --ledger-slots=N bounds orders' calls in flight towards the ledger
 // (hopbudget::DownstreamSlots, hopbudget mode): a call waits for a slot
 // inside its budget, and one that cannot get a slot in time fails fast
-// with source slot-wait instead of piling up on a slow ledger. One slot
+// with source slot-wait (once less than --ledger-slot-give-up, 50 ms, is
+// left) instead of piling up on a slow ledger. One slot
 // holds one logical call (a commit with its retries, a read with its hedge).
 //
 //   orders --port=0 --ledger=127.0.0.1:PORT [--attempt-cap=300ms --max-attempts=3]
@@ -55,6 +56,10 @@ ABSL_FLAG(int, ledger_slots, 0,
           "hopbudget mode: calls in flight towards the ledger at most, 0..10000 "
           "(0 = unbounded); a call that cannot get a slot in its budget fails with "
           "source slot-wait");
+ABSL_FLAG(absl::Duration, ledger_slot_give_up, absl::Milliseconds(50),
+          "hopbudget mode, with --ledger-slots: a call still waiting for a ledger slot when "
+          "less than this is left of its budget gives up (slot-wait): a ledger call with less "
+          "time is not worth sending");
 ABSL_FLAG(int, max_attempts, 3, "hopbudget mode: attempts per commit (1..10)");
 ABSL_FLAG(int, baseline_attempts, 3, "baseline mode: attempts per commit (1..10)");
 // Looser than gRFC A6's defaults (10, 0.1), so that retries keep running at
@@ -215,6 +220,7 @@ int Main(int argc, char** argv) {
   const std::string replicas_flag = absl::GetFlag(FLAGS_ledger_replicas);
   const int ledger_slots = absl::GetFlag(FLAGS_ledger_slots);
   const double hedge_extra_load = absl::GetFlag(FLAGS_hedge_extra_load);
+  const absl::Duration slot_give_up = absl::GetFlag(FLAGS_ledger_slot_give_up);
   const int max_attempts = absl::GetFlag(FLAGS_max_attempts);
   const int baseline_attempts = absl::GetFlag(FLAGS_baseline_attempts);
   const int throttle_max_tokens = absl::GetFlag(FLAGS_throttle_max_tokens);
@@ -319,9 +325,13 @@ int Main(int argc, char** argv) {
       slot_options.hop = common.name;
       slot_options.max_in_flight = ledger_slots;
       slot_options.budget = PolicyOf(common);
+      // The give-up time is the deadline minus min_attempt_budget: waiting
+      // until the last 2 ms would only race the caller's own deadline.
+      slot_options.budget.min_attempt_budget = slot_give_up;
       auto slots = DownstreamSlots::Create(slot_options);
       if (!slots.ok()) {
-        std::cerr << "orders: " << slots.status().message() << "\n";
+        std::cerr << "orders: --ledger-slot-give-up=" << absl::FormatDuration(slot_give_up) << ": "
+                  << slots.status().message() << "\nTry 'orders --help'.\n";
         return 2;
       }
       downstream.slots = *std::move(slots);
