@@ -346,8 +346,9 @@ TEST(SummaryBuilderTest, ReadsAndHedgesGiveTheExtraLoad) {
   EXPECT_EQ(s.read_hedges, 9);
   EXPECT_DOUBLE_EQ(s.extra_load, 0.045);
   EXPECT_EQ(s.slot_refusals, 4);
-  EXPECT_THAT(FormatSummaryTable(s),
-              ContainsRegex("hedges / reads sent downstream \\(extra load\\) +9 / 200 \\(4.5 %\\)"));
+  EXPECT_THAT(
+      FormatSummaryTable(s),
+      ContainsRegex("hedges / reads sent downstream \\(extra load\\) +9 / 200 \\(4.5 %\\)"));
   EXPECT_THAT(FormatSummaryTable(s), HasSubstr("refused a downstream slot (slot-wait)"));
   EXPECT_THAT(FormatSummaryJson(s),
               HasSubstr("\"reads\":200,\"read_hedges\":9,\"extra_load\":0.045,"
