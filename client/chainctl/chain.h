@@ -56,8 +56,18 @@ absl::StatusOr<demo::Faults> GetFaults(const std::string& admin);
 std::string FormatStatsJson(
     const std::vector<std::pair<std::string, absl::StatusOr<demo::Stats>>>& rows);
 
+// What a load calls at the gateway.
+enum class LoadMethod {
+  kPlaceOrder,  // a new order per call
+  // Reads (GetOrder) of `read_keys` orders placed first, round robin: the
+  // read path orders hedges across the ledger's replicas.
+  kGetOrder,
+};
+
 struct LoadOptions {
   std::string gateway;
+  LoadMethod method = LoadMethod::kPlaceOrder;
+  int read_keys = 20;  // kGetOrder: orders placed before the reads, >= 1
   double rps = 50;
   absl::Duration duration = absl::Seconds(5);
   absl::Duration budget = absl::Milliseconds(800);
@@ -74,7 +84,10 @@ struct LoadOptions {
 
 // Open loop: starts calls at `rps` whatever their latency (the callback API:
 // no thread per call), up to `concurrency` in flight (more are counted as
-// not sent). Prints a live progress line to `err`.
+// not sent). Prints a live progress line to `err`. kGetOrder first places
+// `read_keys` orders (an error if one fails); the summary's reads,
+// read_hedges and extra_load come from the Admin stats of `admin` (orders
+// counts them).
 absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& options, std::ostream& err);
 
 struct ProbeResult {

@@ -5,6 +5,7 @@
 //   chainctl order   --gateway H:P --budget 800ms [--key K] [--item sku:qty,...]
 //   chainctl load    --gateway H:P --rps N --duration D --budget B [--concurrency C]
 //                    [--json FILE] [--admin H:P,H:P,H:P] [--requests-out FILE]
+//                    [--method place-order|get-order [--read-keys N]]
 //   chainctl audit   --db LEDGER.db --requests FILE      (exactly once, by key and content)
 //   chainctl probe   --gateway H:P --admin G,O,L         (the client deadline reaches every hop)
 //   chainctl metrics --targets H:P,H:P,H:P [--watch] [--json]     (HTTP ports)
@@ -51,6 +52,11 @@ ABSL_FLAG(std::string, json, "",
 ABSL_FLAG(double, max_error_rate, -1,
           "exit 1 when more than this share of the calls failed (0..1; default: only when "
           "every call failed)");
+ABSL_FLAG(std::string, method, "place-order",
+          "what each call does: place-order (a new order) or get-order (reads of --read-keys "
+          "orders placed first; with --admin=ORDERS the summary shows the hedges orders sent "
+          "and the extra load)");
+ABSL_FLAG(int, read_keys, 20, "get-order: orders placed first and read round robin, 1..10000");
 ABSL_FLAG(std::string, admin, "", "gRPC HOST:PORT,... of the services (Admin service)");
 ABSL_FLAG(std::string, key_prefix, "", "idempotency keys are PREFIX-N (default load-<time>)");
 ABSL_FLAG(bool, quiet, false,
@@ -65,7 +71,8 @@ ABSL_FLAG(std::string, requests, "",
 ABSL_FLAG(std::string, targets, "", "HTTP HOST:PORT of each service's /metrics (required)");
 ABSL_FLAG(bool, watch, false, "refresh until Ctrl-C");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(2), "refresh interval with --watch");
-ABSL_FLAG(std::string, latency, "none", "none, fixed:100ms, uniform:50ms-200ms, exp:100ms");
+ABSL_FLAG(std::string, latency, "none",
+          "none, fixed:100ms, uniform:50ms-200ms, exp:100ms, spike:5%:1s");
 ABSL_FLAG(double, error_rate, 0, "probability of UNAVAILABLE, 0..1");
 ABSL_FLAG(double, hang, 0, "probability of hanging until cancelled, 0..1");
 ABSL_FLAG(int, hang_next, 0, "the next N calls hang");
@@ -177,9 +184,10 @@ int Load(int argc, char** argv) {
   ParseCommand(argc, argv, "load",
                "chainctl load: open-loop load with a summary table (and --json).\n\n"
                "  chainctl load --gateway=HOST:PORT --rps=N --duration=D --budget=B "
-               "[--concurrency=C] [--json=FILE|-] [--admin=H:P,...] [--requests-out=FILE]",
+               "[--concurrency=C] [--json=FILE|-] [--admin=H:P,...] [--requests-out=FILE] "
+               "[--method=place-order|get-order [--read-keys=N]]",
                {"gateway", "rps", "duration", "budget", "concurrency", "json", "max_error_rate",
-                "admin", "item", "key_prefix", "quiet", "requests_out"});
+                "admin", "item", "key_prefix", "quiet", "requests_out", "method", "read_keys"});
   LoadOptions o;
   o.gateway = absl::GetFlag(FLAGS_gateway);
   o.rps = absl::GetFlag(FLAGS_rps);
@@ -193,6 +201,16 @@ int Load(int argc, char** argv) {
   const std::string items_text = absl::GetFlag(FLAGS_item);
   const bool quiet = absl::GetFlag(FLAGS_quiet);
   const std::string requests_path = absl::GetFlag(FLAGS_requests_out);
+  const std::string method = absl::GetFlag(FLAGS_method);
+  o.read_keys = absl::GetFlag(FLAGS_read_keys);
+  if (method == "get-order") {
+    o.method = LoadMethod::kGetOrder;
+  } else if (method != "place-order") {
+    return Fail("load", absl::StrCat("--method=", method, ": place-order or get-order"));
+  }
+  if (o.method == LoadMethod::kGetOrder && !requests_path.empty()) {
+    return Fail("load", "--requests-out: records orders placed; get-order only reads");
+  }
   cli::ExitIfBad(
       "chainctl load",
       cli::FirstError({
@@ -201,6 +219,7 @@ int Load(int argc, char** argv) {
           cli::Positive("duration", o.duration),
           cli::Positive("budget", o.budget),
           cli::InRange("concurrency", o.concurrency, 1, 100000),
+          cli::InRange("read-keys", o.read_keys, 1, 10000),
           max_error_rate == -1 ? absl::OkStatus()
                                : cli::InRange("max-error-rate", max_error_rate, 0.0, 1.0),
       }));

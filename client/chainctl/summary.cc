@@ -88,8 +88,12 @@ LoadSummary SummaryBuilder::Build() const {
     s.retries += d.retries;
     s.calls_started_after_deadline += d.calls_started_after_deadline;
     s.work_after_deadline_ms += d.work_after_deadline_ms;
+    s.reads += d.reads;
+    s.read_hedges += d.read_hedges;
+    s.slot_refusals += d.slot_refusals;
     s.per_hop.push_back(d);
   }
+  s.extra_load = s.reads > 0 ? static_cast<double>(s.read_hedges) / s.reads : 0;
   return s;
 }
 
@@ -120,6 +124,12 @@ std::string FormatSummaryTable(const LoadSummary& s) {
   row("error rate", absl::StrFormat("%.1f %%", s.error_rate * 100));
   row("calls started after the client deadline", absl::StrCat(s.calls_started_after_deadline));
   row("work after the client deadline", absl::StrFormat("%.1f ms", s.work_after_deadline_ms));
+  if (s.reads > 0) {
+    row("hedges / reads sent downstream (extra load)",
+        absl::StrFormat("%d / %d (%.1f %%)", s.read_hedges, s.reads, s.extra_load * 100));
+  }
+  if (s.slot_refusals > 0)
+    row("refused a downstream slot (slot-wait)", absl::StrCat(s.slot_refusals));
   for (const ServiceDelta& d : s.per_hop) {
     row(absl::StrCat("  ", d.hop, ": started late / work after / retries"),
         absl::StrFormat("%d / %.1f ms / %d", d.calls_started_after_deadline,
@@ -186,6 +196,9 @@ std::string FormatSummaryJson(const LoadSummary& s) {
   out += "]";
   absl::StrAppend(&out, ",\"calls_started_after_deadline\":", s.calls_started_after_deadline,
                   ",\"work_after_deadline_ms\":", JsonNumber(s.work_after_deadline_ms));
+  absl::StrAppend(&out, ",\"reads\":", s.reads, ",\"read_hedges\":", s.read_hedges,
+                  ",\"extra_load\":", JsonNumber(s.extra_load),
+                  ",\"slot_refusals\":", s.slot_refusals);
   absl::StrAppend(&out, ",\"per_hop\":[");
   first = true;
   for (const ServiceDelta& d : s.per_hop) {

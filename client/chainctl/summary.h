@@ -50,6 +50,11 @@ struct ServiceDelta {
   int64_t calls_started_after_deadline = 0;
   double work_after_deadline_ms = 0;
   int64_t retries = 0;  // calls that arrived as retries
+  // Orders only (Admin Stats): reads it sent to the ledger replicas, hedges
+  // among them, calls refused a ledger slot (slot-wait).
+  int64_t reads = 0;
+  int64_t read_hedges = 0;
+  int64_t slot_refusals = 0;
 };
 
 struct LoadSummary {
@@ -82,6 +87,12 @@ struct LoadSummary {
   std::vector<Bucket> histogram;  // ten even buckets, fastest..slowest
   int64_t calls_started_after_deadline = 0;
   double work_after_deadline_ms = 0;
+  // Summed over per_hop: reads sent downstream, hedges among them, and
+  // extra_load = read_hedges / reads (0 without reads); slot-wait refusals.
+  int64_t reads = 0;
+  int64_t read_hedges = 0;
+  double extra_load = 0;
+  int64_t slot_refusals = 0;
   std::vector<ServiceDelta> per_hop;
 };
 

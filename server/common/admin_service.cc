@@ -47,6 +47,9 @@ Stats HopStats::Proto() const {
   s.set_last_end_unix_us(a.last_end == absl::InfinitePast() ? 0 : absl::ToUnixMicros(a.last_end));
   s.set_commits_stopped(commits_stopped_.load());
   s.set_commits_joined(commits_joined_.load());
+  s.set_reads(reads_.load());
+  s.set_read_hedges(read_hedges_.load());
+  s.set_slot_refusals(slot_refusals_.load());
   s.set_faults_injected(faults_injected_.load());
   *s.mutable_faults() = FaultsToProto(faults_->config());
   return s;
@@ -59,6 +62,9 @@ void HopStats::Reset() {
   replays_ = 0;
   commits_stopped_ = 0;
   commits_joined_ = 0;
+  reads_ = 0;
+  read_hedges_ = 0;
+  slot_refusals_ = 0;
   faults_injected_ = 0;
 }
 

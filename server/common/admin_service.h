@@ -48,6 +48,13 @@ class HopStats {
   // A retry or duplicate that joined the shielded commit of its key still
   // in flight (Shield::RunOnce) instead of starting another.
   void CountCommitJoined() { commits_joined_.fetch_add(1); }
+  // Orders counters: one read sent `attempts` attempts (1 + its hedges); a
+  // call found no ledger slot in time (DownstreamSlots, source slot-wait).
+  void CountRead(int attempts) {
+    reads_.fetch_add(1);
+    if (attempts > 1) read_hedges_.fetch_add(attempts - 1);
+  }
+  void CountSlotRefusal() { slot_refusals_.fetch_add(1); }
 
   // The Admin reply: the counters, the accounting and the faults in force.
   Stats Proto() const;
@@ -67,6 +74,9 @@ class HopStats {
   std::atomic<int64_t> replays_{0};
   std::atomic<int64_t> commits_stopped_{0};
   std::atomic<int64_t> commits_joined_{0};
+  std::atomic<int64_t> reads_{0};
+  std::atomic<int64_t> read_hedges_{0};
+  std::atomic<int64_t> slot_refusals_{0};
   std::atomic<int64_t> faults_injected_{0};
 };
 

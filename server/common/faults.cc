@@ -4,8 +4,10 @@
 #include <cmath>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "flags.h"
 
 namespace hopbudget::demo {
@@ -16,7 +18,7 @@ absl::StatusOr<LatencySpec> ParseLatencySpec(absl::string_view text) {
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad latency \"", text, "\": ", why,
-                     " (use none, fixed:100ms, uniform:50ms-200ms or exp:100ms)"));
+                     " (use none, fixed:100ms, uniform:50ms-200ms, exp:100ms or spike:5%:1s)"));
   };
   const size_t colon = text.find(':');
   if (colon == absl::string_view::npos) return bad("no kind");
@@ -43,6 +45,30 @@ absl::StatusOr<LatencySpec> ParseLatencySpec(absl::string_view text) {
     spec.b = *hi;
     return spec;
   }
+  if (kind == "spike") {
+    std::vector<absl::string_view> parts = absl::StrSplit(args, absl::MaxSplits(':', 1));
+    if (parts.size() != 2) return bad("spike needs FRACTION:LATENCY");
+    double fraction = 0;
+    if (absl::ConsumeSuffix(&parts[0], "%")) {
+      double percent = 0;
+      if (!absl::SimpleAtod(parts[0], &percent) || std::isnan(percent) || percent < 0 ||
+          percent > 100) {
+        return bad("the fraction must be a percentage in [0%, 100%]");
+      }
+      fraction = percent / 100;
+    } else {
+      absl::StatusOr<double> p = ParseProbability(parts[0]);
+      if (!p.ok()) return bad(p.status().message());
+      fraction = *p;
+    }
+    absl::StatusOr<absl::Duration> d = ParseDuration(parts[1]);
+    if (!d.ok()) return bad(d.status().message());
+    if (*d <= absl::ZeroDuration()) return bad("the spike's latency must be > 0");
+    spec.kind = LatencyKind::kSpike;
+    spec.a = *d;
+    spec.fraction = fraction;
+    return spec;
+  }
   return bad("unknown kind");
 }
 
@@ -56,6 +82,8 @@ std::string FormatLatencySpec(const LatencySpec& spec) {
       return absl::StrCat("uniform:", DurationText(spec.a), "-", DurationText(spec.b));
     case LatencyKind::kExponential:
       return absl::StrCat("exp:", DurationText(spec.a));
+    case LatencyKind::kSpike:
+      return absl::StrCat("spike:", spec.fraction * 100, "%:", DurationText(spec.a));
   }
   return "none";
 }
@@ -89,6 +117,12 @@ absl::Status ValidateFaultConfig(const FaultConfig& c) {
   }
   if (c.latency.kind == LatencyKind::kExponential && c.latency.a <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("exponential latency: mean must be > 0");
+  }
+  if (c.latency.kind == LatencyKind::kSpike &&
+      (std::isnan(c.latency.fraction) || c.latency.fraction < 0 || c.latency.fraction > 1 ||
+       c.latency.a <= absl::ZeroDuration())) {
+    return absl::InvalidArgumentError(
+        "spike latency: the fraction must be in [0, 1] and the latency > 0");
   }
   return absl::OkStatus();
 }
@@ -162,6 +196,9 @@ FaultDecision FaultInjector::Decide() {
     case LatencyKind::kExponential:
       // Inverse CDF; 1 - u is in (0, 1], so log never sees 0.
       d.latency = l.a * -std::log(1.0 - latency_draw);
+      break;
+    case LatencyKind::kSpike:
+      if (latency_draw < l.fraction) d.latency = l.a;
       break;
   }
   return d;

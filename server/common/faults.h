@@ -31,16 +31,21 @@
 
 namespace hopbudget::demo {
 
-enum class LatencyKind { kNone, kFixed, kUniform, kExponential };
+enum class LatencyKind { kNone, kFixed, kUniform, kExponential, kSpike };
 
 struct LatencySpec {
   LatencyKind kind = LatencyKind::kNone;
-  absl::Duration a = absl::ZeroDuration();  // fixed value, uniform low, exponential mean
+  absl::Duration a = absl::ZeroDuration();  // fixed value, uniform low, exponential mean, spike
   absl::Duration b = absl::ZeroDuration();  // uniform high
+  double fraction = 0;                      // spike: the fraction of calls that wait `a`
 };
 
 // "none" (or ""), "fixed:100ms", "uniform:50ms-200ms" (low <= high),
-// "exp:100ms" (mean > 0). InvalidArgument naming the spec otherwise.
+// "exp:100ms" (mean > 0), "spike:5%:1s" (5 % of calls wait 1 s, the others
+// none: a replica that is slow now and then, the tail hedging is for; the
+// fraction is a percentage in [0, 100] with `%`, or a probability in
+// [0, 1] without; the latency > 0). InvalidArgument naming the spec
+// otherwise.
 absl::StatusOr<LatencySpec> ParseLatencySpec(absl::string_view text);
 // Inverse of ParseLatencySpec.
 std::string FormatLatencySpec(const LatencySpec& spec);
@@ -101,7 +106,8 @@ class FaultInjector {
 
   // The fault for the next call. hang_next comes first (and counts down),
   // then one uniform draw decides hang (< hang_rate) or error (< hang_rate +
-  // error_rate), and one more draw gives the latency.
+  // error_rate), and one more draw gives the latency (for a spike: `a` when
+  // the draw is < fraction, else none).
   FaultDecision Decide();
 
  private:

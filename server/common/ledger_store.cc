@@ -186,12 +186,16 @@ absl::StatusOr<SchemaOutcome> LedgerStore::Verify(const std::string& path) {
   return v == 0 ? SchemaOutcome::kMigrated : SchemaOutcome::kVerified;
 }
 
-absl::StatusOr<std::unique_ptr<LedgerStore>> LedgerStore::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<LedgerStore>> LedgerStore::Open(const std::string& path,
+                                                               StoreAccess access) {
   if (path.empty()) return absl::InvalidArgumentError("ledger database path is empty");
+  const bool read_only = access == StoreAccess::kReadOnly;
   sqlite3* db = nullptr;
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db,
+      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+          SQLITE_OPEN_FULLMUTEX,
+      nullptr);
   if (rc != SQLITE_OK) {
     absl::Status s = absl::UnavailableError(
         absl::StrCat("sqlite: cannot open ", path, ": ",
@@ -199,7 +203,7 @@ absl::StatusOr<std::unique_ptr<LedgerStore>> LedgerStore::Open(const std::string
     sqlite3_close(db);
     return s;
   }
-  std::unique_ptr<LedgerStore> store(new LedgerStore(db));
+  std::unique_ptr<LedgerStore> store(new LedgerStore(db, access));
   absl::MutexLock lock(&store->mu_);
   // Another process (a test, sqlite3 in a shell) may hold a lock briefly.
   sqlite3_busy_timeout(db, 5000);
@@ -210,6 +214,18 @@ absl::StatusOr<std::unique_ptr<LedgerStore>> LedgerStore::Open(const std::string
     return absl::UnavailableError(absl::StrCat(outcome.status().message(), " (", path, ")"));
   }
   store->schema_outcome_ = *outcome;
+  if (read_only) {
+    // A replica reads what the primary made; it cannot create or migrate.
+    if (*outcome != SchemaOutcome::kVerified) {
+      return Refuse(
+          path, absl::StrCat("a read replica needs a ledger at schema version ", kSchemaVersion,
+                             ", and this one is ",
+                             *outcome == SchemaOutcome::kCreated ? "empty"
+                                                                 : "unversioned (not migrated yet)",
+                             ": start the primary ledger on it first"));
+    }
+    return store;
+  }
   const std::string stamp = absl::StrCat("PRAGMA user_version = ", kSchemaVersion);
   std::vector<std::string> steps = {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"};
   if (*outcome != SchemaOutcome::kVerified) {
@@ -251,6 +267,10 @@ absl::StatusOr<CommitResult> LedgerStore::Commit(const std::string& key, const s
   if (key.size() > 128) {
     return absl::InvalidArgumentError(
         absl::StrCat("idempotency key has ", key.size(), " bytes (at most 128)"));
+  }
+  if (access_ == StoreAccess::kReadOnly) {
+    return absl::FailedPreconditionError(
+        "this ledger store is read-only (a replica): commits go to the primary");
   }
   absl::MutexLock lock(&mu_);
   absl::Status s = Exec("BEGIN IMMEDIATE");
@@ -295,6 +315,27 @@ absl::StatusOr<CommitResult> LedgerStore::Commit(const std::string& key, const s
   }
   s = Exec("COMMIT");
   if (!s.ok()) return rollback(s);
+  return result;
+}
+
+absl::StatusOr<CommitResult> LedgerStore::Get(const std::string& key) {
+  if (key.empty() || key.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("idempotency key has ", key.size(), " bytes (1..128)"));
+  }
+  absl::MutexLock lock(&mu_);
+  Stmt q;
+  if (sqlite3_prepare_v2(db_, "SELECT order_id, committed_unix_us FROM orders WHERE idem_key = ?1",
+                         -1, &q.s, nullptr) != SQLITE_OK) {
+    return SqliteError(db_, "prepare get");
+  }
+  sqlite3_bind_text(q.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  const int rc = sqlite3_step(q.s);
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no order with key ", key));
+  if (rc != SQLITE_ROW) return SqliteError(db_, "get");
+  CommitResult result;
+  result.order_id = sqlite3_column_int64(q.s, 0);
+  result.committed = absl::FromUnixMicros(sqlite3_column_int64(q.s, 1));
   return result;
 }
 

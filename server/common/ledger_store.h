@@ -62,6 +62,15 @@ struct CommitResult {
   absl::Time committed;   // when the original commit happened
 };
 
+// How Open() opens the file.
+enum class StoreAccess {
+  kReadWrite,  // the primary: creates, migrates, commits
+  // A read replica: SQLITE_OPEN_READONLY, verification only (it never
+  // creates, migrates or sets WAL mode: the primary did), Commit refused.
+  // WAL lets it read beside the primary's writer.
+  kReadOnly,
+};
+
 class LedgerStore {
  public:
   // Opens (creating if needed) the database at `path`, verifies it (see
@@ -70,27 +79,39 @@ class LedgerStore {
   // failed verification (corrupt, not SQLite, foreign or newer schema:
   // nothing was written to it); Unavailable when SQLite fails otherwise (the
   // message has SQLite's reason).
-  static absl::StatusOr<std::unique_ptr<LedgerStore>> Open(const std::string& path);
+  // kReadOnly: the file must exist and already be a ledger at
+  // kSchemaVersion (FailedPrecondition otherwise: "start the primary
+  // first"); nothing is ever written through this store.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<LedgerStore>> Open(
+      const std::string& path, StoreAccess access = StoreAccess::kReadWrite);
   ~LedgerStore();
 
   SchemaOutcome schema_outcome() const { return schema_outcome_; }
 
+  StoreAccess access() const { return access_; }
+
   // Commits `key` once. InvalidArgument for an empty key or one over 128
-  // bytes; Unavailable when SQLite fails (nothing is written then).
+  // bytes; FailedPrecondition on a read-only store; Unavailable when SQLite
+  // fails (nothing is written then).
   absl::StatusOr<CommitResult> Commit(const std::string& key, const std::string& items,
                                       absl::Time now);
+
+  // The committed row of `key` (replayed is false): NotFound when there is
+  // none, InvalidArgument for a bad key, Unavailable when SQLite fails.
+  absl::StatusOr<CommitResult> Get(const std::string& key);
 
   // Rows in total, and rows with `key` (0 or 1).
   absl::StatusOr<int64_t> CountRows();
   absl::StatusOr<int64_t> CountKey(const std::string& key);
 
  private:
-  explicit LedgerStore(sqlite3* db) : db_(db) {}
+  LedgerStore(sqlite3* db, StoreAccess access) : access_(access), db_(db) {}
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Read-only checks; what Open() must do to the schema, or why not.
   absl::StatusOr<SchemaOutcome> Verify(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SchemaOutcome schema_outcome_ = SchemaOutcome::kVerified;
+  const StoreAccess access_;
 
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);

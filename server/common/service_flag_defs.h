@@ -62,7 +62,7 @@ ABSL_DECLARE_FLAG(std::string, peers);
             "hopbudget (interceptors, derived deadlines) or baseline (constant timeouts)");    \
   ABSL_FLAG(int64_t, seed, 1, "seed of the fault injector (same seed, same faults)");          \
   ABSL_FLAG(std::string, latency, "none",                                                      \
-            "added latency: none, fixed:100ms, uniform:50ms-200ms, exp:100ms");                \
+            "added latency: none, fixed:100ms, uniform:50ms-200ms, exp:100ms, spike:5%:1s");   \
   ABSL_FLAG(double, error_rate, 0, "probability of answering UNAVAILABLE, 0..1");              \
   ABSL_FLAG(double, hang_rate, 0,                                                              \
             "probability of never answering (until the call is cancelled), 0..1");             \

@@ -1,7 +1,8 @@
 // Copyright hopbudget authors.
 //
 // gateway: the demo chain's client-facing edge. Takes the client's budget,
-// caps it by its own per-request budget (--request-cap), and calls orders.
+// caps it by its own per-request budget (--request-cap), and calls orders
+// (PlaceOrder -> CreateOrder, GetOrder -> GetOrder).
 //
 //   gateway --port=0 --orders=127.0.0.1:PORT [--mode=baseline --baseline-timeout=1s]
 #include <atomic>
@@ -46,6 +47,16 @@ class GatewayService final : public Gateway::Service {
                 << status.error_message() << "\n";
     }
     return status;
+  }
+
+  // A read of a committed order, through orders (which hedges it across
+  // the ledger's replicas in hopbudget mode).
+  grpc::Status GetOrder(grpc::ServerContext* ctx, const OrderKey* request,
+                        OrderResult* reply) override {
+    CallStart call = process_.Begin(*ctx);
+    if (call.done) return call.status;
+    std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewContext(*ctx);
+    return orders_->GetOrder(out.get(), *request, reply);
   }
 
  private:

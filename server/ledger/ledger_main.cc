@@ -9,7 +9,14 @@
 //   baseline mode: the commit runs on the handler's thread and cannot be
 //     interrupted: shielded, but without a bound.
 //
+// GetOrder answers a committed order by key, from the same table. A second
+// ledger started with --replica on the same file opens it read-only (WAL
+// lets it read beside the primary's writer), serves GetOrder only and
+// refuses Commit with FAILED_PRECONDITION: orders hedges its reads across
+// the two.
+//
 //   ledger --port=0 --db=/tmp/ledger.db [--shield-bound=2s --slow-commit=5s]
+//   ledger --port=0 --db=/tmp/ledger.db --replica
 #include <atomic>
 #include <deque>
 #include <iostream>
@@ -32,6 +39,9 @@
 
 HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("ledger", absl::Seconds(5), absl::ZeroDuration());
 ABSL_FLAG(std::string, db, "", "SQLite database file (required; created if missing)");
+ABSL_FLAG(bool, replica, false,
+          "a read replica: opens --db read-only (a primary ledger must have made it), "
+          "serves GetOrder and refuses Commit");
 ABSL_FLAG(absl::Duration, shield_bound, absl::Seconds(2),
           "hopbudget mode: most time one commit may take");
 ABSL_FLAG(int, shield_threads, 8, "threads that run commits, 1..256");
@@ -72,9 +82,27 @@ class LedgerService final : public Ledger::Service {
     reaper_.join();
   }
 
+  grpc::Status GetOrder(grpc::ServerContext* ctx, const OrderKey* request,
+                        OrderResult* reply) override {
+    CallStart call = process_.Begin(*ctx);
+    if (call.done) return call.status;
+    if (request->key().empty() || request->key().size() > 128) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
+    }
+    absl::StatusOr<CommitResult> r = store_.Get(request->key());
+    if (!r.ok()) return ToGrpcStatus(r.status());
+    FillReply(*r, request->key(), reply);
+    return grpc::Status::OK;
+  }
+
   grpc::Status Commit(grpc::ServerContext* ctx, const Order* request, OrderResult* reply) override {
     CallStart call = process_.Begin(*ctx);
     if (call.done) return call.status;
+    if (store_.access() == StoreAccess::kReadOnly) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "this ledger is a read replica (--replica): it serves GetOrder only; "
+                          "commit at the primary ledger");
+    }
     if (request->key().empty() || request->key().size() > 128) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
     }
@@ -233,6 +261,7 @@ int Main(int argc, char** argv) {
                    "inside shield-plus-bound.\n\n"
                    "  ledger --db=FILE [--port=0] [--mode=hopbudget|baseline]");
   const std::string db_path = absl::GetFlag(FLAGS_db);
+  const bool replica = absl::GetFlag(FLAGS_replica);
   const absl::Duration bound = absl::GetFlag(FLAGS_shield_bound);
   const int shield_threads = absl::GetFlag(FLAGS_shield_threads);
   const int shield_max_in_flight = absl::GetFlag(FLAGS_shield_max_in_flight);
@@ -246,13 +275,19 @@ int Main(int argc, char** argv) {
                      cli::InRange("shield-max-in-flight", shield_max_in_flight, 1, 100000),
                  }));
   cli::ExitIfBad("ledger", FinishCommonFlags(&common, &faults));
-  absl::StatusOr<std::unique_ptr<LedgerStore>> store = LedgerStore::Open(db_path);
+  if (replica && faults.slow_commit > absl::ZeroDuration()) {
+    cli::ExitIfBad("ledger", absl::InvalidArgumentError(
+                                 "--slow-commit: a replica (--replica) does not commit"));
+  }
+  absl::StatusOr<std::unique_ptr<LedgerStore>> store =
+      LedgerStore::Open(db_path, replica ? StoreAccess::kReadOnly : StoreAccess::kReadWrite);
   if (!store.ok()) {
     std::cerr << "ledger: " << store.status().message() << "\n";
     return 1;
   }
   std::cerr << "ledger: database " << db_path << ": schema version " << kSchemaVersion << " "
-            << SchemaOutcomeName((*store)->schema_outcome()) << "\n";
+            << SchemaOutcomeName((*store)->schema_outcome())
+            << (replica ? " (read replica: read-only)" : "") << "\n";
   DemoProcess process(common, faults, LedgerFaultSupport());
   ShieldOptions shield_options;
   shield_options.threads = shield_threads;

@@ -9,23 +9,57 @@
 //     caller has left (the seeds' incident: an outer scope shorter than
 //     attempts x timeout, so a retry after a timeout never runs in time).
 //
+// GetOrder reads a committed order from the ledger's read replicas
+// (--ledger-replicas, default --ledger). Reads take turns: read n goes
+// first to replica n mod N, in both modes.
+//   hopbudget mode: hedged (hopbudget::Hedger; reads are idempotent): a
+//     second attempt goes to the next replica once the first has been out
+//     longer than the read's recent p95, at most 5 % extra load.
+//   baseline mode: one attempt to that one replica, no hedge.
+// --ledger-slots=N bounds orders' calls in flight towards the ledger
+// (hopbudget::DownstreamSlots, hopbudget mode): a call waits for a slot
+// inside its budget, and one that cannot get a slot in time fails fast
+// with source slot-wait (once less than --ledger-slot-give-up, 50 ms, is
+// left) instead of piling up on a slow ledger. One slot
+// holds one logical call (a commit with its retries, a read with its hedge).
+//
 //   orders --port=0 --ledger=127.0.0.1:PORT [--attempt-cap=300ms --max-attempts=3]
+//          [--ledger-replicas=127.0.0.1:P1,127.0.0.1:P2] [--ledger-slots=32]
+#include <atomic>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
 #include "hopbudget/client.h"
+#include "hopbudget/hedge_grpc.h"
 #include "hopbudget/retry_loop.h"
+#include "hopbudget/slots_grpc.h"
 #include "server/common/demo_server.h"
 #include "server/common/service_flag_defs.h"
 
 HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("orders", absl::Seconds(2), absl::Milliseconds(300));
 ABSL_FLAG(std::string, ledger, "", "ledger service HOST:PORT (required)");
+ABSL_FLAG(std::string, ledger_replicas, "",
+          "ledger replicas for GetOrder, HOST:PORT[,HOST:PORT] (1..3; default: --ledger); "
+          "hopbudget mode hedges across them, baseline reads from the first");
+ABSL_FLAG(double, hedge_extra_load, 0.05,
+          "hopbudget mode: hedged reads per read at most, on average, (0, 1] (0.05: 5 % extra "
+          "load)");
+ABSL_FLAG(int, ledger_slots, 0,
+          "hopbudget mode: calls in flight towards the ledger at most, 0..10000 "
+          "(0 = unbounded); a call that cannot get a slot in its budget fails with "
+          "source slot-wait");
+ABSL_FLAG(absl::Duration, ledger_slot_give_up, absl::Milliseconds(50),
+          "hopbudget mode, with --ledger-slots: a call still waiting for a ledger slot when "
+          "less than this is left of its budget gives up (slot-wait): a ledger call with less "
+          "time is not worth sending");
 ABSL_FLAG(int, max_attempts, 3, "hopbudget mode: attempts per commit (1..10)");
 ABSL_FLAG(int, baseline_attempts, 3, "baseline mode: attempts per commit (1..10)");
 // Looser than gRFC A6's defaults (10, 0.1), so that retries keep running at
@@ -40,13 +74,52 @@ namespace {
 
 class OrdersService final : public Orders::Service {
  public:
-  // `retry`: hopbudget mode's loop (nullptr in baseline mode).
-  OrdersService(DemoProcess& process, std::unique_ptr<Ledger::Stub> ledger,
-                std::unique_ptr<RetryLoop> retry, int baseline_attempts)
+  // What orders calls the ledger with. `retry`, `hedger`: hopbudget mode
+  // only (nullptr in baseline mode); `slots`: nullptr when unbounded.
+  struct Downstream {
+    std::unique_ptr<Ledger::Stub> ledger;
+    std::vector<std::unique_ptr<Ledger::Stub>> replicas;  // >= 1
+    std::unique_ptr<RetryLoop> retry;
+    std::unique_ptr<Hedger> hedger;
+    std::unique_ptr<DownstreamSlots> slots;
+  };
+
+  OrdersService(DemoProcess& process, Downstream downstream, int baseline_attempts)
       : process_(process),
-        ledger_(std::move(ledger)),
-        retry_(std::move(retry)),
+        ledger_(std::move(downstream.ledger)),
+        replicas_(std::move(downstream.replicas)),
+        retry_(std::move(downstream.retry)),
+        hedger_(std::move(downstream.hedger)),
+        slots_(std::move(downstream.slots)),
         baseline_attempts_(baseline_attempts) {}
+
+  grpc::Status GetOrder(grpc::ServerContext* ctx, const OrderKey* request,
+                        OrderResult* reply) override {
+    CallStart call = process_.Begin(*ctx);
+    if (call.done) return call.status;
+    if (request->key().empty() || request->key().size() > 128) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
+    }
+    const size_t first = next_read_.fetch_add(1) % replicas_.size();
+    if (process_.mode() == Mode::kBaseline) {
+      std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewBaselineContext(*ctx, 0);
+      process_.stats().CountRead(1);
+      return replicas_[first]->GetOrder(out.get(), *request, reply);
+    }
+    return WithLedgerSlot(*ctx, [&] {
+      OrderResult replies[3];  // one per attempt (HedgePolicy::max_attempts <= 3)
+      HedgeResult r = hedger_->Call(
+          LogicalCall::Of(*ctx),
+          [&](int i, grpc::ClientContext* attempt, std::function<void(grpc::Status)> done) {
+            process_.outgoing().ForwardDemoHeader(*ctx, *attempt);
+            replicas_[(first + i) % replicas_.size()]->async()->GetOrder(
+                attempt, request, &replies[i], std::move(done));
+          });
+      process_.stats().CountRead(r.sent);
+      if (r.status.ok() && r.winner >= 0) *reply = replies[r.winner];
+      return r.status;
+    });
+  }
 
   grpc::Status CreateOrder(grpc::ServerContext* ctx, const Order* request,
                            OrderResult* reply) override {
@@ -56,9 +129,11 @@ class OrdersService final : public Orders::Service {
 
     grpc::Status status;
     if (process_.mode() == Mode::kHopbudget) {
-      status = retry_->Call(LogicalCall::Of(*ctx), [&](grpc::ClientContext* attempt) {
-        process_.outgoing().ForwardDemoHeader(*ctx, *attempt);
-        return ledger_->Commit(attempt, *request, reply);
+      status = WithLedgerSlot(*ctx, [&] {
+        return retry_->Call(LogicalCall::Of(*ctx), [&](grpc::ClientContext* attempt) {
+          process_.outgoing().ForwardDemoHeader(*ctx, *attempt);
+          return ledger_->Commit(attempt, *request, reply);
+        });
       });
     } else {
       status = BaselineCommit(*ctx, *request, reply);
@@ -71,6 +146,23 @@ class OrdersService final : public Orders::Service {
   }
 
  private:
+  // Runs `work` (a logical call to the ledger) holding one of the ledger's
+  // slots, waited for inside the call's budget; unbounded without
+  // --ledger-slots. The slot's own attempt context is not used: `work` makes
+  // its attempts (retries, hedges) with contexts derived from the same
+  // logical call, after the wait, so the wait is spent from their budget.
+  template <typename Work>
+  grpc::Status WithLedgerSlot(const grpc::ServerContext& ctx, Work work) {
+    if (slots_ == nullptr) return work();
+    bool ran = false;
+    grpc::Status status = slots_->Call(LogicalCall::Of(ctx), [&](grpc::ClientContext*) {
+      ran = true;
+      return work();
+    });
+    if (!ran) process_.stats().CountSlotRefusal();  // slot-wait, or a full queue
+    return status;
+  }
+
   static grpc::Status Validate(const Order& order) {
     if (order.key().empty() || order.key().size() > 128) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
@@ -110,7 +202,11 @@ class OrdersService final : public Orders::Service {
 
   DemoProcess& process_;
   std::unique_ptr<Ledger::Stub> ledger_;
+  const std::vector<std::unique_ptr<Ledger::Stub>> replicas_;
+  std::atomic<uint64_t> next_read_{0};  // whose turn it is to be read first
   const std::unique_ptr<RetryLoop> retry_;
+  const std::unique_ptr<Hedger> hedger_;
+  const std::unique_ptr<DownstreamSlots> slots_;
   const int baseline_attempts_;
 };
 
@@ -121,6 +217,10 @@ int Main(int argc, char** argv) {
                    "budget-aware retries (baseline: a naive loop).\n\n"
                    "  orders --ledger=HOST:PORT [--port=0] [--mode=hopbudget|baseline]");
   const std::string ledger_target = absl::GetFlag(FLAGS_ledger);
+  const std::string replicas_flag = absl::GetFlag(FLAGS_ledger_replicas);
+  const int ledger_slots = absl::GetFlag(FLAGS_ledger_slots);
+  const double hedge_extra_load = absl::GetFlag(FLAGS_hedge_extra_load);
+  const absl::Duration slot_give_up = absl::GetFlag(FLAGS_ledger_slot_give_up);
   const int max_attempts = absl::GetFlag(FLAGS_max_attempts);
   const int baseline_attempts = absl::GetFlag(FLAGS_baseline_attempts);
   const int throttle_max_tokens = absl::GetFlag(FLAGS_throttle_max_tokens);
@@ -130,6 +230,8 @@ int Main(int argc, char** argv) {
   cli::ExitIfBad("orders",
                  cli::FirstError({
                      cli::Required("ledger", ledger_target),
+                     cli::InRange("ledger-slots", ledger_slots, 0, 10000),
+                     cli::InRange("hedge-extra-load", hedge_extra_load, 0.001, 1.0),
                      cli::InRange("max-attempts", max_attempts, 1, 10),
                      cli::InRange("baseline-attempts", baseline_attempts, 1, 10),
                      cli::InRange("throttle-max-tokens", throttle_max_tokens, 1, 1000),
@@ -139,8 +241,26 @@ int Main(int argc, char** argv) {
     cli::ExitIfBad("orders", absl::InvalidArgumentError(
                                  absl::StrCat("--ledger=", ledger_target, ": ", t.message())));
   }
+  std::vector<std::string> replica_targets;
+  if (replicas_flag.empty()) {
+    replica_targets.push_back(ledger_target);
+  } else {
+    replica_targets = absl::StrSplit(replicas_flag, ',');
+    if (replica_targets.size() > 3) {
+      cli::ExitIfBad("orders", absl::InvalidArgumentError(absl::StrCat(
+                                   "--ledger-replicas=", replicas_flag, ": ",
+                                   replica_targets.size(), " replicas (1..3: one per attempt)")));
+    }
+    for (const std::string& t : replica_targets) {
+      if (absl::Status v = ValidateTarget(t); !v.ok()) {
+        cli::ExitIfBad("orders", absl::InvalidArgumentError(absl::StrCat(
+                                     "--ledger-replicas=", replicas_flag, ": ", v.message())));
+      }
+    }
+  }
   cli::ExitIfBad("orders", FinishCommonFlags(&common, &faults));
   cli::ExitIfBad("orders", CheckFaultsSupported(faults, FaultSupport(), common.name));
+  OrdersService::Downstream downstream;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<RetryLoop> retry;
   std::optional<RetryPolicy> retry_policy;
@@ -176,13 +296,59 @@ int Main(int argc, char** argv) {
       return 2;
     }
     channel = *std::move(c);
+    for (const std::string& t : replica_targets) {
+      auto r = CreateChannel(t, grpc::InsecureChannelCredentials(), client,
+                             DownstreamChannelArguments());
+      if (!r.ok()) {
+        std::cerr << "orders: " << r.status().message() << "\n";
+        return 2;
+      }
+      downstream.replicas.push_back(Ledger::NewStub(*r));
+    }
+    // Reads are idempotent: hedge them after the read's recent p95 (a
+    // fixed 50 ms until 32 latencies are known), at most 5 % extra load
+    // (--hedge-extra-load).
+    HedgerOptions hedge;
+    hedge.hop = common.name;
+    hedge.budget = PolicyOf(common);
+    hedge.hedge.max_attempts = 2;
+    hedge.hedge.quantile = 0.95;
+    hedge.hedge.max_extra_load = hedge_extra_load;
+    auto hedger = Hedger::Create(hedge);
+    if (!hedger.ok()) {
+      std::cerr << "orders: " << hedger.status().message() << "\n";
+      return 2;
+    }
+    downstream.hedger = *std::move(hedger);
+    if (ledger_slots > 0) {
+      DownstreamSlotsOptions slot_options;
+      slot_options.hop = common.name;
+      slot_options.max_in_flight = ledger_slots;
+      slot_options.budget = PolicyOf(common);
+      // The give-up time is the deadline minus min_attempt_budget: waiting
+      // until the last 2 ms would only race the caller's own deadline.
+      slot_options.budget.min_attempt_budget = slot_give_up;
+      auto slots = DownstreamSlots::Create(slot_options);
+      if (!slots.ok()) {
+        std::cerr << "orders: --ledger-slot-give-up=" << absl::FormatDuration(slot_give_up) << ": "
+                  << slots.status().message() << "\nTry 'orders --help'.\n";
+        return 2;
+      }
+      downstream.slots = *std::move(slots);
+    }
   } else {
     channel = grpc::CreateCustomChannel(ledger_target, grpc::InsecureChannelCredentials(),
                                         DownstreamChannelArguments());
+    for (const std::string& t : replica_targets) {
+      downstream.replicas.push_back(Ledger::NewStub(grpc::CreateCustomChannel(
+          t, grpc::InsecureChannelCredentials(), DownstreamChannelArguments())));
+    }
   }
   DemoProcess process(common, faults);
   if (retry_policy.has_value()) process.SetRetryPolicy(*retry_policy);
-  OrdersService service(process, Ledger::NewStub(channel), std::move(retry), baseline_attempts);
+  downstream.ledger = Ledger::NewStub(channel);
+  downstream.retry = std::move(retry);
+  OrdersService service(process, std::move(downstream), baseline_attempts);
   return process.Serve({&service}, nullptr);
 }
 

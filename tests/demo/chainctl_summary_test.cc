@@ -6,7 +6,9 @@
 namespace hopbudget::chainctl {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(PercentileTest, NearestRank) {
   EXPECT_EQ(Percentile({}, 0.5), 0);
@@ -328,6 +330,36 @@ TEST(SummaryFormatTest, ALongLabelNeverRunsIntoItsValue) {
               HasSubstr("  gateway: started late / work after / retries  0 / 1209.3 ms / 0\n"));
   const size_t hop = table.find("\n    gateway:") + 1;
   EXPECT_EQ(table.find("0 / 1209.3", hop) - hop, value_column);
+}
+
+TEST(SummaryBuilderTest, ReadsAndHedgesGiveTheExtraLoad) {
+  SummaryBuilder b;
+  b.Add({absl::StatusCode::kOk, absl::Milliseconds(2), "", ""});
+  ServiceDelta orders{"orders", 0, 0, 0};
+  orders.reads = 200;
+  orders.read_hedges = 9;
+  orders.slot_refusals = 4;
+  b.AddService({"gateway", 0, 0, 0});
+  b.AddService(orders);
+  const LoadSummary s = b.Build();
+  EXPECT_EQ(s.reads, 200);
+  EXPECT_EQ(s.read_hedges, 9);
+  EXPECT_DOUBLE_EQ(s.extra_load, 0.045);
+  EXPECT_EQ(s.slot_refusals, 4);
+  EXPECT_THAT(
+      FormatSummaryTable(s),
+      ContainsRegex("hedges / reads sent downstream \\(extra load\\) +9 / 200 \\(4.5 %\\)"));
+  EXPECT_THAT(FormatSummaryTable(s), HasSubstr("refused a downstream slot (slot-wait)"));
+  EXPECT_THAT(FormatSummaryJson(s),
+              HasSubstr("\"reads\":200,\"read_hedges\":9,\"extra_load\":0.045,"
+                        "\"slot_refusals\":4"));
+  // Without reads or refusals: no rows about them, an extra load of 0.
+  SummaryBuilder none;
+  none.Add({absl::StatusCode::kOk, absl::Milliseconds(2), "", ""});
+  const LoadSummary n = none.Build();
+  EXPECT_EQ(n.extra_load, 0);
+  EXPECT_THAT(FormatSummaryTable(n), Not(HasSubstr("extra load")));
+  EXPECT_THAT(FormatSummaryTable(n), Not(HasSubstr("slot-wait")));
 }
 
 }  // namespace

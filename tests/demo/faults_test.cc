@@ -28,6 +28,61 @@ TEST(LatencySpecTest, RejectsBadSpecs) {
   EXPECT_FALSE(ParseLatencySpec("exp:0").ok());
 }
 
+TEST(LatencySpecTest, ParsesSpikesAsPercentOrProbability) {
+  absl::StatusOr<LatencySpec> spike = ParseLatencySpec("spike:5%:1s");
+  ASSERT_TRUE(spike.ok()) << spike.status();
+  EXPECT_EQ(spike->kind, LatencyKind::kSpike);
+  EXPECT_DOUBLE_EQ(spike->fraction, 0.05);
+  EXPECT_EQ(spike->a, absl::Seconds(1));
+  EXPECT_EQ(FormatLatencySpec(*spike), "spike:5%:1s");
+  EXPECT_DOUBLE_EQ(ParseLatencySpec("spike:0.25:300ms")->fraction, 0.25);
+  EXPECT_DOUBLE_EQ(ParseLatencySpec("spike:100%:1ms")->fraction, 1.0);
+  EXPECT_DOUBLE_EQ(ParseLatencySpec("spike:0%:1ms")->fraction, 0.0);
+  // What it formats, it parses back to the same spec.
+  LatencySpec again = *ParseLatencySpec(FormatLatencySpec(*ParseLatencySpec("spike:2.5%:40ms")));
+  EXPECT_DOUBLE_EQ(again.fraction, 0.025);
+  EXPECT_EQ(again.a, absl::Milliseconds(40));
+}
+
+TEST(LatencySpecTest, RejectsBadSpikes) {
+  EXPECT_THAT(ParseLatencySpec("spike:5%").status().message(),
+              HasSubstr("spike needs FRACTION:LATENCY"));
+  EXPECT_THAT(ParseLatencySpec("spike:101%:1s").status().message(), HasSubstr("[0%, 100%]"));
+  EXPECT_THAT(ParseLatencySpec("spike:-1%:1s").status().message(), HasSubstr("[0%, 100%]"));
+  EXPECT_THAT(ParseLatencySpec("spike:x%:1s").status().message(), HasSubstr("[0%, 100%]"));
+  EXPECT_FALSE(ParseLatencySpec("spike:1.5:1s").ok());
+  EXPECT_FALSE(ParseLatencySpec("spike:nan%:1s").ok());
+  EXPECT_THAT(ParseLatencySpec("spike:5%:0").status().message(), HasSubstr("must be > 0"));
+  EXPECT_FALSE(ParseLatencySpec("spike:5%:1").ok());
+  EXPECT_FALSE(ParseLatencySpec("spike:5%:-1s").ok());
+  EXPECT_THAT(ParseLatencySpec("spike:5%:1s:2").status().message(), HasSubstr("spike:5%:1s"));
+  FaultConfig c;
+  c.latency.kind = LatencyKind::kSpike;
+  c.latency.a = absl::Seconds(1);
+  c.latency.fraction = 1.5;
+  EXPECT_THAT(ValidateFaultConfig(c).message(), HasSubstr("spike"));
+}
+
+TEST(FaultInjectorTest, SpikeDelaysItsFractionOfCalls) {
+  FaultConfig c;
+  c.latency = *ParseLatencySpec("spike:5%:1s");
+  FaultInjector f(7, c);
+  int slow = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    FaultDecision d = f.Decide();
+    EXPECT_EQ(d.action, FaultAction::kProceed);
+    if (d.latency == absl::Seconds(1)) {
+      ++slow;
+    } else {
+      EXPECT_EQ(d.latency, absl::ZeroDuration());
+    }
+  }
+  // 5 % of 20 000 is 1 000, sd ~31: 4 sd either side.
+  EXPECT_GT(slow, 875);
+  EXPECT_LT(slow, 1125);
+}
+
 TEST(FaultConfigTest, Validates) {
   FaultConfig c;
   EXPECT_TRUE(ValidateFaultConfig(c).ok());

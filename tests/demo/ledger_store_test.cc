@@ -244,5 +244,62 @@ TEST(LedgerStoreSchemaTest, ACorruptFileIsRefusedUntouched) {
   EXPECT_EQ(ReadFile(path), bytes);
 }
 
+TEST(LedgerStoreReplicaTest, AReplicaReadsWhatThePrimaryCommitsWhileItRuns) {
+  const std::string path = TempDb();
+  auto primary = LedgerStore::Open(path);
+  ASSERT_TRUE(primary.ok()) << primary.status();
+  auto first = (*primary)->Commit("k1", "sku-1 x1", absl::FromUnixMicros(1000));
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto replica = LedgerStore::Open(path, StoreAccess::kReadOnly);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  EXPECT_EQ((*replica)->access(), StoreAccess::kReadOnly);
+  absl::StatusOr<CommitResult> got = (*replica)->Get("k1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->order_id, first->order_id);
+  EXPECT_EQ(got->committed, absl::FromUnixMicros(1000));
+  EXPECT_FALSE(got->replayed);
+  // A row the primary commits after the replica opened is seen too (WAL).
+  ASSERT_TRUE((*primary)->Commit("k2", "sku-2 x2", absl::FromUnixMicros(2000)).ok());
+  EXPECT_EQ((*replica)->Get("k2")->committed, absl::FromUnixMicros(2000));
+  EXPECT_EQ((*replica)->Get("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*replica)->Get("").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*primary)->Get("k1")->order_id, first->order_id);
+}
+
+TEST(LedgerStoreReplicaTest, AReplicaRefusesCommitsAndWritesNothing) {
+  const std::string path = TempDb();
+  {
+    auto primary = LedgerStore::Open(path);
+    ASSERT_TRUE(primary.ok()) << primary.status();
+    ASSERT_TRUE((*primary)->Commit("k1", "sku-1 x1", absl::FromUnixMicros(1000)).ok());
+  }  // closed: the WAL is checkpointed into the file
+  const std::string before = ReadFile(path);
+  auto replica = LedgerStore::Open(path, StoreAccess::kReadOnly);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  absl::StatusOr<CommitResult> refused =
+      (*replica)->Commit("k2", "sku-2 x2", absl::FromUnixMicros(2000));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("read-only"));
+  EXPECT_TRUE((*replica)->Get("k1").ok());
+  EXPECT_EQ(*(*replica)->CountRows(), 1);
+  replica->reset();
+  EXPECT_EQ(ReadFile(path), before) << "the replica wrote to the database";
+}
+
+TEST(LedgerStoreReplicaTest, AReplicaNeedsALedgerThePrimaryMade) {
+  const std::string path = TempDb();
+  // Missing file: nothing is created.
+  auto missing = LedgerStore::Open(path, StoreAccess::kReadOnly);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kUnavailable) << missing.status();
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // An empty SQLite file: not created, refused.
+  ExecSql(path, "PRAGMA user_version = 0");
+  const std::string before = ReadFile(path);
+  auto empty = LedgerStore::Open(path, StoreAccess::kReadOnly);
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kFailedPrecondition) << empty.status();
+  EXPECT_THAT(empty.status().message(), ::testing::HasSubstr("start the primary ledger"));
+  EXPECT_EQ(ReadFile(path), before);
+}
+
 }  // namespace
 }  // namespace hopbudget::demo
