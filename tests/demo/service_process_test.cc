@@ -33,10 +33,6 @@
 #include "ledger_store.h"
 #include "server/common/demo_server.h"
 
-#ifdef HOPBUDGET_HAVE_CHANNELZ_PROTO
-#include "grpc/channelz/v1/channelz.grpc.pb.h"
-#endif
-
 namespace hopbudget::demo {
 namespace {
 
@@ -315,52 +311,6 @@ bool WaitForAnswers(Load& load, grpc::StatusCode code, int n, absl::Duration tim
   }
   return true;
 }
-
-#ifdef HOPBUDGET_HAVE_CHANNELZ_PROTO
-// Every service serves grpc.channelz.v1.Channelz: its server's call counts,
-// and the channels it calls downstream on, read by a real client.
-TEST(ChannelzTest, EveryServiceServesItsServerAndDownstreamChannels) {
-  Chain chain;
-  ASSERT_TRUE(chain.Start({}));
-  auto gateway = Gateway::NewStub(grpc::CreateCustomChannel(
-      chain.gateway->address(), grpc::InsecureChannelCredentials(), DownstreamChannelArguments()));
-  constexpr int kOrders = 3;
-  for (int i = 0; i < kOrders; ++i) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    OrderResult r;
-    grpc::Status s = gateway->PlaceOrder(&ctx, MakeOrder(absl::StrCat("channelz-", i)), &r);
-    ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
-  }
-  for (ChildProcess* p : {chain.gateway.get(), chain.orders.get(), chain.ledger.get()}) {
-    auto channelz = grpc::channelz::v1::Channelz::NewStub(
-        grpc::CreateChannel(p->address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    grpc::channelz::v1::GetServersResponse servers;
-    grpc::Status s = channelz->GetServers(&ctx, grpc::channelz::v1::GetServersRequest(), &servers);
-    ASSERT_TRUE(s.ok()) << p->address() << ": " << s.error_code() << " " << s.error_message();
-    ASSERT_EQ(servers.server_size(), 1) << servers.ShortDebugString();
-    // Each hop served the orders (and the health watches of its callers).
-    EXPECT_GE(servers.server(0).data().calls_succeeded(), kOrders) << servers.ShortDebugString();
-    EXPECT_GT(servers.server(0).listen_socket_size(), 0);
-  }
-  // Orders' channel to the ledger carried the commits.
-  auto channelz = grpc::channelz::v1::Channelz::NewStub(
-      grpc::CreateChannel(chain.orders->address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-  grpc::channelz::v1::GetTopChannelsResponse channels;
-  grpc::Status s =
-      channelz->GetTopChannels(&ctx, grpc::channelz::v1::GetTopChannelsRequest(), &channels);
-  ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
-  int64_t to_ledger = 0;
-  for (const auto& c : channels.channel()) {
-    if (c.data().target() == chain.ledger->address()) to_ledger += c.data().calls_succeeded();
-  }
-  EXPECT_GE(to_ledger, kOrders) << channels.ShortDebugString();
-}
-#endif  // HOPBUDGET_HAVE_CHANNELZ_PROTO
 
 // Runs `command` (stderr into `err_file` when given, else merged into
 // stdout): exit status and stdout.
