@@ -16,7 +16,8 @@ hopbudget-* trailers, the hopbudget-trace-bin trace), and that the cut came
 at the idle budget after the last message, not at the call's deadline.
 
 Run by ctest (tests/python/CMakeLists.txt):
-  python3 stream_idle_test.py --server PATH/hopbudget_minimal_server --proto-dir DIR
+  python3 stream_idle_test.py --server PATH/hopbudget_minimal_server \
+      --client PATH/hopbudget_minimal_client --proto-dir DIR
 """
 import argparse
 import os
@@ -34,6 +35,7 @@ except ImportError as e:  # a clear failure, never a silent skip
     sys.exit(f"stream_idle_test: {e}: install Debian's python3-grpcio and "
              "python3-grpc-tools (./scripts/test.sh does) and run with /usr/bin/python3")
 
+ARGS = None
 PB = {}  # generated modules, by short name
 FRONT = None  # "127.0.0.1:PORT" of hop a
 HOPS = []  # (name, Popen), the last hop first
@@ -241,12 +243,44 @@ class StreamIdleTest(unittest.TestCase):
         self.assertEqual(got, [])
 
 
+class CommandLineTest(unittest.TestCase):
+    """The examples' command lines: the README's Watch chain, and bad flags."""
+
+    def run_binary(self, *argv):
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+    def test_the_readme_watch_command_prints_the_messages_and_the_idle_cut(self):
+        r = self.run_binary(ARGS.client, f"--target={FRONT}", "--budget=5s", "--watch",
+                            "--work=0,0,20ms", "--messages=5", "--silent-after=3")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual([l.split(" after ")[0] for l in lines[:3]],
+                         ["message 0", "message 1", "message 2"], r.stdout)
+        for l in lines[:3]:
+            self.assertTrue(l.endswith(" via a,b,c"), l)
+        self.assertRegex(lines[3], r"^error after .*: DEADLINE_EXCEEDED: hopbudget/1: "
+                         r"source=idle hop=b budget_ms=300 ")
+        self.assertRegex(lines[4], r"^attribution: source=idle hop=b budget=300ms ")
+
+    def test_a_negative_stream_idle_flag_is_refused(self):
+        r = self.run_binary(ARGS.server, "--port=0", "--stream-idle=-5ms")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("--stream-idle=-5ms: must be >= 0", r.stderr)
+
+    def test_silent_after_beyond_the_messages_is_refused(self):
+        r = self.run_binary(ARGS.client, "--watch", "--messages=5", "--silent-after=7")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("--silent-after=7: must be in [0, 5]", r.stderr)
+
+
 def main():
-    global FRONT
+    global ARGS, FRONT
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True, help="hopbudget_minimal_server")
+    parser.add_argument("--client", required=True, help="hopbudget_minimal_client")
     parser.add_argument("--proto-dir", required=True)
-    args, rest = parser.parse_known_args()
+    ARGS, rest = parser.parse_known_args()
+    args = ARGS
     with tempfile.TemporaryDirectory() as out:
         compile_protos(args.proto_dir, out)
         try:
