@@ -1,9 +1,13 @@
 // Copyright hopbudget authors.
 //
 // minimal_client: the edge of a Relay chain. Sends one Call with a deadline
-// and prints what each hop saw, or which budget fired where.
+// and prints what each hop saw, or which budget fired where. With --watch
+// it opens a Relay.Watch stream instead and prints each message as it
+// arrives, then how the stream ended.
 //
 //   hopbudget_minimal_client --target=localhost:PORT_A --budget=500ms --work=10ms,10ms,10ms
+//   hopbudget_minimal_client --target=localhost:PORT_A --budget=5s --watch --work=0,0,100ms \
+//       --messages=5 --silent-after=3
 //
 // Exit status: 0 on OK, 1 on an RPC error, 2 on bad arguments.
 #include <grpcpp/grpcpp.h>
@@ -11,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +33,12 @@
 ABSL_FLAG(std::string, target, "localhost:50051", "the first hop, HOST:PORT");
 ABSL_FLAG(absl::Duration, budget, absl::Seconds(1), "the call's deadline (0 = none)");
 ABSL_FLAG(std::vector<std::string>, work, {},
-          "work at each hop, comma-separated durations (10ms,10ms,10ms): one hop each");
+          "work at each hop, comma-separated durations (10ms,10ms,10ms): one hop each; with "
+          "--watch the last hop's is the time before each message");
+ABSL_FLAG(bool, watch, false, "open a Watch stream instead of a Call");
+ABSL_FLAG(int, messages, 5, "--watch: how many messages the last hop sends");
+ABSL_FLAG(int, silent_after, 0,
+          "--watch: the last hop goes silent after this many messages (0 = never)");
 
 namespace {
 
@@ -66,7 +76,13 @@ int main(int argc, char** argv) {
                    "--work=10ms,10ms,10ms");
   const std::string target = absl::GetFlag(FLAGS_target);
   const absl::Duration budget = absl::GetFlag(FLAGS_budget);
-  cli::ExitIfBad("hopbudget_minimal_client", cli::NonNegative("budget", budget));
+  const bool watch = absl::GetFlag(FLAGS_watch);
+  const int messages = absl::GetFlag(FLAGS_messages);
+  const int silent_after = absl::GetFlag(FLAGS_silent_after);
+  cli::ExitIfBad("hopbudget_minimal_client",
+                 cli::FirstError({cli::NonNegative("budget", budget),
+                                  cli::InRange("messages", messages, 0, 1000000),
+                                  cli::InRange("silent-after", silent_after, 0, messages)}));
   std::vector<int64_t> work_ms;
   for (const std::string& w : absl::GetFlag(FLAGS_work)) {
     absl::Duration d;
@@ -100,7 +116,35 @@ int main(int argc, char** argv) {
   }
   RelayReply reply;
   const absl::Time start = absl::Now();
-  const grpc::Status status = stub->Call(&ctx, request, &reply);
+  grpc::Status status;
+  if (watch) {
+    // The hops before the last relay (their step: work before relaying);
+    // the last hop sends one message per step after it.
+    RelayRequest stream;
+    stream.set_payload(request.payload());
+    for (size_t i = 0; i + 1 < work_ms.size(); ++i) *stream.add_steps() = request.steps(i);
+    const int64_t every = work_ms.empty() ? 0 : work_ms.back();
+    for (int i = 1; i <= messages; ++i) {
+      hopbudget::echo::Step* s = stream.add_steps();
+      s->set_work_ms(static_cast<int32_t>(every));
+      s->set_hang(i == silent_after);
+    }
+    std::unique_ptr<grpc::ClientReader<RelayReply>> reader = stub->Watch(&ctx, stream);
+    while (reader->Read(&reply)) {
+      std::vector<std::string> hops;
+      for (const HopReport& hop : reply.hops()) hops.push_back(hop.hop());
+      std::printf("message %s after %s via %s\n", reply.payload().c_str(),
+                  hopbudget::FormatBudget(absl::Now() - start).c_str(),
+                  absl::StrJoin(hops, ",").c_str());
+    }
+    status = reader->Finish();
+    if (status.ok()) {
+      std::printf("OK after %s\n", hopbudget::FormatBudget(absl::Now() - start).c_str());
+      return 0;
+    }
+  } else {
+    status = stub->Call(&ctx, request, &reply);
+  }
   const std::string took = hopbudget::FormatBudget(absl::Now() - start);
 
   if (status.ok()) {

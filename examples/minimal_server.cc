@@ -7,6 +7,12 @@
 //   hopbudget_minimal_server --port=0 --hop=c
 //   hopbudget_minimal_server --port=0 --hop=b --next=localhost:PORT_C --request-cap=50ms
 //   hopbudget_minimal_server --port=0 --hop=a --next=localhost:PORT_B
+//
+// Relay.Watch streams through the same chain: the last hop sends one message
+// per step of its request, every other hop relays the stream from the next
+// one under a stream idle budget (--stream-idle, or the request's
+// steps[0].relay_watch_idle_ms), so a stream that goes silent below is cut
+// with DEADLINE_EXCEEDED, source idle, at the hop that saw the silence.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -14,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,6 +38,7 @@
 #include "hopbudget/server.h"
 
 ABSL_FLAG(int, port, 50051, "port, 0..65535 (0 = any free port)");
+ABSL_FLAG(std::string, host, "0.0.0.0", "the address to listen on (127.0.0.1: loopback only)");
 ABSL_FLAG(std::string, hop, "relay", "this hop's name");
 ABSL_FLAG(std::string, next, "", "the next hop, HOST:PORT (empty: this is the last hop)");
 ABSL_FLAG(absl::Duration, request_cap, absl::ZeroDuration(),
@@ -41,12 +49,17 @@ ABSL_FLAG(absl::Duration, attempt_cap, absl::ZeroDuration(),
           "most time per downstream attempt (0 = none)");
 ABSL_FLAG(int, retry_attempts, 1, "> 1: call --next through a retry loop with this many attempts");
 ABSL_FLAG(int, hang_first, 0, "the first N calls hang until cancelled (a dead peer)");
+ABSL_FLAG(absl::Duration, stream_idle, absl::ZeroDuration(),
+          "most silence allowed on a Watch stream relayed from --next, before it is cut "
+          "DEADLINE_EXCEEDED (source idle); a request's steps[0].relay_watch_idle_ms overrides "
+          "it (0 = no idle budget)");
 
 namespace {
 
 // The command line, read once in main.
 struct Flags {
   int port;
+  std::string host;
   std::string hop;
   std::string next;
   absl::Duration request_cap;
@@ -54,6 +67,7 @@ struct Flags {
   absl::Duration attempt_cap;
   int retry_attempts;
   int hang_first;
+  absl::Duration stream_idle;  // zero: none
 };
 
 using hopbudget::echo::HopReport;
@@ -77,6 +91,60 @@ class RelayService final : public Relay::Service {
         retry_(std::move(retry)),
         hang_first_(hang_first) {}
 
+  // The stream of Call: the last hop sends one message per step of its
+  // request (each after that step's work_ms; a step with `hang` is followed
+  // by silence until the call is cancelled); every other hop relays the
+  // stream from the next hop, adding its report to each message.
+  grpc::Status Watch(grpc::ServerContext* ctx, const RelayRequest* request,
+                     grpc::ServerWriter<RelayReply>* writer) override {
+    // hopbudget: as for Call, a refused call gets no work.
+    const hopbudget::InboundBudget* budget = hopbudget::InboundBudget::Of(*ctx);
+    if (budget != nullptr && budget->refused()) return grpc::Status::CANCELLED;
+    const HopReport report = Report(budget);
+    if (next_ == nullptr) return Stream(*ctx, *request, budget, report, writer);
+
+    const hopbudget::echo::Step step =
+        request->steps_size() > 0 ? request->steps(0) : hopbudget::echo::Step();
+    if (step.relay_watch_idle_ms() < 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("steps[0].relay_watch_idle_ms: ", step.relay_watch_idle_ms(),
+                                       " is negative (0: this hop's --stream-idle)"));
+    }
+    if (!Work(*ctx, step.work_ms())) return Ended(budget, "expired before relaying");
+    RelayRequest down;
+    down.set_payload(request->payload());
+    for (int i = 1; i < request->steps_size(); ++i) *down.add_steps() = request->steps(i);
+
+    // hopbudget: the stream's deadline is what is left of ours, less the hop
+    // reserve, and our caller's cancel cancels it. Its idle budget (the
+    // channel's --stream-idle unless the request names one) is enforced by
+    // the client interceptor: silence longer than that cancels the stream
+    // and Finish() answers DEADLINE_EXCEEDED, source idle, at this hop.
+    std::unique_ptr<grpc::ClientContext> call = hopbudget::NewDownstreamContext(*ctx);
+    if (step.relay_watch_idle_ms() > 0) {
+      hopbudget::SetStreamIdleBudget(*call, absl::Milliseconds(step.relay_watch_idle_ms()));
+    }
+    std::unique_ptr<grpc::ClientReader<RelayReply>> reader = next_->Watch(call.get(), down);
+    RelayReply in;
+    while (reader->Read(&in)) {
+      RelayReply out;
+      out.set_payload(in.payload());
+      *out.add_hops() = report;
+      for (HopReport& r : *in.mutable_hops()) *out.add_hops() = std::move(r);
+      if (!writer->Write(out)) {
+        // Our caller left: stop the stream below, then read it to its end
+        // (Finish() needs every message read).
+        call->TryCancel();
+        while (reader->Read(&in)) {
+        }
+        break;
+      }
+    }
+    // Unchanged, so that a DEADLINE_EXCEEDED keeps the attribution of the
+    // hop where the budget fired (an idle cut further down stays that hop's).
+    return reader->Finish();
+  }
+
   grpc::Status Call(grpc::ServerContext* ctx, const RelayRequest* request,
                     RelayReply* reply) override {
     const int call_number = ++calls_;
@@ -98,12 +166,7 @@ class RelayService final : public Relay::Service {
     const hopbudget::InboundBudget* budget = hopbudget::InboundBudget::Of(*ctx);
     if (budget != nullptr && budget->refused()) return grpc::Status::CANCELLED;
 
-    HopReport report;
-    report.set_hop(hop_);
-    report.set_budget_on_arrival_us(budget != nullptr ? ReportMicros(budget->budget_on_arrival())
-                                                      : -1);
-    report.set_source(std::string(hopbudget::DeadlineSourceName(
-        budget != nullptr ? budget->source() : hopbudget::DeadlineSource::kNone)));
+    HopReport report = Report(budget);
 
     const int work_ms = request->steps_size() > 0 ? request->steps(0).work_ms() : 0;
     if (!Work(*ctx, work_ms)) {
@@ -157,6 +220,44 @@ class RelayService final : public Relay::Service {
   }
 
  private:
+  HopReport Report(const hopbudget::InboundBudget* budget) const {
+    HopReport report;
+    report.set_hop(hop_);
+    report.set_budget_on_arrival_us(budget != nullptr ? ReportMicros(budget->budget_on_arrival())
+                                                      : -1);
+    report.set_source(std::string(hopbudget::DeadlineSourceName(
+        budget != nullptr ? budget->source() : hopbudget::DeadlineSource::kNone)));
+    return report;
+  }
+
+  // The status of a call that ended while this hop worked. It is never sent
+  // (the call is over); DEADLINE_EXCEEDED lets the interceptor count an
+  // expiry as one.
+  static grpc::Status Ended(const hopbudget::InboundBudget* budget, const char* what) {
+    const bool expired = budget != nullptr && budget->remaining() <= absl::ZeroDuration();
+    return expired ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, what)
+                   : grpc::Status::CANCELLED;
+  }
+
+  // The last hop of a Watch: one message per step, payload its index.
+  static grpc::Status Stream(grpc::ServerContext& ctx, const RelayRequest& request,
+                             const hopbudget::InboundBudget* budget, const HopReport& report,
+                             grpc::ServerWriter<RelayReply>* writer) {
+    for (int i = 0; i < request.steps_size(); ++i) {
+      if (!Work(ctx, request.steps(i).work_ms())) return Ended(budget, "expired while streaming");
+      RelayReply message;
+      message.set_payload(absl::StrCat(i));
+      *message.add_hops() = report;
+      if (!writer->Write(message)) return grpc::Status::CANCELLED;  // the caller left
+      if (request.steps(i).hang()) {
+        // Silence: no message, no status, until the caller gives up.
+        Work(ctx, std::numeric_limits<int>::max());
+        return grpc::Status::CANCELLED;
+      }
+    }
+    return grpc::Status::OK;
+  }
+
   // Sleeps `work_ms` in small slices; false if the call was cancelled first.
   static bool Work(const grpc::ServerContext& ctx, int work_ms) {
     using Clock = std::chrono::steady_clock;
@@ -188,6 +289,7 @@ int main(int argc, char** argv) {
       "  hopbudget_minimal_server --port=0 --hop=b --next=localhost:PORT_C [--request-cap=50ms]");
   Flags flags;
   flags.port = absl::GetFlag(FLAGS_port);
+  flags.host = absl::GetFlag(FLAGS_host);
   flags.hop = absl::GetFlag(FLAGS_hop);
   flags.next = absl::GetFlag(FLAGS_next);
   flags.request_cap = absl::GetFlag(FLAGS_request_cap);
@@ -195,13 +297,16 @@ int main(int argc, char** argv) {
   flags.attempt_cap = absl::GetFlag(FLAGS_attempt_cap);
   flags.retry_attempts = absl::GetFlag(FLAGS_retry_attempts);
   flags.hang_first = absl::GetFlag(FLAGS_hang_first);
+  flags.stream_idle = absl::GetFlag(FLAGS_stream_idle);
   cli::ExitIfBad("hopbudget_minimal_server",
                  cli::FirstError({cli::InRange("port", flags.port, 0, 65535),
+                                  cli::Required("host", flags.host),
                                   cli::NonNegative("request-cap", flags.request_cap),
                                   cli::NonNegative("min-budget", absl::GetFlag(FLAGS_min_budget)),
                                   cli::NonNegative("attempt-cap", flags.attempt_cap),
                                   cli::InRange("retry-attempts", flags.retry_attempts, 1, 100),
-                                  cli::InRange("hang-first", flags.hang_first, 0, 1 << 30)}));
+                                  cli::InRange("hang-first", flags.hang_first, 0, 1 << 30),
+                                  cli::NonNegative("stream-idle", flags.stream_idle)}));
 
   std::unique_ptr<Relay::Stub> next;
   std::unique_ptr<hopbudget::RetryLoop> retry;
@@ -209,6 +314,11 @@ int main(int argc, char** argv) {
     // hopbudget: downstream calls go through the client interceptor.
     hopbudget::ClientOptions client_options;
     client_options.hop = flags.hop;
+    // hopbudget: every stream on this channel (Watch) is cut when it stays
+    // silent longer than this; a call can override it (SetStreamIdleBudget).
+    if (flags.stream_idle > absl::ZeroDuration()) {
+      client_options.stream_idle_budget = flags.stream_idle;
+    }
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
         hopbudget::CreateChannel(flags.next, grpc::InsecureChannelCredentials(), client_options);
     if (!channel.ok()) {
@@ -268,8 +378,8 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   int port = 0;
-  builder.AddListeningPort(absl::StrCat("0.0.0.0:", flags.port), grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(absl::StrCat(flags.host, ":", flags.port),
+                           grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
   builder.experimental().SetInterceptorCreators(std::move(creators));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
