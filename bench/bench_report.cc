@@ -8,7 +8,7 @@
 //   grep -h ^RESULT results/*.txt | bench_report --section=overhead
 //
 // Sections: overhead (aggregates rounds: medians, and the ratios c/a and c/b
-// per round with their spread), scale, precision, cancel, hedge.
+// per round with their spread), scale, precision, cancel, hedge, admission.
 //
 // Every target the README quotes is judged here, by code, never by hand:
 // each verdict is "met", "**missed**" or "not measured" (no samples, or
@@ -32,7 +32,7 @@
 #include "bench_util.h"
 
 ABSL_FLAG(std::string, section, "overhead",
-          "the report section: overhead, scale, precision, cancel or hedge");
+          "the report section: overhead, scale, precision, cancel, hedge or admission");
 
 namespace hopbudget {
 namespace bench {
@@ -500,6 +500,90 @@ void Hedge(const std::vector<Record>& rs) {
   }
 }
 
+// "10000 queued calls, <api> API: <= 1 KiB each beyond gRPC's own, no thread growth".
+std::string AdmissionTarget(const std::string& api) {
+  return "admission, " + api +
+         " API, calls queued behind a full limit: <= 1 KiB each beyond gRPC's own, no thread "
+         "growth";
+}
+// Threads a queue of 10 000 may add and still count as "no growth": gRPC's
+// pollers and executor, hopbudget's workers (limit + 2); one per queued call
+// would be +10 000.
+constexpr int kAdmissionThreadSlack = 16;
+
+// admission_bench: the queued arms (callback, sync) against the parked one
+// (gRPC's own cost of a waiting call), then the common path.
+void AdmissionSection(const std::vector<Record>& rs) {
+  const Record* parked = nullptr;
+  std::vector<const Record*> queued, common;
+  for (const Record& r : rs) {
+    if (Str(r, "mode") == "parked") parked = &r;
+    if (Str(r, "mode") == "queued") queued.push_back(&r);
+    if (Str(r, "mode") == "common") common.push_back(&r);
+  }
+  std::printf(
+      "| arm | API | calls | waiting | RSS bytes/call | heap bytes/call | threads "
+      "before/waiting/after | failed |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const Record* r : queued) {
+    std::printf("| queued (admission) | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n",
+                Str(*r, "api").c_str(), Str(*r, "calls").c_str(), Str(*r, "waiting").c_str(),
+                Str(*r, "rss_bytes_per_call").c_str(), Str(*r, "heap_bytes_per_call").c_str(),
+                Str(*r, "threads_before").c_str(), Str(*r, "threads_waiting").c_str(),
+                Str(*r, "threads_after").c_str(), Str(*r, "failed").c_str());
+  }
+  if (parked != nullptr) {
+    std::printf("| parked in handlers (gRPC's own) | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n",
+                Str(*parked, "api").c_str(), Str(*parked, "calls").c_str(),
+                Str(*parked, "waiting").c_str(), Str(*parked, "rss_bytes_per_call").c_str(),
+                Str(*parked, "heap_bytes_per_call").c_str(), Str(*parked, "threads_before").c_str(),
+                Str(*parked, "threads_waiting").c_str(), Str(*parked, "threads_after").c_str(),
+                Str(*parked, "failed").c_str());
+  }
+  for (const std::string api : {"callback", "sync"}) {
+    const Record* q = nullptr;
+    for (const Record* r : queued) {
+      if (Str(*r, "api") == api) q = r;
+    }
+    if (q == nullptr || parked == nullptr) {
+      EmitVerdict(AdmissionTarget(api), "-", kNotMeasured);
+      continue;
+    }
+    const bool complete = Num(*q, "reached") == 1 && Num(*q, "waiting") == Num(*q, "calls") &&
+                          Num(*parked, "reached") == 1 && Num(*q, "calls") > 0;
+    const double beyond = Num(*q, "rss_bytes_per_call") - Num(*parked, "rss_bytes_per_call");
+    const double heap_beyond = Num(*q, "heap_bytes_per_call") - Num(*parked, "heap_bytes_per_call");
+    const double threads = Num(*q, "threads_waiting") - Num(*q, "threads_before");
+    const std::string result = "RSS " + Fixed(beyond, 0) + " B/call beyond gRPC's own (heap " +
+                               Fixed(heap_beyond, 0) + "), threads " + (threads >= 0 ? "+" : "") +
+                               Fixed(threads, 0) + " for " + Str(*q, "waiting") + " queued";
+    if (!complete) {
+      EmitVerdict(AdmissionTarget(api), result,
+                  std::string(kNotMeasured) + " (not every call was queued or parked)");
+      continue;
+    }
+    // Both measures: RSS is what the target names, but moves in pages and
+    // keeps freed memory (about +-1 KiB per call between runs here); heap in
+    // use is exact. Either over 1 KiB misses.
+    std::string verdict =
+        beyond <= 1024 && heap_beyond <= 1024 && threads <= kAdmissionThreadSlack ? kMet : kMissed;
+    if (Num(*q, "failed") > 0 || Num(*q, "drained") != 1) {
+      verdict = std::string(kMissed) + " (" + Str(*q, "failed") + " calls failed, drained " +
+                Str(*q, "drained") + ")";
+    }
+    EmitVerdict(AdmissionTarget(api), result, verdict);
+  }
+  for (const Record* c : common) {
+    std::printf(
+        "\nCommon path, %s API (room to spare, %s in flight, %s calls x %s rounds): admission "
+        "on %s us/call, off %s us/call, on/off %s (rounds %s..%s), failed %s, queued %s.\n",
+        Str(*c, "api").c_str(), Str(*c, "inflight").c_str(), Str(*c, "calls").c_str(),
+        Str(*c, "rounds").c_str(), Str(*c, "on_us").c_str(), Str(*c, "off_us").c_str(),
+        Fixed(Num(*c, "ratio"), 3).c_str(), Fixed(Num(*c, "ratio_min"), 3).c_str(),
+        Fixed(Num(*c, "ratio_max"), 3).c_str(), Str(*c, "failed").c_str(),
+        Str(*c, "queued").c_str());
+  }
+}
+
 // The verdicts of a section that has no results at all.
 void NothingMeasured(const std::string& section) {
   if (section == "overhead") {
@@ -518,19 +602,25 @@ void NothingMeasured(const std::string& section) {
     for (const char* target : {kHedgeP99Target, kHedgeLoadTarget, kRaceTarget}) {
       EmitVerdict(target, "-", kNotMeasured);
     }
+  } else if (section == "admission") {
+    for (const std::string api : {"callback", "sync"}) {
+      EmitVerdict(AdmissionTarget(api), "-", kNotMeasured);
+    }
   } else if (section == "scale") {
     EmitVerdict(ScaleTarget(kJudgedConcurrency), "-", kNotMeasured);
   }
 }
 
 int Main(int argc, char** argv) {
-  cli::ParseOrExit(argc, argv, "bench_report",
-                   "bench_report: reads RESULT lines on stdin and writes one section of the "
-                   "benchmark report (Markdown) with its verdicts.\n\n"
-                   "  ... | bench_report --section=overhead|scale|precision|cancel|hedge");
+  cli::ParseOrExit(
+      argc, argv, "bench_report",
+      "bench_report: reads RESULT lines on stdin and writes one section of the "
+      "benchmark report (Markdown) with its verdicts.\n\n"
+      "  ... | bench_report --section=overhead|scale|precision|cancel|hedge|admission");
   const std::string section = absl::GetFlag(FLAGS_section);
-  cli::ExitIfBad("bench_report", cli::OneOf("section", section,
-                                            {"overhead", "scale", "precision", "cancel", "hedge"}));
+  cli::ExitIfBad("bench_report",
+                 cli::OneOf("section", section,
+                            {"overhead", "scale", "precision", "cancel", "hedge", "admission"}));
   const std::vector<Record> rs = ReadResults(section);
   if (rs.empty()) {
     std::printf(
@@ -544,6 +634,7 @@ int Main(int argc, char** argv) {
   if (section == "precision") Precision(rs);
   if (section == "cancel") Cancel(rs);
   if (section == "hedge") Hedge(rs);
+  if (section == "admission") AdmissionSection(rs);
   return 0;
 }
 

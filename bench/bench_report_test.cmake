@@ -41,6 +41,25 @@ verdict(hedge_missed hedge
   "RESULT bench=hedge_target hedged_p99_ms=9 healthy_p99_ms=2 ratio=4.5 extra_load=0.08 p99_met=0 load_met=0${nl}RESULT bench=race_cancel races=190 p50_ms=0.4 p90_ms=0.6 p99_ms=0.9 max_ms=1.2 lost=10 not_reached=0 p99_all_ms=inf target_met=0${nl}"
   "ratio 4.50 \\| \\*\\*missed\\*\\*.*8.00 % \\| \\*\\*missed\\*\\*.*10 cancels lost\\) \\| \\*\\*missed\\*\\*")
 verdict(hedge_none hedge "" "extra load <= 5 % \\| - \\| not measured")
+# Admission: met; a queue that costs a thread per call and too much memory;
+# a queue that never filled; a run that lost calls; nothing at all.
+set(adm_parked "RESULT bench=admission mode=parked api=callback calls=10000 waiting=10000 reached=1 drained=1 failed=0 rss_bytes_per_call=9000 heap_bytes_per_call=7000 threads_before=12 threads_waiting=13 threads_after=13${nl}")
+verdict(admission_met admission
+  "${adm_parked}RESULT bench=admission mode=queued api=callback calls=10000 waiting=10000 reached=1 drained=1 failed=0 rss_bytes_per_call=9500 heap_bytes_per_call=7400 threads_before=12 threads_waiting=14 threads_after=14${nl}RESULT bench=admission mode=queued api=sync calls=10000 waiting=10000 reached=1 drained=1 failed=0 rss_bytes_per_call=9800 heap_bytes_per_call=7500 threads_before=12 threads_waiting=15 threads_after=15${nl}"
+  "callback API, calls queued[^|]*\\| RSS 500 B/call beyond gRPC's own \\(heap 400\\), threads \\+2 for 10000 queued \\| met.*sync API[^|]*\\| RSS 800 B/call[^|]*\\| met")
+verdict(admission_missed admission
+  "${adm_parked}RESULT bench=admission mode=queued api=sync calls=10000 waiting=10000 reached=1 drained=1 failed=0 rss_bytes_per_call=40000 heap_bytes_per_call=9000 threads_before=12 threads_waiting=10014 threads_after=15${nl}"
+  "callback API[^|]*\\| - \\| not measured.*sync API[^|]*\\| RSS 31000 B/call[^|]*threads \\+10002 for 10000 queued \\| \\*\\*missed\\*\\*")
+verdict(admission_heap_missed admission
+  "${adm_parked}RESULT bench=admission mode=queued api=callback calls=10000 waiting=10000 reached=1 drained=1 failed=0 rss_bytes_per_call=9100 heap_bytes_per_call=9000 threads_before=12 threads_waiting=12 threads_after=12${nl}"
+  "callback API[^|]*\\| RSS 100 B/call beyond gRPC's own \\(heap 2000\\)[^|]*\\| \\*\\*missed\\*\\*")
+verdict(admission_not_queued admission
+  "${adm_parked}RESULT bench=admission mode=queued api=callback calls=10000 waiting=9000 reached=0 drained=1 failed=0 rss_bytes_per_call=9000 heap_bytes_per_call=7000 threads_before=12 threads_waiting=12 threads_after=12${nl}"
+  "callback API[^|]*\\|[^|]*\\| not measured \\(not every call was queued")
+verdict(admission_failed_calls admission
+  "${adm_parked}RESULT bench=admission mode=queued api=callback calls=10000 waiting=10000 reached=1 drained=0 failed=7 rss_bytes_per_call=9000 heap_bytes_per_call=7000 threads_before=12 threads_waiting=12 threads_after=12${nl}"
+  "callback API[^|]*\\|[^|]*\\| \\*\\*missed\\*\\* \\(7 calls failed, drained 0\\)")
+verdict(admission_none admission "" "callback API[^|]*\\| - \\| not measured.*sync API[^|]*\\| - \\| not measured")
 # Precision: a source whose calls were not attributed misses; absent sources
 # are not measured.
 verdict(precision_wrong precision

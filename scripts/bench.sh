@@ -5,7 +5,7 @@
 #   ./scripts/bench.sh              # full run (< 15 min on 2 cores, build included)
 #   ./scripts/bench.sh --quick      # smoke run, about 2 minutes once built
 #   ./scripts/bench.sh --out DIR    # report directory (default build/bench-report)
-#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge
+#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission
 #   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
 #   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
 #                                    # in the overhead processes (see bench/bench_util.h)
@@ -26,7 +26,7 @@ usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=build/bench-report
-only="overhead,precision,cancel,scale,micro,chain,hedge"
+only="overhead,precision,cancel,scale,micro,chain,hedge,admission"
 build_dir=build/bench
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -49,8 +49,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 for s in ${only//,/ }; do
-  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge) ;;
-    *) echo "error: --only: unknown section '$s' (overhead,precision,cancel,scale,micro,chain,hedge)" >&2
+  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge|admission) ;;
+    *) echo "error: --only: unknown section '$s' (overhead,precision,cancel,scale,micro,chain,hedge,admission)" >&2
        exit 2 ;;
   esac
 done
@@ -60,12 +60,14 @@ wants() { [[ ",$only," == *",$1,"* ]]; }
 if [ "$quick" = 1 ]; then
   rounds=2; duration=1s; warmup=300ms
   precision_calls=100; cancel_calls=100; hedge_calls=400; hedge_races=50
+  admission_common_calls=2000; admission_common_rounds=3
   scale_rounds=(20 3 2 1)        # for concurrency 1 100 1000 10000
   micro_min_time=0.02
   chain_duration=2s; chain_ramp_step=1500ms; chain_gap=1; chain_ramp_start=100
 else
   rounds=3; duration=3s; warmup=1s
   precision_calls=500; cancel_calls=500; hedge_calls=4000; hedge_races=300
+  admission_common_calls=20000; admission_common_rounds=5
   scale_rounds=(100 10 3 2)
   micro_min_time=0.2
   chain_duration=8s; chain_ramp_step=3s; chain_gap=2; chain_ramp_start=50
@@ -87,6 +89,7 @@ wants cancel && bench_targets+=(cancel_bench)
 wants scale && bench_targets+=(scale_bench)
 wants micro && bench_targets+=(micro_bench)
 wants hedge && bench_targets+=(hedge_bench)
+wants admission && bench_targets+=(admission_bench)
 if wants chain; then
   bench_targets+=(gateway orders ledger chainctl)
   cmake_args+=(-DHOPBUDGET_BUILD_DEMO=ON -DHOPBUDGET_BUILD_HTTP=ON)
@@ -209,6 +212,23 @@ run_hedge() {
   : >"$raw/hedge.txt"
   run_bench "$raw/hedge.txt" hedge_bench "$bin/hedge_bench" --calls="$hedge_calls" \
     --races="$hedge_races"
+}
+# Admission: 10 000 calls queued behind a full limit (callback and sync
+# servers) against the same calls parked in callback handlers without
+# admission, each arm its own process; then the common path (room to
+# spare) with admission on and off.
+run_admission() {
+  : >"$raw/admission.txt"
+  ulimit -n 65536 2>/dev/null || true
+  run_bench "$raw/admission.txt" "admission_bench mode=parked" \
+    "$bin/admission_bench" --mode=parked --api=callback --calls=10000
+  for api in callback sync; do
+    run_bench "$raw/admission.txt" "admission_bench mode=queued api=$api" \
+      "$bin/admission_bench" --mode=queued --api="$api" --calls=10000
+    run_bench "$raw/admission.txt" "admission_bench mode=common api=$api" \
+      "$bin/admission_bench" --mode=common --api="$api" --calls="$admission_common_calls" \
+      --rounds="$admission_common_rounds"
+  done
 }
 run_micro() {
   : >"$raw/micro.txt"
@@ -436,6 +456,7 @@ if wants scale; then section "scale"; run_scale; fi
 if wants micro; then section "micro-benchmarks"; run_micro; fi
 if wants chain; then section "saved work on the demo chain"; run_chain; fi
 if wants hedge; then section "hedged requests and races"; run_hedge; fi
+if wants admission; then section "admission: queued calls and the common path"; run_admission; fi
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 elapsed=$((SECONDS - t_start))
 
@@ -451,7 +472,7 @@ results() { cat "$raw"/*.txt 2>/dev/null | grep '^RESULT' || true; }
 # verdict" on bench_report's stderr) for the summary at the top.
 verdicts="$raw/verdicts.log"
 : >"$verdicts"
-for s in overhead precision cancel scale hedge; do
+for s in overhead precision cancel scale hedge admission; do
   results | "$bin/bench_report" --section="$s" >"$raw/$s.md" 2>>"$verdicts"
 done
 cat "$chain_verdicts" >>"$verdicts"
@@ -570,6 +591,17 @@ micro_table() {
   echo "callee sees its cancel."
   echo
   cat "$raw/hedge.md"
+  echo
+  echo "## 8. Admission: queued calls and the common path"
+  echo
+  echo "\`bench/admission_bench\`: 10 000 calls wait behind a full limit (1, one call parked in"
+  echo "its handler) on a callback and on a sync server, each arm its own process; gRPC's own"
+  echo "cost of a waiting call is the same 10 000 calls parked inside callback handlers with"
+  echo "admission off. Memory per call is RSS (and heap in use) from before the calls to all"
+  echo "waiting, over 10 000. The common path: a closed loop, 16 in flight, admission on with"
+  echo "room to spare against off, alternating rounds."
+  echo
+  cat "$raw/admission.md"
   echo
   echo "## Raw data"
   echo

@@ -216,6 +216,7 @@ RelayHop::RelayHop(HopConfig config) : config_(std::move(config)), rng_(config_.
     ServerOptions options;
     options.hop = config_.hop;
     options.policy = config_.policy;
+    options.admission = config_.admission;
     options.metrics = metrics_;
     auto factory = MakeServerInterceptorFactory(options);
     if (!factory.ok()) {

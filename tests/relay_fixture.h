@@ -46,6 +46,10 @@ struct HopConfig {
   bool install_interceptors = true;  // false: a plain gRPC server and client
   Metrics* metrics = nullptr;        // default: a Metrics owned by the hop
   Faults faults;
+  // The hop's admission (off by default). The hop's handlers block (the
+  // callback and async services run each on a thread of its own), so
+  // HandlerThreads::kNonBlocking suits those two APIs, kBlocking the sync one.
+  AdmissionOptions admission;
 };
 
 class RelayHop {

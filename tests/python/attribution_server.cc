@@ -16,6 +16,11 @@
 //                                           exhausted-before-call
 //   to-capped   relays to a back hop with request_cap 200 ms: an origin
 //               further down, re-encoded by the front
+//   queued      admission: 1 call in progress, 10 wait   queue-wait
+//   predicting  admission: 4 in progress, prediction after 5 samples
+//                                                         cannot-finish
+//   no-queue    admission: 1 call in progress, no queue  overload shed
+//               (RESOURCE_EXHAUSTED, pushback 100 ms)
 // Every front hop keeps 50 ms of reserve, so that its answer beats the
 // Python caller's own deadline on a loaded machine.
 #include <iostream>
@@ -37,7 +42,21 @@ struct FrontSpec {
   BudgetPolicy policy;
   bool retrying = false;
   bool to_capped_back = false;
+  AdmissionOptions admission;  // off unless set
 };
+
+AdmissionOptions Admit(int in_flight, int queue, bool predict) {
+  AdmissionOptions o;
+  o.enabled = true;
+  o.policy.max_in_flight = in_flight;
+  o.policy.max_queue = queue;
+  // A blocker hangs for the whole test: nothing should reach max_wait.
+  o.policy.max_wait = absl::Seconds(10);
+  o.policy.predict = predict;
+  o.policy.predict_min_samples = 5;
+  o.policy.predict_window = 16;
+  return o;
+}
 
 std::vector<FrontSpec> FrontSpecs() {
   BudgetPolicy base;
@@ -57,6 +76,9 @@ std::vector<FrontSpec> FrontSpecs() {
   min_budget.min_attempt_budget = absl::Milliseconds(300);
   specs.push_back({"min-budget", min_budget});
   specs.push_back({"to-capped", base, false, /*to_capped_back=*/true});
+  specs.push_back({"queued", base, false, false, Admit(1, 10, /*predict=*/false)});
+  specs.push_back({"predicting", base, false, false, Admit(4, 10, /*predict=*/true)});
+  specs.push_back({"no-queue", base, false, false, Admit(1, 0, /*predict=*/false)});
   return specs;
 }
 
@@ -88,6 +110,9 @@ int Run() {
       config.hop = "front";
       config.policy = spec.policy;
       config.api = api;
+      config.admission = spec.admission;
+      config.admission.handlers =
+          api == Api::kSync ? HandlerThreads::kBlocking : HandlerThreads::kNonBlocking;
       fronts.push_back(std::make_unique<RelayHop>(config));
       fronts.back()->SetNext(spec.to_capped_back ? capped_back.address() : back.address(),
                              spec.retrying ? &retry : nullptr);

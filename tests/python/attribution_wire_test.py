@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 try:
@@ -44,6 +45,8 @@ REASONS = {
     "shield": "SHIELD_BOUND_EXCEEDED",
     "slot-wait": "SLOT_WAIT_EXHAUSTED",
     "downstream": "DOWNSTREAM_DEADLINE_EXCEEDED",
+    "queue-wait": "ADMISSION_QUEUE_EXHAUSTED",
+    "cannot-finish": "PREDICTED_TO_MISS_DEADLINE",
 }
 
 # The status message grammar, version 1, as a regular expression.
@@ -167,6 +170,9 @@ class AttributionWireTest(unittest.TestCase):
     def check(self, api, name):
         front, steps, timeout, want = SCENARIOS[name]
         code, message, trailers = call(api, front, steps, timeout)
+        self.check_answer(code, message, trailers, want)
+
+    def check_answer(self, code, message, trailers, want):
         self.assertEqual(code, grpc.StatusCode.DEADLINE_EXCEEDED, message)
         if want.forms == "none":
             self.assertIsNone(MESSAGE.match(message), message)
@@ -218,12 +224,121 @@ class AttributionWireTest(unittest.TestCase):
         self.assertEqual(trace.entries[0].source, want.source)
 
 
+# How long a test waits for a condition (a blocker running, a front free
+# again) before it fails: generous for a loaded 2-core machine, and only
+# ever reached when something is broken.
+CONDITION_TIMEOUT_S = 20.0
+
+
+class Blocker:
+    """One call that hangs in a front's handler, holding its only place under
+    the admission limit, until the test ends (then it is cancelled)."""
+
+    def __init__(self, api, front):
+        self.channel = grpc.insecure_channel(FRONTS[api][front])
+        stub = PB["relay_grpc"].RelayStub(self.channel)
+        request = PB["relay"].RelayRequest(payload="blocker", steps=[step(hang=True)])
+        self.future = stub.Call.future(request, timeout=CONDITION_TIMEOUT_S + 10)
+
+    def close(self):
+        self.future.cancel()
+        self.channel.close()
+
+
+class AdmissionWireTest(unittest.TestCase):
+    """Admission's refusals as a Python caller sees them: queue-wait and
+    cannot-finish in every form of the attribution; an overload shed as
+    RESOURCE_EXHAUSTED with the trailers a caller backs off on."""
+
+    check_answer = AttributionWireTest.check_answer
+    blocker = None
+
+    def tearDown(self):
+        # The next test starts on a free front: cancel the blocker and wait
+        # (bounded) until a call with no work is served again.
+        if self.blocker is not None:
+            self.blocker.close()
+            api, front = self.used
+            self.until(lambda: call(api, front, [step()], 2.0)[0] == grpc.StatusCode.OK,
+                       f"{api}/{front} free again after the blocker was cancelled")
+
+    def until(self, probe, what):
+        """Retries `probe` (each try a real call) until it returns true;
+        fails after CONDITION_TIMEOUT_S."""
+        end = time.monotonic() + CONDITION_TIMEOUT_S
+        while True:
+            result = probe()
+            if result:
+                return result
+            if time.monotonic() > end:
+                self.fail(f"timed out waiting for: {what}")
+
+    def blocked(self, api, front):
+        self.blocker = Blocker(api, front)
+        self.used = (api, front)
+
+    def check_queue_wait(self, api):
+        # A call that waits behind the blocker until less than
+        # min_attempt_budget + hop_reserve (1 + 50 ms) of its 500 ms is left.
+        # Until the blocker runs, a probe is served at once (OK): try again.
+        self.blocked(api, "queued")
+        answer = self.until(
+            lambda: (lambda a: a if a[0] != grpc.StatusCode.OK else None)(
+                call(api, "queued", [step()], 0.5)),
+            "a probe that queues behind the blocker")
+        self.assertFalse(self.blocker.future.done(), "the blocker still holds the only place")
+        self.check_answer(*answer, Expect("queue-wait", "front", (440, 510), (380, 500)))
+
+    def check_cannot_finish(self, api):
+        # Five 150 ms calls teach the front's predictor; then a call with
+        # 100 ms (less the 50 ms reserve) cannot finish and is refused on
+        # arrival, before any wait.
+        for _ in range(5):
+            code, message, _ = call(api, "predicting", [step(work_ms=150)], 5.0)
+            self.assertEqual(code, grpc.StatusCode.OK, message)
+        started = time.monotonic()
+        answer = call(api, "predicting", [step(work_ms=150)], 0.1)
+        self.assertLess(time.monotonic() - started, 0.1, "refused at once, not run out")
+        self.check_answer(*answer, Expect("cannot-finish", "front", (40, 100), (0, 50)))
+
+    def check_overload(self, api):
+        # Limit 1, no queue: once the blocker runs, a probe is shed at once
+        # with a pushback and the reason, readable from Python.
+        # The blocker and a probe travel on channels of their own and race:
+        # a probe that gets there first runs, and the blocker, arriving
+        # while it runs, is shed itself. Then the blocker is sent again.
+        self.blocked(api, "no-queue")
+
+        def probe():
+            if self.blocker.future.done():
+                self.blocker.close()
+                self.blocked(api, "no-queue")
+                return None
+            answer = call(api, "no-queue", [step()], 5.0)
+            return answer if answer[0] != grpc.StatusCode.OK else None
+
+        code, message, trailers = self.until(probe, "a probe shed behind the blocker")
+        self.assertFalse(self.blocker.future.done(), "the blocker still holds the only place")
+        self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+        self.assertIn("shed at front (over_limit)", message)
+        self.assertEqual(trailers.get("hopbudget-shed"), "over_limit", trailers)
+        self.assertEqual(trailers.get("hopbudget-hop"), "front", trailers)
+        self.assertEqual(trailers.get("grpc-retry-pushback-ms"), "100", trailers)
+        # An overload shed is not a deadline: no deadline source is claimed.
+        self.assertIsNone(MESSAGE.match(message), message)
+        self.assertNotIn("hopbudget-source", trailers)
+
+
 def add_scenarios():
     for api in ("sync", "callback", "async"):
         for name in SCENARIOS:
             def test(self, api=api, name=name):
                 self.check(api, name)
             setattr(AttributionWireTest, f"test_{api}_{name.replace('-', '_')}", test)
+        for name in ("queue_wait", "cannot_finish", "overload"):
+            def test(self, api=api, name=name):
+                getattr(self, f"check_{name}")(api)
+            setattr(AdmissionWireTest, f"test_{api}_admission_{name}", test)
 
 
 def main():
