@@ -6,8 +6,8 @@
 // arrives, then how the stream ended.
 //
 //   hopbudget_minimal_client --target=localhost:PORT_A --budget=500ms --work=10ms,10ms,10ms
-//   hopbudget_minimal_client --target=localhost:PORT_A --budget=5s --watch --work=0,0,100ms \
-//       --messages=5 --silent-after=3
+//   hopbudget_minimal_client --target=localhost:PORT_A --budget=5s --watch --work=0,0,100ms
+//       --messages=5 --silent-after=3   (one command line)
 //
 // Exit status: 0 on OK, 1 on an RPC error, 2 on bad arguments.
 #include <grpcpp/grpcpp.h>
