@@ -266,19 +266,26 @@ TEST_P(AdmissionGrpcTest, SaturatedServerServesWhatCanFinishAndRefusesTheRestUns
 }
 
 TEST_P(AdmissionGrpcTest, CallWhoseBudgetRunsOutInTheQueueIsAnsweredAtOnceUnstarted) {
-  Start(Limit(1, 10));
+  // The refusal leaves the queue hop_reserve + min_attempt_budget before the
+  // deadline and must reach the caller before the caller's own deadline
+  // fires: 25 ms covers the refusal's path under ASan on a loaded machine
+  // (the 5 ms default lost to the caller's deadline 3 runs in 3 there).
+  BudgetPolicy policy;
+  policy.hop_reserve = absl::Milliseconds(25);
+  Start(Limit(1, 10), policy);
   std::thread blocker([&] { CallOnce(absl::Seconds(5), 600); });
   while (counters_.started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const Answer a = CallOnce(absl::Milliseconds(100), 0);
+  blocker.join();  // before any ASSERT can return
   EXPECT_EQ(a.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   absl::optional<Attribution> attribution = AttributionOf(a.status);
   ASSERT_TRUE(attribution.has_value()) << a.status.error_message();
   EXPECT_EQ(attribution->source, DeadlineSource::kQueueWait);
-  // Answered by the hop when less than min_attempt_budget (5 ms) was left,
-  // not by the caller's own deadline, and long before the blocker ends.
-  EXPECT_GE(attribution->elapsed, absl::Milliseconds(80));
+  // Answered by the hop when less than hop_reserve + min_attempt_budget
+  // (26 ms) was left, not by the caller's own deadline, and long before the
+  // blocker ends.
+  EXPECT_GE(attribution->elapsed, absl::Milliseconds(60));
   EXPECT_LT(a.took, absl::Milliseconds(400));
-  blocker.join();
   EXPECT_EQ(counters_.started.load(), 1);  // the blocker only
 }
 
