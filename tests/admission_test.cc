@@ -102,6 +102,17 @@ TEST(NextAdaptiveLimitTest, Table) {
     EXPECT_GE(next.limit, c.want_limit_min) << c.name;
     EXPECT_LE(next.limit, c.want_limit_max) << c.name;
   }
+  // A sustained overload does not become the new normal: after 40 windows
+  // at three times the unloaded handler time the limit is down by more than
+  // 90 %, where a 5 % average would have followed (to 27 ms) and grown it
+  // back.
+  AdaptiveLimitState s{50, 0.010};
+  for (int i = 0; i < 40; ++i) s = NextAdaptiveLimit(p, s, {30 * kMs, 50});
+  EXPECT_LT(s.limit, 5.0);
+  EXPECT_LT(s.long_seconds, 0.020);
+  // Back to the unloaded time: the limit grows again.
+  const AdaptiveLimitState after = NextAdaptiveLimit(p, s, {10 * kMs, 50});
+  EXPECT_GT(after.limit, s.limit);
   // The first window sets the long-run average; a much faster one resets it.
   EXPECT_DOUBLE_EQ(NextAdaptiveLimit(p, {20, 0}, {10 * kMs, 20}).long_seconds, 0.010);
   EXPECT_DOUBLE_EQ(NextAdaptiveLimit(p, {20, 0.100}, {10 * kMs, 20}).long_seconds, 0.010);

@@ -197,8 +197,11 @@ struct AdaptiveLimitState {
 // limit + sqrt(limit) (room to probe upwards) while it holds, smoothed
 // (20 % per window) and clamped to [min_limit, max_limit]. A window that
 // never used half the limit does not grow it (the hop was not the
-// bottleneck). The long-run average follows each window by 5 %, and is
-// pulled down at once when the recent time is less than half of it.
+// bottleneck). The long-run average is the hop's unloaded handler time: it
+// rises by 1 % of a slower window (a time constant of 100 windows, so a
+// sustained overload keeps the limit down rather than becoming the new
+// normal), falls by 10 % of a faster one, and is pulled down at once when
+// the recent time is less than half of it.
 AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy, const AdaptiveLimitState& state,
                                      const LimitWindow& window);
 
