@@ -133,6 +133,7 @@ TEST(ValidateAdmissionPolicyTest, NamesTheBadField) {
       {"lifo_after (-1ms)", [](AdmissionPolicy& p) { p.lifo_after = -kMs; }},
       {"pushback (-1ms)", [](AdmissionPolicy& p) { p.pushback = -kMs; }},
       {"max_wait (0)", [](AdmissionPolicy& p) { p.max_wait = absl::ZeroDuration(); }},
+      {"overload_wait (0)", [](AdmissionPolicy& p) { p.overload_wait = absl::ZeroDuration(); }},
       {"predict_window (0)", [](AdmissionPolicy& p) { p.predict_window = 0; }},
       {"predict_min_samples (0)", [](AdmissionPolicy& p) { p.predict_min_samples = 0; }},
       {"predict_min_samples (200)", [](AdmissionPolicy& p) { p.predict_min_samples = 200; }},
@@ -284,6 +285,64 @@ TEST_F(AdmissionTest, SustainedQueueServesNewestFirst) {
   Admission::Ready ready;
   a->Release(10 * kMs, &ready);
   EXPECT_THAT(Ids(ready.admitted), ElementsAre(3));
+}
+
+TEST_F(AdmissionTest, SustainedOverloadTurnsWaitersAwayAfterOverloadWait) {
+  AdmissionPolicy p = Fixed(1, 100);
+  p.lifo_after = 100 * kMs;
+  p.overload_wait = 10 * kMs;
+  auto a = Make(p);
+  Admission::Waiter running, early, late;
+  early.user = reinterpret_cast<void*>(1);
+  late.user = reinterpret_cast<void*>(2);
+  ASSERT_EQ(a->Arrive(&running, In(absl::Seconds(9)), nullptr, &others_), ArrivalDecision::kAdmit);
+  // Queued before the overload began: its own bound is its deadline.
+  ASSERT_EQ(a->Arrive(&early, In(500 * kMs), nullptr, &others_), ArrivalDecision::kQueue);
+  EXPECT_EQ(early.expiry, In(500 * kMs) - kMinAttempt);
+  // The overload begins when the queue has not been empty for 100 ms: the
+  // early waiter, 100 ms old by then, leaves at that moment.
+  EXPECT_EQ(a->NextExpiry(), In(100 * kMs));
+  clock_.Advance(99 * kMs);
+  Admission::Ready ready;
+  a->Expire(&ready);
+  EXPECT_TRUE(ready.shed.empty());
+  clock_.Advance(kMs);
+  a->Expire(&ready);
+  ASSERT_EQ(ready.shed.size(), 1u);
+  EXPECT_EQ(ready.shed[0].first, &early);
+  EXPECT_EQ(ready.shed[0].second, ArrivalDecision::kShedQueueTimeout);
+  // The queue is empty again: the next waiter starts a new 100 ms.
+  ASSERT_EQ(a->Arrive(&late, In(500 * kMs), nullptr, &others_), ArrivalDecision::kQueue);
+  EXPECT_EQ(a->NextExpiry(), In(100 * kMs));
+  Admission::Waiter during;
+  clock_.Advance(100 * kMs);
+  // Arriving in the overload: at most overload_wait, whatever its deadline.
+  ASSERT_EQ(a->Arrive(&during, In(500 * kMs), nullptr, &others_), ArrivalDecision::kQueue);
+  EXPECT_EQ(during.expiry, In(10 * kMs));
+  a->Expire(&ready);
+  ASSERT_EQ(ready.shed.size(), 1u);  // `late`, 100 ms old
+  EXPECT_EQ(ready.shed[0].first, &late);
+  clock_.Advance(10 * kMs);
+  a->Expire(&ready);
+  ASSERT_EQ(ready.shed.size(), 1u);
+  EXPECT_EQ(ready.shed[0].first, &during);
+  EXPECT_EQ(ready.shed[0].second, ArrivalDecision::kShedQueueTimeout);
+  EXPECT_EQ(a->Stats().queued, 0);
+}
+
+TEST_F(AdmissionTest, OverloadWaitCanBeTurnedOff) {
+  AdmissionPolicy p = Fixed(1, 100);
+  p.lifo_after = 100 * kMs;
+  p.overload_wait = absl::InfiniteDuration();
+  auto a = Make(p);
+  Admission::Waiter running, w;
+  ASSERT_EQ(a->Arrive(&running, In(absl::Seconds(9)), nullptr, &others_), ArrivalDecision::kAdmit);
+  ASSERT_EQ(a->Arrive(&w, In(500 * kMs), nullptr, &others_), ArrivalDecision::kQueue);
+  EXPECT_EQ(a->NextExpiry(), w.deadline - kMinAttempt);
+  clock_.Advance(400 * kMs);
+  Admission::Ready ready;
+  a->Expire(&ready);
+  EXPECT_TRUE(ready.shed.empty());
 }
 
 TEST_F(AdmissionTest, WaiterExpiresWhenLessThanTheMinimumIsLeft) {

@@ -305,6 +305,11 @@ inline absl::Status NonNegative(absl::string_view flag, absl::Duration value,
 inline absl::Status Positive(absl::string_view flag, absl::Duration value) {
   return NonNegative(flag, value, /*positive=*/true);
 }
+// > 0; `inf` (no bound) is allowed.
+inline absl::Status PositiveOrInfinite(absl::string_view flag, absl::Duration value) {
+  if (value == absl::InfiniteDuration()) return absl::OkStatus();
+  return Positive(flag, value);
+}
 inline absl::Status OneOf(absl::string_view flag, absl::string_view value,
                           std::initializer_list<absl::string_view> allowed) {
   for (absl::string_view a : allowed) {

@@ -27,6 +27,9 @@ absl::Status ValidateAdmissionPolicy(const AdmissionPolicy& p) {
   if (p.lifo_after < absl::ZeroDuration()) {
     return Bad("lifo_after", "must be >= 0", absl::FormatDuration(p.lifo_after));
   }
+  if (p.overload_wait <= absl::ZeroDuration()) {
+    return Bad("overload_wait", "must be > 0", absl::FormatDuration(p.overload_wait));
+  }
   if (p.max_wait <= absl::ZeroDuration()) {
     return Bad("max_wait", "must be > 0", absl::FormatDuration(p.max_wait));
   }
@@ -216,6 +219,19 @@ struct Admission::Locked {
     queued->fetch_sub(1, std::memory_order_seq_cst);
     if (by_seq.empty()) nonempty_since = absl::InfiniteFuture();
   }
+  bool Overloaded(absl::Time now, absl::Duration lifo_after) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return PickQueueOrder(nonempty_since, now, lifo_after) == QueueOrder::kNewestFirst;
+  }
+  // When the oldest waiter passes overload_wait under sustained overload:
+  // the later of the time the overload began and its own bound.
+  absl::Time OldestOverloadExpiry(absl::Duration lifo_after, absl::Duration overload_wait) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (by_seq.empty() || overload_wait == absl::InfiniteDuration()) {
+      return absl::InfiniteFuture();
+    }
+    return std::max(nonempty_since + lifo_after, by_seq.begin()->second->enqueued + overload_wait);
+  }
   Waiter* Pop(absl::Time now, absl::Duration lifo_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (by_seq.empty()) return nullptr;
     Waiter* w;
@@ -318,6 +334,9 @@ ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline, const LatencyP
   w->expiry = std::min(
       deadline == absl::InfiniteFuture() ? absl::InfiniteFuture() : deadline - min_attempt_budget_,
       now + policy_.max_wait);
+  if (locked_->Overloaded(now, policy_.lifo_after)) {
+    w->expiry = std::min(w->expiry, now + policy_.overload_wait);
+  }
   locked_->Push(w);
   // A release that ran between our look at in_flight and the push saw an
   // empty queue and admitted nobody (and a grown adaptive limit admits
@@ -400,8 +419,7 @@ void Admission::Expire(Ready* ready) {
   const absl::Time now = clock_.Now();
   Locked& q = *locked_;
   internal::MutexLock lock(&q.mu);
-  while (!q.by_expiry.empty() && q.by_expiry.begin()->first <= now) {
-    Waiter* w = q.by_seq.at(q.by_expiry.begin()->second);
+  auto shed = [&](Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(q.mu) {
     q.Erase(w);
     const ArrivalDecision why =
         w->deadline != absl::InfiniteFuture() && w->deadline - now < min_attempt_budget_
@@ -409,12 +427,23 @@ void Admission::Expire(Ready* ready) {
             : ArrivalDecision::kShedQueueTimeout;
     shed_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
     ready->shed.emplace_back(w, why);
+  };
+  while (!q.by_expiry.empty() && q.by_expiry.begin()->first <= now) {
+    shed(q.by_seq.at(q.by_expiry.begin()->second));
+  }
+  // Waiters that arrived before the overload began carry their long bound:
+  // once it has begun they leave by age, oldest first.
+  while (q.OldestOverloadExpiry(policy_.lifo_after, policy_.overload_wait) <= now) {
+    shed(q.by_seq.begin()->second);
   }
 }
 
 absl::Time Admission::NextExpiry() const {
   internal::MutexLock lock(&locked_->mu);
-  return locked_->by_expiry.empty() ? absl::InfiniteFuture() : locked_->by_expiry.begin()->first;
+  const absl::Time by_own_bound =
+      locked_->by_expiry.empty() ? absl::InfiniteFuture() : locked_->by_expiry.begin()->first;
+  return std::min(by_own_bound,
+                  locked_->OldestOverloadExpiry(policy_.lifo_after, policy_.overload_wait));
 }
 
 bool Admission::Leave(Waiter* w) {

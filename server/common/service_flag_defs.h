@@ -49,6 +49,7 @@ ABSL_DECLARE_FLAG(bool, admission);
 ABSL_DECLARE_FLAG(int, admission_limit);
 ABSL_DECLARE_FLAG(bool, admission_adaptive);
 ABSL_DECLARE_FLAG(int, admission_queue);
+ABSL_DECLARE_FLAG(absl::Duration, admission_overload_wait);
 ABSL_DECLARE_FLAG(std::string, peers);
 
 // Defines the flags above with this service's hop name and request and
@@ -98,6 +99,9 @@ ABSL_DECLARE_FLAG(std::string, peers);
             "hopbudget mode: the limit follows measured handler time (Gradient2)");            \
   ABSL_FLAG(int, admission_queue, 2048,                                                        \
             "hopbudget mode: calls waiting for admission at most, 0..1000000");                \
+  ABSL_FLAG(absl::Duration, admission_overload_wait, absl::Milliseconds(10),                   \
+            "hopbudget mode: the longest a call waits for admission once the queue has not "   \
+            "been empty for 100 ms (sustained overload); inf: no such bound");                 \
   ABSL_FLAG(std::string, peers, "",                                                            \
             "/deadlinez links to other hops: NAME=URL,... (e.g. "                              \
             "ledger=http://127.0.0.1:9103/deadlinez)")
@@ -132,6 +136,7 @@ inline CommonFlags CommonFlagsFromCommandLine() {
   c.admission_limit = absl::GetFlag(FLAGS_admission_limit);
   c.admission_adaptive = absl::GetFlag(FLAGS_admission_adaptive);
   c.admission_queue = absl::GetFlag(FLAGS_admission_queue);
+  c.admission_overload_wait = absl::GetFlag(FLAGS_admission_overload_wait);
   c.peers_text = absl::GetFlag(FLAGS_peers);
   return c;
 }

@@ -43,6 +43,7 @@ absl::Status FinishCommonFlags(CommonFlags* c, FaultConfig* faults) {
           cli::InRange("max-threads", c->max_threads, 4, 100000),
           cli::InRange("admission-limit", c->admission_limit, 1, 10000),
           cli::InRange("admission-queue", c->admission_queue, 0, 1000000),
+          cli::PositiveOrInfinite("admission-overload-wait", c->admission_overload_wait),
           cli::NonNegative("slow-commit", c->slow_commit),
           cli::Positive("request-cap", c->request_cap),
           cli::NonNegative("attempt-cap", c->attempt_cap),
@@ -95,6 +96,7 @@ AdmissionPolicy AdmissionPolicyOf(const CommonFlags& c) {
   p.min_limit = std::max(1, c.admission_limit / 4);
   p.max_limit = std::max(c.admission_limit, c.admission_limit * 4);
   p.max_queue = c.admission_queue;
+  p.overload_wait = c.admission_overload_wait;
   return p;
 }
 

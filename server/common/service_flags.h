@@ -77,6 +77,7 @@ struct CommonFlags {
   int admission_limit = 32;
   bool admission_adaptive = true;
   int admission_queue = 2048;
+  absl::Duration admission_overload_wait = absl::Milliseconds(10);
   // /deadlinez links to other hops, "name=url,...", and parsed.
   std::string peers_text;
   std::vector<std::pair<std::string, std::string>> peers;

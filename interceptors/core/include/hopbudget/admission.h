@@ -18,7 +18,11 @@
 //     are served ("Fail at Scale", ACM Queue 2015);
 //   - a waiting call whose remaining budget falls below `min_attempt_budget`
 //     leaves the queue at once and is answered without starting
-//     (Expire()); so does one that waited `max_wait`;
+//     (Expire()); so does one that waited `max_wait`, or, under sustained
+//     overload, `overload_wait` ("Fail at Scale"'s controlled delay: a
+//     queue that never empties turns its waiters away within milliseconds,
+//     while they can still be told, instead of holding them until their
+//     callers' deadlines fire and every caller cancels);
 //   - a call whose remaining budget is below the predicted time to finish
 //     (the `quantile` of this method's recent handler times, LatencyPredictor)
 //     is refused on arrival, and again when it leaves the queue.
@@ -97,6 +101,15 @@ struct AdmissionPolicy {
   // The longest a call waits, whatever its deadline (a call with no
   // deadline would otherwise wait forever), > 0.
   absl::Duration max_wait = absl::Seconds(1);
+  // The longest a call waits once the queue has not been empty for
+  // `lifo_after` (sustained overload), > 0; InfiniteDuration(): no such
+  // bound. Such a call is refused like one that waited max_wait
+  // (kShedQueueTimeout: RESOURCE_EXHAUSTED with pushback), early enough for
+  // its caller to hear it. Measured on the demo chain at 4x its capacity:
+  // held until its deadline, a call's caller gave up first and cancelled,
+  // and the cancellations (gRPC's stream teardown) took most of the
+  // entry hop's CPU.
+  absl::Duration overload_wait = absl::Milliseconds(10);
 
   // Refuse calls whose remaining budget is below the predicted handler time.
   bool predict = true;
@@ -127,7 +140,7 @@ enum class ArrivalDecision {
   kShedQueueFull,     // over the limit, and the queue is full
   kShedOverLimit,     // over the limit, and there is no queue (max_queue 0)
   kShedQueueExpired,  // waited until less than min_attempt_budget was left
-  kShedQueueTimeout,  // waited max_wait with budget still left
+  kShedQueueTimeout,  // waited max_wait (overload_wait) with budget still left
 };
 inline constexpr int kArrivalDecisionCount = 7;
 
@@ -256,7 +269,9 @@ class Admission {
     // The method's predictor, asked again when the waiter's turn comes
     // (it may have learnt since); nullptr: no prediction.
     const LatencyPredictor* predictor = nullptr;
-    absl::Time expiry;  // min(deadline - min_attempt_budget, enqueued + max_wait)
+    // min(deadline - min_attempt_budget, enqueued + max_wait), and
+    // enqueued + overload_wait when it arrived during sustained overload.
+    absl::Time expiry;
     uint64_t seq = 0;
     void* user = nullptr;  // for the caller: its call
   };
@@ -297,7 +312,8 @@ class Admission {
 
   // Moves every waiter whose remaining budget is below min_attempt_budget
   // into `ready->shed` (kShedQueueExpired), and every one that waited
-  // max_wait (kShedQueueTimeout). Call at NextExpiry().
+  // max_wait, or overload_wait while the queue is in sustained overload
+  // (kShedQueueTimeout). Call at NextExpiry().
   void Expire(Ready* ready);
 
   // The earliest time a waiter will need Expire(); InfiniteFuture() when
