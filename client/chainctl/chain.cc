@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -216,6 +217,19 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
       before[k] = *s;
     }
   }
+  std::unique_ptr<ClientThrottle> throttle;
+  if (o.client_throttle.has_value()) {
+    auto t = ClientThrottle::Create(*o.client_throttle, &Clock::Real());
+    if (!t.ok()) return t.status();
+    throttle = *std::move(t);
+  }
+  // The throttle's draws: only the loop's thread decides.
+  std::mt19937_64 rng(0x6f70656e6c6f6f70);
+  std::uniform_real_distribution<double> uniform01(0.0, 1.0);
+  // What the gateway did with a call, for the throttle.
+  auto teach = [t = throttle.get()](const grpc::Status& s) {
+    if (t != nullptr) t->Record(BackendAnswerOf(static_cast<absl::StatusCode>(s.error_code())));
+  };
   LoadState state;
   const absl::Time start = absl::Now();
   const absl::Time end = start + o.duration;
@@ -244,6 +258,11 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
         state.builder.CountNotSent();
         continue;
       }
+      if (throttle != nullptr &&
+          throttle->Decide(uniform01(rng)) == ThrottleDecision::kRejectLocally) {
+        state.builder.CountClientThrottled();
+        continue;
+      }
       ++state.in_flight;
     }
     auto* call = new LoadCall;
@@ -252,7 +271,8 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
       call->start = absl::Now();
       SetUpContext(call->ctx, call->start, o.budget);
       stub->async()->GetOrder(&call->ctx, &call->read, &call->result,
-                              [call, &state](grpc::Status s) {
+                              [call, &state, &teach](grpc::Status s) {
+                                teach(s);
                                 CallRecord r;
                                 r.code = static_cast<absl::StatusCode>(s.error_code());
                                 r.latency = absl::Now() - call->start;
@@ -280,7 +300,8 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
     SetUpContext(call->ctx, call->start, o.budget);
     const bool record = o.requests != nullptr;
     stub->async()->PlaceOrder(&call->ctx, &call->order, &call->result,
-                              [call, &state, record](grpc::Status s) {
+                              [call, &state, &teach, record](grpc::Status s) {
+                                teach(s);
                                 CallRecord r;
                                 r.code = static_cast<absl::StatusCode>(s.error_code());
                                 r.latency = absl::Now() - call->start;

@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "demo/demo.grpc.pb.h"
+#include "hopbudget/client_throttle.h"
 #include "summary.h"
 
 namespace hopbudget::chainctl {
@@ -80,6 +81,10 @@ struct LoadOptions {
   // AuditExactlyOnce), and each order carries WithOrderReference items, so
   // that its row can be found by content as well as by key.
   std::vector<RequestRecord>* requests = nullptr;
+  // When set, the client throttles itself (client_throttle.h, the SRE
+  // book's adaptive throttling): a call the throttle refuses is counted as
+  // client_throttled and never sent; what the gateway answers teaches it.
+  absl::optional<ClientThrottlePolicy> client_throttle;
 };
 
 // Open loop: starts calls at `rps` whatever their latency (the callback API:

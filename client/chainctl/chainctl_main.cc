@@ -58,6 +58,10 @@ ABSL_FLAG(std::string, method, "place-order",
           "and the extra load)");
 ABSL_FLAG(int, read_keys, 20, "get-order: orders placed first and read round robin, 1..10000");
 ABSL_FLAG(std::string, admin, "", "gRPC HOST:PORT,... of the services (Admin service)");
+ABSL_FLAG(double, client_throttle, 0,
+          "load: 0 (off), or the SRE book's adaptive throttling with this K (>= 1, e.g. 2): "
+          "the client refuses calls itself, unsent, so that it sends about K times what the "
+          "gateway accepts");
 ABSL_FLAG(std::string, key_prefix, "", "idempotency keys are PREFIX-N (default load-<time>)");
 ABSL_FLAG(bool, quiet, false,
           "no live progress line (there is none when stderr is not a terminal)");
@@ -181,13 +185,14 @@ int Order(int argc, char** argv) {
 }
 
 int Load(int argc, char** argv) {
-  ParseCommand(argc, argv, "load",
-               "chainctl load: open-loop load with a summary table (and --json).\n\n"
-               "  chainctl load --gateway=HOST:PORT --rps=N --duration=D --budget=B "
-               "[--concurrency=C] [--json=FILE|-] [--admin=H:P,...] [--requests-out=FILE] "
-               "[--method=place-order|get-order [--read-keys=N]]",
-               {"gateway", "rps", "duration", "budget", "concurrency", "json", "max_error_rate",
-                "admin", "item", "key_prefix", "quiet", "requests_out", "method", "read_keys"});
+  ParseCommand(
+      argc, argv, "load",
+      "chainctl load: open-loop load with a summary table (and --json).\n\n"
+      "  chainctl load --gateway=HOST:PORT --rps=N --duration=D --budget=B "
+      "[--concurrency=C] [--json=FILE|-] [--admin=H:P,...] [--requests-out=FILE] "
+      "[--method=place-order|get-order [--read-keys=N]] [--client-throttle=K]",
+      {"gateway", "rps", "duration", "budget", "concurrency", "json", "max_error_rate", "admin",
+       "item", "key_prefix", "quiet", "requests_out", "method", "read_keys", "client_throttle"});
   LoadOptions o;
   o.gateway = absl::GetFlag(FLAGS_gateway);
   o.rps = absl::GetFlag(FLAGS_rps);
@@ -203,6 +208,19 @@ int Load(int argc, char** argv) {
   const std::string requests_path = absl::GetFlag(FLAGS_requests_out);
   const std::string method = absl::GetFlag(FLAGS_method);
   o.read_keys = absl::GetFlag(FLAGS_read_keys);
+  const double throttle_k = absl::GetFlag(FLAGS_client_throttle);
+  if (throttle_k != 0) {
+    ClientThrottlePolicy policy;
+    policy.k = throttle_k;
+    if (absl::Status s = ValidateClientThrottlePolicy(policy); !s.ok()) {
+      return Fail("load", absl::StrCat("--client-throttle=", throttle_k,
+                                       ": 0 (off) or a number >= 1 (", s.message(), ")"));
+    }
+    // Seconds, not the book's two minutes: a load run is seconds long, and
+    // the throttle must follow the gateway within it.
+    policy.window = absl::Seconds(5);
+    o.client_throttle = policy;
+  }
   if (method == "get-order") {
     o.method = LoadMethod::kGetOrder;
   } else if (method != "place-order") {

@@ -35,6 +35,7 @@ void SummaryBuilder::Add(const CallRecord& call) { calls_.push_back(call); }
 LoadSummary SummaryBuilder::Build() const {
   LoadSummary s;
   s.not_sent = not_sent_;
+  s.client_throttled = client_throttled_;
   std::vector<double> latencies, ok_latencies;
   for (const CallRecord& c : calls_) {
     ++s.sent;
@@ -105,6 +106,9 @@ std::string FormatSummaryTable(const LoadSummary& s) {
   row("sent", absl::StrCat(s.sent));
   row("ok", absl::StrCat(s.ok));
   if (s.not_sent > 0) row("not sent (concurrency limit)", absl::StrCat(s.not_sent));
+  if (s.client_throttled > 0) {
+    row("not sent (client throttle)", absl::StrCat(s.client_throttled));
+  }
   for (const auto& [code, n] : s.errors_by_code) row(absl::StrCat("error ", code), absl::StrCat(n));
   for (const auto& [source, hops] : s.deadline_exceeded_by_source) {
     for (const auto& [hop, n] : hops) {
@@ -159,7 +163,8 @@ std::string JsonNumber(double v) {
 
 std::string FormatSummaryJson(const LoadSummary& s) {
   std::string out = "{";
-  absl::StrAppend(&out, "\"sent\":", s.sent, ",\"ok\":", s.ok, ",\"not_sent\":", s.not_sent);
+  absl::StrAppend(&out, "\"sent\":", s.sent, ",\"ok\":", s.ok, ",\"not_sent\":", s.not_sent,
+                  ",\"client_throttled\":", s.client_throttled);
   absl::StrAppend(&out, ",\"errors_by_code\":{");
   bool first = true;
   for (const auto& [code, n] : s.errors_by_code) {

@@ -60,7 +60,10 @@ struct ServiceDelta {
 struct LoadSummary {
   int64_t sent = 0;
   int64_t ok = 0;
-  int64_t not_sent = 0;                           // open loop: dropped at the concurrency limit
+  int64_t not_sent = 0;  // open loop: dropped at the concurrency limit
+  // Refused by the client's own adaptive throttle (--client-throttle): made
+  // by the application, never sent. OK ratios count them as requests.
+  int64_t client_throttled = 0;
   std::map<std::string, int64_t> errors_by_code;  // canonical code name -> count
   std::map<std::string, std::map<std::string, int64_t>> deadline_exceeded_by_source;
   int64_t retries = 0;
@@ -109,6 +112,7 @@ class SummaryBuilder {
  public:
   void Add(const CallRecord& call);
   void CountNotSent() { ++not_sent_; }
+  void CountClientThrottled() { ++client_throttled_; }
   void AddService(const ServiceDelta& delta) { services_.push_back(delta); }
   // How long the run took, first call to last answer.
   void SetTotal(absl::Duration total) { total_ = total; }
@@ -118,6 +122,7 @@ class SummaryBuilder {
   std::vector<CallRecord> calls_;
   std::vector<ServiceDelta> services_;
   int64_t not_sent_ = 0;
+  int64_t client_throttled_ = 0;
   absl::Duration total_ = absl::ZeroDuration();
 };
 
