@@ -12,11 +12,13 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "demo/demo.grpc.pb.h"
 #include "hopbudget/client.h"
+#include "hopbudget/client_throttle.h"
 #include "hopbudget/http_exporter.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/race_grpc.h"
@@ -113,6 +115,24 @@ absl::Status RetryingChannelSetup() {
   auto stub = Ledger::NewStub(*channel);  // unchanged stub code
   // [END retrying_channel]
   return absl::OkStatus();
+}
+
+absl::Status ClientThrottleUse(Gateway::Stub* gateway, const Order& order, OrderResult& result) {
+  // [START client_throttle]
+  // One per backend, shared by every call to it (thread-safe, lock-free).
+  static auto* throttle =
+      hopbudget::ClientThrottle::Create({}, &hopbudget::Clock::Real()).value().release();  // k = 2
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> uniform01(0.0, 1.0);
+  if (throttle->Decide(uniform01(rng)) == hopbudget::ThrottleDecision::kRejectLocally) {
+    return absl::ResourceExhaustedError("throttled here: the gateway is refusing most calls");
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  grpc::Status s = gateway->PlaceOrder(&ctx, order, &result);
+  throttle->Record(hopbudget::BackendAnswerOf(static_cast<absl::StatusCode>(s.error_code())));
+  // [END client_throttle]
+  return s.ok() ? absl::OkStatus() : absl::UnknownError(s.error_message());
 }
 
 absl::Status RetryLoopUse(Ledger::Stub* ledger, grpc::ServerContext* ctx,
