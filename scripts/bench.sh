@@ -4,7 +4,9 @@
 #
 #   ./scripts/bench.sh              # full run (< 15 min on 2 cores, build included)
 #   ./scripts/bench.sh --quick      # smoke run, about 2 minutes once built
-#   ./scripts/bench.sh --out DIR    # report directory (default build/bench-report)
+#   ./scripts/bench.sh --out DIR    # report directory (default: bench/results for a
+#                                    # full run, whose report.md and chart.png are kept in
+#                                    # the repository; build/bench-report for --quick or --only)
 #   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission
 #   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
 #   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
@@ -25,8 +27,9 @@ cd "$(hopbudget_root)"
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
-out=build/bench-report
-only="overhead,precision,cancel,scale,micro,chain,hedge,admission"
+out=""
+all_sections="overhead,precision,cancel,scale,micro,chain,hedge,admission"
+only="$all_sections"
 build_dir=build/bench
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -55,6 +58,14 @@ for s in ${only//,/ }; do
   esac
 done
 wants() { [[ ",$only," == *",$1,"* ]]; }
+# Only a full run of every section replaces the kept report.
+if [ -z "$out" ]; then
+  if [ "$quick" = 0 ] && [ "$only" = "$all_sections" ]; then
+    out=bench/results
+  else
+    out=build/bench-report
+  fi
+fi
 
 # ---------------------------------------------------------------- settings
 if [ "$quick" = 1 ]; then
