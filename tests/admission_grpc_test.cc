@@ -211,6 +211,10 @@ TEST_P(AdmissionGrpcTest, SaturatedServerServesWhatCanFinishAndRefusesTheRestUns
   BudgetPolicy policy;
   policy.hop_reserve = absl::Milliseconds(25);
   AdmissionOptions o = Limit(2, 100);
+  // The deadline-driven refusals are the point here; the queue stays
+  // non-empty for longer than lifo_after, which with overload_wait would
+  // turn waiters away as overload first (OverloadIsShedWithPushback...).
+  o.policy.overload_wait = absl::InfiniteDuration();
   o.policy.predict = true;  // learns 50 ms from the first two answers
   o.policy.predict_min_samples = 2;
   o.policy.predict_window = 16;
@@ -291,6 +295,30 @@ TEST_P(AdmissionGrpcTest, CallWhoseBudgetRunsOutInTheQueueIsAnsweredAtOnceUnstar
   EXPECT_GE(attribution->elapsed, absl::Milliseconds(600));
   EXPECT_LT(a.took, absl::Milliseconds(2000));
   EXPECT_EQ(counters_.started.load(), 1);  // the blocker only
+}
+
+TEST_P(AdmissionGrpcTest, SustainedOverloadTurnsAWaiterAwayWithPushbackLongBeforeItsDeadline) {
+  // One slot, held for 2 s; a caller with 5 s waits. Once the queue has not
+  // been empty for lifo_after (100 ms), a waiter older than overload_wait
+  // (10 ms) is refused as overload, with pushback: at about 100 ms, not at
+  // its deadline nor when the blocker ends.
+  Start(Limit(1, 10));
+  std::thread blocker([&] { CallOnce(absl::Seconds(5), 2000); });
+  while (counters_.started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const Answer a = CallOnce(absl::Seconds(5), 0);
+  blocker.join();
+  EXPECT_EQ(a.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << a.status.error_message();
+  auto one = [&](const char* key) {
+    auto it = a.trailers.find(key);
+    return it == a.trailers.end() ? std::string("<absent>") : it->second;
+  };
+  EXPECT_EQ(one(kShedTrailer), "queue_timeout");
+  EXPECT_EQ(one(kPushbackHeader), "100");
+  EXPECT_GE(a.took, absl::Milliseconds(90));
+  EXPECT_LT(a.took, absl::Milliseconds(1500));  // the blocker holds its slot for 2 s
+  EXPECT_EQ(counters_.started.load(), 1);
+  EXPECT_EQ(Stats().shed[static_cast<int>(ArrivalDecision::kShedQueueTimeout)], 1u);
 }
 
 TEST_P(AdmissionGrpcTest, OverLimitWithoutQueueIsShedWithPushback) {
