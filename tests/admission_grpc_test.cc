@@ -280,7 +280,9 @@ TEST_P(AdmissionGrpcTest, CallWhoseBudgetRunsOutInTheQueueIsAnsweredAtOnceUnstar
   // a 100 ms call's refusal).
   BudgetPolicy policy;
   policy.hop_reserve = absl::Milliseconds(200);
-  Start(Limit(1, 10), policy);
+  AdmissionOptions o = Limit(1, 10);
+  o.policy.overload_wait = absl::InfiniteDuration();  // the deadline path, not overload's
+  Start(o, policy);
   std::thread blocker([&] { CallOnce(absl::Seconds(5), 2500); });
   while (counters_.started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const Answer a = CallOnce(absl::Seconds(1), 0);
@@ -370,6 +372,7 @@ TEST_P(AdmissionGrpcTest, CallThatCannotFinishIsRefusedOnArrival) {
 TEST_P(AdmissionGrpcTest, WaitingCallsHoldNoThread) {
   AdmissionOptions o = Limit(1, 1000);
   o.policy.max_wait = absl::Seconds(30);
+  o.policy.overload_wait = absl::InfiniteDuration();  // they wait for the blocker
   Start(o);
   auto threads_now = [] {
     std::ifstream status("/proc/self/status");

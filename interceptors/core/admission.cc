@@ -219,19 +219,6 @@ struct Admission::Locked {
     queued->fetch_sub(1, std::memory_order_seq_cst);
     if (by_seq.empty()) nonempty_since = absl::InfiniteFuture();
   }
-  bool Overloaded(absl::Time now, absl::Duration lifo_after) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return PickQueueOrder(nonempty_since, now, lifo_after) == QueueOrder::kNewestFirst;
-  }
-  // When the oldest waiter passes overload_wait under sustained overload:
-  // the later of the time the overload began and its own bound.
-  absl::Time OldestOverloadExpiry(absl::Duration lifo_after, absl::Duration overload_wait) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    if (by_seq.empty() || overload_wait == absl::InfiniteDuration()) {
-      return absl::InfiniteFuture();
-    }
-    return std::max(nonempty_since + lifo_after, by_seq.begin()->second->enqueued + overload_wait);
-  }
   Waiter* Pop(absl::Time now, absl::Duration lifo_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (by_seq.empty()) return nullptr;
     Waiter* w;
@@ -334,8 +321,14 @@ ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline, const LatencyP
   w->expiry = std::min(
       deadline == absl::InfiniteFuture() ? absl::InfiniteFuture() : deadline - min_attempt_budget_,
       now + policy_.max_wait);
-  if (locked_->Overloaded(now, policy_.lifo_after)) {
-    w->expiry = std::min(w->expiry, now + policy_.overload_wait);
+  if (policy_.overload_wait != absl::InfiniteDuration()) {
+    // While this waiter is queued the queue is not empty, so the sustained
+    // overload it may meet begins at a time known now: lifo_after after the
+    // queue last became non-empty (now, if it is empty). From then on it
+    // waits at most overload_wait.
+    const absl::Time nonempty_since = locked_->by_seq.empty() ? now : locked_->nonempty_since;
+    w->expiry = std::min(
+        w->expiry, std::max(nonempty_since + policy_.lifo_after, now + policy_.overload_wait));
   }
   locked_->Push(w);
   // A release that ran between our look at in_flight and the push saw an
@@ -419,7 +412,8 @@ void Admission::Expire(Ready* ready) {
   const absl::Time now = clock_.Now();
   Locked& q = *locked_;
   internal::MutexLock lock(&q.mu);
-  auto shed = [&](Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(q.mu) {
+  while (!q.by_expiry.empty() && q.by_expiry.begin()->first <= now) {
+    Waiter* w = q.by_seq.at(q.by_expiry.begin()->second);
     q.Erase(w);
     const ArrivalDecision why =
         w->deadline != absl::InfiniteFuture() && w->deadline - now < min_attempt_budget_
@@ -427,23 +421,12 @@ void Admission::Expire(Ready* ready) {
             : ArrivalDecision::kShedQueueTimeout;
     shed_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
     ready->shed.emplace_back(w, why);
-  };
-  while (!q.by_expiry.empty() && q.by_expiry.begin()->first <= now) {
-    shed(q.by_seq.at(q.by_expiry.begin()->second));
-  }
-  // Waiters that arrived before the overload began carry their long bound:
-  // once it has begun they leave by age, oldest first.
-  while (q.OldestOverloadExpiry(policy_.lifo_after, policy_.overload_wait) <= now) {
-    shed(q.by_seq.begin()->second);
   }
 }
 
 absl::Time Admission::NextExpiry() const {
   internal::MutexLock lock(&locked_->mu);
-  const absl::Time by_own_bound =
-      locked_->by_expiry.empty() ? absl::InfiniteFuture() : locked_->by_expiry.begin()->first;
-  return std::min(by_own_bound,
-                  locked_->OldestOverloadExpiry(policy_.lifo_after, policy_.overload_wait));
+  return locked_->by_expiry.empty() ? absl::InfiniteFuture() : locked_->by_expiry.begin()->first;
 }
 
 bool Admission::Leave(Waiter* w) {

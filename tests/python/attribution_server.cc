@@ -50,8 +50,11 @@ AdmissionOptions Admit(int in_flight, int queue, bool predict) {
   o.enabled = true;
   o.policy.max_in_flight = in_flight;
   o.policy.max_queue = queue;
-  // A blocker hangs for the whole test: nothing should reach max_wait.
+  // A blocker hangs for the whole test: nothing should reach max_wait, and
+  // the queue is never empty, so overload_wait would turn every waiter away
+  // as overload after 100 ms; the queue-wait answers are the point here.
   o.policy.max_wait = absl::Seconds(10);
+  o.policy.overload_wait = absl::InfiniteDuration();
   o.policy.predict = predict;
   o.policy.predict_min_samples = 5;
   o.policy.predict_window = 16;

@@ -269,8 +269,10 @@ class Admission {
     // The method's predictor, asked again when the waiter's turn comes
     // (it may have learnt since); nullptr: no prediction.
     const LatencyPredictor* predictor = nullptr;
-    // min(deadline - min_attempt_budget, enqueued + max_wait), and
-    // enqueued + overload_wait when it arrived during sustained overload.
+    // min(deadline - min_attempt_budget, enqueued + max_wait,
+    //     max(the overload's start, enqueued + overload_wait)): the queue
+    // stays non-empty while the waiter is in it, so the sustained overload
+    // it may meet starts lifo_after after the queue last became non-empty.
     absl::Time expiry;
     uint64_t seq = 0;
     void* user = nullptr;  // for the caller: its call
