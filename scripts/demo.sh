@@ -8,7 +8,8 @@
 # hop, runs a short mixed load with random faults, audits both ledgers (every
 # order at most once, by key and by content; every acknowledged one exactly
 # once), reads orders back through two ledger replicas (one slow 5 % of the
-# time) with and without hedging, bounds orders' calls to a slow ledger, and
+# time) with and without hedging, bounds orders' calls to a slow ledger,
+# watches an order through both chains while the ledger goes silent, and
 # shows where to look.
 #
 #   ./scripts/demo.sh          # report, then keeps both chains up until Ctrl-C
@@ -346,6 +347,57 @@ else
   failures=$((failures + 1))
 fi
 
+# watch_order LABEL GATEWAY NAME: chainctl watch of the order demo-watch, 800 ms.
+watch_order() {
+  "$chainctl" watch --gateway "$2" --key demo-watch --budget 800ms >"$work/watch-$1-$3.out" \
+    2>&1 || true
+}
+both_watches() {
+  watch_order baseline "127.0.0.1:${P[bl-gateway]}" "$1" &
+  watch_order hopbudget "127.0.0.1:${P[hb-gateway]}" "$1" &
+  wait
+}
+# Of a watch's output: its messages, when it ended, and the budget that
+# ended it ("idle at orders").
+w_msgs() { grep -o '[0-9]* message(s)' "$1" | head -1 | cut -d' ' -f1; }
+w_after() { grep -o '^[A-Z_]* after [0-9.]*ms' "$1" | head -1 | awk '{print $3}'; }
+w_by() {
+  grep -o 'attribution: source=[a-z-]* hop=[^ ]* budget=[^ ]*' "$1" | head -1 |
+    sed 's/attribution: source=//; s/ hop=/ at /; s/ budget=/, budget /'
+}
+echo
+echo "==> a watch (WatchOrder, a server stream) through the chain, then a silent ledger"
+echo "    the ledger sends the order's state every 100 ms; client budget 800 ms"
+echo "    why: a silent stream looks like a slow one; hopbudget's orders allows the ledger"
+echo "    300 ms of silence (the gateway allows orders 500 ms: idle budgets nest) and cuts it"
+echo "    there, source idle; baseline has no idle budget: the watch waits for the deadline"
+for g in bl-gateway hb-gateway; do
+  "$chainctl" order --gateway "127.0.0.1:${P[$g]}" --budget 800ms --key demo-watch >/dev/null ||
+    true
+done
+step both_watches healthy || true
+for l in bl-ledger hb-ledger; do
+  "$chainctl" faults --admin "127.0.0.1:${P[$l]}" --silence >/dev/null
+done
+step both_watches silent || true
+for l in bl-ledger hb-ledger; do
+  "$chainctl" faults --admin "127.0.0.1:${P[$l]}" --silence=false >/dev/null
+done
+wb="$work/watch-baseline" wh="$work/watch-hopbudget"
+printf "   %-42s %-34s %s\n" "" baseline hopbudget
+printf "   %-42s %-34s %s\n" "healthy: messages in 800 ms" "$(w_msgs "$wb-healthy.out")" \
+  "$(w_msgs "$wh-healthy.out")"
+printf "   %-42s %-34s %s\n" "silent ledger: the watch ended after" "$(w_after "$wb-silent.out")" \
+  "$(w_after "$wh-silent.out")"
+printf "   %-42s %-34s %s\n" "silent ledger: ended by" "$(w_by "$wb-silent.out")" \
+  "$(w_by "$wh-silent.out")"
+check '[ "$(w_msgs "$wh-healthy.out")" -ge 3 ] 2>/dev/null' \
+  "hopbudget: the watch's messages came through the three hops"
+check '[ "$(w_by "$wh-silent.out" | cut -d, -f1)" = "idle at orders" ]' \
+  "hopbudget: the silent ledger was cut at orders' idle budget (source idle, hop orders)"
+check '[ "$(w_by "$wb-silent.out" | cut -d, -f1)" = "client at chainctl" ]' \
+  "baseline: the silent watch waited for the client's own deadline (no idle budget)"
+
 echo
 echo "where to look:"
 for s in hb-gateway hb-orders hb-ledger hb-replica bl-gateway bl-orders bl-ledger bl-replica; do
@@ -360,6 +412,7 @@ echo "  $chainctl faults --admin 127.0.0.1:${P[hb-ledger]} --hang 0.2 --latency 
 echo "  $chainctl load --gateway 127.0.0.1:${P[hb-gateway]} --rps 50 --duration 10s --budget 800ms --admin $hb"
 echo "  $chainctl load --method get-order --gateway 127.0.0.1:${P[hb-gateway]} --rps 100 --duration 5s --budget 2s --admin 127.0.0.1:${P[hb-orders]}"
 echo "  $chainctl stats --admin $hb"
+echo "  $chainctl watch --gateway 127.0.0.1:${P[hb-gateway]} --key demo-watch --budget 2s"
 if [ "${M[hb-gateway]}" != 0 ]; then
   echo "  $chainctl metrics --targets 127.0.0.1:${M[hb-gateway]},127.0.0.1:${M[hb-orders]},127.0.0.1:${M[hb-ledger]}"
 fi

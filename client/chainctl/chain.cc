@@ -81,6 +81,44 @@ OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order, abs
   return o;
 }
 
+WatchOutcome WatchOrder(
+    demo::Gateway::Stub& stub, const std::string& key, absl::Duration budget,
+    const std::function<void(const demo::OrderStatus&, absl::Duration)>& on_message) {
+  WatchOutcome o;
+  grpc::ClientContext ctx;
+  const absl::Time start = absl::Now();
+  SetUpContext(ctx, start, budget);
+  demo::OrderKey request;
+  request.set_key(key);
+  std::unique_ptr<grpc::ClientReader<demo::OrderStatus>> reader = stub.WatchOrder(&ctx, request);
+  absl::Time last = start;
+  demo::OrderStatus message;
+  while (reader->Read(&message)) {
+    last = absl::Now();
+    ++o.messages;
+    on_message(message, last - start);
+  }
+  o.status = reader->Finish();
+  const absl::Time end = absl::Now();
+  o.latency = end - start;
+  o.silence = end - last;
+  if (absl::optional<Attribution> a = AttributionOf(o.status); a.has_value()) {
+    o.source = std::string(DeadlineSourceName(a->source));
+    o.hop = a->hop;
+    o.attribution =
+        absl::StrCat("source=", o.source, " hop=", a->hop.empty() ? "?" : a->hop,
+                     " budget=", FormatBudget(a->budget), " elapsed=", FormatBudget(a->elapsed));
+  }
+  return o;
+}
+
+bool WatchLastedItsBudget(const WatchOutcome& o) {
+  if (o.status.ok()) return true;
+  return o.status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+         (o.source == DeadlineSourceName(DeadlineSource::kClient) ||
+          o.source == DeadlineSourceName(DeadlineSource::kRequest));
+}
+
 namespace {
 grpc::Status AdminCall(
     const std::string& admin,

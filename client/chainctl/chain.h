@@ -15,6 +15,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -45,6 +46,29 @@ struct OrderOutcome {
 // call then (TryCancel) and waits for it to end.
 OrderOutcome PlaceOrder(demo::Gateway::Stub& stub, const demo::Order& order, absl::Duration budget,
                         absl::optional<absl::Duration> cancel_after = absl::nullopt);
+
+struct WatchOutcome {
+  grpc::Status status;  // how the stream ended
+  int messages = 0;
+  absl::Duration latency = absl::ZeroDuration();  // from the start to the status
+  // From the last message (or the start, when none came) to the status.
+  absl::Duration silence = absl::ZeroDuration();
+  std::string attribution;  // as OrderOutcome's, or ""
+  std::string source, hop;  // of the attribution
+};
+
+// Watches the order `key` through the gateway (WatchOrder) with `budget`:
+// calls `on_message` with each message as it arrives and the time since
+// the start, and returns how the stream ended (one blocking call).
+WatchOutcome WatchOrder(
+    demo::Gateway::Stub& stub, const std::string& key, absl::Duration budget,
+    const std::function<void(const demo::OrderStatus&, absl::Duration)>& on_message);
+
+// A watch "lasted its budget": it ended OK, or DEADLINE_EXCEEDED by a
+// whole-call deadline (source client: the budget the client asked for; or
+// request: a hop's cap on every request). Any other end (an idle cut, an
+// error, a cancel) is a failed watch.
+bool WatchLastedItsBudget(const WatchOutcome& outcome);
 
 absl::StatusOr<demo::Stats> GetStats(const std::string& admin, bool reset = false);
 absl::StatusOr<demo::Faults> SetFaults(const std::string& admin, const demo::Faults& faults);

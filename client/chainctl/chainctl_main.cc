@@ -3,6 +3,7 @@
 // chainctl: drives the demo chain (server/).
 //
 //   chainctl order   --gateway H:P --budget 800ms [--key K] [--item sku:qty,...]
+//   chainctl watch   --gateway H:P --key K [--budget 800ms]   (WatchOrder, message by message)
 //   chainctl load    --gateway H:P --rps N --duration D --budget B [--concurrency C]
 //                    [--json FILE] [--admin H:P,H:P,H:P] [--requests-out FILE]
 //                    [--method place-order|get-order [--read-keys N]]
@@ -10,7 +11,7 @@
 //   chainctl probe   --gateway H:P --admin G,O,L         (the client deadline reaches every hop)
 //   chainctl metrics --targets H:P,H:P,H:P [--watch] [--json]     (HTTP ports)
 //   chainctl faults  --admin H:P [--latency SPEC] [--error-rate P] [--hang P]
-//                    [--hang-next N] [--slow-commit D] [--clear]
+//                    [--hang-next N] [--slow-commit D] [--silence[=false]] [--clear]
 //   chainctl stats   --admin H:P,H:P,H:P
 //   chainctl scenarios --hopbudget G,O,L --baseline G,O,L [--orders N] [--only a,b]
 //                    [--hopbudget-requests-out FILE] [--baseline-requests-out FILE]
@@ -82,6 +83,8 @@ ABSL_FLAG(double, hang, 0, "probability of hanging until cancelled, 0..1");
 ABSL_FLAG(int, hang_next, 0, "the next N calls hang");
 ABSL_FLAG(absl::Duration, slow_commit, absl::ZeroDuration(),
           "ledger: each commit first waits this long");
+ABSL_FLAG(bool, silence, false,
+          "ledger: WatchOrder streams send no message, staying open (--silence=false ends it)");
 ABSL_FLAG(bool, clear, false, "start from no faults instead of the current ones");
 ABSL_FLAG(std::string, hopbudget, "",
           "the hopbudget chain: GATEWAY,ORDERS,LEDGER gRPC HOST:PORTs (required)");
@@ -101,6 +104,8 @@ constexpr char kUsage[] =
     "usage: chainctl <command> [flags]   (chainctl <command> --help for its flags)\n"
     "  order      place one order; prints the result, the attribution of a failure and\n"
     "             the per-hop budget waterfall\n"
+    "  watch      watch one order's status (WatchOrder) through the chain: each message as\n"
+    "             it arrives, then how the stream ended and the budget that ended it\n"
     "  load       open-loop load with a summary table (and --json)\n"
     "  metrics    the inspection table of the services' /metrics\n"
     "  faults     change a service's faults at run time (Admin service)\n"
@@ -182,6 +187,48 @@ int Order(int argc, char** argv) {
   }
   if (!o.waterfall.empty()) std::cout << o.waterfall << (o.waterfall.back() == '\n' ? "" : "\n");
   return o.status.ok() ? 0 : 1;
+}
+
+std::string Ms(absl::Duration d) {
+  return absl::StrFormat("%.1fms", absl::ToDoubleMilliseconds(d));
+}
+
+int Watch(int argc, char** argv) {
+  ParseCommand(argc, argv, "watch",
+               "chainctl watch: watch one order's status through the chain (WatchOrder): prints "
+               "each message as it arrives, then the status the stream ended with and its "
+               "attribution (the budget that ended it: source, hop, budget, elapsed). A watch "
+               "runs until a deadline ends it: exit 0 when that was a whole-call deadline (the "
+               "--budget asked, source client, or a hop's request cap, source request), 1 when "
+               "anything else ended it (an idle cut, an error, a cancel).\n\n"
+               "  chainctl watch --gateway=HOST:PORT --key=K [--budget=800ms]",
+               {"gateway", "key", "budget"});
+  const std::string gateway = absl::GetFlag(FLAGS_gateway);
+  const std::string key = absl::GetFlag(FLAGS_key);
+  const absl::Duration budget = absl::GetFlag(FLAGS_budget);
+  cli::ExitIfBad("chainctl watch",
+                 cli::FirstError({cli::Required("gateway", gateway), cli::Required("key", key),
+                                  cli::Positive("budget", budget)}));
+  if (key.size() > 128) {
+    return Fail("watch", absl::StrCat("--key=", key.substr(0, 16), "...: ", key.size(),
+                                      " bytes (an order key has 1..128)"));
+  }
+  auto stub = demo::Gateway::NewStub(EdgeChannel(gateway));
+  WatchOutcome o =
+      WatchOrder(*stub, key, budget, [](const demo::OrderStatus& m, absl::Duration at) {
+        std::cout << "message " << m.seq() << " after " << Ms(at) << ": "
+                  << demo::OrderStatus::State_Name(m.state());
+        if (m.state() == demo::OrderStatus::COMMITTED) {
+          std::cout << " order_id=" << m.result().order_id();
+        }
+        std::cout << " key=" << m.key() << std::endl;  // as it arrives
+      });
+  std::cout << absl::StatusCodeToString(static_cast<absl::StatusCode>(o.status.error_code()))
+            << " after " << Ms(o.latency) << ", " << o.messages << " message(s), silent for "
+            << Ms(o.silence) << " before the end" << (o.status.error_message().empty() ? "" : ": ")
+            << o.status.error_message() << "\n";
+  if (!o.attribution.empty()) std::cout << "attribution: " << o.attribution << "\n";
+  return WatchLastedItsBudget(o) ? 0 : 1;
 }
 
 int Load(int argc, char** argv) {
@@ -393,8 +440,8 @@ int FaultsCmd(int argc, char** argv) {
       "chainctl faults: change a service's faults at run time (Admin service); flags not given "
       "keep their current value (--clear: start from none).\n\n"
       "  chainctl faults --admin=HOST:PORT [--latency=SPEC] [--error-rate=P] [--hang=P] "
-      "[--hang-next=N] [--slow-commit=D] [--clear]",
-      {"admin", "latency", "error_rate", "hang", "hang_next", "slow_commit", "clear"});
+      "[--hang-next=N] [--slow-commit=D] [--silence[=false]] [--clear]",
+      {"admin", "latency", "error_rate", "hang", "hang_next", "slow_commit", "silence", "clear"});
   const std::string admin = absl::GetFlag(FLAGS_admin);
   const std::string latency = absl::GetFlag(FLAGS_latency);
   cli::ExitIfBad("chainctl faults",
@@ -425,6 +472,7 @@ int FaultsCmd(int argc, char** argv) {
   if (cl.WasSet("slow_commit")) {
     f.set_slow_commit_ms(absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_slow_commit)));
   }
+  if (cl.WasSet("silence")) f.set_silence(absl::GetFlag(FLAGS_silence));
   absl::StatusOr<demo::Faults> now = SetFaults(admin, f);
   if (!now.ok()) {
     std::cerr << "chainctl: " << now.status() << "\n";
@@ -432,7 +480,8 @@ int FaultsCmd(int argc, char** argv) {
   }
   std::cout << admin << ": latency=" << now->latency() << " error_rate=" << now->error_rate()
             << " hang_rate=" << now->hang_rate() << " hang_next=" << now->hang_next()
-            << " slow_commit_ms=" << now->slow_commit_ms() << "\n";
+            << " slow_commit_ms=" << now->slow_commit_ms()
+            << " silence=" << (now->silence() ? "true" : "false") << "\n";
   return 0;
 }
 
@@ -553,6 +602,7 @@ int Main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "order") return Order(argc, argv);
+  if (cmd == "watch") return Watch(argc, argv);
   if (cmd == "load") return Load(argc, argv);
   if (cmd == "metrics") return Metrics(argc, argv);
   if (cmd == "faults") return FaultsCmd(argc, argv);

@@ -15,6 +15,7 @@ Faults FaultsToProto(const FaultConfig& c) {
   f.set_hang_rate(c.hang_rate);
   f.set_hang_next(c.hang_next);
   f.set_slow_commit_ms(absl::ToInt64Milliseconds(c.slow_commit));
+  f.set_silence(c.silence);
   return f;
 }
 
@@ -28,6 +29,7 @@ absl::StatusOr<FaultConfig> FaultsFromProto(const Faults& f) {
   c.hang_next = f.hang_next();
   if (f.slow_commit_ms() < 0) return absl::InvalidArgumentError("slow_commit_ms < 0");
   c.slow_commit = absl::Milliseconds(f.slow_commit_ms());
+  c.silence = f.silence();
   if (absl::Status s = ValidateFaultConfig(c); !s.ok()) return s;
   return c;
 }

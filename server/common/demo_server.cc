@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "google/protobuf/descriptor.h"
 #include "hopbudget/server.h"
 
 namespace hopbudget::demo {
@@ -19,6 +20,35 @@ DemoProcess::DemoProcess(CommonFlags common, const FaultConfig& faults, FaultSup
       admin_(&stats_, &faults_, AdminOptions{common_.name, common_.verbose, support}),
       outgoing_(common_.mode, common_.baseline_timeout) {}
 
+std::vector<std::string> AdmittedMethods() {
+  std::vector<std::string> methods;
+  const google::protobuf::FileDescriptor* file = Order::descriptor()->file();
+  for (int s = 0; s < file->service_count(); ++s) {
+    const google::protobuf::ServiceDescriptor* service = file->service(s);
+    for (int m = 0; m < service->method_count(); ++m) {
+      const google::protobuf::MethodDescriptor* method = service->method(m);
+      if (method->client_streaming() || method->server_streaming()) continue;
+      methods.push_back(absl::StrCat("/", service->full_name(), "/", method->name()));
+    }
+  }
+  return methods;
+}
+
+grpc::Status RelayWatch(grpc::ClientContext& down, grpc::ClientReader<OrderStatus>& below,
+                        grpc::ServerWriter<OrderStatus>& caller) {
+  OrderStatus message;
+  while (below.Read(&message)) {
+    if (!caller.Write(message)) {
+      down.TryCancel();
+      // Finish() needs every message read.
+      while (below.Read(&message)) {
+      }
+      break;
+    }
+  }
+  return below.Finish();
+}
+
 namespace {
 
 // Past the gRPC deadline of the call (the sync API may tell IsCancelled()
@@ -27,18 +57,17 @@ bool PastDeadline(const grpc::ServerContext& ctx) {
   return std::chrono::system_clock::now() > ctx.deadline();
 }
 
-// What a handler answers when it stopped because its call ended: never sent
-// to a caller that left, but DEADLINE_EXCEEDED lets hopbudget's interceptor
-// attribute and count an expiry as one.
-grpc::Status StoppedStatus(const grpc::ServerContext& ctx) {
+}  // namespace
+
+// Never sent to a caller that left, but DEADLINE_EXCEEDED lets hopbudget's
+// interceptor attribute and count an expiry as one.
+grpc::Status DemoProcess::StoppedStatus(const grpc::ServerContext& ctx) {
   const InboundBudget* budget = InboundBudget::Of(ctx);
   const bool expired =
       (budget != nullptr && budget->remaining() <= absl::ZeroDuration()) || PastDeadline(ctx);
   return expired ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "expired during work")
                  : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled during work");
 }
-
-}  // namespace
 
 bool DemoProcess::SleepUnlessCancelled(const grpc::ServerContext& ctx, absl::Duration d) {
   const absl::Time end = absl::Now() + d;
@@ -118,6 +147,7 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
     run.admission.enabled = common_.admission;
     run.admission.policy = AdmissionPolicyOf(common_);
     run.admission.handlers = HandlerThreads::kBlocking;
+    run.admission.methods = AdmittedMethods();  // streams left out: see AdmittedMethods()
   }
   run.retry_policy = retry_policy_;
   run.peers = common_.peers;

@@ -39,6 +39,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -61,6 +62,29 @@ struct CallStart {
   std::shared_ptr<DeadlineAccounting::Work> work;  // the accounting of this call
 };
 
+// The methods admission covers in the demo: every unary method of
+// demo.proto's services ("/hopbudget.demo.Ledger/Commit", ...), never a
+// streaming one (WatchOrder). Why: an admitted call holds its admission slot
+// until its handler returns, and a watch lasts as long as its caller's
+// deadline: a few watches would take the slots unary calls need, and the
+// adaptive limit and the cannot-finish predictor would learn the watch's
+// seconds as "handler time". A watch is bounded by its deadline and its
+// idle budget instead.
+std::vector<std::string> AdmittedMethods();
+
+// Relays a WatchOrder stream read from the hop below (`below`, called with
+// `down`) to this hop's caller, message by message, and returns the status
+// the stream below ended with, unchanged: a DEADLINE_EXCEEDED keeps the
+// attribution of the hop where its budget fired (an idle cut further down
+// stays that hop's). When the caller has left (a write fails) it cancels
+// the stream below and drains it. The same in both modes; what differs is
+// `down` (outgoing.h: hopbudget's propagates the caller's deadline and
+// cancel) and the channel (hopbudget's has the stream idle budget). A
+// baseline relay blocked on a silent stream notices nothing until its own
+// constant timeout: nothing propagates its caller's cancel.
+grpc::Status RelayWatch(grpc::ClientContext& down, grpc::ClientReader<OrderStatus>& below,
+                        grpc::ServerWriter<OrderStatus>& caller);
+
 class DemoProcess {
  public:
   // `support`: the faults this hop can inject (LedgerFaultSupport() for the
@@ -82,10 +106,18 @@ class DemoProcess {
 
   // Waits `d`, or until `ctx` is cancelled (false then).
   static bool SleepUnlessCancelled(const grpc::ServerContext& ctx, absl::Duration d);
+  // What a handler answers when it stopped because its call ended:
+  // DEADLINE_EXCEEDED when the call's budget ran out (so that hopbudget's
+  // interceptor attributes and counts it as an expiry), else CANCELLED.
+  static grpc::Status StoppedStatus(const grpc::ServerContext& ctx);
+  // True once the server began draining (see Begin): a long handler (a
+  // watch) stops at its next step.
+  bool draining() const { return draining_.load(); }
 
   // Runs the server with `services` (not owned) and the Admin service until
   // SIGINT/SIGTERM (RunServer), draining `shield` (may be null) at
-  // shutdown. Returns the exit code.
+  // shutdown. Admission (hopbudget mode, --admission) covers the unary
+  // methods of demo.proto only: see AdmittedMethods(). Returns the exit code.
   int Serve(const std::vector<grpc::Service*>& services, Shield* shield);
   // The retry policy of this hop's downstream calls, shown on /deadlinez.
   void SetRetryPolicy(const RetryPolicy& policy) { retry_policy_ = policy; }

@@ -135,6 +135,12 @@ absl::Status CheckFaultsSupported(const FaultConfig& config, const FaultSupport&
         "): only the ledger commits; this hop supports latency, error-rate, hang-rate and "
         "hang-next"));
   }
+  if (config.silence && !support.silence) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        hop,
+        " cannot inject silence: only the ledger serves the watch it silences (the other "
+        "hops relay it); this hop supports latency, error-rate, hang-rate and hang-next"));
+  }
   return absl::OkStatus();
 }
 

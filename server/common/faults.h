@@ -56,6 +56,10 @@ struct FaultConfig {
   double hang_rate = 0;                               // never answer until cancelled, in [0, 1]
   int hang_next = 0;                                  // the next N calls hang, >= 0
   absl::Duration slow_commit = absl::ZeroDuration();  // ledger only, >= 0
+  // Ledger only: its WatchOrder streams send no message while this is set,
+  // but stay open (a peer that stopped talking without hanging up). A
+  // watch already running goes silent from its next message on.
+  bool silence = false;
 };
 
 // Rates in [0, 1], error_rate + hang_rate <= 1, hang_next >= 0, slow_commit
@@ -63,16 +67,19 @@ struct FaultConfig {
 absl::Status ValidateFaultConfig(const FaultConfig& config);
 
 // The faults a hop can inject: latency, errors and hangs everywhere; a slow
-// commit only where there is a commit (the ledger). A fault a hop cannot
-// inject is refused, not accepted and silently ignored.
+// commit and a silent watch only where there is a commit and a watch source
+// (the ledger). A fault a hop cannot inject is refused, not accepted and
+// silently ignored.
 struct FaultSupport {
   bool slow_commit = false;
+  bool silence = false;
 };
 
 // What the ledger supports; every other hop: FaultSupport().
 inline FaultSupport LedgerFaultSupport() {
   FaultSupport s;
   s.slow_commit = true;
+  s.silence = true;
   return s;
 }
 

@@ -36,6 +36,7 @@ ABSL_DECLARE_FLAG(double, error_rate);
 ABSL_DECLARE_FLAG(double, hang_rate);
 ABSL_DECLARE_FLAG(int, hang_next);
 ABSL_DECLARE_FLAG(absl::Duration, slow_commit);
+ABSL_DECLARE_FLAG(bool, silence);
 ABSL_DECLARE_FLAG(absl::Duration, request_cap);
 ABSL_DECLARE_FLAG(absl::Duration, attempt_cap);
 ABSL_DECLARE_FLAG(absl::Duration, hop_reserve);
@@ -70,6 +71,7 @@ ABSL_DECLARE_FLAG(std::string, peers);
   ABSL_FLAG(int, hang_next, 0, "the next N calls hang");                                       \
   ABSL_FLAG(absl::Duration, slow_commit, absl::ZeroDuration(),                                 \
             "ledger: each commit takes this long first");                                      \
+  ABSL_FLAG(bool, silence, false, "ledger: watches send nothing, staying open");               \
   ABSL_FLAG(absl::Duration, request_cap, request_cap_default,                                  \
             "hopbudget mode: most time per request");                                          \
   ABSL_FLAG(absl::Duration, attempt_cap, attempt_cap_default,                                  \
@@ -123,6 +125,7 @@ inline CommonFlags CommonFlagsFromCommandLine() {
   c.hang_rate = absl::GetFlag(FLAGS_hang_rate);
   c.hang_next = absl::GetFlag(FLAGS_hang_next);
   c.slow_commit = absl::GetFlag(FLAGS_slow_commit);
+  c.silence = absl::GetFlag(FLAGS_silence);
   c.request_cap = absl::GetFlag(FLAGS_request_cap);
   c.attempt_cap = absl::GetFlag(FLAGS_attempt_cap);
   c.hop_reserve = absl::GetFlag(FLAGS_hop_reserve);

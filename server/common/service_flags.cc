@@ -66,6 +66,7 @@ absl::Status FinishCommonFlags(CommonFlags* c, FaultConfig* faults) {
   faults->hang_rate = c->hang_rate;
   faults->hang_next = c->hang_next;
   faults->slow_commit = c->slow_commit;
+  faults->silence = c->silence;
   if (absl::Status s = ValidateFaultConfig(*faults); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("faults: ", s.message()));
   }

@@ -55,6 +55,7 @@ struct CommonFlags {
   double hang_rate = 0;
   int hang_next = 0;
   absl::Duration slow_commit = absl::ZeroDuration();
+  bool silence = false;
   // hopbudget mode: this hop's policy.
   absl::Duration request_cap = absl::Seconds(5);
   absl::Duration attempt_cap = absl::ZeroDuration();  // 0 = none

@@ -2,7 +2,11 @@
 //
 // gateway: the demo chain's client-facing edge. Takes the client's budget,
 // caps it by its own per-request budget (--request-cap), and calls orders
-// (PlaceOrder -> CreateOrder, GetOrder -> GetOrder).
+// (PlaceOrder -> CreateOrder, GetOrder -> GetOrder, WatchOrder ->
+// WatchOrder). In hopbudget mode the relayed watch has a stream idle budget
+// (--stream-idle, 500 ms), longer than orders' (300 ms): a silent ledger is
+// cut at orders, the hop that sees the silence, and the gateway passes that
+// attribution on; the gateway's own budget cuts only a silent orders.
 //
 //   gateway --port=0 --orders=127.0.0.1:PORT [--mode=baseline --baseline-timeout=1s]
 #include <atomic>
@@ -20,6 +24,10 @@
 
 HOPBUDGET_DEMO_DEFINE_COMMON_FLAGS("gateway", absl::Seconds(2), absl::ZeroDuration());
 ABSL_FLAG(std::string, orders, "", "orders service HOST:PORT (required)");
+ABSL_FLAG(absl::Duration, stream_idle, absl::Milliseconds(500),
+          "hopbudget mode: most silence allowed on orders' WatchOrder stream before the "
+          "gateway cuts it (DEADLINE_EXCEEDED, source idle); longer than orders' "
+          "--stream-idle, as budgets nest (0 = no idle budget)");
 
 namespace hopbudget::demo {
 namespace {
@@ -59,6 +67,23 @@ class GatewayService final : public Gateway::Service {
     return orders_->GetOrder(out.get(), *request, reply);
   }
 
+  // The watch of an order, through orders (hopbudget mode: under the
+  // orders channel's stream idle budget).
+  grpc::Status WatchOrder(grpc::ServerContext* ctx, const OrderKey* request,
+                          grpc::ServerWriter<OrderStatus>* writer) override {
+    CallStart call = process_.Begin(*ctx);
+    if (call.done) return call.status;
+    std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewStreamContext(*ctx);
+    std::unique_ptr<grpc::ClientReader<OrderStatus>> below =
+        orders_->WatchOrder(out.get(), *request);
+    grpc::Status status = RelayWatch(*out, *below, *writer);
+    if (process_.flags().verbose) {
+      std::cerr << "gateway: watch " << request->key() << " -> " << status.error_code() << " "
+                << status.error_message() << "\n";
+    }
+    return status;
+  }
+
  private:
   DemoProcess& process_;
   std::unique_ptr<Orders::Stub> orders_;
@@ -72,9 +97,11 @@ int Main(int argc, char** argv) {
                    "budget by --request-cap and calls orders.\n\n"
                    "  gateway --orders=HOST:PORT [--port=0] [--mode=hopbudget|baseline]");
   const std::string orders_target = absl::GetFlag(FLAGS_orders);
+  const absl::Duration stream_idle = absl::GetFlag(FLAGS_stream_idle);
   CommonFlags common = CommonFlagsFromCommandLine();
   FaultConfig faults;
-  cli::ExitIfBad("gateway", cli::Required("orders", orders_target));
+  cli::ExitIfBad("gateway", cli::FirstError({cli::Required("orders", orders_target),
+                                             cli::NonNegative("stream-idle", stream_idle)}));
   if (absl::Status t = ValidateTarget(orders_target); !t.ok()) {
     cli::ExitIfBad("gateway", absl::InvalidArgumentError(
                                   absl::StrCat("--orders=", orders_target, ": ", t.message())));
@@ -85,6 +112,7 @@ int Main(int argc, char** argv) {
   if (common.mode == Mode::kHopbudget) {
     ClientOptions options;
     options.hop = common.name;
+    if (stream_idle > absl::ZeroDuration()) options.stream_idle_budget = stream_idle;
     auto c = CreateChannel(orders_target, grpc::InsecureChannelCredentials(), options,
                            DownstreamChannelArguments());
     if (!c.ok()) {

@@ -15,6 +15,12 @@
 // refuses Commit with FAILED_PRECONDITION: orders hedges its reads across
 // the two.
 //
+// WatchOrder streams the state of one order's row (PENDING or COMMITTED):
+// a message when the watch starts, then one every --watch-interval, until
+// the call ends (its deadline or its caller's cancel); the `silence` fault
+// (--silence, chainctl faults --silence) stops the messages but keeps the
+// stream open, the silence a relaying hop's stream idle budget is for.
+//
 //   ledger --port=0 --db=/tmp/ledger.db [--shield-bound=2s --slow-commit=5s]
 //   ledger --port=0 --db=/tmp/ledger.db --replica
 #include <atomic>
@@ -47,6 +53,8 @@ ABSL_FLAG(absl::Duration, shield_bound, absl::Seconds(2),
 ABSL_FLAG(int, shield_threads, 8, "threads that run commits, 1..256");
 ABSL_FLAG(int, shield_max_in_flight, 256,
           "commits in flight at most, 1..100000 (more are refused)");
+ABSL_FLAG(absl::Duration, watch_interval, absl::Milliseconds(100),
+          "WatchOrder: time between two messages of a watch (> 0)");
 #include "server/common/ledger_store.h"
 
 namespace hopbudget::demo {
@@ -69,10 +77,14 @@ void FillReply(const CommitResult& r, const std::string& key, OrderResult* reply
 
 class LedgerService final : public Ledger::Service {
  public:
-  LedgerService(DemoProcess& process, LedgerStore& store, Shield& shield, absl::Duration bound)
-      : process_(process), store_(store), shield_(shield), bound_(bound), reaper_([this] {
-          Reap();
-        }) {}
+  LedgerService(DemoProcess& process, LedgerStore& store, Shield& shield, absl::Duration bound,
+                absl::Duration watch_interval)
+      : process_(process),
+        store_(store),
+        shield_(shield),
+        bound_(bound),
+        watch_interval_(watch_interval),
+        reaper_([this] { Reap(); }) {}
 
   ~LedgerService() override {
     {
@@ -93,6 +105,51 @@ class LedgerService final : public Ledger::Service {
     if (!r.ok()) return ToGrpcStatus(r.status());
     FillReply(*r, request->key(), reply);
     return grpc::Status::OK;
+  }
+
+  // One handler thread per watch (the sync API), asleep between messages;
+  // it ends when the call does. The same in both modes: what differs is how
+  // the hops above relay it (their stream idle budget, hopbudget mode).
+  grpc::Status WatchOrder(grpc::ServerContext* ctx, const OrderKey* request,
+                          grpc::ServerWriter<OrderStatus>* writer) override {
+    CallStart call = process_.Begin(*ctx);
+    if (call.done) return call.status;
+    if (request->key().empty() || request->key().size() > 128) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
+    }
+    bool said_silent = false;
+    int64_t seq = 0;  // of the messages sent: a silence skips no number
+    while (true) {
+      if (process_.draining()) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            absl::StrCat(process_.flags().name, " is shutting down"));
+      }
+      // Read at every message: a fault set while the watch runs applies at once.
+      if (process_.faults().config().silence) {
+        if (!said_silent && process_.flags().verbose) {
+          std::cerr << process_.flags().name << ": watch of " << request->key() << " is silent\n";
+        }
+        said_silent = true;
+      } else {
+        OrderStatus status;
+        status.set_key(request->key());
+        status.set_seq(seq++);
+        absl::StatusOr<CommitResult> r = store_.Get(request->key());
+        if (r.ok()) {
+          status.set_state(OrderStatus::COMMITTED);
+          FillReply(*r, request->key(), status.mutable_result());
+        } else if (absl::IsNotFound(r.status())) {
+          status.set_state(OrderStatus::PENDING);
+        } else {
+          return ToGrpcStatus(r.status());
+        }
+        status.set_sent_unix_us(absl::ToUnixMicros(absl::Now()));
+        if (!writer->Write(status)) return grpc::Status::CANCELLED;  // the caller left
+      }
+      if (!DemoProcess::SleepUnlessCancelled(*ctx, watch_interval_)) {
+        return DemoProcess::StoppedStatus(*ctx);
+      }
+    }
   }
 
   grpc::Status Commit(grpc::ServerContext* ctx, const Order* request, OrderResult* reply) override {
@@ -248,6 +305,7 @@ class LedgerService final : public Ledger::Service {
   };
   const std::shared_ptr<Slots> slots_ = std::make_shared<Slots>();
   const absl::Duration bound_;
+  const absl::Duration watch_interval_;
   absl::Mutex mu_;
   std::deque<ShieldHandle> adopted_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -265,6 +323,7 @@ int Main(int argc, char** argv) {
   const absl::Duration bound = absl::GetFlag(FLAGS_shield_bound);
   const int shield_threads = absl::GetFlag(FLAGS_shield_threads);
   const int shield_max_in_flight = absl::GetFlag(FLAGS_shield_max_in_flight);
+  const absl::Duration watch_interval = absl::GetFlag(FLAGS_watch_interval);
   CommonFlags common = CommonFlagsFromCommandLine();
   FaultConfig faults;
   cli::ExitIfBad("ledger",
@@ -273,6 +332,7 @@ int Main(int argc, char** argv) {
                      cli::Positive("shield-bound", bound),
                      cli::InRange("shield-threads", shield_threads, 1, 256),
                      cli::InRange("shield-max-in-flight", shield_max_in_flight, 1, 100000),
+                     cli::Positive("watch-interval", watch_interval),
                  }));
   cli::ExitIfBad("ledger", FinishCommonFlags(&common, &faults));
   if (replica && faults.slow_commit > absl::ZeroDuration()) {
@@ -293,7 +353,7 @@ int Main(int argc, char** argv) {
   shield_options.threads = shield_threads;
   shield_options.max_in_flight = shield_max_in_flight;
   Shield shield(shield_options);  // destroyed before the store and the process
-  LedgerService service(process, **store, shield, bound);
+  LedgerService service(process, **store, shield, bound, watch_interval);
   return process.Serve({&service}, &shield);
 }
 

@@ -23,6 +23,16 @@
 // left) instead of piling up on a slow ledger. One slot
 // holds one logical call (a commit with its retries, a read with its hedge).
 //
+// WatchOrder relays the primary ledger's WatchOrder stream to its caller.
+//   hopbudget mode: under a stream idle budget (--stream-idle, 300 ms):
+//     a ledger silent that long is cut with DEADLINE_EXCEEDED, source idle,
+//     at orders; shorter than the gateway's, so orders, the hop that sees
+//     the silence, is the one that cuts and is named.
+//   baseline mode: no idle budget: a silent ledger holds the stream until a
+//     deadline ends it (the constant --baseline-timeout, or the caller's).
+// A watch takes no ledger slot (--ledger-slots): it would hold it for its
+// whole life and starve the commits.
+//
 //   orders --port=0 --ledger=127.0.0.1:PORT [--attempt-cap=300ms --max-attempts=3]
 //          [--ledger-replicas=127.0.0.1:P1,127.0.0.1:P2] [--ledger-slots=32]
 #include <atomic>
@@ -60,6 +70,10 @@ ABSL_FLAG(absl::Duration, ledger_slot_give_up, absl::Milliseconds(50),
           "hopbudget mode, with --ledger-slots: a call still waiting for a ledger slot when "
           "less than this is left of its budget gives up (slot-wait): a ledger call with less "
           "time is not worth sending");
+ABSL_FLAG(absl::Duration, stream_idle, absl::Milliseconds(300),
+          "hopbudget mode: most silence allowed on the ledger's WatchOrder stream before "
+          "orders cuts it (DEADLINE_EXCEEDED, source idle); shorter than the gateway's "
+          "--stream-idle, as budgets nest (0 = no idle budget)");
 ABSL_FLAG(int, max_attempts, 3, "hopbudget mode: attempts per commit (1..10)");
 ABSL_FLAG(int, baseline_attempts, 3, "baseline mode: attempts per commit (1..10)");
 // Looser than gRFC A6's defaults (10, 0.1), so that retries keep running at
@@ -119,6 +133,27 @@ class OrdersService final : public Orders::Service {
       if (r.status.ok() && r.winner >= 0) *reply = replies[r.winner];
       return r.status;
     });
+  }
+
+  grpc::Status WatchOrder(grpc::ServerContext* ctx, const OrderKey* request,
+                          grpc::ServerWriter<OrderStatus>* writer) override {
+    CallStart call = process_.Begin(*ctx);
+    if (call.done) return call.status;
+    if (request->key().empty() || request->key().size() > 128) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
+    }
+    // The idle budget is the ledger channel's (hopbudget mode), enforced by
+    // hopbudget's client interceptor on its shared timer; the deadline what
+    // is left of the request, not the 300 ms attempt cap of the commits.
+    std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewStreamContext(*ctx);
+    std::unique_ptr<grpc::ClientReader<OrderStatus>> below =
+        ledger_->WatchOrder(out.get(), *request);
+    grpc::Status status = RelayWatch(*out, *below, *writer);
+    if (process_.flags().verbose) {
+      std::cerr << "orders: watch " << request->key() << " -> " << status.error_code() << " "
+                << status.error_message() << "\n";
+    }
+    return status;
   }
 
   grpc::Status CreateOrder(grpc::ServerContext* ctx, const Order* request,
@@ -221,6 +256,7 @@ int Main(int argc, char** argv) {
   const int ledger_slots = absl::GetFlag(FLAGS_ledger_slots);
   const double hedge_extra_load = absl::GetFlag(FLAGS_hedge_extra_load);
   const absl::Duration slot_give_up = absl::GetFlag(FLAGS_ledger_slot_give_up);
+  const absl::Duration stream_idle = absl::GetFlag(FLAGS_stream_idle);
   const int max_attempts = absl::GetFlag(FLAGS_max_attempts);
   const int baseline_attempts = absl::GetFlag(FLAGS_baseline_attempts);
   const int throttle_max_tokens = absl::GetFlag(FLAGS_throttle_max_tokens);
@@ -236,6 +272,7 @@ int Main(int argc, char** argv) {
                      cli::InRange("baseline-attempts", baseline_attempts, 1, 10),
                      cli::InRange("throttle-max-tokens", throttle_max_tokens, 1, 1000),
                      cli::InRange("throttle-token-ratio", throttle_token_ratio, 0.001, 1.0),
+                     cli::NonNegative("stream-idle", stream_idle),
                  }));
   if (absl::Status t = ValidateTarget(ledger_target); !t.ok()) {
     cli::ExitIfBad("orders", absl::InvalidArgumentError(
@@ -289,7 +326,11 @@ int Main(int argc, char** argv) {
     retry = *std::move(loop);
     ClientOptions client;
     client.hop = common.name;
-    auto c = CreateChannel(ledger_target, grpc::InsecureChannelCredentials(), client,
+    // The primary's channel carries the watches: their idle budget (the
+    // replicas' channels carry unary reads only).
+    ClientOptions primary = client;
+    if (stream_idle > absl::ZeroDuration()) primary.stream_idle_budget = stream_idle;
+    auto c = CreateChannel(ledger_target, grpc::InsecureChannelCredentials(), primary,
                            DownstreamChannelArguments());
     if (!c.ok()) {
       std::cerr << "orders: " << c.status().message() << "\n";

@@ -108,6 +108,7 @@ TEST(FaultsProtoTest, RoundTripsAndValidates) {
   c.hang_rate = 0.5;
   c.hang_next = 3;
   c.slow_commit = absl::Milliseconds(1500);
+  c.silence = true;
   absl::StatusOr<FaultConfig> back = FaultsFromProto(FaultsToProto(c));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(FormatLatencySpec(back->latency), "uniform:5ms-10ms");
@@ -115,6 +116,7 @@ TEST(FaultsProtoTest, RoundTripsAndValidates) {
   EXPECT_EQ(back->hang_rate, 0.5);
   EXPECT_EQ(back->hang_next, 3);
   EXPECT_EQ(back->slow_commit, absl::Milliseconds(1500));
+  EXPECT_TRUE(back->silence);
 
   Faults empty;  // what `chainctl faults --clear` sends
   EXPECT_TRUE(FaultsFromProto(empty).ok());
@@ -127,6 +129,15 @@ TEST(FaultsProtoTest, RoundTripsAndValidates) {
   bad = Faults();
   bad.set_error_rate(1.5);
   EXPECT_FALSE(FaultsFromProto(bad).ok());
+}
+
+TEST(AdmittedMethodsTest, EveryUnaryMethodAndNoStream) {
+  const std::vector<std::string> methods = AdmittedMethods();
+  EXPECT_THAT(methods, ::testing::IsSupersetOf(
+                           {"/hopbudget.demo.Gateway/PlaceOrder",
+                            "/hopbudget.demo.Orders/CreateOrder", "/hopbudget.demo.Ledger/Commit",
+                            "/hopbudget.demo.Ledger/GetOrder", "/hopbudget.demo.Admin/SetFaults"}));
+  for (const std::string& m : methods) EXPECT_THAT(m, ::testing::Not(HasSubstr("WatchOrder")));
 }
 
 TEST(ExtraMetricsTest, TextFormatFamilies) {

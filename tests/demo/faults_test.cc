@@ -193,6 +193,8 @@ TEST(FaultSupportTest, AHopRefusesWhatItCannotInject) {
   FaultConfig other;
   other.error_rate = 0.5;
   other.hang_next = 2;
+  FaultConfig silent;
+  silent.silence = true;
   struct Case {
     FaultConfig config;
     FaultSupport support;
@@ -201,6 +203,7 @@ TEST(FaultSupportTest, AHopRefusesWhatItCannotInject) {
   const Case cases[] = {
       {slow, FaultSupport(), false},         {slow, LedgerFaultSupport(), true},
       {other, FaultSupport(), true},         {other, LedgerFaultSupport(), true},
+      {silent, FaultSupport(), false},       {silent, LedgerFaultSupport(), true},
       {FaultConfig(), FaultSupport(), true},  // --clear: no slow commit asked
   };
   for (const Case& k : cases) {
@@ -210,6 +213,9 @@ TEST(FaultSupportTest, AHopRefusesWhatItCannotInject) {
   absl::Status s = CheckFaultsSupported(slow, FaultSupport(), "gateway");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), ::testing::HasSubstr("gateway cannot inject slow-commit (1s)"));
+  s = CheckFaultsSupported(silent, FaultSupport(), "orders");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("orders cannot inject silence"));
 }
 
 }  // namespace
