@@ -63,8 +63,10 @@ struct CallStart {
 };
 
 // The methods admission covers in the demo: every unary method of
-// demo.proto's services ("/hopbudget.demo.Ledger/Commit", ...), never a
-// streaming one (WatchOrder). Why: an admitted call holds its admission slot
+// demo.proto's services ("/hopbudget.demo.Ledger/Commit", ...), never the
+// Admin service (an operator's faults and stats must answer under overload,
+// as gRPC's own health and channelz do) and never a streaming method
+// (WatchOrder). Why not streams: an admitted call holds its admission slot
 // until its handler returns, and a watch lasts as long as its caller's
 // deadline: a few watches would take the slots unary calls need, and the
 // adaptive limit and the cannot-finish predictor would learn the watch's
