@@ -40,6 +40,7 @@
 #include "bench_util.h"
 #include "echo/relay.grpc.pb.h"
 #include "hopbudget/client.h"
+#include "park_service.h"
 
 // Live bytes allocated with C++ operator new (replaced below). gRPC core
 // allocates call state with malloc (arenas); the C++ layer, interceptors
@@ -62,32 +63,6 @@ double CpuSeconds() {
   return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
-
-class ParkReactor : public grpc::ServerUnaryReactor {
- public:
-  explicit ParkReactor(Gauge* parked) : parked_(parked) { parked_->Add(1); }
-  void OnCancel() override { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
-  void OnDone() override {
-    parked_->Add(-1);
-    delete this;
-  }
-
- private:
-  Gauge* parked_;
-};
-
-class ParkService final : public echo::Relay::CallbackService {
- public:
-  explicit ParkService(Gauge* parked) : parked_(parked) {}
-  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* /*ctx*/,
-                                 const echo::RelayRequest* /*req*/,
-                                 echo::RelayReply* /*reply*/) override {
-    return new ParkReactor(parked_);
-  }
-
- private:
-  Gauge* parked_;
-};
 
 struct PendingCall {
   grpc::ClientContext ctx;
