@@ -84,16 +84,11 @@ absl::StatusOr<std::unique_ptr<AdmissionGate>> AdmissionGate::Create(
 AdmissionGate::AdmissionGate(const AdmissionOptions& options, std::unique_ptr<Admission> admission,
                              Clock* clock, TimerService* timers)
     : options_(options),
-      listed_(options.methods.begin(), options.methods.end()),
       admission_(std::move(admission)),
       clock_(*clock),
       timers_(*timers),
-      names_([this](absl::string_view method) { return Covers(method); }),
       refusers_(2),
-      starters_(WorkersFor(options)) {
-  overflow_.covered = true;
-  overflow_.predictor = std::make_unique<LatencyPredictor>(options_.policy);
-}
+      starters_(WorkersFor(options)) {}
 
 AdmissionGate::~AdmissionGate() {
   TimerService::TimerId timer;
@@ -104,30 +99,21 @@ AdmissionGate::~AdmissionGate() {
     timer_ = 0;
   }
   if (timer != 0) timers_.Cancel(timer);
-  for (std::atomic<Method*>& m : by_index_) delete m.load(std::memory_order_acquire);
-}
-
-bool AdmissionGate::Covers(absl::string_view method) const {
-  return !IsInfrastructure(method) && (listed_.empty() || listed_.contains(method));
 }
 
 const AdmissionGate::Method& AdmissionGate::For(const char* method) {
-  if (method == nullptr) return not_covered_;
-  const absl::string_view name(method);
-  // names_ admits covered names only (Covers): index 0 is every name not
-  // covered, and covered names beyond the table's capacity.
-  const int index = names_.Intern(name);
-  if (index == 0) return Covers(name) ? overflow_ : not_covered_;
-  std::atomic<Method*>& slot = by_index_[index];
-  if (Method* m = slot.load(std::memory_order_acquire); m != nullptr) return *m;
-  auto fresh = std::make_unique<Method>();
-  fresh->covered = true;
-  fresh->predictor = std::make_unique<LatencyPredictor>(options_.policy);
-  Method* expected = nullptr;
-  if (slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) {
-    return *fresh.release();
+  std::lock_guard<std::mutex> lock(methods_mu_);
+  std::unique_ptr<Method>& m = methods_[method];
+  if (m == nullptr) {
+    m = std::make_unique<Method>();
+    const absl::string_view name(method);
+    m->covered =
+        !IsInfrastructure(name) &&
+        (options_.methods.empty() || std::find(options_.methods.begin(), options_.methods.end(),
+                                               name) != options_.methods.end());
+    if (m->covered) m->predictor = std::make_unique<LatencyPredictor>(options_.policy);
   }
-  return *expected;  // another thread published it first
+  return *m;
 }
 
 void AdmissionGate::Dispatch(const Admission::Ready& ready) {

@@ -15,8 +15,6 @@
 #ifndef HOPBUDGET_INTERNAL_ADMISSION_GATE_H_
 #define HOPBUDGET_INTERNAL_ADMISSION_GATE_H_
 
-#include <array>
-#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -25,12 +23,11 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "hopbudget/admission.h"
 #include "hopbudget/server.h"
-#include "label_table.h"
 #include "timer_service.h"
 
 namespace hopbudget {
@@ -72,11 +69,6 @@ class AdmissionGate {
     bool covered = false;
     std::unique_ptr<LatencyPredictor> predictor;  // only when covered
   };
-  // The first kMaxMethods - 1 covered methods get a predictor of their own;
-  // any further covered method (only when AdmissionOptions.methods is empty
-  // and the server sees ever new names, e.g. through a generic service)
-  // shares one, so that the table's memory stays bounded.
-  static constexpr int kMaxMethods = 256;
 
   // `timers` and `clock` must outlive the gate.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<AdmissionGate>> Create(
@@ -84,20 +76,8 @@ class AdmissionGate {
       TimerService* timers);
   ~AdmissionGate();
 
-  // The state of `method`, a full gRPC method name ("/pkg.Service/Method"),
-  // found by its text: the string need only live for the call (a generic
-  // service's names live in the call), and two copies of one name find one
-  // state. Covered: not a gRPC service of its own (/grpc.*) and, when
-  // AdmissionOptions.methods is not empty, listed there. nullptr is not
-  // covered.
-  // Lifetime: the Method lives as long as the gate.
-  // Thread safety: any thread, concurrently, without a lock: a name seen
-  // before costs a hash, a few probes, a string compare and an acquire
-  // load; the first sight of a covered name allocates its state once (the
-  // thread that loses a race to publish it frees its copy); names not
-  // covered share one state and allocate nothing after their first sight.
-  // Example: const Method& m = gate.For(info->method());
-  //          if (m.covered) m.predictor->Predicted();
+  // The state of `method` (a gRPC method name, stable for the server's
+  // life). Never null.
   const Method& For(const char* method);
   Admission& admission() { return *admission_; }
   const AdmissionPolicy& policy() const { return admission_->policy(); }
@@ -112,19 +92,13 @@ class AdmissionGate {
   AdmissionGate(const AdmissionOptions& options, std::unique_ptr<Admission> admission, Clock* clock,
                 TimerService* timers);
   void OnTimer(uint64_t generation);
-  bool Covers(absl::string_view method) const;
 
   const AdmissionOptions options_;
-  const absl::flat_hash_set<std::string> listed_;  // options_.methods; read-only
   const std::unique_ptr<Admission> admission_;
   Clock& clock_;
   TimerService& timers_;
-  // Method name -> index (0: not covered, or past kMaxMethods - 1), then the
-  // state of the index, published once (release) and never replaced.
-  LabelTable<kMaxMethods> names_;
-  std::array<std::atomic<Method*>, kMaxMethods> by_index_{};
-  Method not_covered_;
-  Method overflow_;  // covered, beyond kMaxMethods - 1 names
+  std::mutex methods_mu_;
+  absl::flat_hash_map<const char*, std::unique_ptr<Method>> methods_;
   std::mutex timer_mu_;
   TimerService::TimerId timer_ = 0;
   absl::Time armed_at_ = absl::InfiniteFuture();
