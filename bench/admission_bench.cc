@@ -23,12 +23,11 @@
 // issued and once all of them wait; per call = delta / calls. A queued
 // call's cost beyond gRPC's own = per call (queued) - per call (parked):
 // both arms hold the same calls from the same client, so the client's own
-// cost cancels too. Threads: /proc/self/status Threads, before and while
+// cost cancels too. Threads: entries of /proc/self/task, before and while
 // all wait (a thread per queued call would show +calls).
 //
 //   admission_bench --mode=queued --api=sync --calls=10000
 #include <grpcpp/grpcpp.h>
-#include <malloc.h>
 
 #include <atomic>
 #include <cstdio>
@@ -52,32 +51,6 @@ ABSL_FLAG(int, rounds, 5, "common: rounds per setting, 1..1000");
 namespace hopbudget {
 namespace bench {
 namespace {
-
-int64_t HeapInUse() {
-  struct mallinfo2 mi = mallinfo2();
-  return static_cast<int64_t>(mi.uordblks + mi.hblkhd);
-}
-
-// A count that can be waited on (no polling).
-class Gauge {
- public:
-  void Add(int d) {
-    absl::MutexLock lock(&mu_);
-    value_ += d;
-  }
-  bool WaitFor(int target, absl::Duration timeout) {
-    absl::MutexLock lock(&mu_);
-    auto reached = [this, target] {
-      mu_.AssertReaderHeld();
-      return value_ == target;
-    };
-    return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
-  }
-
- private:
-  absl::Mutex mu_;
-  int value_ ABSL_GUARDED_BY(mu_) = 0;
-};
 
 // Requests with payload "park" wait in their handler until Release(); the
 // others answer at once.
@@ -217,7 +190,7 @@ class Client {
                            outstanding_.Add(-1);
                          });
   }
-  bool Drain(absl::Duration timeout) { return outstanding_.WaitFor(0, timeout); }
+  bool Drain(absl::Duration timeout) { return outstanding_.WaitFor(0, timeout) == 0; }
 
  private:
   std::unique_ptr<echo::Relay::Stub> stub_;
@@ -245,11 +218,11 @@ int Hold(const std::string& mode, const std::string& api, int n) {
 
   const int64_t rss0 = ProcStatus("VmRSS");
   const int64_t heap0 = HeapInUse();
-  const int threads0 = static_cast<int>(ProcStatus("Threads"));
+  const int threads0 = ThreadCount();
   bool reached = false;
   if (queued) {
     client.Issue("park", count);  // the call that holds the only place
-    if (!parking.parked().WaitFor(1, absl::Seconds(30))) Die("the blocker did not start");
+    if (parking.parked().WaitFor(1, absl::Seconds(30)) != 1) Die("the blocker did not start");
     for (int i = 0; i < n; ++i) client.Issue("queue", count);
     // Admission's own count: wait until every call is queued (bounded).
     const absl::Time give_up = absl::Now() + absl::Seconds(120);
@@ -258,15 +231,15 @@ int Hold(const std::string& mode, const std::string& api, int n) {
     }
   } else {
     for (int i = 0; i < n; ++i) client.Issue("park", count);
-    reached = parking.parked().WaitFor(n, absl::Seconds(120));
+    reached = parking.parked().WaitFor(n, absl::Seconds(120)) == n;
   }
   const int64_t rss1 = ProcStatus("VmRSS");
   const int64_t heap1 = HeapInUse();
-  const int threads1 = static_cast<int>(ProcStatus("Threads"));
+  const int threads1 = ThreadCount();
   const int waiting = queued ? queued_now() : n;
   parking.Release();
   const bool drained = client.Drain(absl::Seconds(120));
-  const int threads2 = static_cast<int>(ProcStatus("Threads"));
+  const int threads2 = ThreadCount();
   std::printf(
       "Admission %s: api=%s calls=%d waiting=%d threads %d/%d/%d RSS +%lld kB heap +%lld kB\n",
       mode.c_str(), api.c_str(), n, waiting, threads0, threads1, threads2,
@@ -297,7 +270,7 @@ double Round(Client& client, int n, int inflight, std::atomic<int>* failed) {
   };
   const double start = MonoSeconds();
   for (int i = 0; i < inflight; ++i) issue();
-  if (!done.WaitFor(n, absl::Seconds(300))) Die("a round did not end");
+  if (done.WaitFor(n, absl::Seconds(300)) != n) Die("a round did not end");
   const double took = MonoSeconds() - start;
   client.Drain(absl::Seconds(30));
   return took;

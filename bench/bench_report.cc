@@ -8,7 +8,8 @@
 //   grep -h ^RESULT results/*.txt | bench_report --section=overhead
 //
 // Sections: overhead (aggregates rounds: medians, and the ratios c/a and c/b
-// per round with their spread), scale, precision, cancel, hedge, admission.
+// per round with their spread), scale, precision, cancel, hedge, admission,
+// slots.
 //
 // Every target the README quotes is judged here, by code, never by hand:
 // each verdict is "met", "**missed**" or "not measured" (no samples, or
@@ -32,7 +33,7 @@
 #include "bench_util.h"
 
 ABSL_FLAG(std::string, section, "overhead",
-          "the report section: overhead, scale, precision, cancel, hedge or admission");
+          "the report section: overhead, scale, precision, cancel, hedge, admission or slots");
 
 namespace hopbudget {
 namespace bench {
@@ -584,6 +585,102 @@ void AdmissionSection(const std::vector<Record>& rs) {
   }
 }
 
+// slots_bench: 10 000 callers waiting for 100 held slots of DownstreamSlots.
+constexpr int kSlotsJudgedCalls = 10000;
+// Threads: those outside gRPC's own pools (the main thread, the library's
+// timer service and workers: unnamed, bench_util.h UnnamedThreadCount) must
+// not grow at all while the callers wait; gRPC's named pools grow on their
+// own (+1 seen here in most runs, keepalive and timer work of the holders'
+// channel), so the total may grow by kThreadSlack, as in the scale target.
+// A thread per waiting call would add 10 000.
+constexpr int kSlotsThreadSlack = 16;
+constexpr char kSlotsThreadTarget[] =
+    "slots, 10000 calls waiting for 100 slots: no thread growth (outside gRPC's pools: +0, the "
+    "library's timer thread started before; all threads: <= +16)";
+// Why 5 ms: one shared timer expires the waits, armed for the earliest
+// give-up time; the timer service fires within ~2 ms p99 on a loaded 2-core
+// machine (the request cap's enforcement precision, README), and the
+// expiries due together are answered in a row on its thread, a few
+// microseconds each (10 000 spread over 1 s: ~10 per millisecond). A wait
+// that expired only when a slot freed, on a polling tick, or on the call's
+// own deadline instead of deadline - min_attempt_budget (20 ms later) is
+// late by 10 ms or more: the bound catches it, and leaves 2.5x the timer's
+// own p99 for scheduling on a busy machine.
+constexpr double kSlotsLateMs = 5.0;
+constexpr char kSlotsLateTarget[] =
+    "slots: waits expire on time, p99 of (answer - (deadline - min_attempt_budget)) <= 5 ms";
+constexpr char kSlotsServerTarget[] =
+    "slots: no waiting call reaches the server, each answered DEADLINE_EXCEEDED slot-wait";
+
+void SlotsSection(const std::vector<Record>& rs) {
+  std::printf(
+      "| callers | slots | rounds | waiting | threads before/waiting/after | outside gRPC's pools "
+      "| heap B/call | RSS B/call | lateness p50 / p99 / max (ms) | min (ms) | wrong / lost | "
+      "server calls |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  const Record* judged = nullptr;
+  for (const Record& r : rs) {
+    std::printf(
+        "| %s | %s | %s | %s | %s/%s/%s | %s/%s/%s | %s | %s | %s / %s / %s | %s | %s / %s | %s "
+        "|\n",
+        Str(r, "calls").c_str(), Str(r, "slots").c_str(), Str(r, "rounds").c_str(),
+        Str(r, "waiting").c_str(), Str(r, "threads_before").c_str(),
+        Str(r, "threads_waiting").c_str(), Str(r, "threads_after").c_str(),
+        Str(r, "own_threads_before").c_str(), Str(r, "own_threads_waiting").c_str(),
+        Str(r, "own_threads_after").c_str(), Str(r, "heap_bytes_per_call").c_str(),
+        Str(r, "rss_bytes_per_call").c_str(), Str(r, "late_p50_ms").c_str(),
+        Str(r, "late_p99_ms").c_str(), Str(r, "late_max_ms").c_str(), Str(r, "late_min_ms").c_str(),
+        Str(r, "wrong").c_str(), Str(r, "lost").c_str(), Str(r, "server_calls").c_str());
+    if (Num(r, "calls") >= kSlotsJudgedCalls) judged = &r;
+  }
+  if (judged == nullptr) {
+    const std::string why = std::string(kNotMeasured) + " (fewer than " +
+                            std::to_string(kSlotsJudgedCalls) + " callers)";
+    for (const char* target : {kSlotsThreadTarget, kSlotsLateTarget, kSlotsServerTarget}) {
+      EmitVerdict(target, "-", why);
+    }
+    return;
+  }
+  const Record& r = *judged;
+  const double wrong = Num(r, "wrong"), lost = Num(r, "lost");
+  // Threads: only a run in which every caller waited at once says anything.
+  const double growth = Num(r, "threads_waiting") - Num(r, "threads_before");
+  const double own = Num(r, "own_threads_waiting") - Num(r, "own_threads_before");
+  auto signed_count = [](double v) { return (v >= 0 ? "+" : "") + Fixed(v, 0); };
+  const std::string threads = "outside gRPC's pools " + signed_count(own) + " (" +
+                              Str(r, "own_threads_before") + " -> " +
+                              Str(r, "own_threads_waiting") + "), all " + signed_count(growth) +
+                              " (" + Str(r, "threads_before") + " -> " + Str(r, "threads_waiting") +
+                              ") while " + Str(r, "waiting") + " waited";
+  if (Num(r, "all_waited") != 1 || !Has(r, "own_threads_waiting")) {
+    EmitVerdict(kSlotsThreadTarget, threads,
+                std::string(kNotMeasured) + " (not every caller was waiting at once)");
+  } else {
+    EmitVerdict(kSlotsThreadTarget, threads,
+                own <= 0 && growth <= kSlotsThreadSlack ? kMet : kMissed);
+  }
+  // Lateness: wrong and lost answers count as infinitely late.
+  const double p99_all = Num(r, "p99_all_ms");
+  std::string late = "p99 " + Ms(p99_all) + " (p50 " + Fixed(Num(r, "late_p50_ms"), 3) + ", max " +
+                     Fixed(Num(r, "late_max_ms"), 3) + ")";
+  std::string verdict = Has(r, "p99_all_ms") && p99_all <= kSlotsLateMs ? kMet : kMissed;
+  if (wrong + lost > 0) {
+    verdict += " (" + Fixed(wrong, 0) + " answered otherwise, " + Fixed(lost, 0) +
+               " never answered, counted as late)";
+  }
+  if (!Has(r, "p99_all_ms")) verdict = kNotMeasured;
+  EmitVerdict(kSlotsLateTarget, late, verdict);
+  // The server: any call it saw while the callers waited is a miss, and so
+  // is a caller answered otherwise (it may have been sent).
+  const double server_calls = Num(r, "server_calls");
+  const std::string seen = Fixed(server_calls, 0) + " calls reached the server, " +
+                           Fixed(wrong, 0) + " answered otherwise, " + Fixed(lost, 0) +
+                           " never answered";
+  EmitVerdict(
+      kSlotsServerTarget, seen,
+      Has(r, "server_calls") && server_calls == 0 && wrong == 0 && lost == 0 ? kMet : kMissed);
+}
+
 // The verdicts of a section that has no results at all.
 void NothingMeasured(const std::string& section) {
   if (section == "overhead") {
@@ -608,6 +705,10 @@ void NothingMeasured(const std::string& section) {
     }
   } else if (section == "scale") {
     EmitVerdict(ScaleTarget(kJudgedConcurrency), "-", kNotMeasured);
+  } else if (section == "slots") {
+    for (const char* target : {kSlotsThreadTarget, kSlotsLateTarget, kSlotsServerTarget}) {
+      EmitVerdict(target, "-", kNotMeasured);
+    }
   }
 }
 
@@ -616,11 +717,11 @@ int Main(int argc, char** argv) {
       argc, argv, "bench_report",
       "bench_report: reads RESULT lines on stdin and writes one section of the "
       "benchmark report (Markdown) with its verdicts.\n\n"
-      "  ... | bench_report --section=overhead|scale|precision|cancel|hedge|admission");
+      "  ... | bench_report --section=overhead|scale|precision|cancel|hedge|admission|slots");
   const std::string section = absl::GetFlag(FLAGS_section);
-  cli::ExitIfBad("bench_report",
-                 cli::OneOf("section", section,
-                            {"overhead", "scale", "precision", "cancel", "hedge", "admission"}));
+  cli::ExitIfBad("bench_report", cli::OneOf("section", section,
+                                            {"overhead", "scale", "precision", "cancel", "hedge",
+                                             "admission", "slots"}));
   const std::vector<Record> rs = ReadResults(section);
   if (rs.empty()) {
     std::printf(
@@ -635,6 +736,7 @@ int Main(int argc, char** argv) {
   if (section == "cancel") Cancel(rs);
   if (section == "hedge") Hedge(rs);
   if (section == "admission") AdmissionSection(rs);
+  if (section == "slots") SlotsSection(rs);
   return 0;
 }
 

@@ -60,6 +60,48 @@ verdict(admission_failed_calls admission
   "${adm_parked}RESULT bench=admission mode=queued api=callback calls=10000 waiting=10000 reached=1 drained=0 failed=7 rss_bytes_per_call=9000 heap_bytes_per_call=7000 threads_before=12 threads_waiting=12 threads_after=12${nl}"
   "callback API[^|]*\\|[^|]*\\| \\*\\*missed\\*\\* \\(7 calls failed, drained 0\\)")
 verdict(admission_none admission "" "callback API[^|]*\\| - \\| not measured.*sync API[^|]*\\| - \\| not measured")
+# Slots: met; a thread per waiting call; waits that expire late; a call
+# that reached the server; callers never answered; a run where the callers
+# did not all wait at once; too few callers; nothing at all.
+set(slots_ok "RESULT bench=slots calls=10000 slots=100 rounds=3 waiting=10000 all_waited=1 threads_before=15 threads_waiting=16 threads_after=16 own_threads_before=2 own_threads_waiting=2 own_threads_after=2 heap_bytes_per_call=600 rss_bytes_per_call=700 expired=30000 wrong=0 lost=0 late_p50_ms=0.300 late_p99_ms=1.200 late_max_ms=3.000 late_min_ms=0.010 p99_all_ms=1.200 server_calls=0${nl}")
+verdict(slots_met slots "${slots_ok}"
+  "100 slots: no thread growth[^|]*\\| outside gRPC's pools \\+0 \\(2 -> 2\\), all \\+1 \\(15 -> 16\\) while 10000 waited \\| met.*waits expire on time[^|]*\\| p99 1.200 ms[^|]*\\| met.*reaches the server[^|]*\\| 0 calls reached the server, 0 answered otherwise, 0 never answered \\| met")
+# slots_case(NAME REGEX FROM TO [FROM TO ...]): the met run with each FROM
+# replaced by its TO must give verdicts matching REGEX.
+function(slots_case name regex)
+  set(input "${slots_ok}")
+  set(pairs ${ARGN})
+  while(pairs)
+    list(POP_FRONT pairs from to)
+    string(REPLACE "${from}" "${to}" input "${input}")
+  endwhile()
+  verdict(${name} slots "${input}" "${regex}")
+endfunction()
+slots_case(slots_thread_per_call
+  "no thread growth[^|]*\\| outside gRPC's pools \\+10000 [^|]*\\| \\*\\*missed\\*\\*"
+  "own_threads_waiting=2" "own_threads_waiting=10002")
+slots_case(slots_one_more_thread
+  "no thread growth[^|]*\\| outside gRPC's pools \\+1 [^|]*\\| \\*\\*missed\\*\\*"
+  "own_threads_waiting=2" "own_threads_waiting=3")
+slots_case(slots_grpc_pool_grew
+  "no thread growth[^|]*\\| [^|]*all \\+25 \\(15 -> 40\\)[^|]*\\| \\*\\*missed\\*\\*"
+  "threads_waiting=16 threads_after" "threads_waiting=40 threads_after")
+slots_case(slots_late "waits expire on time[^|]*\\| p99 21.000 ms[^|]*\\| \\*\\*missed\\*\\*"
+  "p99_all_ms=1.200" "p99_all_ms=21.000")
+slots_case(slots_reached_server
+  "reaches the server[^|]*\\| 3 calls reached the server[^|]*\\| \\*\\*missed\\*\\*"
+  "server_calls=0" "server_calls=3")
+slots_case(slots_lost
+  "waits expire on time[^|]*\\| p99 inf \\(lost calls\\)[^|]*\\| \\*\\*missed\\*\\* \\(0 answered otherwise, 200 never answered, counted as late\\).*reaches the server[^|]*\\| [^|]*200 never answered \\| \\*\\*missed\\*\\*"
+  "lost=0 late_p50_ms" "lost=200 late_p50_ms" "p99_all_ms=1.200" "p99_all_ms=inf")
+slots_case(slots_not_all_waiting
+  "no thread growth[^|]*\\|[^|]*\\| not measured \\(not every caller was waiting at once\\)"
+  "all_waited=1" "all_waited=0")
+slots_case(slots_too_few
+  "no thread growth[^|]*\\| - \\| not measured \\(fewer than 10000 callers\\)"
+  "calls=10000" "calls=100")
+verdict(slots_none slots ""
+  "no thread growth[^|]*\\| - \\| not measured.*on time[^|]*\\| - \\| not measured.*server[^|]*\\| - \\| not measured")
 # Precision: a source whose calls were not attributed misses; absent sources
 # are not measured.
 verdict(precision_wrong precision

@@ -2,8 +2,8 @@
 //
 // bench_util.h: small helpers shared by the benchmark binaries (not part of
 // the library): flag parsing with clear errors, latency statistics, the
-// three server/client modes of the overhead benchmark, /proc readers, and
-// the output format.
+// three server/client modes of the overhead benchmark, /proc and heap
+// readers, a count that can be waited on, and the output format.
 //
 // Output format: every binary prints a human-readable table and, for the
 // script, one line per measured result:
@@ -18,9 +18,11 @@
 #ifndef HOPBUDGET_BENCH_BENCH_UTIL_H_
 #define HOPBUDGET_BENCH_BENCH_UTIL_H_
 
+#include <dirent.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/client_interceptor.h>
 #include <grpcpp/support/server_interceptor.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -141,6 +143,86 @@ inline int64_t ProcStatus(const std::string& field) {
   }
   return -1;
 }
+
+// Threads of this process: the entries of /proc/self/task (-1 if unreadable).
+inline int ThreadCount() {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  int n = 0;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+// Threads of this process that carry the process's own name
+// (/proc/self/task/<id>/comm equal to /proc/self/comm): the main thread and
+// every thread started without a name, as the library's (its timer
+// service, its worker pools) and the application's are. gRPC names each of
+// its own (event_engine, grpc_global_tim, default-executo, ...), so they
+// are not counted here. -1 if unreadable.
+inline int UnnamedThreadCount() {
+  auto comm = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string name;
+    std::getline(in, name);
+    return name;
+  };
+  const std::string own = comm("/proc/self/comm");
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr || own.empty()) {
+    if (dir != nullptr) closedir(dir);
+    return -1;
+  }
+  int n = 0;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    if (comm(std::string("/proc/self/task/") + e->d_name + "/comm") == own) ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+// Bytes the allocator has handed out and not taken back (glibc mallinfo2):
+// far less noisy than RSS, which moves in pages and keeps freed memory.
+inline int64_t HeapInUse() {
+  struct mallinfo2 mi = mallinfo2();
+  return static_cast<int64_t>(mi.uordblks + mi.hblkhd);
+}
+
+// A count that can be waited on (no polling), with the highest value it
+// reached since the last TakeMax(). Thread-safe.
+class Gauge {
+ public:
+  void Add(int d) {
+    absl::MutexLock lock(&mu_);
+    value_ += d;
+    if (value_ > max_) max_ = value_;
+  }
+  // Waits until the value is `target` or `timeout` passed; returns the value
+  // then (== target when it was reached).
+  int WaitFor(int target, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto reached = [this, target] {
+      mu_.AssertReaderHeld();
+      return value_ == target;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+    return value_;
+  }
+  int TakeMax() {
+    absl::MutexLock lock(&mu_);
+    int m = max_;
+    max_ = value_;
+    return m;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int value_ ABSL_GUARDED_BY(mu_) = 0;
+  int max_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 // The floor of any interceptor-based middleware: interceptors that are
 // installed, are called at every hook point, and do nothing.

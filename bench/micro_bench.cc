@@ -3,15 +3,16 @@
 // Micro-benchmarks of what hopbudget does on every call: budget derivation,
 // the budget header, attribution encoding, trace encoding and append, metric
 // increments, and the shared timer service (arm + cancel with N timers
-// pending). Compare them with the tens of microseconds a loopback gRPC call
-// costs.
+// pending), and the admission gate's per-call method lookup. Compare them with the tens of
+// microseconds a loopback gRPC call costs.
 #include <benchmark/benchmark.h>
 
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "call_mutex.h"  // internal
+#include "admission_gate.h"  // internal: interceptors/grpc, added to the bench's includes
+#include "call_mutex.h"      // internal
 #include "echo/relay.pb.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
@@ -280,6 +281,27 @@ void BM_TimerArmCancel(benchmark::State& state) {
   for (auto id : pending) timers.Cancel(id);
 }
 BENCHMARK(BM_TimerArmCancel)->Arg(1)->Arg(100)->Arg(1000)->Arg(10000);
+
+// AdmissionGate::For, which every call covered by admission makes: four
+// known methods, looked up from 1 and 2 threads at once (contention).
+void BM_AdmissionGateFor(benchmark::State& state) {
+  static FakeClock clock;
+  static internal::TimerService timers(clock, [] {
+    internal::TimerService::Options o;
+    o.start_thread = false;
+    return o;
+  }());
+  static const std::unique_ptr<internal::AdmissionGate> gate = [] {
+    AdmissionOptions o;
+    o.enabled = true;
+    return *internal::AdmissionGate::Create(o, absl::Milliseconds(5), &clock, &timers);
+  }();
+  const char* const methods[] = {"/echo.Relay/Call", "/echo.Relay/Watch", "/demo.Orders/Place",
+                                 "/demo.Ledger/Commit"};
+  size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(&gate->For(methods[i++ & 3]));
+}
+BENCHMARK(BM_AdmissionGateFor)->Threads(1)->Threads(2);
 
 }  // namespace
 }  // namespace hopbudget

@@ -14,7 +14,7 @@
 //              ends when it fires: the worst case, one timer per call.
 // `hold` grows with N so that all N calls are parked at once.
 // Reports, per round: RSS, heap in use (glibc mallinfo2), bytes live from
-// C++ operator new, and thread count (/proc/self/status) before, with all N
+// C++ operator new, and thread count (/proc/self/task) before, with all N
 // parked, and after; the deltas per parked call; process CPU time (user +
 // sys, getrusage) per call from the first call issued to the last one ended
 // (at small N this includes gRPC's idle wake-ups during `hold`, the same in
@@ -40,6 +40,7 @@
 #include "bench_util.h"
 #include "echo/relay.grpc.pb.h"
 #include "hopbudget/client.h"
+#include "park_service.h"
 
 // Live bytes allocated with C++ operator new (replaced below). gRPC core
 // allocates call state with malloc (arenas); the C++ layer, interceptors
@@ -62,69 +63,6 @@ double CpuSeconds() {
   return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
-
-// Bytes the allocator has handed out and not taken back (glibc): far less
-// noisy than RSS, which moves in pages and keeps freed memory.
-int64_t HeapInUse() {
-  struct mallinfo2 mi = mallinfo2();
-  return static_cast<int64_t>(mi.uordblks + mi.hblkhd);
-}
-
-class Gauge {
- public:
-  void Add(int d) {
-    absl::MutexLock lock(&mu_);
-    value_ += d;
-    if (value_ > max_) max_ = value_;
-  }
-  // Waits until the value is `target` or `timeout` passed; returns the value.
-  int WaitFor(int target, absl::Duration timeout) {
-    absl::MutexLock lock(&mu_);
-    auto reached = [this, target] {
-      mu_.AssertReaderHeld();
-      return value_ == target;
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
-    return value_;
-  }
-  int TakeMax() {
-    absl::MutexLock lock(&mu_);
-    int m = max_;
-    max_ = value_;
-    return m;
-  }
-
- private:
-  absl::Mutex mu_;
-  int value_ ABSL_GUARDED_BY(mu_) = 0;
-  int max_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
-class ParkReactor : public grpc::ServerUnaryReactor {
- public:
-  explicit ParkReactor(Gauge* parked) : parked_(parked) { parked_->Add(1); }
-  void OnCancel() override { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
-  void OnDone() override {
-    parked_->Add(-1);
-    delete this;
-  }
-
- private:
-  Gauge* parked_;
-};
-
-class ParkService final : public echo::Relay::CallbackService {
- public:
-  explicit ParkService(Gauge* parked) : parked_(parked) {}
-  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* /*ctx*/,
-                                 const echo::RelayRequest* /*req*/,
-                                 echo::RelayReply* /*reply*/) override {
-    return new ParkReactor(parked_);
-  }
-
- private:
-  Gauge* parked_;
-};
 
 struct PendingCall {
   grpc::ClientContext ctx;
@@ -206,7 +144,7 @@ int Main(int argc, char** argv) {
     const int64_t rss0 = ProcStatus("VmRSS");
     const int64_t heap0 = HeapInUse();
     const int64_t new0 = g_new_bytes.load();
-    const int t0 = static_cast<int>(ProcStatus("Threads"));
+    const int t0 = ThreadCount();
     const double cpu0 = CpuSeconds();
     const absl::Time start = absl::Now();
     for (int i = 0; i < n; ++i) issue(i, start);
@@ -214,11 +152,11 @@ int Main(int argc, char** argv) {
     const int64_t rss1 = ProcStatus("VmRSS");
     const int64_t heap1 = HeapInUse();
     const int64_t new1 = g_new_bytes.load();
-    const int t1 = static_cast<int>(ProcStatus("Threads"));
+    const int t1 = ThreadCount();
     client_outstanding.WaitFor(0, hold + absl::Seconds(30));
     parked.WaitFor(0, absl::Seconds(30));
     const double cpu = CpuSeconds() - cpu0;
-    const int t2 = static_cast<int>(ProcStatus("Threads"));
+    const int t2 = ThreadCount();
     const int max_parked = parked.TakeMax();
     const double bpc = static_cast<double>(rss1 - rss0) * 1024.0 / n;
     const double hpc = static_cast<double>(heap1 - heap0) / n;

@@ -7,7 +7,7 @@
 #   ./scripts/bench.sh --out DIR    # report directory (default: bench/results for a
 #                                    # full run, whose report.md and chart.png are kept in
 #                                    # the repository; build/bench-report for --quick or --only)
-#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission
+#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission,slots
 #   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
 #   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
 #                                    # in the overhead processes (see bench/bench_util.h)
@@ -28,7 +28,7 @@ usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=""
-all_sections="overhead,precision,cancel,scale,micro,chain,hedge,admission"
+all_sections="overhead,precision,cancel,scale,micro,chain,hedge,admission,slots"
 only="$all_sections"
 build_dir=build/bench
 while [ $# -gt 0 ]; do
@@ -52,8 +52,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 for s in ${only//,/ }; do
-  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge|admission) ;;
-    *) echo "error: --only: unknown section '$s' (overhead,precision,cancel,scale,micro,chain,hedge,admission)" >&2
+  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge|admission|slots) ;;
+    *) echo "error: --only: unknown section '$s' (overhead,precision,cancel,scale,micro,chain,hedge,admission,slots)" >&2
        exit 2 ;;
   esac
 done
@@ -72,6 +72,7 @@ if [ "$quick" = 1 ]; then
   rounds=2; duration=1s; warmup=300ms
   precision_calls=100; cancel_calls=100; hedge_calls=400; hedge_races=50
   admission_common_calls=2000; admission_common_rounds=3
+  slots_rounds=1
   scale_rounds=(20 3 2 1)        # for concurrency 1 100 1000 10000
   micro_min_time=0.02
   chain_duration=2s; chain_ramp_step=1500ms; chain_gap=1; chain_ramp_start=100
@@ -79,6 +80,7 @@ else
   rounds=3; duration=3s; warmup=1s
   precision_calls=500; cancel_calls=500; hedge_calls=4000; hedge_races=300
   admission_common_calls=20000; admission_common_rounds=5
+  slots_rounds=3
   scale_rounds=(100 10 3 2)
   micro_min_time=0.2
   chain_duration=8s; chain_ramp_step=3s; chain_gap=2; chain_ramp_start=50
@@ -101,6 +103,7 @@ wants scale && bench_targets+=(scale_bench)
 wants micro && bench_targets+=(micro_bench)
 wants hedge && bench_targets+=(hedge_bench)
 wants admission && bench_targets+=(admission_bench)
+wants slots && bench_targets+=(slots_bench)
 if wants chain; then
   bench_targets+=(gateway orders ledger chainctl)
   cmake_args+=(-DHOPBUDGET_BUILD_DEMO=ON -DHOPBUDGET_BUILD_HTTP=ON)
@@ -240,6 +243,15 @@ run_admission() {
       "$bin/admission_bench" --mode=common --api="$api" --calls="$admission_common_calls" \
       --rounds="$admission_common_rounds"
   done
+}
+# Slots: 10 000 callers waiting for 100 slots of DownstreamSlots held by
+# parked calls; budgets spread over 1..2 s, so the waits expire at known
+# times; 1 round (--quick) or 3 (full).
+run_slots() {
+  : >"$raw/slots.txt"
+  ulimit -n 65536 2>/dev/null || true
+  run_bench "$raw/slots.txt" slots_bench "$bin/slots_bench" --calls=10000 --slots=100 \
+    --rounds="$slots_rounds" --first=1s --spread=1s
 }
 run_micro() {
   : >"$raw/micro.txt"
@@ -504,6 +516,7 @@ if wants micro; then section "micro-benchmarks"; run_micro; fi
 if wants chain; then section "saved work on the demo chain"; run_chain; fi
 if wants hedge; then section "hedged requests and races"; run_hedge; fi
 if wants admission; then section "admission: queued calls and the common path"; run_admission; fi
+if wants slots; then section "slots: callers waiting for a downstream's slots"; run_slots; fi
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 elapsed=$((SECONDS - t_start))
 
@@ -519,7 +532,7 @@ results() { cat "$raw"/*.txt 2>/dev/null | grep '^RESULT' || true; }
 # verdict" on bench_report's stderr) for the summary at the top.
 verdicts="$raw/verdicts.log"
 : >"$verdicts"
-for s in overhead precision cancel scale hedge admission; do
+for s in overhead precision cancel scale hedge admission slots; do
   results | "$bin/bench_report" --section="$s" >"$raw/$s.md" 2>>"$verdicts"
 done
 cat "$chain_verdicts" >>"$verdicts"
@@ -649,6 +662,17 @@ micro_table() {
   echo "room to spare against off, alternating rounds."
   echo
   cat "$raw/admission.md"
+  echo
+  echo "## 9. Slots: calls waiting for a downstream's slots"
+  echo
+  echo "\`bench/slots_bench\`: 100 calls through \`DownstreamSlots\` (max_in_flight 100) park at an"
+  echo "in-process callback server and hold every slot; then 10 000 more callers (callback form,"
+  echo "no thread each) wait for a slot, with budgets spread evenly over 1..2 s and"
+  echo "min_attempt_budget 20 ms, so each wait must fail with \`slot-wait\` at its deadline less"
+  echo "20 ms. $slots_rounds round(s). Lateness = the answer's time in \`on_done\` minus that"
+  echo "give-up time; a caller answered otherwise or never counts as infinitely late."
+  echo
+  cat "$raw/slots.md"
   echo
   echo "## Raw data"
   echo

@@ -15,20 +15,15 @@ Run by ctest (tests/python/CMakeLists.txt):
 """
 import argparse
 import json
-import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
 
-try:
-    import grpc
-    from grpc_tools import protoc
-except ImportError as e:  # a clear failure, never a silent skip
-    sys.exit(f"attribution_wire_test: {e}: install Debian's python3-grpcio and "
-             "python3-grpc-tools (./scripts/test.sh does) and run with /usr/bin/python3")
+import hopbudget_testlib as testlib
+
+grpc = testlib.require_grpc("attribution_wire_test")
 
 ARGS = None
 PB = {}  # generated modules, by short name
@@ -49,31 +44,9 @@ REASONS = {
     "cannot-finish": "PREDICTED_TO_MISS_DEADLINE",
 }
 
-# The status message grammar, version 1, as a regular expression.
-MESSAGE = re.compile(
-    r"^hopbudget/1: source=(?P<source>[a-z-]+)"
-    r"(?: hop=(?P<hop>[A-Za-z0-9._-]{1,64}))?"
-    r" budget_ms=(?P<budget_ms>[0-9]{1,13}) elapsed_ms=(?P<elapsed_ms>[0-9]{1,13})(?: |$)")
+MESSAGE = testlib.MESSAGE  # the status message grammar, version 1
 
 TRAILERS = ("hopbudget-source", "hopbudget-hop", "hopbudget-budget-ms", "hopbudget-elapsed-ms")
-
-
-def compile_protos(proto_dir, out_dir):
-    import grpc_tools
-    includes = [proto_dir, os.path.join(os.path.dirname(grpc_tools.__file__), "_proto"),
-                "/usr/include"]
-    files = ["hopbudget/status.proto", "hopbudget/trace.proto", "echo/relay.proto"]
-    args = ["protoc"] + [f"-I{i}" for i in includes if os.path.isdir(i)]
-    args += [f"--python_out={out_dir}", f"--grpc_python_out={out_dir}"]
-    args += [os.path.join(proto_dir, f) for f in files]
-    if protoc.main(args) != 0:
-        sys.exit("attribution_wire_test: protoc failed on " + " ".join(files))
-    sys.path.insert(0, out_dir)
-    import importlib
-    PB["status"] = importlib.import_module("hopbudget.status_pb2")
-    PB["trace"] = importlib.import_module("hopbudget.trace_pb2")
-    PB["relay"] = importlib.import_module("echo.relay_pb2")
-    PB["relay_grpc"] = importlib.import_module("echo.relay_pb2_grpc")
 
 
 def step(**fields):
@@ -90,18 +63,6 @@ def call(api, front, steps, timeout):
             return grpc.StatusCode.OK, "", {}
         except grpc.RpcError as e:
             return e.code(), e.details() or "", dict(e.trailing_metadata() or ())
-
-
-def decode_details(raw):
-    """(google.rpc.Status, ErrorInfo) from grpc-status-details-bin."""
-    status = PB["status"].Status()
-    status.ParseFromString(raw)
-    infos = [d for d in status.details if d.type_url == "type.googleapis.com/google.rpc.ErrorInfo"]
-    if len(infos) != 1:
-        raise AssertionError(f"expected one ErrorInfo, got {status}")
-    info = PB["status"].ErrorInfo()
-    info.ParseFromString(infos[0].value)
-    return status, info
 
 
 class Expect:
@@ -198,7 +159,7 @@ class AttributionWireTest(unittest.TestCase):
             return
         # The details: a google.rpc.Status with one hopbudget ErrorInfo.
         self.assertIn("grpc-status-details-bin", trailers, message)
-        status, info = decode_details(trailers["grpc-status-details-bin"])
+        status, info = testlib.decode_details(PB, trailers["grpc-status-details-bin"])
         self.assertEqual(status.code, 4)
         self.assertEqual(status.message, message)
         self.assertEqual(info.domain, "hopbudget")
@@ -348,7 +309,7 @@ def main():
     parser.add_argument("--proto-dir", required=True)
     ARGS, rest = parser.parse_known_args()
     with tempfile.TemporaryDirectory() as out:
-        compile_protos(ARGS.proto_dir, out)
+        PB.update(testlib.compile_protos("attribution_wire_test", ARGS.proto_dir, out))
         SERVER = subprocess.Popen([ARGS.server], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True)
         try:

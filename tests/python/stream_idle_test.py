@@ -20,7 +20,6 @@ Run by ctest (tests/python/CMakeLists.txt):
       --client PATH/hopbudget_minimal_client --proto-dir DIR
 """
 import argparse
-import os
 import re
 import subprocess
 import sys
@@ -28,12 +27,9 @@ import tempfile
 import time
 import unittest
 
-try:
-    import grpc
-    from grpc_tools import protoc
-except ImportError as e:  # a clear failure, never a silent skip
-    sys.exit(f"stream_idle_test: {e}: install Debian's python3-grpcio and "
-             "python3-grpc-tools (./scripts/test.sh does) and run with /usr/bin/python3")
+import hopbudget_testlib as testlib
+
+grpc = testlib.require_grpc("stream_idle_test")
 
 ARGS = None
 PB = {}  # generated modules, by short name
@@ -46,11 +42,7 @@ IDLE_A_MS, IDLE_B_MS = 600, 300
 # idle budget cannot be the deadline's.
 DEADLINE_S = 5.0
 
-# The status message grammar, version 1 (interceptors/core/include/hopbudget/attribution.h).
-MESSAGE = re.compile(
-    r"^hopbudget/1: source=(?P<source>[a-z-]+)"
-    r"(?: hop=(?P<hop>[A-Za-z0-9._-]{1,64}))?"
-    r" budget_ms=(?P<budget_ms>[0-9]{1,13}) elapsed_ms=(?P<elapsed_ms>[0-9]{1,13})(?: |$)")
+MESSAGE = testlib.MESSAGE  # the status message grammar, version 1
 
 # How late an idle cut may come, measured by the caller from the last
 # message it received to the status. The timer fires on time, then the cut
@@ -61,24 +53,6 @@ MESSAGE = re.compile(
 # the caller sees a little later, so a little less than the budget passes at
 # the caller; never much less.
 EARLY_MS, LATE_MS = 20, 250
-
-
-def compile_protos(proto_dir, out_dir):
-    import grpc_tools
-    includes = [proto_dir, os.path.join(os.path.dirname(grpc_tools.__file__), "_proto"),
-                "/usr/include"]
-    files = ["hopbudget/status.proto", "hopbudget/trace.proto", "echo/relay.proto"]
-    args = ["protoc"] + [f"-I{i}" for i in includes if os.path.isdir(i)]
-    args += [f"--python_out={out_dir}", f"--grpc_python_out={out_dir}"]
-    args += [os.path.join(proto_dir, f) for f in files]
-    if protoc.main(args) != 0:
-        sys.exit("stream_idle_test: protoc failed on " + " ".join(files))
-    sys.path.insert(0, out_dir)
-    import importlib
-    PB["status"] = importlib.import_module("hopbudget.status_pb2")
-    PB["trace"] = importlib.import_module("hopbudget.trace_pb2")
-    PB["relay"] = importlib.import_module("echo.relay_pb2")
-    PB["relay_grpc"] = importlib.import_module("echo.relay_pb2_grpc")
 
 
 def start_hop(server, name, *flags):
@@ -122,17 +96,6 @@ def relays(a=None, b=None):
     return [step(relay_watch_idle_ms=a or 0), step(relay_watch_idle_ms=b or 0)]
 
 
-def decode_details(raw):
-    status = PB["status"].Status()
-    status.ParseFromString(raw)
-    infos = [d for d in status.details if d.type_url == "type.googleapis.com/google.rpc.ErrorInfo"]
-    if len(infos) != 1:
-        raise AssertionError(f"expected one ErrorInfo, got {status}")
-    info = PB["status"].ErrorInfo()
-    info.ParseFromString(infos[0].value)
-    return status, info
-
-
 class StreamIdleTest(unittest.TestCase):
 
     def assert_idle_cut(self, result, hop, idle_ms, messages):
@@ -159,7 +122,7 @@ class StreamIdleTest(unittest.TestCase):
         self.assertLessEqual(int(m["elapsed_ms"]), idle_ms + LATE_MS, message)
         # The details: a google.rpc.Status with one hopbudget ErrorInfo.
         self.assertIn("grpc-status-details-bin", trailers, message)
-        status, info = decode_details(trailers["grpc-status-details-bin"])
+        status, info = testlib.decode_details(PB, trailers["grpc-status-details-bin"])
         self.assertEqual(status.code, 4)
         self.assertEqual(status.message, message)
         self.assertEqual(info.domain, "hopbudget")
@@ -282,7 +245,7 @@ def main():
     ARGS, rest = parser.parse_known_args()
     args = ARGS
     with tempfile.TemporaryDirectory() as out:
-        compile_protos(args.proto_dir, out)
+        PB.update(testlib.compile_protos("stream_idle_test", args.proto_dir, out))
         try:
             port_c = start_hop(args.server, "c")
             port_b = start_hop(args.server, "b", f"--next=127.0.0.1:{port_c}",
