@@ -19,7 +19,8 @@ after the last message; on the baseline chain, nothing until the client's
 own deadline. Also `chainctl watch`, which prints the same.
 
 The status grammar, the proto compilation of hopbudget's own protos and the
-details decoder come from stream_idle_test.py (imported, not copied).
+details decoder come from hopbudget_testlib.py, shared with the other
+Python tests.
 
 Run by ctest (tests/python/CMakeLists.txt):
   python3 demo_watch_test.py --gateway PATH/gateway --orders PATH/orders \
@@ -36,8 +37,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import stream_idle_test as shared  # noqa: E402  (exits with a clear message without grpcio)
-import grpc  # noqa: E402
+import hopbudget_testlib as testlib  # noqa: E402
+
+grpc = testlib.require_grpc("demo_watch_test")
 from grpc_tools import protoc  # noqa: E402
 
 ARGS = None
@@ -56,7 +58,7 @@ EARLY_MS, LATE_MS = 20, 1000
 
 
 def compile_demo_proto(proto_dir, out_dir):
-    shared.compile_protos(proto_dir, out_dir)  # hopbudget/status, trace (and echo)
+    PB.update(testlib.compile_protos("demo_watch_test", proto_dir, out_dir))  # status, trace, echo
     args = ["protoc", f"-I{proto_dir}", f"--python_out={out_dir}", f"--grpc_python_out={out_dir}",
             os.path.join(proto_dir, "demo/demo.proto")]
     if protoc.main(args) != 0:
@@ -161,14 +163,14 @@ class DemoWatchTest(unittest.TestCase):
         print(f"RESULT demo_watch idle_ms={IDLE_ORDERS_MS} "
               f"silence_seen_by_caller_ms={silent_ms:.1f}", file=sys.stderr)
         # The message form.
-        m = shared.MESSAGE.match(details)
+        m = testlib.MESSAGE.match(details)
         self.assertIsNotNone(m, f"status message {details!r} does not match the grammar")
         self.assertEqual((m["source"], m["hop"], int(m["budget_ms"])),
                          ("idle", "orders", IDLE_ORDERS_MS), details)
         self.assertGreaterEqual(int(m["elapsed_ms"]), IDLE_ORDERS_MS, details)
         # The details: a google.rpc.Status with one hopbudget ErrorInfo.
         self.assertIn("grpc-status-details-bin", trailers, details)
-        status, info = shared.decode_details(trailers["grpc-status-details-bin"])
+        status, info = testlib.decode_details(PB, trailers["grpc-status-details-bin"])
         self.assertEqual(status.code, 4)
         self.assertEqual(status.message, details)
         self.assertEqual(info.reason, "STREAM_IDLE_BUDGET_EXHAUSTED")
