@@ -120,6 +120,18 @@ TEST(ClientThrottleTest, BackendAtFourTimesItsCapacitySeesAboutTwice) {
   EXPECT_NEAR(accepted_total, kRequests / 4, kRequests / 40);
 }
 
+TEST(ClientThrottleTest, CallsInFlightAtTheStartAreNotRefused) {
+  // 50 calls go out before the first answer comes back: none is refused,
+  // whatever the draw, since nothing has been refused by the backend yet.
+  FakeClock clock;
+  auto t = *ClientThrottle::Create({}, &clock);
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(t->Decide(0.0), ThrottleDecision::kSend) << i;
+  EXPECT_EQ(t->InWindow().requests, 0);
+  for (int i = 0; i < 50; ++i) t->Record(BackendAnswer::kAccepted);
+  EXPECT_EQ(t->InWindow().requests, 50);
+  EXPECT_EQ(t->InWindow().accepts, 50);
+}
+
 TEST(ClientThrottleTest, CountsLeaveTheWindowAndTheThrottleLetsGo) {
   FakeClock clock;
   ClientThrottlePolicy policy;
@@ -141,6 +153,7 @@ TEST(ClientThrottleTest, CountsLeaveTheWindowAndTheThrottleLetsGo) {
   EXPECT_EQ(t->InWindow().requests, 0);
   EXPECT_EQ(t->RejectProbability(), 0.0);
   EXPECT_EQ(t->Decide(0.0), ThrottleDecision::kSend);
+  t->Record(BackendAnswer::kAccepted);
   // A bucket reused for a later epoch starts from zero.
   EXPECT_EQ(t->InWindow().requests, 1);
 }

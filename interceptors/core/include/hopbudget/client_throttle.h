@@ -18,7 +18,10 @@
 // book's choice) a backend at 4x its capacity sees about 2x, and the
 // refusals it still answers keep the counts current, so the client follows
 // as capacity comes back. Requests refused locally count as requests: that
-// is what makes the throttle adaptive.
+// is what makes the throttle adaptive. A request counts once its fate is
+// known (refused here, or answered), so that calls still in flight do not
+// weigh against accepts that have not come back yet: a client that has
+// just started does not refuse its first calls.
 //
 // Distinct from RetryThrottle (retry_policy.h, gRFC A6), which stops
 // retries to a failing target and never holds back a first attempt.
@@ -120,10 +123,11 @@ class ClientThrottle {
   ClientThrottle(const ClientThrottle&) = delete;
   ClientThrottle& operator=(const ClientThrottle&) = delete;
 
-  // Counts a request and decides whether it is sent. `uniform01` as for
-  // DecideClientThrottle. A request refused here is not Record()ed.
+  // Decides whether a request is sent, and counts it if it is refused
+  // here. `uniform01` as for DecideClientThrottle. A request refused here
+  // is not Record()ed.
   ThrottleDecision Decide(double uniform01);
-  // What the backend did with a request that was sent.
+  // Counts a request that was sent, and what the backend did with it.
   void Record(BackendAnswer answer);
 
   struct Counts {
