@@ -143,6 +143,10 @@ Server StartServer(const std::string& api, Parking* parking, bool admission, int
   options.admission.policy.max_in_flight = limit;
   options.admission.policy.max_queue = queue;
   options.admission.policy.max_wait = absl::Hours(1);
+  // The queue stays full for the whole measurement: overload_wait would
+  // turn every waiter away 100 ms in (sustained overload), and the bench
+  // measures what a waiting call costs.
+  options.admission.policy.overload_wait = absl::InfiniteDuration();
   options.admission.policy.predict = false;
   options.admission.handlers =
       api == "sync" ? HandlerThreads::kBlocking : HandlerThreads::kNonBlocking;
