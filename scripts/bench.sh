@@ -177,16 +177,20 @@ run_overhead() {
     [ $((round % 2)) = 0 ] && modes="retrying-channel retry-loop budget-only noop plain"
     for api in sync callback; do
       for mode in $modes; do
+        # A file per server: the previous one may still be exiting (the
+        # run of 13:19 read an empty port twice from a shared file).
+        local sout="$raw/echo_server-$api-$mode-$round.out"
         "$bin/echo_server" --api="$api" --mode="$mode" --deadlock-detection="$deadlock" \
-          >"$raw/echo_server.out" 2>&1 &
+          >"$sout" 2>&1 &
         spid=$!
         pids+=("$spid")
-        if ! wait_for_line "$raw/echo_server.out" '^PORT [0-9]+' 10; then
+        if ! wait_for_line "$sout" '^PORT [0-9]+$' 10; then
           echo "error: echo_server did not start:" >&2
-          cat "$raw/echo_server.out" >&2
+          cat "$sout" >&2
           exit 1
         fi
-        port="$(awk '/^PORT/{print $2; exit}' "$raw/echo_server.out")"
+        port="$(awk '/^PORT [0-9]+$/{print $2; exit}' "$sout")"
+        [ -n "$port" ] || { echo "error: echo_server printed no port:" >&2; cat "$sout" >&2; exit 1; }
         for inflight in 1 32; do
           run_bench "$log" "load_gen api=$api mode=$mode inflight=$inflight round=$round" \
             "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$mode" \
