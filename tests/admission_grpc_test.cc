@@ -205,11 +205,13 @@ AdmissionOptions Limit(int in_flight, int queue) {
 TEST_P(AdmissionGrpcTest, SaturatedServerServesWhatCanFinishAndRefusesTheRestUnstarted) {
   // 24 callers start at once on 2 cores: the server learns each deadline as
   // a relative grpc-timeout, later than the caller's clock says by however
-  // long the call took to leave the client. The hop reserve covers that
-  // (measured: up to ~12 ms here under load), so that the refusals reach
-  // their callers before the callers' own deadlines fire.
+  // long the call took to leave the client, and a refusal takes its path
+  // (timer, refusers' thread, handler, status) back. The hop reserve covers
+  // both, so that the refusals reach their callers before the callers' own
+  // deadlines fire: 150 ms (25 ms lost to the callers' deadlines under ASan
+  // beside a demo run, 1 answer in 24).
   BudgetPolicy policy;
-  policy.hop_reserve = absl::Milliseconds(25);
+  policy.hop_reserve = absl::Milliseconds(150);
   AdmissionOptions o = Limit(2, 100);
   // The deadline-driven refusals are the point here; the queue stays
   // non-empty for longer than lifo_after, which with overload_wait would
@@ -219,8 +221,9 @@ TEST_P(AdmissionGrpcTest, SaturatedServerServesWhatCanFinishAndRefusesTheRestUns
   o.policy.predict_min_samples = 2;
   o.policy.predict_window = 16;
   Start(o, policy);
-  // 24 calls of 50 ms work, 2 at a time, 300 ms each: about 10 can finish.
-  const std::vector<Answer> answers = CallConcurrently(24, absl::Milliseconds(300), 50);
+  // 24 calls of 50 ms work, 2 at a time, 600 ms each: at most 18 can start
+  // with their 50 ms before the reserve, so at least 6 are refused.
+  const std::vector<Answer> answers = CallConcurrently(24, absl::Milliseconds(600), 50);
   int ok = 0, refused = 0;
   for (const Answer& a : answers) {
     if (a.status.ok()) {
