@@ -124,6 +124,31 @@ TEST(ClientInterceptorTest, SendsTheExactRemainingBudget) {
   EXPECT_LE(reply.hops(0).budget_on_arrival_us(), absl::ToInt64Microseconds(sent.budget));
 }
 
+// The internal tag is a binary record our helpers put on a context for the
+// interceptor; a value someone else puts under its key is not one, and the
+// call is treated as untagged: the context's own deadline is the client's.
+TEST(ClientInterceptorTest, ForeignValueUnderTheInternalTagKeyIsIgnored) {
+  RelayHop hop(HopConfig{});
+  auto stub = testing::NewStub(hop.address());
+  for (const std::string& foreign :
+       {std::string("attempt/100000"), std::string(59, '\xff'), std::string()}) {
+    SCOPED_TRACE(foreign.size());
+    grpc::ClientContext ctx;
+    SetBudget(ctx, absl::Milliseconds(300));
+    ctx.AddMetadata("hopbudget-internal-source-bin", foreign);
+    echo::RelayReply reply;
+    grpc::Status s = stub->Call(&ctx, Request({testing::Hang()}), &reply);
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+    absl::optional<Attribution> a = AttributionOf(s);
+    ASSERT_TRUE(a.has_value()) << s.error_message();
+    EXPECT_EQ(a->source, DeadlineSource::kClient);
+    EXPECT_LE(a->budget, absl::Milliseconds(300));
+    ParsedBudget sent = ParseBudgetHeader(hop.last_budget_header());
+    ASSERT_EQ(sent.result, HeaderParse::kOk) << hop.last_budget_header();
+    EXPECT_LE(sent.budget, absl::Milliseconds(300));
+  }
+}
+
 TEST(ClientInterceptorTest, NoDeadlineSendsNoBudgetHeader) {
   RelayHop hop(HopConfig{});
   auto stub = testing::NewStub(hop.address());

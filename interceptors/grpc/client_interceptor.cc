@@ -97,8 +97,10 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     internal::SourceTag tagged;
     bool from_helper = false;
     if (auto it = md->find(internal::kInternalSourceKey); it != md->end()) {
-      tagged = internal::ParseSourceTag(it->second);
-      from_helper = true;
+      if (auto parsed = internal::ParseSourceTag(it->second)) {
+        tagged = *parsed;
+        from_helper = true;
+      }
     }
     absl::Duration idle =
         IsStreaming(info_->type()) ? shared_.stream_idle_budget : absl::InfiniteDuration();

@@ -4,9 +4,9 @@
 // thread binding used to catch deadline leaks.
 #include <grpcpp/client_context.h>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include <cstring>
+#include <limits>
+
 #include "grpc_glue.h"
 #include "hopbudget/server.h"
 #include "hopbudget/wire.h"
@@ -16,17 +16,35 @@ namespace {
 
 thread_local const InboundBudget* tls_inbound = nullptr;
 
-std::string UnixMicrosOrEmpty(absl::Time t) {
-  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) return std::string();
-  return absl::StrCat(absl::ToUnixMicros(t));
-}
+// The source tag's codec: fixed-width integers in the byte order of this
+// process (the tag never leaves it: the interceptor erases it before the
+// headers go out), times and durations in nanoseconds with the int64
+// extremes for the infinite ones.
+constexpr size_t kTagSize = 3 + 7 * sizeof(int64_t);
 
-// "" (unknown) and anything unparseable give InfinitePast().
-absl::Time ParseUnixMicros(absl::string_view v) {
-  int64_t us = 0;
-  if (v.empty() || !absl::SimpleAtoi(v, &us)) return absl::InfinitePast();
-  return absl::FromUnixMicros(us);
+void PutInt(char*& at, int64_t v) {
+  std::memcpy(at, &v, sizeof v);
+  at += sizeof v;
 }
+int64_t GetInt(const char*& at) {
+  int64_t v;
+  std::memcpy(&v, at, sizeof v);
+  at += sizeof v;
+  return v;
+}
+int64_t DurationBits(absl::Duration d) { return absl::ToInt64Nanoseconds(d); }
+absl::Duration DurationOf(int64_t v) {
+  if (v == std::numeric_limits<int64_t>::max()) return absl::InfiniteDuration();
+  if (v == std::numeric_limits<int64_t>::min()) return -absl::InfiniteDuration();
+  return absl::Nanoseconds(v);
+}
+int64_t TimeBits(absl::Time t) { return absl::ToUnixNanos(t); }
+absl::Time TimeOf(int64_t v) {
+  if (v == std::numeric_limits<int64_t>::max()) return absl::InfiniteFuture();
+  if (v == std::numeric_limits<int64_t>::min()) return absl::InfinitePast();
+  return absl::FromUnixNanos(v);
+}
+bool IsSource(unsigned char c) { return c < kDeadlineSourceCount; }
 
 }  // namespace
 
@@ -35,61 +53,41 @@ namespace internal {
 const InboundBudget* CurrentInbound() { return tls_inbound; }
 
 std::string FormatSourceTag(const SourceTag& tag) {
-  std::string out =
-      absl::StrCat(DeadlineSourceName(tag.source), "/", FormatBudgetHeader(tag.budget));
-  if (tag.has_logical) {
-    absl::StrAppend(&out, "/",
-                    tag.logical_deadline == absl::InfiniteFuture()
-                        ? std::string()
-                        : absl::StrCat(absl::ToUnixMicros(tag.logical_deadline)),
-                    "/", DeadlineSourceName(tag.logical_source), "/",
-                    FormatBudgetHeader(tag.logical_budget), "/", tag.inbound_key, "/",
-                    tag.inbound_id);
-    if (tag.budget_start != absl::InfinitePast() || tag.logical_start != absl::InfinitePast()) {
-      absl::StrAppend(&out, "/", UnixMicrosOrEmpty(tag.budget_start), "/",
-                      UnixMicrosOrEmpty(tag.logical_start));
-    }
-  }
+  std::string out(kTagSize, '\0');
+  char* at = out.data();
+  *at++ = static_cast<char>(tag.source);
+  *at++ = static_cast<char>(tag.logical_source);
+  *at++ = tag.has_logical ? 1 : 0;
+  PutInt(at, DurationBits(tag.budget));
+  PutInt(at, TimeBits(tag.logical_deadline));
+  PutInt(at, DurationBits(tag.logical_budget));
+  PutInt(at, static_cast<int64_t>(tag.inbound_key));
+  PutInt(at, static_cast<int64_t>(tag.inbound_id));
+  PutInt(at, TimeBits(tag.budget_start));
+  PutInt(at, TimeBits(tag.logical_start));
   return out;
 }
 
-SourceTag ParseSourceTag(absl::string_view tag) {
+absl::optional<SourceTag> ParseSourceTag(absl::string_view bytes) {
+  if (bytes.size() != kTagSize) return absl::nullopt;
+  const auto source = static_cast<unsigned char>(bytes[0]);
+  const auto logical_source = static_cast<unsigned char>(bytes[1]);
+  const auto has_logical = static_cast<unsigned char>(bytes[2]);
+  if (!IsSource(source) || !IsSource(logical_source) || has_logical > 1) {
+    return absl::nullopt;
+  }
   SourceTag out;
-  std::vector<absl::string_view> parts = absl::StrSplit(tag, '/');
-  auto source = ParseDeadlineSource(parts[0]);
-  if (!source.has_value()) return out;
-  out.source = *source;
-  if (parts.size() > 1) {
-    ParsedBudget budget = ParseBudgetHeader(parts[1]);
-    if (budget.result == HeaderParse::kOk) out.budget = budget.budget;
-  }
-  if (parts.size() == 7 || parts.size() == 9) {
-    if (!absl::SimpleAtoi(parts[5], &out.inbound_key) ||
-        !absl::SimpleAtoi(parts[6], &out.inbound_id)) {
-      out.inbound_key = 0;
-      out.inbound_id = 0;
-    }
-  }
-  if (parts.size() == 9) {
-    out.budget_start = ParseUnixMicros(parts[7]);
-    out.logical_start = ParseUnixMicros(parts[8]);
-  }
-  if (parts.size() >= 5) {
-    int64_t us = 0;
-    auto logical_source = ParseDeadlineSource(parts[3]);
-    if (!logical_source.has_value()) return out;
-    if (parts[2].empty()) {
-      out.logical_deadline = absl::InfiniteFuture();
-    } else if (absl::SimpleAtoi(parts[2], &us)) {
-      out.logical_deadline = absl::FromUnixMicros(us);
-    } else {
-      return out;
-    }
-    out.logical_source = *logical_source;
-    ParsedBudget budget = ParseBudgetHeader(parts[4]);
-    if (budget.result == HeaderParse::kOk) out.logical_budget = budget.budget;
-    out.has_logical = true;
-  }
+  out.source = static_cast<DeadlineSource>(source);
+  out.logical_source = static_cast<DeadlineSource>(logical_source);
+  out.has_logical = has_logical == 1;
+  const char* at = bytes.data() + 3;
+  out.budget = DurationOf(GetInt(at));
+  out.logical_deadline = TimeOf(GetInt(at));
+  out.logical_budget = DurationOf(GetInt(at));
+  out.inbound_key = static_cast<uintptr_t>(GetInt(at));
+  out.inbound_id = static_cast<uint64_t>(GetInt(at));
+  out.budget_start = TimeOf(GetInt(at));
+  out.logical_start = TimeOf(GetInt(at));
   return out;
 }
 

@@ -200,7 +200,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     auto* md = m->GetSendInitialMetadata();
     internal::SourceTag tag;
     if (auto it = md->find(internal::kInternalSourceKey); it != md->end()) {
-      tag = internal::ParseSourceTag(it->second);
+      tag = internal::ParseSourceTag(it->second).value_or(internal::SourceTag());
     }
     metadata_ = *md;
     metadata_.erase(internal::kInternalSourceKey);

@@ -1,0 +1,87 @@
+// Copyright hopbudget authors.
+//
+// The internal source tag's codec (grpc_glue.h): what a helper puts on a
+// downstream context for the client interceptor reads back exactly, and a
+// value that is not a tag reads back as none.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "grpc_glue.h"
+
+namespace hopbudget {
+namespace internal {
+namespace {
+
+void ExpectSame(const SourceTag& a, const SourceTag& b) {
+  EXPECT_EQ(a.source, b.source);
+  EXPECT_EQ(a.budget, b.budget);
+  EXPECT_EQ(a.logical_deadline, b.logical_deadline);
+  EXPECT_EQ(a.logical_source, b.logical_source);
+  EXPECT_EQ(a.logical_budget, b.logical_budget);
+  EXPECT_EQ(a.has_logical, b.has_logical);
+  EXPECT_EQ(a.inbound_key, b.inbound_key);
+  EXPECT_EQ(a.inbound_id, b.inbound_id);
+  EXPECT_EQ(a.budget_start, b.budget_start);
+  EXPECT_EQ(a.logical_start, b.logical_start);
+}
+
+TEST(SourceTagTest, EveryFieldReadsBackExactly) {
+  const absl::Time t = absl::FromUnixNanos(1'796'000'000'123'456'789);
+  SourceTag full;
+  full.source = DeadlineSource::kAttempt;
+  full.budget = absl::Nanoseconds(300'000'001);
+  full.logical_deadline = t + absl::Seconds(2);
+  full.logical_source = DeadlineSource::kRequest;
+  full.logical_budget = absl::Milliseconds(1800);
+  full.has_logical = true;
+  full.inbound_key = static_cast<uintptr_t>(0x7f00deadbeef);
+  full.inbound_id = ~uint64_t{0};
+  full.budget_start = t;
+  full.logical_start = t - absl::Microseconds(7);
+
+  SourceTag infinite;  // the defaults: no deadline, nothing known
+  infinite.source = DeadlineSource::kNone;
+  SourceTag extremes = full;
+  extremes.budget = -absl::InfiniteDuration();
+  extremes.logical_deadline = absl::InfinitePast();
+  extremes.budget_start = absl::InfiniteFuture();
+
+  for (const SourceTag& tag : {full, infinite, extremes}) {
+    absl::optional<SourceTag> back = ParseSourceTag(FormatSourceTag(tag));
+    ASSERT_TRUE(back.has_value());
+    ExpectSame(*back, tag);
+  }
+}
+
+TEST(SourceTagTest, ValuesThatAreNotATagReadAsNone) {
+  SourceTag tag;
+  tag.source = DeadlineSource::kAttempt;
+  const std::string good = FormatSourceTag(tag);
+  std::string bad_source = good;
+  bad_source[0] = static_cast<char>(kDeadlineSourceCount);
+  std::string bad_logical_source = good;
+  bad_logical_source[1] = '\xff';
+  std::string bad_flag = good;
+  bad_flag[2] = 2;
+  const struct {
+    const char* what;
+    std::string value;
+  } cases[] = {
+      {"empty", ""},
+      {"the old text form", "attempt/100000"},
+      {"one byte short", good.substr(0, good.size() - 1)},
+      {"one byte long", good + "x"},
+      {"a source out of range", bad_source},
+      {"a logical source out of range", bad_logical_source},
+      {"a flag neither 0 nor 1", bad_flag},
+  };
+  for (const auto& c : cases) {
+    EXPECT_FALSE(ParseSourceTag(c.value).has_value()) << c.what;
+  }
+}
+
+}  // namespace
+}  // namespace internal
+}  // namespace hopbudget
