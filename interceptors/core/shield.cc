@@ -387,7 +387,10 @@ class Shield::Impl {
     // judged "no handle left" while Run() is still returning one.
     std::shared_ptr<const internal::ShieldHandleToken> token =
         std::make_shared<internal::ShieldHandleToken>(op);
-    op->timer_id = timers_.Schedule(op->deadline, [op] { op->RequestStop(StopReason::kBound); });
+    op->timer_id = timers_.Schedule(op->deadline, [this, op] {
+      op->RequestStop(StopReason::kBound);
+      EndIfQueued(op);
+    });
     {
       internal::MutexLock lock(&pool_mu_);
       queue_.push_back(op);
@@ -454,6 +457,20 @@ class Shield::Impl {
       }
       Execute(*op);
     }
+  }
+
+  // The bound of an operation still in the queue ends it at once, on the
+  // timer's thread: its caller must not wait for a pool thread to come free
+  // (behind a backlog that wait has no bound), nor what its work captured
+  // live on past the bound. One that a pool thread took first ends there.
+  void EndIfQueued(const std::shared_ptr<ShieldOp>& op) {
+    {
+      internal::MutexLock lock(&pool_mu_);
+      auto it = std::find(queue_.begin(), queue_.end(), op);
+      if (it == queue_.end()) return;
+      queue_.erase(it);
+    }
+    Execute(*op);
   }
 
   void Execute(ShieldOp& op) {

@@ -211,8 +211,9 @@ class ShieldHandle {
   // as long as the work ignores its stop request.
   absl::optional<ShieldRecord> Wait() const;
   // Runs `fn` with the record once the operation ends, without blocking the
-  // caller: at once on this thread if it already ended, else on the pool
-  // thread that ends it (so `fn` must be short and must not block, like a
+  // caller: at once on this thread if it already ended, else on the thread
+  // that ends it, a pool thread or, for work whose bound passed while it was
+  // queued, the Shield's timer thread (so `fn` must be short and must not block, like a
   // gRPC reactor's Finish()). `fn` returns whether someone took the outcome
   // (answered a caller with it, stored it); if no callback did and no handle
   // read it, the outcome is logged and counted unobserved, as for a handle
@@ -273,8 +274,10 @@ class Shield {
   //     (counted in ShieldStats::refused);
   //   - FAILED_PRECONDITION once Drain() has started.
   // Work whose bound passes while it is queued is never started: it ends as
-  // kExceededBound at once when a thread takes it. `work` (and what it
-  // captured) is destroyed after it returns, before its outcome is recorded.
+  // kExceededBound when the bound passes, without waiting for a pool thread
+  // (behind a backlog that wait would have no bound), and what it captured
+  // is destroyed then. Other `work` (and what it captured) is destroyed
+  // after it returns, before its outcome is recorded.
   [[nodiscard]] absl::StatusOr<ShieldHandle> Run(
       std::string name, absl::Duration bound,
       absl::AnyInvocable<absl::Status(ShieldContext&)> work);
