@@ -318,13 +318,13 @@ TEST_P(AdmissionGrpcTest, SustainedOverloadTurnsAWaiterAwayWithPushbackLongBefor
     auto it = a.trailers.find(key);
     return it == a.trailers.end() ? std::string("<absent>") : it->second;
   };
-  EXPECT_EQ(one(kShedTrailer), "queue_timeout");
+  EXPECT_EQ(one(kShedTrailer), "overload_wait");
   EXPECT_EQ(one(kPushbackHeader), "100");
-  // Not at max_wait (1 s, the same reason), nor when the blocker ends (2 s).
+  // Not at max_wait (1 s, queue_timeout), nor when the blocker ends (2 s).
   EXPECT_GE(a.took, absl::Milliseconds(90));
   EXPECT_LT(a.took, absl::Milliseconds(700));
   EXPECT_EQ(counters_.started.load(), 1);
-  EXPECT_EQ(Stats().shed[static_cast<int>(ArrivalDecision::kShedQueueTimeout)], 1u);
+  EXPECT_EQ(Stats().shed[static_cast<int>(ArrivalDecision::kShedOverloadWait)], 1u);
 }
 
 TEST_P(AdmissionGrpcTest, OverLimitWithoutQueueIsShedWithPushback) {

@@ -311,7 +311,7 @@ TEST_F(AdmissionTest, SustainedOverloadTurnsWaitersAwayAfterOverloadWait) {
   a->Expire(&ready);
   ASSERT_EQ(ready.shed.size(), 1u);
   EXPECT_EQ(ready.shed[0].first, &early);
-  EXPECT_EQ(ready.shed[0].second, ArrivalDecision::kShedQueueTimeout);
+  EXPECT_EQ(ready.shed[0].second, ArrivalDecision::kShedOverloadWait);
   // The queue is empty again: the next waiter starts a new 100 ms.
   ASSERT_EQ(a->Arrive(&late, In(500 * kMs), nullptr, &others_), ArrivalDecision::kQueue);
   EXPECT_EQ(a->NextExpiry(), In(100 * kMs));
@@ -327,7 +327,7 @@ TEST_F(AdmissionTest, SustainedOverloadTurnsWaitersAwayAfterOverloadWait) {
   a->Expire(&ready);
   ASSERT_EQ(ready.shed.size(), 1u);
   EXPECT_EQ(ready.shed[0].first, &during);
-  EXPECT_EQ(ready.shed[0].second, ArrivalDecision::kShedQueueTimeout);
+  EXPECT_EQ(ready.shed[0].second, ArrivalDecision::kShedOverloadWait);
   EXPECT_EQ(a->Stats().queued, 0);
 }
 

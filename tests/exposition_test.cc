@@ -413,16 +413,17 @@ hopbudget_slot_refusals_total{reason="queue_full"} 4
 # HELP hopbudget_admission_admitted_total Calls admitted at once on arrival.
 # TYPE hopbudget_admission_admitted_total counter
 hopbudget_admission_admitted_total 41
-# HELP hopbudget_admission_queued_total Calls that waited for admission (then admitted, or shed as queue_expired, queue_timeout or cannot_finish).
+# HELP hopbudget_admission_queued_total Calls that waited for admission (then admitted, or shed as queue_expired, queue_timeout, overload_wait or cannot_finish).
 # TYPE hopbudget_admission_queued_total counter
 hopbudget_admission_queued_total 42
-# HELP hopbudget_admission_shed_total Calls refused by admission before their work started, by reason (cannot_finish and queue_expired: DEADLINE_EXCEEDED, sources cannot-finish and queue-wait; queue_full, over_limit, queue_timeout: RESOURCE_EXHAUSTED with a pushback).
+# HELP hopbudget_admission_shed_total Calls refused by admission before their work started, by reason (cannot_finish and queue_expired: DEADLINE_EXCEEDED, sources cannot-finish and queue-wait; queue_full, over_limit, queue_timeout, overload_wait: RESOURCE_EXHAUSTED with a pushback).
 # TYPE hopbudget_admission_shed_total counter
 hopbudget_admission_shed_total{reason="cannot_finish"} 43
 hopbudget_admission_shed_total{reason="queue_full"} 44
 hopbudget_admission_shed_total{reason="over_limit"} 45
 hopbudget_admission_shed_total{reason="queue_expired"} 46
 hopbudget_admission_shed_total{reason="queue_timeout"} 47
+hopbudget_admission_shed_total{reason="overload_wait"} 48
 # HELP hopbudget_admission_admitted_after_wait_total Waiting calls admitted when a place came free.
 # TYPE hopbudget_admission_admitted_after_wait_total counter
 hopbudget_admission_admitted_after_wait_total 1

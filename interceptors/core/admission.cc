@@ -84,6 +84,8 @@ absl::string_view ArrivalDecisionName(ArrivalDecision decision) {
       return "queue_expired";
     case ArrivalDecision::kShedQueueTimeout:
       return "queue_timeout";
+    case ArrivalDecision::kShedOverloadWait:
+      return "overload_wait";
   }
   return "unknown";
 }
@@ -321,14 +323,19 @@ ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline, const LatencyP
   w->expiry = std::min(
       deadline == absl::InfiniteFuture() ? absl::InfiniteFuture() : deadline - min_attempt_budget_,
       now + policy_.max_wait);
+  w->timeout = ArrivalDecision::kShedQueueTimeout;
   if (policy_.overload_wait != absl::InfiniteDuration()) {
     // While this waiter is queued the queue is not empty, so the sustained
     // overload it may meet begins at a time known now: lifo_after after the
     // queue last became non-empty (now, if it is empty). From then on it
     // waits at most overload_wait.
     const absl::Time nonempty_since = locked_->by_seq.empty() ? now : locked_->nonempty_since;
-    w->expiry = std::min(
-        w->expiry, std::max(nonempty_since + policy_.lifo_after, now + policy_.overload_wait));
+    const absl::Time overload =
+        std::max(nonempty_since + policy_.lifo_after, now + policy_.overload_wait);
+    if (overload < w->expiry) {
+      w->expiry = overload;
+      w->timeout = ArrivalDecision::kShedOverloadWait;
+    }
   }
   locked_->Push(w);
   // A release that ran between our look at in_flight and the push saw an
@@ -418,7 +425,7 @@ void Admission::Expire(Ready* ready) {
     const ArrivalDecision why =
         w->deadline != absl::InfiniteFuture() && w->deadline - now < min_attempt_budget_
             ? ArrivalDecision::kShedQueueExpired
-            : ArrivalDecision::kShedQueueTimeout;
+            : w->timeout;
     shed_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
     ready->shed.emplace_back(w, why);
   }

@@ -331,13 +331,13 @@ inline constexpr MetricRow kAdmissionMetrics[] = {
     Counter<&S::admission_decisions, ArrivalDecision, ArrivalDecisionName>(
         "hopbudget_admission_queued_total",
         "Calls that waited for admission (then admitted, or shed as queue_expired, "
-        "queue_timeout or cannot_finish).",
+        "queue_timeout, overload_wait or cannot_finish).",
         "", ArrivalDecision::kQueue, 1),
     Counter<&S::admission_decisions, ArrivalDecision, ArrivalDecisionName>(
         "hopbudget_admission_shed_total",
         "Calls refused by admission before their work started, by reason (cannot_finish and "
         "queue_expired: DEADLINE_EXCEEDED, sources cannot-finish and queue-wait; queue_full, "
-        "over_limit, queue_timeout: RESOURCE_EXHAUSTED with a pushback).",
+        "over_limit, queue_timeout, overload_wait: RESOURCE_EXHAUSTED with a pushback).",
         "reason", ArrivalDecision::kShedCannotFinish, kArrivalDecisionCount - 2),
     Counter<&S::admission_admitted_after_wait>("hopbudget_admission_admitted_after_wait_total",
                                                "Waiting calls admitted when a place came free."),

@@ -104,7 +104,7 @@ struct AdmissionPolicy {
   // The longest a call waits once the queue has not been empty for
   // `lifo_after` (sustained overload), > 0; InfiniteDuration(): no such
   // bound. Such a call is refused like one that waited max_wait
-  // (kShedQueueTimeout: RESOURCE_EXHAUSTED with pushback), early enough for
+  // (kShedOverloadWait: RESOURCE_EXHAUSTED with pushback), early enough for
   // its caller to hear it. Measured on the demo chain at 4x its capacity:
   // held until its deadline, a call's caller gave up first and cancelled,
   // and the cancellations (gRPC's stream teardown) took most of the
@@ -140,12 +140,14 @@ enum class ArrivalDecision {
   kShedQueueFull,     // over the limit, and the queue is full
   kShedOverLimit,     // over the limit, and there is no queue (max_queue 0)
   kShedQueueExpired,  // waited until less than min_attempt_budget was left
-  kShedQueueTimeout,  // waited max_wait (overload_wait) with budget still left
+  kShedQueueTimeout,  // waited max_wait with budget still left
+  kShedOverloadWait,  // waited overload_wait in a sustained overload, budget left
 };
-inline constexpr int kArrivalDecisionCount = 7;
+inline constexpr int kArrivalDecisionCount = 8;
 
 // "admit", "queue", "cannot_finish", "queue_full", "over_limit",
-// "queue_expired", "queue_timeout": the `reason` label of the shed metrics.
+// "queue_expired", "queue_timeout", "overload_wait": the `reason` label of
+// the shed metrics.
 absl::string_view ArrivalDecisionName(ArrivalDecision decision);
 template <typename Sink>
 void AbslStringify(Sink& sink, ArrivalDecision value) {
@@ -274,6 +276,9 @@ class Admission {
     // stays non-empty while the waiter is in it, so the sustained overload
     // it may meet starts lifo_after after the queue last became non-empty.
     absl::Time expiry;
+    // Why it leaves at `expiry` if its deadline is still far: max_wait
+    // (kShedQueueTimeout) or the overload (kShedOverloadWait).
+    ArrivalDecision timeout = ArrivalDecision::kShedQueueTimeout;
     uint64_t seq = 0;
     void* user = nullptr;  // for the caller: its call
   };
@@ -315,7 +320,7 @@ class Admission {
   // Moves every waiter whose remaining budget is below min_attempt_budget
   // into `ready->shed` (kShedQueueExpired), and every one that waited
   // max_wait, or overload_wait while the queue is in sustained overload
-  // (kShedQueueTimeout). Call at NextExpiry().
+  // (kShedQueueTimeout, kShedOverloadWait). Call at NextExpiry().
   void Expire(Ready* ready);
 
   // The earliest time a waiter will need Expire(); InfiniteFuture() when
