@@ -103,8 +103,8 @@ struct AdmissionPolicy {
   absl::Duration max_wait = absl::Seconds(1);
   // The longest a call waits once the queue has not been empty for
   // `lifo_after` (sustained overload), > 0; InfiniteDuration(): no such
-  // bound. Such a call is refused like one that waited max_wait
-  // (kShedOverloadWait: RESOURCE_EXHAUSTED with pushback), early enough for
+  // bound. Such a call is refused as one that waited max_wait is, with its
+  // own reason (kShedOverloadWait: RESOURCE_EXHAUSTED with pushback), early enough for
   // its caller to hear it. Measured on the demo chain at 4x its capacity:
   // held until its deadline, a call's caller gave up first and cancelled,
   // and the cancellations (gRPC's stream teardown) took most of the
