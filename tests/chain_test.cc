@@ -54,6 +54,43 @@ class Chain {
   std::unique_ptr<echo::Relay::Stub> stub_;
 };
 
+// A stream relayed for the whole request is not an attempt: gateway's 100 ms
+// attempt cap cuts an attempt-scoped watch, while one scoped to the request
+// lives until the request deadline less the reserve, and its end is
+// attributed to the budget that set that deadline (the client's).
+TEST(ChainTest, WatchRelayedForTheWholeRequestOutlivesTheAttemptCap) {
+  HopConfig gateway = Hop("gateway");
+  gateway.policy.attempt_cap = absl::Milliseconds(100);
+  gateway.policy.hop_reserve = absl::Milliseconds(150);
+  Chain chain(gateway);
+  auto stub = testing::NewStub(chain.gateway_.address());
+  for (const bool whole_request : {false, true}) {
+    SCOPED_TRACE(whole_request ? "kRequest" : "kAttempt");
+    echo::Step relay;
+    relay.set_relay_watch_idle_ms(5000);
+    relay.set_relay_watch_whole_request(whole_request);
+    grpc::ClientContext ctx;
+    testing::SetBudget(ctx, absl::Milliseconds(900));
+    echo::RelayReply reply;
+    const absl::Time start = absl::Now();
+    grpc::Status s = stub->Call(&ctx, Request({relay, testing::Hang()}), &reply);
+    const absl::Duration took = absl::Now() - start;
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+    absl::optional<Attribution> a = AttributionOf(s);
+    ASSERT_TRUE(a.has_value()) << s.error_message();
+    EXPECT_EQ(a->hop, "gateway");
+    if (whole_request) {
+      EXPECT_EQ(a->source, DeadlineSource::kClient);
+      EXPECT_GE(took, absl::Milliseconds(600));       // 900 ms less the 150 ms reserve
+      EXPECT_GT(a->budget, absl::Milliseconds(800));  // what gateway was given
+    } else {
+      EXPECT_EQ(a->source, DeadlineSource::kAttempt);
+      EXPECT_EQ(a->budget, absl::Milliseconds(100));
+      EXPECT_LT(took, absl::Milliseconds(600));
+    }
+  }
+}
+
 // hop[i+1] budget on arrival < hop[i] budget on arrival - work[i] - reserve.
 void ExpectStrictNesting(const echo::RelayReply& reply, const std::vector<int>& work_ms) {
   ASSERT_EQ(reply.hops_size(), 3);

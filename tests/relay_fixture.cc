@@ -402,7 +402,9 @@ Shield& RelayHop::ShieldForRelays() {
 
 grpc::Status RelayHop::RelayWatch(grpc::ServerContextBase& ctx, const echo::Step& step,
                                   const echo::RelayRequest& sub) {
-  std::unique_ptr<grpc::ClientContext> call = NewDownstreamContext(ctx);
+  DownstreamOptions options;
+  if (step.relay_watch_whole_request()) options.scope = DownstreamScope::kRequest;
+  std::unique_ptr<grpc::ClientContext> call = NewDownstreamContext(ctx, options);
   SetStreamIdleBudget(*call, absl::Milliseconds(step.relay_watch_idle_ms()));
   std::unique_ptr<grpc::ClientReader<echo::RelayReply>> reader = next_->Watch(call.get(), sub);
   echo::RelayReply message;

@@ -99,6 +99,16 @@ InboundScope::InboundScope(const grpc::ServerContextBase& inbound) : previous_(t
 
 InboundScope::~InboundScope() { tls_inbound = previous_; }
 
+absl::string_view DownstreamScopeName(DownstreamScope scope) {
+  switch (scope) {
+    case DownstreamScope::kAttempt:
+      return "attempt";
+    case DownstreamScope::kRequest:
+      return "request";
+  }
+  return "unknown";
+}
+
 std::unique_ptr<grpc::ClientContext> NewDownstreamContext(const grpc::ServerContextBase& inbound,
                                                           const DownstreamOptions& options) {
   std::unique_ptr<grpc::ClientContext> ctx = grpc::ClientContext::FromServerContext(inbound);
@@ -106,7 +116,9 @@ std::unique_ptr<grpc::ClientContext> NewDownstreamContext(const grpc::ServerCont
   static const BudgetPolicy kDefaultPolicy;
   const InboundBudget* budget = InboundBudget::Of(inbound);
   BudgetPolicy policy = budget != nullptr ? budget->policy() : kDefaultPolicy;
-  policy.attempt_cap = std::min(policy.attempt_cap, options.attempt_cap);
+  policy.attempt_cap = options.scope == DownstreamScope::kRequest
+                           ? options.attempt_cap
+                           : std::min(policy.attempt_cap, options.attempt_cap);
   Clock& clock = budget != nullptr ? budget->clock() : Clock::Real();
   absl::Time parent = absl::InfiniteFuture();
   DeadlineSource parent_source = DeadlineSource::kNone;

@@ -24,19 +24,10 @@ std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewContext(
 
 std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewStreamContext(
     const grpc::ServerContext& inbound) const {
-  const InboundBudget* budget = InboundBudget::Of(inbound);
-  if (mode_ == Mode::kBaseline || budget == nullptr ||
-      budget->policy().attempt_cap == absl::InfiniteDuration()) {
-    return NewContext(inbound);
-  }
-  // hopbudget's client interceptor sees a plain context with a deadline:
-  // it sends the remaining budget downstream and enforces the idle budget
-  // as for any stream; a DEADLINE_EXCEEDED of this call's own deadline is
-  // attributed to this hop.
-  std::unique_ptr<grpc::ClientContext> out = grpc::ClientContext::FromServerContext(inbound);
-  if (budget->deadline() != absl::InfiniteFuture()) {
-    out->set_deadline(absl::ToChronoTime(budget->deadline() - budget->policy().hop_reserve));
-  }
+  if (mode_ == Mode::kBaseline) return NewContext(inbound);
+  DownstreamOptions options;
+  options.scope = DownstreamScope::kRequest;
+  std::unique_ptr<grpc::ClientContext> out = NewDownstreamContext(inbound, options);
   ForwardDemoHeader(inbound, *out);
   return out;
 }

@@ -49,13 +49,13 @@ class OutgoingContexts {
   std::unique_ptr<grpc::ClientContext> NewContext(const grpc::ServerContext& inbound) const;
   // The context of a streaming call (a relayed WatchOrder) made while
   // serving `inbound`. Like NewContext, except that in hopbudget mode a
-  // stream is not an attempt: it gets what is left of the request (its
-  // deadline less this hop's reserve, the caller's cancel propagated),
-  // never this hop's attempt cap, which NewDownstreamContext applies to
-  // every call (orders' 300 ms, sized for commit attempts, would end every
-  // watch after 300 ms). A hop without an attempt cap gets
-  // NewDownstreamContext itself. What a stream's silence may last is its
-  // idle budget (the channel's ClientOptions::stream_idle_budget).
+  // stream is not an attempt (DownstreamScope::kRequest): it gets what is
+  // left of the request (its deadline less this hop's reserve, the caller's
+  // cancel propagated), never this hop's attempt cap (orders' 300 ms, sized
+  // for commit attempts, would end every watch after 300 ms), and its end
+  // is attributed to the budget that set the request deadline. What a
+  // stream's silence may last is its idle budget (the channel's
+  // ClientOptions::stream_idle_budget).
   std::unique_ptr<grpc::ClientContext> NewStreamContext(const grpc::ServerContext& inbound) const;
   // Adds the demo header of `inbound` to `out`: for contexts made by
   // someone else (each attempt of orders' RetryLoop).

@@ -222,9 +222,32 @@ class InboundBudget {
   bool trace_requested_;
 };
 
+// What a downstream call is to the request that makes it.
+enum class DownstreamScope {
+  // One attempt: its deadline is min(request deadline - hop_reserve,
+  // now + attempt cap). The default, for unary calls and short streams.
+  kAttempt,
+  // A call that may last as long as the request: a stream relayed for the
+  // whole request (a watch). The policy's attempt cap, sized for attempts
+  // (a 300 ms commit), does not apply: its deadline is the request deadline
+  // - hop_reserve, and a DEADLINE_EXCEEDED of it is attributed to the budget
+  // that set the request deadline (this hop's request cap, or the caller's
+  // deadline), with that budget's length. What its silence may last is its
+  // stream idle budget (ClientOptions::stream_idle_budget,
+  // SetStreamIdleBudget()), not its deadline.
+  kRequest,
+};
+absl::string_view DownstreamScopeName(DownstreamScope scope);  // "attempt", "request"
+template <typename Sink>
+void AbslStringify(Sink& sink, DownstreamScope scope) {
+  sink.Append(DownstreamScopeName(scope));
+}
+
 struct DownstreamOptions {
-  // A tighter attempt cap for this one call (the policy's cap still applies).
+  // A tighter attempt cap for this one call. Under kAttempt the policy's
+  // cap still applies too; under kRequest only this one (infinite: none).
   absl::Duration attempt_cap = absl::InfiniteDuration();
+  DownstreamScope scope = DownstreamScope::kAttempt;
 };
 
 // The ClientContext for a downstream call made while serving `inbound`:
