@@ -216,6 +216,32 @@ struct LoadCall {
   std::vector<ItemSpec> items;
 };
 
+// Ends a load call when its answer `s` arrives: adds its record (code,
+// latency since its start, the budget that fired and where) to the summary,
+// keeps its request for --requests-out when `keep_request` (PlaceOrder
+// only), counts it, and deletes `call` (allocated with new, owned from here).
+void EndLoadCall(LoadCall* call, const grpc::Status& s, bool keep_request, LoadState& state) {
+  CallRecord r;
+  r.code = static_cast<absl::StatusCode>(s.error_code());
+  r.latency = absl::Now() - call->start;
+  if (absl::optional<Attribution> a = AttributionOf(s)) {
+    r.source = std::string(DeadlineSourceName(a->source));
+    r.hop = a->hop;
+  }
+  absl::optional<RequestRecord> sent;
+  if (keep_request) {
+    sent = RequestRecord{call->order.key(), std::move(call->items), r.code,
+                         s.ok() ? call->result.order_id() : 0};
+  }
+  delete call;
+  absl::MutexLock lock(&state.mu);
+  if (sent.has_value()) state.requests.push_back(*std::move(sent));
+  state.builder.Add(r);
+  --state.in_flight;
+  ++state.done;
+  (s.ok() ? state.ok : state.failed)++;
+}
+
 }  // namespace
 
 absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
@@ -311,19 +337,7 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
       stub->async()->GetOrder(&call->ctx, &call->read, &call->result,
                               [call, &state, &teach](grpc::Status s) {
                                 teach(s);
-                                CallRecord r;
-                                r.code = static_cast<absl::StatusCode>(s.error_code());
-                                r.latency = absl::Now() - call->start;
-                                if (absl::optional<Attribution> a = AttributionOf(s)) {
-                                  r.source = std::string(DeadlineSourceName(a->source));
-                                  r.hop = a->hop;
-                                }
-                                delete call;
-                                absl::MutexLock lock(&state.mu);
-                                state.builder.Add(r);
-                                --state.in_flight;
-                                ++state.done;
-                                (s.ok() ? state.ok : state.failed)++;
+                                EndLoadCall(call, s, /*keep_request=*/false, state);
                               });
       continue;
     }
@@ -340,22 +354,7 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
     stub->async()->PlaceOrder(&call->ctx, &call->order, &call->result,
                               [call, &state, &teach, record](grpc::Status s) {
                                 teach(s);
-                                CallRecord r;
-                                r.code = static_cast<absl::StatusCode>(s.error_code());
-                                r.latency = absl::Now() - call->start;
-                                if (absl::optional<Attribution> a = AttributionOf(s)) {
-                                  r.source = std::string(DeadlineSourceName(a->source));
-                                  r.hop = a->hop;
-                                }
-                                RequestRecord sent{call->order.key(), std::move(call->items),
-                                                   r.code, s.ok() ? call->result.order_id() : 0};
-                                delete call;
-                                absl::MutexLock lock(&state.mu);
-                                if (record) state.requests.push_back(std::move(sent));
-                                state.builder.Add(r);
-                                --state.in_flight;
-                                ++state.done;
-                                (s.ok() ? state.ok : state.failed)++;
+                                EndLoadCall(call, s, record, state);
                               });
   }
   // Every call ends by its deadline (the budget), so this wait is bounded.

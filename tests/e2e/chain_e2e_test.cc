@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "accounting.h"
 #include "chain_process.h"
+#include "chain_support.h"
 #include "demo/demo.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -31,23 +32,11 @@
 namespace hopbudget::e2e {
 namespace {
 
-using demo::Admin;
 using demo::Faults;
 using demo::Gateway;
 using demo::Order;
 using demo::OrderResult;
 using demo::Stats;
-
-// Waits (really, but bounded and without a tolerance window) for `pred`.
-template <typename Pred>
-bool Eventually(Pred pred, absl::Duration max = absl::Seconds(20)) {
-  const absl::Time end = absl::Now() + max;
-  while (absl::Now() < end) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return pred();
-}
 
 using chainctl::AuditResult;
 using chainctl::LedgerRow;
@@ -69,37 +58,26 @@ struct PlaceOptions {
 class Chain {
  public:
   explicit Chain(const ChainOptions& o) {
-    dir_ = MakeTempDir();
-    db_ = dir_ + "/ledger.db";
+    db_ = processes_.dir() + "/ledger.db";
     const std::string mode = "--mode=" + o.mode;
     std::vector<std::string> args = {"--port=0",    "--metrics-port=0", mode,
                                      "--db=" + db_, "--seed=7",         "--shield-bound=5s"};
     args.insert(args.end(), o.ledger.begin(), o.ledger.end());
-    Start(ledger_, HOPBUDGET_DEMO_LEDGER, args);
-    if (!ledger_) return;
+    ledger_ = processes_.Start(HOPBUDGET_DEMO_LEDGER, args);
+    if (ledger_ == nullptr) return;
     args = {"--port=0", "--metrics-port=0", mode, "--ledger=" + ledger_->address(), "--seed=7"};
     args.insert(args.end(), o.orders.begin(), o.orders.end());
-    Start(orders_, HOPBUDGET_DEMO_ORDERS, args);
-    if (!orders_) return;
+    orders_ = processes_.Start(HOPBUDGET_DEMO_ORDERS, args);
+    if (orders_ == nullptr) return;
     args = {"--port=0", "--metrics-port=0", mode, "--orders=" + orders_->address(), "--seed=7"};
     args.insert(args.end(), o.gateway.begin(), o.gateway.end());
-    Start(gateway_, HOPBUDGET_DEMO_GATEWAY, args);
-    if (!gateway_) return;
-    ClientOptions client;
-    client.hop = "e2e";
-    gateway_stub_ = Gateway::NewStub(
-        *CreateChannel(gateway_->address(), grpc::InsecureChannelCredentials(), client));
-  }
-
-  ~Chain() {
-    gateway_.reset();  // front to back
-    orders_.reset();
-    ledger_.reset();
-    std::system(absl::StrCat("rm -rf '", dir_, "'").c_str());
+    gateway_ = processes_.Start(HOPBUDGET_DEMO_GATEWAY, args);
+    if (gateway_ == nullptr) return;
+    gateway_stub_ = GatewayStub(*gateway_);
   }
 
   bool ok() const { return gateway_ != nullptr; }
-  const std::string& error() const { return error_; }
+  const std::string& error() const { return processes_.error(); }
 
   struct Result {
     grpc::Status status;
@@ -166,32 +144,6 @@ class Chain {
     return *a;
   }
 
-  Stats StatsOf(const ChainProcess& p) {
-    auto stub =
-        Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
-    Stats s;
-    grpc::Status st = stub->GetStats(&ctx, demo::GetStatsRequest(), &s);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return s;
-  }
-
-  void SetFaultsOf(const ChainProcess& p, const Faults& f) {
-    auto stub =
-        Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
-    Faults out;
-    grpc::Status st = stub->SetFaults(&ctx, demo::SetFaultsRequest(), &out);
-    demo::SetFaultsRequest req;
-    *req.mutable_faults() = f;
-    grpc::ClientContext ctx2;
-    ctx2.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
-    st = stub->SetFaults(&ctx2, req, &out);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-  }
-
   int64_t Rows() { return static_cast<int64_t>(LedgerRows().size()); }
 
   // Waits until no handler (and no shielded commit) runs at any hop, front
@@ -209,14 +161,14 @@ class Chain {
   // every hop to count a call started after the client deadline.
   void ExpectClientDeadlineReachesEveryHop(absl::Duration budget = absl::Seconds(10)) {
     std::vector<int64_t> before;
-    for (ChainProcess* p : {gateway_.get(), orders_.get(), ledger_.get()}) {
+    for (ChainProcess* p : {gateway_, orders_, ledger_}) {
       before.push_back(StatsOf(*p).calls_started_after_deadline());
     }
     PlaceOptions late;
     late.claimed_client_deadline = absl::Now() - absl::Seconds(1);
     Place(absl::StrCat("probe-", probes_++), budget, late);
     int k = 0;
-    for (ChainProcess* p : {gateway_.get(), orders_.get(), ledger_.get()}) {
+    for (ChainProcess* p : {gateway_, orders_, ledger_}) {
       Stats s = StatsOf(*p);
       EXPECT_GE(s.calls_started_after_deadline() - before[k++], 1)
           << s.hop() << " (" << s.mode() << ") did not see the client deadline header";
@@ -234,20 +186,11 @@ class Chain {
   ChainProcess& ledger() { return *ledger_; }
 
  private:
-  void Start(std::unique_ptr<ChainProcess>& into, const char* binary,
-             const std::vector<std::string>& args) {
-    absl::StatusOr<std::unique_ptr<ChainProcess>> p = ChainProcess::Start(binary, args);
-    if (!p.ok()) {
-      error_ = p.status().ToString();
-      return;
-    }
-    into = *std::move(p);
-  }
-
-  std::string dir_, db_, error_;
+  ChainProcesses processes_;
+  std::string db_;
   std::vector<RequestRecord> requests_;
   int probes_ = 0;
-  std::unique_ptr<ChainProcess> ledger_, orders_, gateway_;
+  ChainProcess *ledger_ = nullptr, *orders_ = nullptr, *gateway_ = nullptr;
   std::unique_ptr<Gateway::Stub> gateway_stub_;
 };
 
@@ -272,7 +215,7 @@ TEST(ChainE2eTest, NormalOrderCommitsOneRow) {
   const AuditResult a = chain.Audit();
   EXPECT_EQ(a.acknowledged, 1);
   EXPECT_EQ(a.committed, 1);
-  EXPECT_EQ(chain.StatsOf(chain.ledger()).commits(), 1);
+  EXPECT_EQ(StatsOf(chain.ledger()).commits(), 1);
 }
 
 TEST(ChainE2eTest, RepeatedKeyDoesNotAddARowAndAnswersTheOriginal) {
@@ -292,7 +235,7 @@ TEST(ChainE2eTest, RepeatedKeyDoesNotAddARowAndAnswersTheOriginal) {
   EXPECT_EQ(a.orders, 1);
   EXPECT_EQ(a.committed, 1);
   EXPECT_EQ(chain.Rows(), 1);
-  const Stats ledger = chain.StatsOf(chain.ledger());
+  const Stats ledger = StatsOf(chain.ledger());
   EXPECT_EQ(ledger.commits(), 1);
   EXPECT_EQ(ledger.replays(), 1);
 }
@@ -324,12 +267,12 @@ TEST(ChainE2eTest, HangingLedgerIsAttributedToOrdersWithinTheBudget) {
       << r.status.error_message();
   // Everything the order started has ended: nothing more can start.
   ASSERT_TRUE(chain.WaitIdle());
-  const Stats ledger = chain.StatsOf(chain.ledger());
+  const Stats ledger = StatsOf(chain.ledger());
   EXPECT_EQ(ledger.calls(), 3);
   EXPECT_EQ(ledger.retries_received(), 2);
   // No hop started work after the client's deadline...
   for (ChainProcess* p : {&chain.gateway(), &chain.orders(), &chain.ledger()}) {
-    Stats s = chain.StatsOf(*p);
+    Stats s = StatsOf(*p);
     EXPECT_EQ(s.calls_started_after_deadline(), 0) << s.hop();
   }
   // ...and that zero was measured: the deadline reaches every hop.
@@ -364,7 +307,7 @@ TEST(ChainE2eTest, ClientCancelStopsEveryHopPromptly) {
   EXPECT_LT(r.end - *r.cancelled_at, kCancelReachesTheClient);
   ASSERT_TRUE(chain.WaitIdle());
   for (ChainProcess* p : {&chain.gateway(), &chain.orders(), &chain.ledger()}) {
-    const Stats s = chain.StatsOf(*p);
+    const Stats s = StatsOf(*p);
     ASSERT_EQ(s.calls(), 1) << s.hop();
     EXPECT_LT(LastEnd(s) - *r.cancelled_at, kCancelStopsAHop) << s.hop();
   }
@@ -389,10 +332,10 @@ TEST(ChainE2eTest, ClientCancelDuringCommitLeavesExactlyOneRow) {
   // caller left, and lands once.
   ASSERT_TRUE(chain.WaitIdle());
   for (ChainProcess* p : {&chain.gateway(), &chain.orders()}) {
-    const Stats s = chain.StatsOf(*p);
+    const Stats s = StatsOf(*p);
     EXPECT_LT(LastEnd(s) - *r.cancelled_at, kCancelStopsAHop) << s.hop();
   }
-  const Stats ledger = chain.StatsOf(chain.ledger());
+  const Stats ledger = StatsOf(chain.ledger());
   EXPECT_EQ(ledger.commits(), 1);
   EXPECT_GE(LastEnd(ledger) - r.start, absl::Milliseconds(1500));
   // The client saw CANCELLED; the order is in the ledger once (by key and
@@ -403,7 +346,7 @@ TEST(ChainE2eTest, ClientCancelDuringCommitLeavesExactlyOneRow) {
   // The client retries the same order: the original result, no new row.
   Faults none;
   none.set_latency("none");
-  chain.SetFaultsOf(chain.ledger(), none);
+  SetFaults(chain.ledger(), none);
   Chain::Result again = chain.Place("order-c", absl::Seconds(10));
   ASSERT_TRUE(again.status.ok()) << again.status.error_message();
   EXPECT_TRUE(again.reply.replayed());
@@ -425,7 +368,7 @@ TEST(ChainE2eTest, RetriesUnderFaultsCommitEveryOrderExactlyOnce) {
   for (int i = 0; i < kOrders; ++i) {
     if (chain.Place(absl::StrCat("order-f-", i), absl::Seconds(4)).status.ok()) ++acked;
   }
-  EXPECT_GE(chain.StatsOf(chain.ledger()).retries_received(), 1);
+  EXPECT_GE(StatsOf(chain.ledger()).retries_received(), 1);
   EXPECT_GE(acked, kOrders / 2);  // retries rescue most of them
   ASSERT_TRUE(chain.WaitIdle());
   AuditResult a = chain.Audit();
@@ -434,7 +377,7 @@ TEST(ChainE2eTest, RetriesUnderFaultsCommitEveryOrderExactlyOnce) {
   // ones already committed with their original row, and still one row each.
   Faults none;
   none.set_latency("none");
-  chain.SetFaultsOf(chain.ledger(), none);
+  SetFaults(chain.ledger(), none);
   for (int i = 0; i < kOrders; ++i) {
     Chain::Result r = chain.Place(absl::StrCat("order-f-", i), absl::Seconds(10));
     EXPECT_TRUE(r.status.ok()) << i << ": " << r.status.error_message();
@@ -459,7 +402,7 @@ TEST(ChainE2eTest, ClientDeadlineHeaderReachesEveryHopInBothModes) {
     ASSERT_TRUE(chain.Place(absl::StrCat("order-on-time-", mode), absl::Seconds(10)).status.ok());
     ASSERT_TRUE(chain.WaitIdle());
     for (ChainProcess* p : {&chain.gateway(), &chain.orders(), &chain.ledger()}) {
-      const Stats s = chain.StatsOf(*p);
+      const Stats s = StatsOf(*p);
       EXPECT_EQ(s.calls_started_after_deadline(), 0) << s.hop();
       EXPECT_EQ(s.work_after_deadline_ms(), 0) << s.hop();
     }
@@ -468,7 +411,7 @@ TEST(ChainE2eTest, ClientDeadlineHeaderReachesEveryHopInBothModes) {
     chain.ExpectClientDeadlineReachesEveryHop();
     ASSERT_TRUE(chain.WaitIdle());
     for (ChainProcess* p : {&chain.gateway(), &chain.orders(), &chain.ledger()}) {
-      const Stats s = chain.StatsOf(*p);
+      const Stats s = StatsOf(*p);
       EXPECT_EQ(s.calls_started_after_deadline(), 1) << s.hop();
       EXPECT_GT(s.work_after_deadline_ms(), 0) << s.hop();
     }
@@ -495,9 +438,8 @@ TEST(ChainE2eTest, BaselineWorksLongerAfterTheDeadlineThanHopbudget) {
     }
     // Let everything the client left behind end (baseline: its 1.5 s timeouts).
     EXPECT_TRUE(Eventually([&] {
-      return chain.StatsOf(chain.gateway()).in_flight() == 0 &&
-             chain.StatsOf(chain.orders()).in_flight() == 0 &&
-             chain.StatsOf(chain.ledger()).in_flight() == 0;
+      return StatsOf(chain.gateway()).in_flight() == 0 &&
+             StatsOf(chain.orders()).in_flight() == 0 && StatsOf(chain.ledger()).in_flight() == 0;
     }));
     work[k++] = chain.WorkAfterDeadlineMs();
     // Measured at every hop, not only at the gateway the client talks to.

@@ -9,18 +9,44 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace hopbudget::e2e {
 
-std::string MakeTempDir() {
+ChainProcesses::ChainProcesses() {
   std::string templ = "/tmp/hopbudget-e2e-XXXXXX";
-  if (mkdtemp(templ.data()) == nullptr) return "/tmp";
-  return templ;
+  if (mkdtemp(templ.data()) == nullptr) {
+    error_ = absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno));
+    return;
+  }
+  dir_ = templ;
+}
+
+ChainProcesses::~ChainProcesses() {
+  // One by one from the back: a vector's own destructor promises no order.
+  while (!started_.empty()) started_.pop_back();
+  if (dir_.empty()) return;
+  std::error_code ignored;  // a leftover folder under /tmp fails no test
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+ChainProcess* ChainProcesses::Start(const std::string& binary,
+                                    const std::vector<std::string>& args) {
+  if (!error_.empty()) return nullptr;
+  absl::StatusOr<std::unique_ptr<ChainProcess>> p = ChainProcess::Start(binary, args);
+  if (!p.ok()) {
+    error_ = p.status().ToString();
+    return nullptr;
+  }
+  started_.push_back(*std::move(p));
+  return started_.back().get();
 }
 
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Duration timeout) {

@@ -5,7 +5,8 @@
 // metrics on <port> ...", stopped (SIGTERM, then SIGKILL) when destroyed.
 // A child also dies with the test. The process itself is a
 // demo::ChildProcess (tests/demo/child_process.h); its stderr goes to a
-// file, quoted in the error when it fails to start.
+// file, quoted in the error when it fails to start. ChainProcesses holds
+// one test's chain of them.
 #ifndef HOPBUDGET_TESTS_E2E_CHAIN_PROCESS_H_
 #define HOPBUDGET_TESTS_E2E_CHAIN_PROCESS_H_
 
@@ -39,8 +40,37 @@ class ChainProcess {
   std::unique_ptr<demo::ChildProcess> child_;
 };
 
-// A fresh temporary directory (removed by the caller if it wants).
-std::string MakeTempDir();
+// The processes of one test's chain and a temporary directory for their
+// files. Start them back to front (the callee first, so that each caller
+// gets its callee's address); the destructor stops them front to back (in
+// the reverse order: no hop is stopped while a hop in front of it can still
+// call it), then removes the directory. One test thread uses it.
+//
+//   ChainProcesses chain;
+//   ChainProcess* ledger = chain.Start(
+//       HOPBUDGET_DEMO_LEDGER, {"--port=0", "--metrics-port=0", "--db=" + chain.dir() + "/l.db"});
+//   ASSERT_NE(ledger, nullptr) << chain.error();
+class ChainProcesses {
+ public:
+  ChainProcesses();
+  ~ChainProcesses();
+  ChainProcesses(const ChainProcesses&) = delete;
+  ChainProcesses& operator=(const ChainProcesses&) = delete;
+
+  // ChainProcess::Start; the process lives as long as this object. nullptr
+  // when it failed, or when something failed before (the directory, an
+  // earlier Start): error() says what, and nothing more starts.
+  ChainProcess* Start(const std::string& binary, const std::vector<std::string>& args);
+
+  // The temporary directory ("" if it could not be made).
+  const std::string& dir() const { return dir_; }
+  // What failed first ("" while nothing did).
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string dir_, error_;
+  std::vector<std::unique_ptr<ChainProcess>> started_;  // in start order
+};
 
 // GET http://127.0.0.1:<port><path> (HTTP/1.0, one connection): the body, or
 // an error naming what failed.

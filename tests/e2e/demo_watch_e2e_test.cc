@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "chain_process.h"
+#include "chain_support.h"
 #include "demo/demo.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -30,16 +31,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-template <typename Pred>
-bool Eventually(Pred pred, absl::Duration max = absl::Seconds(20)) {
-  const absl::Time end = absl::Now() + max;
-  while (absl::Now() < end) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return pred();
-}
 
 // The idle budgets the hopbudget chain runs with (the services' defaults,
 // said explicitly so that the test reads on its own).
@@ -56,88 +47,44 @@ struct WatchChainOptions {
 class WatchChain {
  public:
   explicit WatchChain(const WatchChainOptions& o) {
-    dir_ = MakeTempDir();
     const std::string mode = "--mode=" + o.mode;
-    std::vector<std::string> args = {"--port=0", "--metrics-port=0", "--db=" + dir_ + "/ledger.db",
+    std::vector<std::string> args = {"--port=0", "--metrics-port=0",
+                                     "--db=" + processes_.dir() + "/ledger.db",
                                      "--watch-interval=50ms", mode};
     args.insert(args.end(), o.ledger.begin(), o.ledger.end());
-    if (!Start(ledger_, HOPBUDGET_DEMO_LEDGER, args)) return;
+    ledger_ = processes_.Start(HOPBUDGET_DEMO_LEDGER, args);
+    if (ledger_ == nullptr) return;
     args = {"--port=0", "--metrics-port=0", "--ledger=" + ledger_->address(), mode,
             absl::StrCat("--stream-idle=", o.idle ? absl::FormatDuration(kOrdersIdle) : "0")};
     args.insert(args.end(), o.orders.begin(), o.orders.end());
-    if (!Start(orders_, HOPBUDGET_DEMO_ORDERS, args)) return;
-    args = {"--port=0", "--metrics-port=0", "--orders=" + orders_->address(), mode,
+    const ChainProcess* orders = processes_.Start(HOPBUDGET_DEMO_ORDERS, args);
+    if (orders == nullptr) return;
+    args = {"--port=0", "--metrics-port=0", "--orders=" + orders->address(), mode,
             absl::StrCat("--stream-idle=", o.idle ? absl::FormatDuration(kGatewayIdle) : "0")};
     args.insert(args.end(), o.gateway.begin(), o.gateway.end());
-    if (!Start(gateway_, HOPBUDGET_DEMO_GATEWAY, args)) return;
-    ClientOptions client;
-    client.hop = "e2e";
-    gateway_stub_ = demo::Gateway::NewStub(
-        *CreateChannel(gateway_->address(), grpc::InsecureChannelCredentials(), client));
-  }
-
-  ~WatchChain() {
-    gateway_.reset();
-    orders_.reset();
-    ledger_.reset();
-    std::system(absl::StrCat("rm -rf '", dir_, "'").c_str());
+    const ChainProcess* gateway = processes_.Start(HOPBUDGET_DEMO_GATEWAY, args);
+    if (gateway != nullptr) gateway_stub_ = GatewayStub(*gateway);
   }
 
   bool ok() const { return gateway_stub_ != nullptr; }
-  const std::string& error() const { return error_; }
+  const std::string& error() const { return processes_.error(); }
   const ChainProcess& ledger() const { return *ledger_; }
   demo::Gateway::Stub& gateway() { return *gateway_stub_; }
 
   grpc::Status Place(const std::string& key, demo::OrderResult* reply) {
-    demo::Order order;
-    order.set_key(key);
-    demo::Item* item = order.add_items();
-    item->set_sku("sku-1");
-    item->set_quantity(1);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-    return gateway_stub_->PlaceOrder(&ctx, order, reply);
+    return PlaceOneItem(*gateway_stub_, key, absl::Seconds(5), reply);
   }
 
   static void SetSilence(const ChainProcess& p, bool silence) {
-    auto stub =
-        demo::Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
-    demo::SetFaultsRequest req;
-    req.mutable_faults()->set_latency("none");
-    req.mutable_faults()->set_silence(silence);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    demo::Faults out;
-    grpc::Status st = stub->SetFaults(&ctx, req, &out);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-    ASSERT_EQ(out.silence(), silence);
-  }
-
-  static demo::Stats StatsOf(const ChainProcess& p) {
-    auto stub =
-        demo::Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    demo::Stats s;
-    grpc::Status st = stub->GetStats(&ctx, demo::GetStatsRequest(), &s);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return s;
+    demo::Faults faults;
+    faults.set_latency("none");
+    faults.set_silence(silence);
+    ASSERT_EQ(SetFaults(p, faults).silence(), silence);
   }
 
  private:
-  bool Start(std::unique_ptr<ChainProcess>& slot, const std::string& binary,
-             const std::vector<std::string>& args) {
-    auto p = ChainProcess::Start(binary, args);
-    if (!p.ok()) {
-      error_ = std::string(p.status().message());
-      return false;
-    }
-    slot = *std::move(p);
-    return true;
-  }
-
-  std::string dir_, error_;
-  std::unique_ptr<ChainProcess> ledger_, orders_, gateway_;
+  ChainProcesses processes_;
+  ChainProcess* ledger_ = nullptr;
   std::unique_ptr<demo::Gateway::Stub> gateway_stub_;
 };
 
@@ -207,7 +154,7 @@ TEST(DemoWatchE2eTest, MessagesFlowThroughThreeHops) {
     EXPECT_EQ(m.result().order_id(), placed.order_id());
   }
   // The whole watch was one handler call at the ledger, now ended.
-  EXPECT_TRUE(Eventually([&] { return WatchChain::StatsOf(chain.ledger()).in_flight() == 0; }));
+  EXPECT_TRUE(Eventually([&] { return StatsOf(chain.ledger()).in_flight() == 0; }));
 }
 
 TEST(DemoWatchE2eTest, AWatchSeesTheOrderCommittedWhileItRuns) {
@@ -266,7 +213,7 @@ TEST(DemoWatchE2eTest, ASilentLedgerIsCutAtOrdersIdleBudget) {
             << absl::ToDoubleMilliseconds(w.silence)
             << " elapsed_at_orders_ms=" << absl::ToDoubleMilliseconds(a->elapsed) << "\n";
   // The cut cancelled the silent watch at the ledger too.
-  EXPECT_TRUE(Eventually([&] { return WatchChain::StatsOf(chain.ledger()).in_flight() == 0; }));
+  EXPECT_TRUE(Eventually([&] { return StatsOf(chain.ledger()).in_flight() == 0; }));
 }
 
 TEST(DemoWatchE2eTest, BaselineIsNotCutBeforeTheDeadline) {
@@ -311,13 +258,13 @@ TEST(DemoWatchE2eTest, CancellingTheWatchAtTheClientCancelsItAtTheLedger) {
                     [&](int n, grpc::ClientContext& ctx) {
                       if (n != 2) return;
                       WatchChain::SetSilence(chain.ledger(), true);
-                      EXPECT_EQ(WatchChain::StatsOf(chain.ledger()).in_flight(), 1);
+                      EXPECT_EQ(StatsOf(chain.ledger()).in_flight(), 1);
                       cancelled = absl::Now();
                       ctx.TryCancel();
                     });
   EXPECT_EQ(w.status.error_code(), grpc::StatusCode::CANCELLED) << w.status.error_message();
-  ASSERT_TRUE(Eventually([&] { return WatchChain::StatsOf(chain.ledger()).in_flight() == 0; },
-                         absl::Seconds(5)))
+  ASSERT_TRUE(
+      Eventually([&] { return StatsOf(chain.ledger()).in_flight() == 0; }, absl::Seconds(5)))
       << "the watch still runs at the ledger: the cancel did not reach it";
   std::cerr << "RESULT demo_watch cancel_reached_ledger_within_ms="
             << absl::ToDoubleMilliseconds(absl::Now() - cancelled) << "\n";
@@ -342,13 +289,13 @@ TEST(DemoWatchE2eTest, WatchesHoldNoAdmissionSlot) {
       received[i] = Watch(chain.gateway(), "watch-many", absl::Seconds(3)).messages.size();
     });
   }
-  ASSERT_TRUE(Eventually([&] { return WatchChain::StatsOf(chain.ledger()).in_flight() == 4; }));
+  ASSERT_TRUE(Eventually([&] { return StatsOf(chain.ledger()).in_flight() == 4; }));
   const absl::Time start = absl::Now();
   demo::OrderResult placed;
   grpc::Status s = chain.Place("admitted-meanwhile", &placed);
   const absl::Duration took = absl::Now() - start;
   // Still running: the order was admitted beside them, not after them.
-  const int64_t watching = WatchChain::StatsOf(chain.ledger()).in_flight();
+  const int64_t watching = StatsOf(chain.ledger()).in_flight();
   for (std::thread& t : watches) t.join();
   EXPECT_EQ(watching, 4);
   ASSERT_TRUE(s.ok()) << s.error_message();

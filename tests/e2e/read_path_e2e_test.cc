@@ -16,25 +16,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "chain_process.h"
+#include "chain_support.h"
 #include "demo/demo.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hopbudget/client.h"
 
 namespace hopbudget::e2e {
 namespace {
 
 using ::testing::HasSubstr;
-
-template <typename Pred>
-bool Eventually(Pred pred, absl::Duration max = absl::Seconds(20)) {
-  const absl::Time end = absl::Now() + max;
-  while (absl::Now() < end) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
 
 struct ReadChainOptions {
   std::vector<std::string> primary, replica, orders;  // extra flags
@@ -44,50 +34,34 @@ struct ReadChainOptions {
 class ReadChain {
  public:
   explicit ReadChain(const ReadChainOptions& o) {
-    dir_ = MakeTempDir();
-    db_ = dir_ + "/ledger.db";
-    std::vector<std::string> args = {"--port=0", "--metrics-port=0", "--db=" + db_, "--seed=7"};
+    const std::string db = processes_.dir() + "/ledger.db";
+    std::vector<std::string> args = {"--port=0", "--metrics-port=0", "--db=" + db, "--seed=7"};
     args.insert(args.end(), o.primary.begin(), o.primary.end());
-    if (!Start(primary_, HOPBUDGET_DEMO_LEDGER, args)) return;
-    args = {"--port=0", "--metrics-port=0", "--db=" + db_, "--replica", "--seed=8"};
+    primary_ = processes_.Start(HOPBUDGET_DEMO_LEDGER, args);
+    if (primary_ == nullptr) return;
+    args = {"--port=0", "--metrics-port=0", "--db=" + db, "--replica", "--seed=8"};
     args.insert(args.end(), o.replica.begin(), o.replica.end());
-    if (!Start(replica_, HOPBUDGET_DEMO_LEDGER, args)) return;
+    replica_ = processes_.Start(HOPBUDGET_DEMO_LEDGER, args);
+    if (replica_ == nullptr) return;
     const std::string replicas = replica_->address() + "," + primary_->address();
     args = {"--port=0", "--metrics-port=0", "--ledger=" + primary_->address(),
             "--ledger-replicas=" + replicas, "--seed=7"};
     args.insert(args.end(), o.orders.begin(), o.orders.end());
-    if (!Start(orders_, HOPBUDGET_DEMO_ORDERS, args)) return;
+    orders_ = processes_.Start(HOPBUDGET_DEMO_ORDERS, args);
+    if (orders_ == nullptr) return;
     args = {"--port=0", "--metrics-port=0", "--orders=" + orders_->address(), "--seed=7"};
-    if (!Start(gateway_, HOPBUDGET_DEMO_GATEWAY, args)) return;
-    ClientOptions client;
-    client.hop = "e2e";
-    gateway_stub_ = demo::Gateway::NewStub(
-        *CreateChannel(gateway_->address(), grpc::InsecureChannelCredentials(), client));
-  }
-
-  ~ReadChain() {
-    gateway_.reset();
-    orders_.reset();
-    replica_.reset();
-    primary_.reset();
-    std::system(absl::StrCat("rm -rf '", dir_, "'").c_str());
+    const ChainProcess* gateway = processes_.Start(HOPBUDGET_DEMO_GATEWAY, args);
+    if (gateway != nullptr) gateway_stub_ = GatewayStub(*gateway);
   }
 
   bool ok() const { return gateway_stub_ != nullptr; }
-  const std::string& error() const { return error_; }
+  const std::string& error() const { return processes_.error(); }
   const ChainProcess& primary() const { return *primary_; }
   const ChainProcess& replica() const { return *replica_; }
   const ChainProcess& orders() const { return *orders_; }
 
   grpc::Status Place(const std::string& key, absl::Duration budget, demo::OrderResult* reply) {
-    demo::Order order;
-    order.set_key(key);
-    demo::Item* item = order.add_items();
-    item->set_sku("sku-1");
-    item->set_quantity(1);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + budget));
-    return gateway_stub_->PlaceOrder(&ctx, order, reply);
+    return PlaceOneItem(*gateway_stub_, key, budget, reply);
   }
 
   struct Read {
@@ -108,43 +82,15 @@ class ReadChain {
   }
 
   static void SetHangNext(const ChainProcess& p, int n) {
-    auto stub =
-        demo::Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
-    demo::SetFaultsRequest req;
-    req.mutable_faults()->set_latency("none");
-    req.mutable_faults()->set_hang_next(n);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    demo::Faults out;
-    grpc::Status st = stub->SetFaults(&ctx, req, &out);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-  }
-
-  static demo::Stats StatsOf(const ChainProcess& p) {
-    auto stub =
-        demo::Admin::NewStub(grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    demo::Stats s;
-    grpc::Status st = stub->GetStats(&ctx, demo::GetStatsRequest(), &s);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return s;
+    demo::Faults faults;
+    faults.set_latency("none");
+    faults.set_hang_next(n);
+    SetFaults(p, faults);
   }
 
  private:
-  bool Start(std::unique_ptr<ChainProcess>& slot, const std::string& binary,
-             const std::vector<std::string>& args) {
-    auto p = ChainProcess::Start(binary, args);
-    if (!p.ok()) {
-      error_ = std::string(p.status().message());
-      return false;
-    }
-    slot = *std::move(p);
-    return true;
-  }
-
-  std::string dir_, db_, error_;
-  std::unique_ptr<ChainProcess> primary_, replica_, orders_, gateway_;
+  ChainProcesses processes_;
+  ChainProcess *primary_ = nullptr, *replica_ = nullptr, *orders_ = nullptr;
   std::unique_ptr<demo::Gateway::Stub> gateway_stub_;
 };
 
@@ -198,7 +144,7 @@ TEST(ReadPathE2eTest, AReplicaRefusesCommitAndWritesNothing) {
   grpc::Status s = replica->Commit(&ctx, order, &reply);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(s.error_message(), HasSubstr("read replica"));
-  EXPECT_EQ(ReadChain::StatsOf(chain.replica()).commits(), 0);
+  EXPECT_EQ(StatsOf(chain.replica()).commits(), 0);
   // Nothing reached the file: the primary has no such row.
   EXPECT_EQ(chain.Get("to-the-replica", absl::Seconds(5)).status.error_code(),
             grpc::StatusCode::NOT_FOUND);
@@ -223,7 +169,7 @@ TEST(ReadPathE2eTest, HedgedReadsAnswerInBudgetWhenOneReplicaHangs) {
     ReadChain::Read r = chain.Get("hedged-1", absl::Seconds(5));
     ASSERT_TRUE(r.status.ok()) << "warm-up read " << i << ": " << r.status.error_message();
   }
-  const demo::Stats before = ReadChain::StatsOf(chain.orders());
+  const demo::Stats before = StatsOf(chain.orders());
   // The replica never answers its next 2 reads. Reads take turns, so 2 of
   // the next 4 go first to the replica, and only the hedge to the primary
   // can answer them.
@@ -238,14 +184,14 @@ TEST(ReadPathE2eTest, HedgedReadsAnswerInBudgetWhenOneReplicaHangs) {
     // DEADLINE_EXCEEDED, no hedge left to send) or the 2 s budget.
     EXPECT_LT(r.latency, absl::Milliseconds(250)) << "read " << i;
   }
-  EXPECT_EQ(ReadChain::StatsOf(chain.replica()).faults().hang_next(), 0)
+  EXPECT_EQ(StatsOf(chain.replica()).faults().hang_next(), 0)
       << "the hangs were not drawn: the reads did not reach the replica";
-  const demo::Stats after = ReadChain::StatsOf(chain.orders());
+  const demo::Stats after = StatsOf(chain.orders());
   EXPECT_EQ(after.reads() - before.reads(), kReads);
   EXPECT_GE(after.read_hedges() - before.read_hedges(), 2);
   // The hung attempts were cancelled, not left running at the replica.
-  EXPECT_TRUE(Eventually([&] { return ReadChain::StatsOf(chain.replica()).in_flight() == 0; }))
-      << "in flight at the replica: " << ReadChain::StatsOf(chain.replica()).in_flight();
+  EXPECT_TRUE(Eventually([&] { return StatsOf(chain.replica()).in_flight() == 0; }))
+      << "in flight at the replica: " << StatsOf(chain.replica()).in_flight();
 }
 
 TEST(ReadPathE2eTest, BaselineReadsOneReplicaWithoutHedging) {
@@ -266,7 +212,7 @@ TEST(ReadPathE2eTest, BaselineReadsOneReplicaWithoutHedging) {
   }
   EXPECT_EQ(ok, 1);
   EXPECT_EQ(timed_out, 1);
-  EXPECT_EQ(ReadChain::StatsOf(chain.orders()).read_hedges(), 0);
+  EXPECT_EQ(StatsOf(chain.orders()).read_hedges(), 0);
 }
 
 TEST(ReadPathE2eTest, ASlotWaitThatOutlivesTheBudgetFailsAtOrdersWithoutReachingTheLedger) {
@@ -281,8 +227,8 @@ TEST(ReadPathE2eTest, ASlotWaitThatOutlivesTheBudgetFailsAtOrdersWithoutReaching
     grpc::Status s = chain.Place("holder", absl::Seconds(6), &reply);
     EXPECT_TRUE(s.ok()) << s.error_message();
   });
-  ASSERT_TRUE(Eventually([&] { return ReadChain::StatsOf(chain.primary()).in_flight() == 1; }));
-  const int64_t ledger_calls = ReadChain::StatsOf(chain.primary()).calls();
+  ASSERT_TRUE(Eventually([&] { return StatsOf(chain.primary()).in_flight() == 1; }));
+  const int64_t ledger_calls = StatsOf(chain.primary()).calls();
   const int kWaiters = 3;
   std::vector<grpc::Status> statuses(kWaiters);
   std::vector<std::thread> waiters;
@@ -297,9 +243,9 @@ TEST(ReadPathE2eTest, ASlotWaitThatOutlivesTheBudgetFailsAtOrdersWithoutReaching
     EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
     EXPECT_THAT(s.error_message(), HasSubstr("slot-wait"));
   }
-  EXPECT_EQ(ReadChain::StatsOf(chain.orders()).slot_refusals(), kWaiters);
+  EXPECT_EQ(StatsOf(chain.orders()).slot_refusals(), kWaiters);
   // None of them reached the ledger.
-  EXPECT_EQ(ReadChain::StatsOf(chain.primary()).calls(), ledger_calls);
+  EXPECT_EQ(StatsOf(chain.primary()).calls(), ledger_calls);
   holder.join();
 }
 
