@@ -25,6 +25,7 @@ void ExpectSame(const SourceTag& a, const SourceTag& b) {
   EXPECT_EQ(a.inbound_id, b.inbound_id);
   EXPECT_EQ(a.budget_start, b.budget_start);
   EXPECT_EQ(a.logical_start, b.logical_start);
+  EXPECT_EQ(a.call_kind, b.call_kind);
 }
 
 TEST(SourceTagTest, EveryFieldReadsBackExactly) {
@@ -40,6 +41,7 @@ TEST(SourceTagTest, EveryFieldReadsBackExactly) {
   full.inbound_id = ~uint64_t{0};
   full.budget_start = t;
   full.logical_start = t - absl::Microseconds(7);
+  full.call_kind = ClientCallKind::kRetryAttempt;
 
   SourceTag infinite;  // the defaults: no deadline, nothing known
   infinite.source = DeadlineSource::kNone;
@@ -47,6 +49,7 @@ TEST(SourceTagTest, EveryFieldReadsBackExactly) {
   extremes.budget = -absl::InfiniteDuration();
   extremes.logical_deadline = absl::InfinitePast();
   extremes.budget_start = absl::InfiniteFuture();
+  extremes.has_logical = false;  // the flags apart: a retry attempt without a logical part
 
   for (const SourceTag& tag : {full, infinite, extremes}) {
     absl::optional<SourceTag> back = ParseSourceTag(FormatSourceTag(tag));
@@ -64,7 +67,7 @@ TEST(SourceTagTest, ValuesThatAreNotATagReadAsNone) {
   std::string bad_logical_source = good;
   bad_logical_source[1] = '\xff';
   std::string bad_flag = good;
-  bad_flag[2] = 2;
+  bad_flag[2] = 4;  // bits 0 and 1 are has_logical and the retry attempt
   const struct {
     const char* what;
     std::string value;
@@ -75,7 +78,7 @@ TEST(SourceTagTest, ValuesThatAreNotATagReadAsNone) {
       {"one byte long", good + "x"},
       {"a source out of range", bad_source},
       {"a logical source out of range", bad_logical_source},
-      {"a flag neither 0 nor 1", bad_flag},
+      {"an unknown flag", bad_flag},
   };
   for (const auto& c : cases) {
     EXPECT_FALSE(ParseSourceTag(c.value).has_value()) << c.what;

@@ -58,8 +58,8 @@ LogicalBudget::LogicalBudget(const BudgetPolicy& policy, const SourceTag& tag, a
   start_ = now;
 }
 
-std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attempt,
-                                                                      absl::Time now) const {
+std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attempt, absl::Time now,
+                                                                      ClientCallKind kind) const {
   const CallDeadline call = DeriveCallDeadline(attempt_policy_, deadline_, source_, now);
   // A child of the inbound call, so that its cancel reaches the attempt at
   // once, as it reaches any propagated call.
@@ -76,16 +76,18 @@ std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attemp
   if (attempt > 1) {
     ctx->AddMetadata(kPreviousAttemptsHeader, absl::StrCat(attempt - 1));
   }
-  ctx->AddMetadata(kInternalSourceKey, FormatSourceTag(AttemptTag(call, now)));
+  ctx->AddMetadata(kInternalSourceKey, FormatSourceTag(AttemptTag(call, now, kind)));
   if (trace_requested_) ctx->AddMetadata(kTraceRequestHeader, "1");
   return ctx;
 }
 
-SourceTag LogicalBudget::AttemptTag(const CallDeadline& call, absl::Time now) const {
+SourceTag LogicalBudget::AttemptTag(const CallDeadline& call, absl::Time now,
+                                    ClientCallKind kind) const {
   // For the budget interceptor on the channel: which budget the deadline
   // is (for attribution), and an attempt that cannot start is failed there
   // without the network.
   SourceTag tag;
+  tag.call_kind = kind;
   tag.source = call.outcome == CallOutcome::kExhausted || exhausted_
                    ? DeadlineSource::kExhaustedBeforeCall
                    : call.source;

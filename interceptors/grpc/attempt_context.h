@@ -47,10 +47,13 @@ class LogicalBudget {
   //     and a fail-fast without the network when the attempt cannot start
   //     with min_attempt_budget or the inbound call was refused);
   //   - the trace request when the inbound caller asked for one.
-  std::unique_ptr<grpc::ClientContext> NewAttemptContext(int attempt, absl::Time now) const;
+  // `kind`: kRetryAttempt for an attempt of a retrying layer (the retry
+  // loop, the retrying channel), which observes the logical call itself.
+  std::unique_ptr<grpc::ClientContext> NewAttemptContext(
+      int attempt, absl::Time now, ClientCallKind kind = ClientCallKind::kPlainCall) const;
   // The source tag of an attempt whose deadline `call` was derived at `now`
   // (what NewAttemptContext() writes).
-  SourceTag AttemptTag(const CallDeadline& call, absl::Time now) const;
+  SourceTag AttemptTag(const CallDeadline& call, absl::Time now, ClientCallKind kind) const;
 
   // The policy attempts derive from (the reserve already taken off).
   const BudgetPolicy& attempt_policy() const { return attempt_policy_; }

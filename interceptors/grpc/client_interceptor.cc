@@ -117,7 +117,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     }
     md->erase(internal::kInternalSourceKey);
     md->erase(internal::kInternalIdleKey);
-    if (md->erase(internal::kInternalAttemptKey) > 0) call_kind_ = ClientCallKind::kRetryAttempt;
+    if (from_helper) call_kind_ = tagged.call_kind;
     md->erase(kBudgetHeader);  // ours alone decides what the server is told
 
     const absl::Time now = shared_.clock->Now();

@@ -57,7 +57,8 @@ std::string FormatSourceTag(const SourceTag& tag) {
   char* at = out.data();
   *at++ = static_cast<char>(tag.source);
   *at++ = static_cast<char>(tag.logical_source);
-  *at++ = tag.has_logical ? 1 : 0;
+  *at++ = static_cast<char>((tag.has_logical ? 1 : 0) |
+                            (tag.call_kind == ClientCallKind::kRetryAttempt ? 2 : 0));
   PutInt(at, DurationBits(tag.budget));
   PutInt(at, TimeBits(tag.logical_deadline));
   PutInt(at, DurationBits(tag.logical_budget));
@@ -72,14 +73,15 @@ absl::optional<SourceTag> ParseSourceTag(absl::string_view bytes) {
   if (bytes.size() != kTagSize) return absl::nullopt;
   const auto source = static_cast<unsigned char>(bytes[0]);
   const auto logical_source = static_cast<unsigned char>(bytes[1]);
-  const auto has_logical = static_cast<unsigned char>(bytes[2]);
-  if (!IsSource(source) || !IsSource(logical_source) || has_logical > 1) {
+  const auto flags = static_cast<unsigned char>(bytes[2]);  // has_logical, retry attempt
+  if (!IsSource(source) || !IsSource(logical_source) || flags > 3) {
     return absl::nullopt;
   }
   SourceTag out;
   out.source = static_cast<DeadlineSource>(source);
   out.logical_source = static_cast<DeadlineSource>(logical_source);
-  out.has_logical = has_logical == 1;
+  out.has_logical = (flags & 1) != 0;
+  out.call_kind = (flags & 2) != 0 ? ClientCallKind::kRetryAttempt : ClientCallKind::kPlainCall;
   const char* at = bytes.data() + 3;
   out.budget = DurationOf(GetInt(at));
   out.logical_deadline = TimeOf(GetInt(at));

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
+#include "hopbudget/metrics.h"
 #include "hopbudget/retry_policy.h"
 #include "hopbudget/server.h"
 #include "hopbudget/trace.h"
@@ -55,6 +56,10 @@ struct SourceTag {
   // (then the call's own start stands in).
   absl::Time budget_start = absl::InfinitePast();
   absl::Time logical_start = absl::InfinitePast();
+  // kRetryAttempt on each attempt of a retrying layer's logical call: the
+  // layer observes the logical call once, the budget interceptor each
+  // attempt (metrics).
+  ClientCallKind call_kind = ClientCallKind::kPlainCall;
 };
 // Durations and times are kept to the nanosecond; beyond the int64 range of
 // nanoseconds (292 years) they read back as infinite.
@@ -64,9 +69,6 @@ std::string FormatSourceTag(const SourceTag& tag);
 absl::optional<SourceTag> ParseSourceTag(absl::string_view bytes);
 // Per-call stream idle budget in microseconds (SetStreamIdleBudget()).
 inline constexpr char kInternalIdleKey[] = "hopbudget-internal-idle-us";
-// Present on each attempt of a retrying layer's logical call (metrics: the
-// attempt is not the logical call).
-inline constexpr char kInternalAttemptKey[] = "hopbudget-internal-attempt";
 
 // gRPC reports "no deadline" as time_point::max(); absl::FromChrono would turn
 // that into a finite year-2262 time.

@@ -250,12 +250,11 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   // tag, previous attempts), with the caller's own metadata.
   grpc::ClientContext* PrepareAttemptLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++attempt_;
-    std::unique_ptr<grpc::ClientContext> ctx =
-        logical_->NewAttemptContext(attempt_, shared_.clock->Now());
-    for (const auto& [key, value] : metadata_) ctx->AddMetadata(key, value);
     // An attempt: this interceptor observes the logical call once, the
     // budget interceptor next in the chain each attempt.
-    ctx->AddMetadata(internal::kInternalAttemptKey, "1");
+    std::unique_ptr<grpc::ClientContext> ctx =
+        logical_->NewAttemptContext(attempt_, shared_.clock->Now(), ClientCallKind::kRetryAttempt);
+    for (const auto& [key, value] : metadata_) ctx->AddMetadata(key, value);
     attempts_.push_back(std::move(ctx));  // kept until the logical call ends
     return attempts_.back().get();
   }

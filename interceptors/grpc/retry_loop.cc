@@ -38,12 +38,9 @@ class RetryLoopCall {
   // The context of the next attempt, with its deadline and headers.
   std::unique_ptr<grpc::ClientContext> NextAttempt() {
     ++attempt_;
-    std::unique_ptr<grpc::ClientContext> ctx =
-        logical_.NewAttemptContext(attempt_, loop_.clock_.Now());
     // An attempt: the loop observes the logical call once (Final), the
     // budget interceptor each attempt.
-    ctx->AddMetadata(internal::kInternalAttemptKey, "1");
-    return ctx;
+    return logical_.NewAttemptContext(attempt_, loop_.clock_.Now(), ClientCallKind::kRetryAttempt);
   }
 
   // After an attempt ended with `status` on `ctx`: feeds the throttle and
