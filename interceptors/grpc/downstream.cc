@@ -101,16 +101,6 @@ InboundScope::InboundScope(const grpc::ServerContextBase& inbound) : previous_(t
 
 InboundScope::~InboundScope() { tls_inbound = previous_; }
 
-absl::string_view DownstreamScopeName(DownstreamScope scope) {
-  switch (scope) {
-    case DownstreamScope::kAttempt:
-      return "attempt";
-    case DownstreamScope::kRequest:
-      return "request";
-  }
-  return "unknown";
-}
-
 std::unique_ptr<grpc::ClientContext> NewDownstreamContext(const grpc::ServerContextBase& inbound,
                                                           const DownstreamOptions& options) {
   std::unique_ptr<grpc::ClientContext> ctx = grpc::ClientContext::FromServerContext(inbound);

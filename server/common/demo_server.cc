@@ -50,6 +50,28 @@ grpc::Status RelayWatch(grpc::ClientContext& down, grpc::ClientReader<OrderStatu
   return below.Finish();
 }
 
+grpc::Status CheckOrderKey(const std::string& key) {
+  if (key.empty() || key.size() > 128) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status DemoProcess::RelayWatchOrder(
+    const grpc::ServerContext& ctx, const OrderKey& request,
+    grpc::ServerWriter<OrderStatus>& caller,
+    const std::function<std::unique_ptr<grpc::ClientReader<OrderStatus>>(grpc::ClientContext*)>&
+        open) {
+  std::unique_ptr<grpc::ClientContext> out = outgoing_.NewStreamContext(ctx);
+  std::unique_ptr<grpc::ClientReader<OrderStatus>> below = open(out.get());
+  grpc::Status status = RelayWatch(*out, *below, caller);
+  if (common_.verbose) {
+    std::cerr << common_.name << ": watch " << request.key() << " -> " << status.error_code() << " "
+              << status.error_message() << "\n";
+  }
+  return status;
+}
+
 namespace {
 
 // Past the gRPC deadline of the call (the sync API may tell IsCancelled()

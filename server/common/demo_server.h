@@ -37,6 +37,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,10 @@ std::vector<std::string> AdmittedMethods();
 grpc::Status RelayWatch(grpc::ClientContext& down, grpc::ClientReader<OrderStatus>& below,
                         grpc::ServerWriter<OrderStatus>& caller);
 
+// An order's idempotency key as the services take it: 1..128 bytes, else
+// INVALID_ARGUMENT saying so (the ledger's store holds keys to that size).
+grpc::Status CheckOrderKey(const std::string& key);
+
 class DemoProcess {
  public:
   // `support`: the faults this hop can inject (LedgerFaultSupport() for the
@@ -99,6 +104,16 @@ class DemoProcess {
   DeadlineAccounting& accounting() { return accounting_; }
   HopStats& stats() { return stats_; }
   const OutgoingContexts& outgoing() const { return outgoing_; }
+
+  // A relaying hop's WatchOrder (gateway, orders): opens the stream below
+  // with `open` on this hop's stream context (OutgoingContexts::
+  // NewStreamContext), relays it to `caller` (RelayWatch) and returns how
+  // it ended; with --verbose, says so on stderr.
+  grpc::Status RelayWatchOrder(
+      const grpc::ServerContext& ctx, const OrderKey& request,
+      grpc::ServerWriter<OrderStatus>& caller,
+      const std::function<std::unique_ptr<grpc::ClientReader<OrderStatus>>(grpc::ClientContext*)>&
+          open);
 
   // Starts a call: answers a call hopbudget refused on arrival, counts it,
   // answers UNAVAILABLE once the server is draining, applies this hop's

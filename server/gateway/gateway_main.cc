@@ -73,15 +73,9 @@ class GatewayService final : public Gateway::Service {
                           grpc::ServerWriter<OrderStatus>* writer) override {
     CallStart call = process_.Begin(*ctx);
     if (call.done) return call.status;
-    std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewStreamContext(*ctx);
-    std::unique_ptr<grpc::ClientReader<OrderStatus>> below =
-        orders_->WatchOrder(out.get(), *request);
-    grpc::Status status = RelayWatch(*out, *below, *writer);
-    if (process_.flags().verbose) {
-      std::cerr << "gateway: watch " << request->key() << " -> " << status.error_code() << " "
-                << status.error_message() << "\n";
-    }
-    return status;
+    return process_.RelayWatchOrder(*ctx, *request, *writer, [&](grpc::ClientContext* out) {
+      return orders_->WatchOrder(out, *request);
+    });
   }
 
  private:

@@ -98,9 +98,7 @@ class LedgerService final : public Ledger::Service {
                         OrderResult* reply) override {
     CallStart call = process_.Begin(*ctx);
     if (call.done) return call.status;
-    if (request->key().empty() || request->key().size() > 128) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
-    }
+    if (grpc::Status bad = CheckOrderKey(request->key()); !bad.ok()) return bad;
     absl::StatusOr<CommitResult> r = store_.Get(request->key());
     if (!r.ok()) return ToGrpcStatus(r.status());
     FillReply(*r, request->key(), reply);
@@ -114,9 +112,7 @@ class LedgerService final : public Ledger::Service {
                           grpc::ServerWriter<OrderStatus>* writer) override {
     CallStart call = process_.Begin(*ctx);
     if (call.done) return call.status;
-    if (request->key().empty() || request->key().size() > 128) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
-    }
+    if (grpc::Status bad = CheckOrderKey(request->key()); !bad.ok()) return bad;
     bool said_silent = false;
     int64_t seq = 0;  // of the messages sent: a silence skips no number
     while (true) {
@@ -160,9 +156,7 @@ class LedgerService final : public Ledger::Service {
                           "this ledger is a read replica (--replica): it serves GetOrder only; "
                           "commit at the primary ledger");
     }
-    if (request->key().empty() || request->key().size() > 128) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
-    }
+    if (grpc::Status bad = CheckOrderKey(request->key()); !bad.ok()) return bad;
     const absl::Duration slow = process_.faults().config().slow_commit;
     if (process_.mode() == Mode::kBaseline) {
       // Shielded without a bound: nothing can stop it, whatever the caller does.

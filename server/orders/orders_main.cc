@@ -111,9 +111,7 @@ class OrdersService final : public Orders::Service {
                         OrderResult* reply) override {
     CallStart call = process_.Begin(*ctx);
     if (call.done) return call.status;
-    if (request->key().empty() || request->key().size() > 128) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
-    }
+    if (grpc::Status bad = CheckOrderKey(request->key()); !bad.ok()) return bad;
     const size_t first = next_read_.fetch_add(1) % replicas_.size();
     if (process_.mode() == Mode::kBaseline) {
       std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewBaselineContext(*ctx, 0);
@@ -139,21 +137,13 @@ class OrdersService final : public Orders::Service {
                           grpc::ServerWriter<OrderStatus>* writer) override {
     CallStart call = process_.Begin(*ctx);
     if (call.done) return call.status;
-    if (request->key().empty() || request->key().size() > 128) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
-    }
+    if (grpc::Status bad = CheckOrderKey(request->key()); !bad.ok()) return bad;
     // The idle budget is the ledger channel's (hopbudget mode), enforced by
     // hopbudget's client interceptor on its shared timer; the deadline what
     // is left of the request, not the 300 ms attempt cap of the commits.
-    std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewStreamContext(*ctx);
-    std::unique_ptr<grpc::ClientReader<OrderStatus>> below =
-        ledger_->WatchOrder(out.get(), *request);
-    grpc::Status status = RelayWatch(*out, *below, *writer);
-    if (process_.flags().verbose) {
-      std::cerr << "orders: watch " << request->key() << " -> " << status.error_code() << " "
-                << status.error_message() << "\n";
-    }
-    return status;
+    return process_.RelayWatchOrder(*ctx, *request, *writer, [&](grpc::ClientContext* out) {
+      return ledger_->WatchOrder(out, *request);
+    });
   }
 
   grpc::Status CreateOrder(grpc::ServerContext* ctx, const Order* request,
@@ -199,9 +189,7 @@ class OrdersService final : public Orders::Service {
   }
 
   static grpc::Status Validate(const Order& order) {
-    if (order.key().empty() || order.key().size() > 128) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order key must be 1..128 bytes");
-    }
+    if (grpc::Status bad = CheckOrderKey(order.key()); !bad.ok()) return bad;
     if (order.items_size() == 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "order has no items");
     }

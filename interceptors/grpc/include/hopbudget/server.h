@@ -237,11 +237,6 @@ enum class DownstreamScope {
   // SetStreamIdleBudget()), not its deadline.
   kRequest,
 };
-absl::string_view DownstreamScopeName(DownstreamScope scope);  // "attempt", "request"
-template <typename Sink>
-void AbslStringify(Sink& sink, DownstreamScope scope) {
-  sink.Append(DownstreamScopeName(scope));
-}
 
 struct DownstreamOptions {
   // A tighter attempt cap for this one call. Under kAttempt the policy's
