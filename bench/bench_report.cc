@@ -455,17 +455,18 @@ constexpr char kRaceTarget[] =
 // then the verdicts on the targets of the hedging issue.
 void Hedge(const std::vector<Record>& rs) {
   std::printf(
-      "| run | calls | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | failed | "
-      "extra load (%%) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      "| run | round | calls | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | failed | "
+      "extra load (%%) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   const Record* target = nullptr;
   const Record* race = nullptr;
   for (const Record& r : rs) {
+    if (Str(r, "bench") == "hedge_round") continue;  // its figures are in the rows
     if (Str(r, "bench") == "hedge") {
-      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", Str(r, "run").c_str(),
-                  Str(r, "calls").c_str(), Fixed(Num(r, "p50_ms"), 2).c_str(),
-                  Fixed(Num(r, "p99_ms"), 2).c_str(), Fixed(Num(r, "p999_ms"), 2).c_str(),
-                  Fixed(Num(r, "max_ms"), 2).c_str(), Str(r, "failed").c_str(),
-                  Fixed(Num(r, "extra_load") * 100, 2).c_str());
+      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", Str(r, "run").c_str(),
+                  Has(r, "round") ? Str(r, "round").c_str() : "-", Str(r, "calls").c_str(),
+                  Fixed(Num(r, "p50_ms"), 2).c_str(), Fixed(Num(r, "p99_ms"), 2).c_str(),
+                  Fixed(Num(r, "p999_ms"), 2).c_str(), Fixed(Num(r, "max_ms"), 2).c_str(),
+                  Str(r, "failed").c_str(), Fixed(Num(r, "extra_load") * 100, 2).c_str());
     } else if (Str(r, "bench") == "hedge_target") {
       target = &r;
     } else {
@@ -476,10 +477,16 @@ void Hedge(const std::vector<Record>& rs) {
     EmitVerdict(kHedgeP99Target, "-", kNotMeasured);
     EmitVerdict(kHedgeLoadTarget, "-", kNotMeasured);
   } else {
+    // One round, or the median of the rounds' ratios with their spread.
     const double ratio = Num(*target, "ratio");
-    EmitVerdict(kHedgeP99Target,
-                "hedged " + Fixed(Num(*target, "hedged_p99_ms"), 2) + " ms, healthy " +
-                    Fixed(Num(*target, "healthy_p99_ms"), 2) + " ms, ratio " + Fixed(ratio, 2),
+    std::string result = "hedged " + Fixed(Num(*target, "hedged_p99_ms"), 2) + " ms, healthy " +
+                         Fixed(Num(*target, "healthy_p99_ms"), 2) + " ms, ratio " + Fixed(ratio, 2);
+    if (Has(*target, "rounds") && Num(*target, "rounds") > 1) {
+      result = "median of " + Str(*target, "rounds") + " rounds: " + result + " (" +
+               Fixed(Num(*target, "ratio_min"), 2) + ".." + Fixed(Num(*target, "ratio_max"), 2) +
+               ")";
+    }
+    EmitVerdict(kHedgeP99Target, result,
                 Num(*target, "healthy_p99_ms") > 0 && ratio <= 2.0 ? kMet : kMissed);
     const double load = Num(*target, "extra_load");
     EmitVerdict(kHedgeLoadTarget, Fixed(load * 100, 2) + " %",

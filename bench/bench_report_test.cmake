@@ -40,6 +40,9 @@ verdict(hedge_met hedge
 verdict(hedge_missed hedge
   "RESULT bench=hedge_target hedged_p99_ms=9 healthy_p99_ms=2 ratio=4.5 extra_load=0.08 p99_met=0 load_met=0${nl}RESULT bench=race_cancel races=190 p50_ms=0.4 p90_ms=0.6 p99_ms=0.9 max_ms=1.2 lost=10 not_reached=0 p99_all_ms=inf target_met=0${nl}"
   "ratio 4.50 \\| \\*\\*missed\\*\\*.*8.00 % \\| \\*\\*missed\\*\\*.*10 cancels lost\\) \\| \\*\\*missed\\*\\*")
+verdict(hedge_rounds hedge
+  "RESULT bench=hedge run=healthy round=1 calls=4000 p50_ms=1 p99_ms=2 p999_ms=3 max_ms=4 failed=0 extra_load=0${nl}RESULT bench=hedge_round round=1 hedged_p99_ms=5 healthy_p99_ms=2 ratio=2.5${nl}RESULT bench=hedge_target rounds=3 hedged_p99_ms=3 healthy_p99_ms=2 ratio=1.8 ratio_min=1.2 ratio_max=2.5 extra_load=0.04 extra_load_all=0.041 p99_met=1 load_met=1${nl}"
+  "median of 3 rounds: hedged 3.00 ms, healthy 2.00 ms, ratio 1.80 \\(1.20..2.50\\) \\| met")
 verdict(hedge_none hedge "" "extra load <= 5 % \\| - \\| not measured")
 # Admission: met; a queue that costs a thread per call and too much memory;
 # a queue that never filled; a run that lost calls; nothing at all.

@@ -71,6 +71,7 @@ fi
 if [ "$quick" = 1 ]; then
   rounds=2; duration=1s; warmup=300ms
   precision_calls=100; cancel_calls=100; hedge_calls=400; hedge_races=50
+  hedge_rounds=1; hedge_warmup=100
   admission_common_calls=2000; admission_common_rounds=3
   slots_rounds=1
   scale_rounds=(20 3 2 1)        # for concurrency 1 100 1000 10000
@@ -79,6 +80,7 @@ if [ "$quick" = 1 ]; then
 else
   rounds=3; duration=3s; warmup=1s
   precision_calls=500; cancel_calls=500; hedge_calls=4000; hedge_races=300
+  hedge_rounds=5; hedge_warmup=400
   admission_common_calls=20000; admission_common_rounds=5
   slots_rounds=3
   scale_rounds=(100 10 3 2)
@@ -229,7 +231,7 @@ run_scale() {
 run_hedge() {
   : >"$raw/hedge.txt"
   run_bench "$raw/hedge.txt" hedge_bench "$bin/hedge_bench" --calls="$hedge_calls" \
-    --races="$hedge_races"
+    --rounds="$hedge_rounds" --warmup="$hedge_warmup" --races="$hedge_races"
 }
 # Admission: 10 000 calls queued behind a full limit (callback and sync
 # servers) against the same calls parked in callback handlers without
@@ -649,8 +651,11 @@ micro_table() {
   echo "## 7. Hedged requests and races"
   echo
   echo "\`bench/hedge_bench\`: two in-process callback replicas; replica A answers in 1 s for"
-  echo "5 % of its calls. Closed loop, 16 in flight: a healthy replica alone, both unhedged"
-  echo "(primaries alternate), and hedged (delay from the recent p95, extra load capped at 5 %)."
+  echo "5 % of its calls. Closed loop, 16 in flight: both unhedged (primaries alternate) once,"
+  echo "then $hedge_rounds round(s) of a healthy replica alone and hedged (delay from the recent p95,"
+  echo "extra load capped at 5 %), their order alternating; each run counts $hedge_calls calls"
+  echo "after $hedge_warmup that warm it up (a new hedger uses its fixed delay and an empty"
+  echo "bucket at first). The p99 target is judged on the median of the rounds' ratios."
   echo "Then races of 3 where one target hangs: how long after the winner's answer the hung"
   echo "callee sees its cancel."
   echo
