@@ -3,9 +3,10 @@
 // Hedger against real servers on loopback: a slow primary is hedged to the
 // other target and the hedge wins (the primary is cancelled at the callee),
 // a hedge is never sent without room in the budget, the extra-load cap holds
-// under a slow replica, a pushback or a fatal answer stops the hedging, a
-// non-fatal one sends the next hedge at once, and cancelling the logical
-// call cancels every attempt.
+// under a slow replica (a hedge it holds back goes out once a token is
+// earned), the delay learns from attempts a hedge cut short, a pushback or a
+// fatal answer stops the hedging, a non-fatal one sends the next hedge at
+// once, and cancelling the logical call cancels every attempt.
 #include "hopbudget/hedge_grpc.h"
 
 #include <gmock/gmock.h>
@@ -218,6 +219,70 @@ TEST(HedgeLoadTest, TheExtraLoadCapHoldsUnderASlowReplica) {
   EXPECT_EQ(static_cast<uint64_t>(fast.calls()), s.hedges_sent);
   EXPECT_LE(rig.hedger->extra_load(), 0.05 + 1.0 / kCalls);
   EXPECT_EQ(s.hedge_skipped(HedgeOutcome::kExtraLoad), kCalls - s.hedges_sent);
+}
+
+// The bucket holds a hedge back, it does not drop it: the slow call's hedge
+// goes out once a later call has earned the token.
+TEST(HedgeLoadTest, AHedgeHeldBackByTheBucketGoesOutOnceATokenIsEarned) {
+  // a's first call hangs (call 1's primary); its second answers (call 2's).
+  ScriptedServer a("ledger-a", [](int n) { return n == 0 ? Action::Hang() : Action::Ok(); });
+  ScriptedServer b("ledger-b", [](int) { return Action::Ok(); });
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(20));
+  o.hedge.max_extra_load = 0.5;  // two calls earn one hedge
+  o.hedge.burst = 1;
+  HedgeRig rig(a, b, o);
+  std::array<echo::RelayReply, 3> replies1, replies2;
+  hopbudget::internal::Notification done1;
+  HedgeResult r1;
+  // 5 s: without its hedge, call 1 still ends inside the test's waits.
+  rig.hedger->Start(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(5)),
+                    rig.Attempt(replies1.data()), [&](HedgeResult r) {
+                      r1 = std::move(r);
+                      done1.Notify();
+                    });
+  // Call 1 alone has earned half a token: its hedge is held back.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (rig.metrics.Snapshot().hedge_skipped(HedgeOutcome::kExtraLoad) == 0 &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(rig.metrics.Snapshot().hedge_skipped(HedgeOutcome::kExtraLoad), 1u);
+  EXPECT_EQ(b.calls(), 0);
+  // Call 2 earns the other half and answers at once, unhedged.
+  const HedgeResult r2 = rig.hedger->Call(
+      LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)), rig.Attempt(replies2.data()));
+  EXPECT_TRUE(r2.status.ok()) << r2.status.error_message();
+  EXPECT_EQ(r2.sent, 1);
+  // Call 1's next look finds the token: its hedge goes to b and wins.
+  ASSERT_TRUE(done1.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(r1.status.ok()) << r1.status.error_message();
+  EXPECT_EQ(r1.sent, 2);
+  EXPECT_EQ(r1.winner, 1);
+  EXPECT_EQ(r1.skipped, HedgeOutcome::kSend);  // held back, then sent
+  const MetricsSnapshot s = rig.metrics.Snapshot();
+  EXPECT_EQ(s.hedges_sent, 1u);
+  EXPECT_EQ(s.hedge_skipped(HedgeOutcome::kExtraLoad), 1u);  // once, however often it looked
+  EXPECT_EQ(b.calls(), 1);
+}
+
+// The window learns how long a first attempt cut short by a hedge had run,
+// not only the hedge's own quick answer; otherwise a slow replica would
+// drag the delay down to the fast one's latency, and hedges would go out
+// for more calls than max_extra_load allows.
+TEST(HedgeLoadTest, TheDelayLearnsFromTheAttemptsAHedgeCutShort) {
+  ScriptedServer slow("ledger-a", [](int) { return Action::Hang(); });
+  ScriptedServer fast("ledger-b", [](int) { return Action::Ok(); });
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(50));  // until min_samples are known
+  o.hedge.quantile = 0.99;
+  o.hedge.window = 8;
+  o.hedge.min_samples = 1;
+  o.hedge.min_delay = absl::ZeroDuration();
+  HedgeRig rig(slow, fast, o);
+  const HedgeResult r = rig.Run(Form::kSync, absl::Seconds(20));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ASSERT_EQ(r.winner, 1);
+  // The primary had run at least the 50 ms delay when the hedge won.
+  EXPECT_GE(rig.hedger->current_delay(), absl::Milliseconds(50));
 }
 
 TEST(HedgeOptionsTest, BadOptionsAreRefused) {

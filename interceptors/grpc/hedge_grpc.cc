@@ -50,9 +50,9 @@ class Hedger::Shared {
     ++hedges_;
     return true;
   }
-  void AddLatency(absl::Duration d) {
+  void AddLatencies(const absl::Duration* ds, int n) {
     internal::CallMutexLock lock(&mu_);
-    latencies_.Add(d);
+    for (int i = 0; i < n; ++i) latencies_.Add(ds[i]);
   }
   double extra_load() const {
     internal::CallMutexLock lock(&mu_);
@@ -151,12 +151,14 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
                     logical_.deadline(), shared_->clock.Now(), shared_->LoadAvailable());
     if (o == HedgeOutcome::kSend && !shared_->TryTakeLoad()) o = HedgeOutcome::kExtraLoad;
     if (o != HedgeOutcome::kSend) {
-      if (o != HedgeOutcome::kMaxAttempts) {
+      // A hedge held back by the bucket again is still the one hedge: count it once.
+      if (o != HedgeOutcome::kMaxAttempts && o != skipped_) {
         skipped_ = o;
         shared_->metrics.CountHedgeSkipped(o);
       }
       return -1;
     }
+    skipped_ = HedgeOutcome::kSend;
     const int i = sent_;
     StartAttemptLocked();
     return i;
@@ -175,7 +177,14 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       timer_ = 0;
       if (decided_) return;
       next = TryHedgeLocked();
-      if (next < 0) return;
+      if (next < 0) {
+        // The bucket holds a hedge back, it does not drop it: the first
+        // attempt is still out, and the longer it stays out the likelier it
+        // is one of the slow ones the hedge is for. Ask again after another
+        // delay, until a token is there or the budget runs out (kNoBudget).
+        if (skipped_ == HedgeOutcome::kExtraLoad) ArmLocked();
+        return;
+      }
       ctx = attempts_[next].ctx.get();
       ArmLocked();
     }
@@ -198,6 +207,23 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       c->TryCancel();
       internal::DestroyLater(std::move(c));
     }
+  }
+
+  // The winner's latency, and each attempt it superseded at what it had
+  // taken so far (a lower bound of its latency), as Finagle's
+  // BackupRequestFilter does. Recording the winner alone would leave out
+  // exactly the slow first attempts that a hedge cut short: the quantile
+  // would fall below the method's real latency, and hedges would go out
+  // for more calls than max_extra_load allows, to be refused by the bucket
+  // when a slow call needs one.
+  void RecordLatenciesLocked(int winner, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::Duration ds[3];
+    int n = 0;
+    ds[n++] = now - attempts_[winner].start;
+    for (int j = 0; j < sent_; ++j) {
+      if (j != winner && attempts_[j].running) ds[n++] = now - attempts_[j].start;
+    }
+    shared_->AddLatencies(ds, n);
   }
 
   bool AnyRunningLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -230,7 +256,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
             decided_ = true;
             winner_ = i;
             final_ = std::move(status);
-            shared_->AddLatency(now - a.start);
+            RecordLatenciesLocked(i, now);
             break;
           case HedgeVerdict::kFatal:
             decided_ = true;

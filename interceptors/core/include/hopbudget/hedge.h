@@ -10,7 +10,10 @@
 // first OK answer wins; the rest are cancelled. What hopbudget adds is that
 // a hedge is a call like any other under the logical call's deadline:
 //   - HedgeDelay: a fixed delay, or the `quantile` of the method's recent
-//     latencies (LatencyWindow), once `min_samples` are known;
+//     latencies (LatencyWindow), once `min_samples` are known. The adapter
+//     records each winner's latency and, as Finagle's BackupRequestFilter
+//     does, each attempt it cut short at how long that one had run: the
+//     slow first attempts a hedge rescues belong in the window too;
 //   - DecideHedge, when the delay has passed (or a non-fatal failure came
 //     back): never beyond max_attempts, never after a fatal answer or a
 //     pushback (gRFC A6: hedging stops), never when what remains of the
@@ -118,7 +121,7 @@ enum class HedgeOutcome : uint8_t {
   kMaxAttempts,  // max_attempts already sent
   kStopped,      // a fatal answer or a pushback stopped hedging
   kNoBudget,     // less than min_attempt_budget left of the logical deadline
-  kExtraLoad,    // the extra-load bucket is empty
+  kExtraLoad,    // the extra-load bucket is empty: held back, asked again after another delay
 };
 inline constexpr int kHedgeOutcomeCount = 5;
 // "send", "max_attempts", "stopped", "no_budget", "extra_load".

@@ -19,7 +19,10 @@
 //   - any other failure, or a pushback, ends the call with that answer and
 //     cancels the rest (gRFC A6);
 //   - a hedge is never sent when less than min_attempt_budget remains, nor
-//     beyond max_extra_load hedges per call (one bucket per Hedger);
+//     beyond max_extra_load hedges per call (one bucket per Hedger); one
+//     the empty bucket holds back is asked for again after another delay
+//     (the first attempt still out is likelier than ever to be a slow one)
+//     and goes out once a later call has earned the token;
 //   - when every attempt has failed, the last failure is the answer.
 // `on_done` runs once every attempt has ended (the cancelled ones complete
 // locally right after the winner), so no completion outlives the caller's
