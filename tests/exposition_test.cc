@@ -390,7 +390,7 @@ hopbudget_hedges_sent_total 4
 # HELP hopbudget_hedges_won_total Hedged calls answered by a hedge.
 # TYPE hopbudget_hedges_won_total counter
 hopbudget_hedges_won_total 2
-# HELP hopbudget_hedges_skipped_total Hedges considered and not sent, by reason.
+# HELP hopbudget_hedges_skipped_total Hedges held back or not sent, by reason (one held back by the extra-load bucket counts once, even when it goes out later).
 # TYPE hopbudget_hedges_skipped_total counter
 hopbudget_hedges_skipped_total{reason="max_attempts"} 32
 hopbudget_hedges_skipped_total{reason="stopped"} 33

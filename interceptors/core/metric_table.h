@@ -294,8 +294,10 @@ inline constexpr MetricRow kFanOutMetrics[] = {
                              "Hedges sent (attempts after the first)."),
     Counter<&S::hedges_won>("hopbudget_hedges_won_total", "Hedged calls answered by a hedge."),
     Counter<&S::hedges_skipped, HedgeOutcome, HedgeOutcomeName>(
-        "hopbudget_hedges_skipped_total", "Hedges considered and not sent, by reason.", "reason",
-        static_cast<HedgeOutcome>(1), kHedgeOutcomeCount - 1),  // all but kSend
+        "hopbudget_hedges_skipped_total",
+        "Hedges held back or not sent, by reason (one held back by the extra-load bucket counts "
+        "once, even when it goes out later).",
+        "reason", static_cast<HedgeOutcome>(1), kHedgeOutcomeCount - 1),  // all but kSend
     Counter<&S::hedge_losers_cancelled>(
         "hopbudget_hedge_losers_cancelled_total",
         "Hedged attempts cancelled because another answered first."),
