@@ -79,7 +79,7 @@ if [ "$quick" = 1 ]; then
   chain_duration=2s; chain_ramp_step=1500ms; chain_gap=1; chain_ramp_start=100
   chain_rounds=1
 else
-  rounds=3; duration=3s; warmup=1s
+  rounds=5; duration=3s; warmup=1s
   precision_calls=500; cancel_calls=500; hedge_calls=4000; hedge_races=300
   hedge_rounds=5; hedge_warmup=400
   admission_common_calls=20000; admission_common_rounds=5
