@@ -484,6 +484,38 @@ TEST_F(AdmissionTest, AdaptiveLimitShrinksWhenHandlersSlowDown) {
   EXPECT_GE(a->limit(), p.min_limit);
 }
 
+// A failed or cancelled call is no latency sample: a burst of them (fast,
+// under overload) neither closes a window nor reads as a faster hop, so the
+// limit learned from finished work stays where that work put it.
+TEST_F(AdmissionTest, FailuresAreNoLatencySamplesForTheAdaptiveLimit) {
+  AdmissionPolicy p = Adaptive();
+  p.window_samples = 10;
+  auto a = Make(p);
+  std::vector<Admission::Waiter> w(20);
+  Admission::Ready ready;
+  // Busy windows of finished work at 30 ms: the limit grows.
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
+    for (int i = 0; i < 20; ++i) a->Release(30 * kMs, &ready);
+  }
+  const int grown = a->limit();
+  EXPECT_GT(grown, 20);
+  // Many failures: in progress goes down, the limit does not move.
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
+    for (int i = 0; i < 20; ++i) a->Release(absl::nullopt, &ready);
+  }
+  EXPECT_EQ(a->in_flight(), 0);
+  EXPECT_EQ(a->limit(), grown);
+  // Finished work at its old 30 ms again: no shrinking, as if the failures
+  // had taught that the hop takes 1 ms.
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
+    for (int i = 0; i < 20; ++i) a->Release(30 * kMs, &ready);
+  }
+  EXPECT_GE(a->limit(), grown);
+}
+
 // Many threads arriving and releasing: every admitted call is released once,
 // nobody is stranded in the queue while places are free, and the counts add
 // up. (Races show up under the sanitizers.)

@@ -387,11 +387,11 @@ void Admission::DrainLocked(absl::Time now, Ready* ready) ABSL_NO_THREAD_SAFETY_
   }
 }
 
-void Admission::Release(absl::Duration handler_time, Ready* ready) {
+void Admission::Release(absl::optional<absl::Duration> finished_in, Ready* ready) {
   ready->admitted.clear();
   ready->shed.clear();
   in_flight_.fetch_sub(1, std::memory_order_seq_cst);
-  if (policy_.limit == LimitKind::kAdaptive) Sample(handler_time);
+  if (policy_.limit == LimitKind::kAdaptive && finished_in.has_value()) Sample(*finished_in);
   if (queued_.load(std::memory_order_seq_cst) == 0) return;
   internal::MutexLock lock(&locked_->mu);
   DrainLocked(clock_.Now(), ready);

@@ -358,7 +358,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     shared_.metrics->ObserveAdmittedHandler(handler_time, predicted_);
     Admission& admission = shared_.gate->admission();
     Admission::Ready ready;
-    admission.Release(handler_time, &ready);
+    // Only finished work is a latency sample for the adaptive limit, as for
+    // the prediction (admission.h).
+    admission.Release(
+        code == absl::StatusCode::kOk ? absl::make_optional(handler_time) : absl::nullopt, &ready);
     shared_.metrics->SetAdmissionState(admission.in_flight(), admission.queued(),
                                        admission.limit());
     shared_.gate->Dispatch(ready);

@@ -51,6 +51,7 @@
 //   }
 //   ... when an admitted call answers:
 //   admission->Release(handler_time, &ready);  // start ready.admitted, shed ready.shed
+//                                                // (nullopt: it failed, no latency sample)
 //
 // Thread safety: the free functions are pure; LatencyPredictor and Admission
 // are safe for concurrent use. The path of a call admitted while nothing
@@ -312,10 +313,18 @@ class Admission {
   ArrivalDecision Arrive(Waiter* waiter, absl::Time deadline, const LatencyPredictor* predictor,
                          Ready* others);
 
-  // An admitted call has answered after `handler_time`: it no longer counts
-  // in progress. Fills `ready` (cleared first) with the waiters that take its
-  // place, in queue order, and with those found unable to finish on the way.
-  void Release(absl::Duration handler_time, Ready* ready);
+  // An admitted call has answered: it no longer counts in progress. Fills
+  // `ready` (cleared first) with the waiters that take its place, in queue
+  // order, and with those found unable to finish on the way.
+  // `finished_in` is its handler time when it finished its work (answered
+  // OK), the adaptive limit's latency sample; nullopt when it failed or was
+  // cancelled. A failure's time says nothing of how long the work takes, and
+  // under overload failures come fast (callers gone, budgets spent): taken
+  // as samples, a window of them read as a hop that got much faster, reset
+  // the long-run latency, and then held the limit at its minimum for
+  // seconds after the overload (the demo gateway, at 8 in flight with its
+  // chain idle). Netflix's concurrency-limits samples successes the same way.
+  void Release(absl::optional<absl::Duration> finished_in, Ready* ready);
 
   // Moves every waiter whose remaining budget is below min_attempt_budget
   // into `ready->shed` (kShedQueueExpired), and every one that waited
