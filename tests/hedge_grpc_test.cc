@@ -218,7 +218,12 @@ TEST(HedgeLoadTest, TheExtraLoadCapHoldsUnderASlowReplica) {
   EXPECT_GE(s.hedges_sent, 5u);  // the cap is a cap, not an off switch
   EXPECT_EQ(static_cast<uint64_t>(fast.calls()), s.hedges_sent);
   EXPECT_LE(rig.hedger->extra_load(), 0.05 + 1.0 / kCalls);
-  EXPECT_EQ(s.hedge_skipped(HedgeOutcome::kExtraLoad), kCalls - s.hedges_sent);
+  // Every call left unhedged was held back (once each, however often it
+  // looked); a call held back may still have sent its hedge later, when the
+  // calls started after it had earned a token (when starting 200 calls took
+  // longer than the 20 ms delay).
+  EXPECT_GE(s.hedge_skipped(HedgeOutcome::kExtraLoad), kCalls - s.hedges_sent);
+  EXPECT_LE(s.hedge_skipped(HedgeOutcome::kExtraLoad), static_cast<uint64_t>(kCalls));
 }
 
 // The bucket holds a hedge back, it does not drop it: the slow call's hedge
