@@ -217,6 +217,16 @@ class AdmissionTest : public ::testing::Test {
     return p;
   }
   absl::Time In(absl::Duration d) const { return clock_.Now() + d; }
+  // `rounds` busy rounds: 20 calls arrive, then all 20 end, each with
+  // `finished_in` (nullopt: failed, no latency sample).
+  void BusyRounds(Admission& a, int rounds, absl::optional<absl::Duration> finished_in) {
+    std::vector<Admission::Waiter> w(20);
+    Admission::Ready ready;
+    for (int round = 0; round < rounds; ++round) {
+      for (auto& waiter : w) a.Arrive(&waiter, In(absl::Seconds(1)), nullptr, &others_);
+      for (int i = 0; i < 20; ++i) a.Release(finished_in, &ready);
+    }
+  }
 
   static constexpr absl::Duration kMinAttempt = absl::Milliseconds(5);
   FakeClock clock_;
@@ -466,20 +476,10 @@ TEST_F(AdmissionTest, AdaptiveLimitShrinksWhenHandlersSlowDown) {
   AdmissionPolicy p = Adaptive();
   p.window_samples = 10;
   auto a = Make(p);
-  std::vector<Admission::Waiter> w(20);
-  Admission::Ready ready;
-  // Busy windows at 10 ms: the limit grows.
-  for (int round = 0; round < 3; ++round) {
-    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
-    for (int i = 0; i < 20; ++i) a->Release(10 * kMs, &ready);
-  }
+  BusyRounds(*a, 3, 10 * kMs);  // busy windows at 10 ms: the limit grows
   const int grown = a->limit();
   EXPECT_GT(grown, 20);
-  // Handlers take 5x longer: the limit shrinks.
-  for (int round = 0; round < 3; ++round) {
-    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
-    for (int i = 0; i < 20; ++i) a->Release(50 * kMs, &ready);
-  }
+  BusyRounds(*a, 3, 50 * kMs);  // handlers take 5x longer: the limit shrinks
   EXPECT_LT(a->limit(), grown - 3);
   EXPECT_GE(a->limit(), p.min_limit);
 }
@@ -491,28 +491,16 @@ TEST_F(AdmissionTest, FailuresAreNoLatencySamplesForTheAdaptiveLimit) {
   AdmissionPolicy p = Adaptive();
   p.window_samples = 10;
   auto a = Make(p);
-  std::vector<Admission::Waiter> w(20);
-  Admission::Ready ready;
-  // Busy windows of finished work at 30 ms: the limit grows.
-  for (int round = 0; round < 3; ++round) {
-    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
-    for (int i = 0; i < 20; ++i) a->Release(30 * kMs, &ready);
-  }
+  BusyRounds(*a, 3, 30 * kMs);  // finished work at 30 ms: the limit grows
   const int grown = a->limit();
   EXPECT_GT(grown, 20);
   // Many failures: in progress goes down, the limit does not move.
-  for (int round = 0; round < 5; ++round) {
-    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
-    for (int i = 0; i < 20; ++i) a->Release(absl::nullopt, &ready);
-  }
+  BusyRounds(*a, 5, absl::nullopt);
   EXPECT_EQ(a->in_flight(), 0);
   EXPECT_EQ(a->limit(), grown);
   // Finished work at its old 30 ms again: no shrinking, as if the failures
   // had taught that the hop takes 1 ms.
-  for (int round = 0; round < 3; ++round) {
-    for (int i = 0; i < 20; ++i) a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_);
-    for (int i = 0; i < 20; ++i) a->Release(30 * kMs, &ready);
-  }
+  BusyRounds(*a, 3, 30 * kMs);
   EXPECT_GE(a->limit(), grown);
 }
 
