@@ -393,27 +393,27 @@ run_chain() {
     reps=1
     case "$factor" in 2|4) reps=$chain_rounds ;; esac
     for round in $(seq 1 "$reps"); do
-    modes="baseline hopbudget"
-    [ $((order % 2)) = 1 ] && modes="hopbudget baseline"
-    order=$((order + 1))
-    # Past capacity, also the hopbudget chain under a client that does not
-    # back off: what the servers' shedding does on its own.
-    case "$factor" in 2|4) modes="$modes hopbudget-client-unthrottled" ;; esac
-    for mode in $modes; do
-      load "$mode" "$rate" "$chain_duration" "$work/load-$factor-$mode-$round.json"
-      jq -c --arg mode "$mode" --arg factor "$factor" --arg rate "$rate" --arg d "$d_s" \
-        --arg round "$round" '
-        {mode: $mode, factor: ($factor | tonumber), rate: ($rate | tonumber),
-         round: ($round | tonumber),
-         sent, ok, not_sent, client_throttled: (.client_throttled // 0),
-         goodput: (.ok / ($d | tonumber)),
-         de: (.errors_by_code.DEADLINE_EXCEEDED // 0), retries,
-         p50: .latency_ms.p50, p99: .latency_ms.p99, ok_p99: (.ok_latency_ms.p99 // null),
-         late: .calls_started_after_deadline, work: .work_after_deadline_ms,
-         per_hop: ([.per_hop[]? | "\(.hop) \(.work_after_deadline_ms | round)"] | join(", "))}' \
-        "$work/load-$factor-$mode-$round.json" | tee -a "$work/levels.jsonl"
-      sleep "$chain_gap"
-    done
+      modes="baseline hopbudget"
+      [ $((order % 2)) = 1 ] && modes="hopbudget baseline"
+      order=$((order + 1))
+      # Past capacity, also the hopbudget chain under a client that does not
+      # back off: what the servers' shedding does on its own.
+      case "$factor" in 2|4) modes="$modes hopbudget-client-unthrottled" ;; esac
+      for mode in $modes; do
+        load "$mode" "$rate" "$chain_duration" "$work/load-$factor-$mode-$round.json"
+        jq -c --arg mode "$mode" --arg factor "$factor" --arg rate "$rate" --arg d "$d_s" \
+          --arg round "$round" '
+          {mode: $mode, factor: ($factor | tonumber), rate: ($rate | tonumber),
+           round: ($round | tonumber),
+           sent, ok, not_sent, client_throttled: (.client_throttled // 0),
+           goodput: (.ok / ($d | tonumber)),
+           de: (.errors_by_code.DEADLINE_EXCEEDED // 0), retries,
+           p50: .latency_ms.p50, p99: .latency_ms.p99, ok_p99: (.ok_latency_ms.p99 // null),
+           late: .calls_started_after_deadline, work: .work_after_deadline_ms,
+           per_hop: ([.per_hop[]? | "\(.hop) \(.work_after_deadline_ms | round)"] | join(", "))}' \
+          "$work/load-$factor-$mode-$round.json" | tee -a "$work/levels.jsonl"
+        sleep "$chain_gap"
+      done
     done
   done
   stop_pids
@@ -466,13 +466,6 @@ run_chain() {
   } >"$raw/chain.md"
 }
 
-# chain_judge LEVELS BASELINE_CAPACITY HOPBUDGET_CAPACITY: the verdicts of
-# the overload targets from the runs of LEVELS (one JSON object per run), as
-# "VERDICT target | result | verdict" lines in $chain_verdicts: hopbudget's
-# work after the deadline over the baseline's at 2x and 4x, calls started
-# after the deadline, goodput against the capacity, p99 of OK calls, and the
-# two chains' capacities. Not measured when a chain's runs are missing or the
-# baseline did no such work (no ratio).
 # levels: the runs of a level and mode (rounds) as one: the median goodput
 # with its min and max, late calls and work after the deadline summed, the
 # highest p99 of OK calls (null if a run lacks it).
@@ -489,6 +482,14 @@ chain_levels_jq='
     (if .rounds > 1 then " (median of \(.rounds); \(.goodput_min / $cap * 100 | round)..\(.goodput_max / $cap * 100 | round) %)"
      else "" end);
 '
+
+# chain_judge LEVELS BASELINE_CAPACITY HOPBUDGET_CAPACITY: the verdicts of
+# the overload targets from the runs of LEVELS (one JSON object per run), as
+# "VERDICT target | result | verdict" lines in $chain_verdicts: hopbudget's
+# work after the deadline over the baseline's at 2x and 4x, calls started
+# after the deadline, goodput against the capacity, p99 of OK calls, and the
+# two chains' capacities. Not measured when a chain's runs are missing or the
+# baseline did no such work (no ratio).
 chain_judge() {
   local out
   out="$(jq -s -r --argjson cap "$2" --argjson hbcap "$3" --arg budget "$chain_budget" "$chain_levels_jq"'
