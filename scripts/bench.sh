@@ -384,7 +384,7 @@ run_chain() {
   # and a gap follows each run, so that one chain's leftover work (the
   # baseline's goes on after its client left) does not load the other's run.
   # Past capacity (2x, 4x), where one run's goodput swings by a fifth from
-  # run to run on this machine, each level runs $chain_rounds rounds and is
+  # run to run on this machine, each level runs chain_rounds rounds and is
   # judged on the median, its spread beside it.
   local factor mode rate d_s order=0 modes round reps
   d_s="$(secs "$chain_duration")"
