@@ -2,10 +2,14 @@
 //
 // The internal source tag's codec (grpc_glue.h): what a helper puts on a
 // downstream context for the client interceptor reads back exactly, and a
-// value that is not a tag reads back as none.
+// value that is not a tag reads back as none. And its in-process handoff
+// (ScopedAttemptTag): seen for its own context, on its own thread, while
+// the scope lives.
+#include <grpcpp/client_context.h>
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "absl/time/time.h"
 #include "grpc_glue.h"
@@ -83,6 +87,53 @@ TEST(SourceTagTest, ValuesThatAreNotATagReadAsNone) {
   for (const auto& c : cases) {
     EXPECT_FALSE(ParseSourceTag(c.value).has_value()) << c.what;
   }
+}
+
+TEST(ScopedAttemptTagTest, HandsTheTagForItsContextOnlyWhileItLives) {
+  grpc::ClientContext mine;
+  grpc::ClientContext other;
+  SourceTag tag;
+  tag.source = DeadlineSource::kAttempt;
+  tag.budget = absl::Milliseconds(300);
+  EXPECT_EQ(HandedAttemptTag(&mine), nullptr);
+  {
+    ScopedAttemptTag handed(&mine, tag);
+    const SourceTag* seen = HandedAttemptTag(&mine);
+    ASSERT_NE(seen, nullptr);
+    ExpectSame(*seen, tag);
+    EXPECT_EQ(HandedAttemptTag(&other), nullptr);  // another call started meanwhile
+    EXPECT_EQ(HandedAttemptTag(nullptr), nullptr);
+  }
+  EXPECT_EQ(HandedAttemptTag(&mine), nullptr);  // a call started after the scope
+}
+
+TEST(ScopedAttemptTagTest, AnInnerScopeHidesTheOuterUntilItEnds) {
+  grpc::ClientContext outer_ctx;
+  grpc::ClientContext inner_ctx;
+  SourceTag outer_tag;
+  outer_tag.source = DeadlineSource::kRequest;
+  SourceTag inner_tag;
+  inner_tag.source = DeadlineSource::kAttempt;
+  ScopedAttemptTag outer(&outer_ctx, outer_tag);
+  {
+    ScopedAttemptTag inner(&inner_ctx, inner_tag);
+    ASSERT_NE(HandedAttemptTag(&inner_ctx), nullptr);
+    EXPECT_EQ(HandedAttemptTag(&inner_ctx)->source, DeadlineSource::kAttempt);
+    EXPECT_EQ(HandedAttemptTag(&outer_ctx), nullptr);
+  }
+  ASSERT_NE(HandedAttemptTag(&outer_ctx), nullptr);
+  EXPECT_EQ(HandedAttemptTag(&outer_ctx)->source, DeadlineSource::kRequest);
+}
+
+TEST(ScopedAttemptTagTest, AnotherThreadSeesNoTag) {
+  grpc::ClientContext ctx;
+  SourceTag tag;
+  tag.source = DeadlineSource::kAttempt;
+  ScopedAttemptTag handed(&ctx, tag);
+  const SourceTag* seen_elsewhere = &tag;
+  std::thread([&] { seen_elsewhere = HandedAttemptTag(&ctx); }).join();
+  EXPECT_EQ(seen_elsewhere, nullptr);
+  EXPECT_NE(HandedAttemptTag(&ctx), nullptr);
 }
 
 }  // namespace

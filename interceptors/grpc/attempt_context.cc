@@ -59,7 +59,8 @@ LogicalBudget::LogicalBudget(const BudgetPolicy& policy, const SourceTag& tag, a
 }
 
 std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attempt, absl::Time now,
-                                                                      ClientCallKind kind) const {
+                                                                      ClientCallKind kind,
+                                                                      SourceTag* handed_tag) const {
   const CallDeadline call = DeriveCallDeadline(attempt_policy_, deadline_, source_, now);
   // A child of the inbound call, so that its cancel reaches the attempt at
   // once, as it reaches any propagated call.
@@ -76,7 +77,11 @@ std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attemp
   if (attempt > 1) {
     ctx->AddMetadata(kPreviousAttemptsHeader, absl::StrCat(attempt - 1));
   }
-  ctx->AddMetadata(kInternalSourceKey, FormatSourceTag(AttemptTag(call, now, kind)));
+  if (handed_tag != nullptr) {
+    *handed_tag = AttemptTag(call, now, kind);
+  } else {
+    ctx->AddMetadata(kInternalSourceKey, FormatSourceTag(AttemptTag(call, now, kind)));
+  }
   if (trace_requested_) ctx->AddMetadata(kTraceRequestHeader, "1");
   return ctx;
 }

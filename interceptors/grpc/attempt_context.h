@@ -49,8 +49,12 @@ class LogicalBudget {
   //   - the trace request when the inbound caller asked for one.
   // `kind`: kRetryAttempt for an attempt of a retrying layer (the retry
   // loop, the retrying channel), which observes the logical call itself.
+  // `handed_tag`: when not null, the source tag is written there instead of
+  // into the metadata, and the caller starts the call inside a
+  // ScopedAttemptTag (grpc_glue.h) on this thread.
   std::unique_ptr<grpc::ClientContext> NewAttemptContext(
-      int attempt, absl::Time now, ClientCallKind kind = ClientCallKind::kPlainCall) const;
+      int attempt, absl::Time now, ClientCallKind kind = ClientCallKind::kPlainCall,
+      SourceTag* handed_tag = nullptr) const;
   // The source tag of an attempt whose deadline `call` was derived at `now`
   // (what NewAttemptContext() writes).
   SourceTag AttemptTag(const CallDeadline& call, absl::Time now, ClientCallKind kind) const;

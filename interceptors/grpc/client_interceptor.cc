@@ -64,7 +64,13 @@ bool IsStreaming(grpc::experimental::ClientRpcInfo::Type type) {
 class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
  public:
   ClientBudgetInterceptor(const ClientShared* shared, grpc::experimental::ClientRpcInfo* info)
-      : shared_(*shared), info_(info), method_(shared->metrics->Method(info->method())) {}
+      : shared_(*shared), info_(info), method_(shared->metrics->Method(info->method())) {
+    // gRPC creates interceptors inside the stub call, on its thread: a tag
+    // handed over in process is read here, not from the metadata.
+    if (const internal::SourceTag* tag = internal::HandedAttemptTag(info->client_context())) {
+      handed_tag_ = *tag;
+    }
+  }
 
   ~ClientBudgetInterceptor() override { StopTimer(); }
 
@@ -96,7 +102,10 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     auto* md = m->GetSendInitialMetadata();
     internal::SourceTag tagged;
     bool from_helper = false;
-    if (auto it = md->find(internal::kInternalSourceKey); it != md->end()) {
+    if (handed_tag_.has_value()) {
+      tagged = *handed_tag_;
+      from_helper = true;
+    } else if (auto it = md->find(internal::kInternalSourceKey); it != md->end()) {
       if (auto parsed = internal::ParseSourceTag(it->second)) {
         tagged = *parsed;
         from_helper = true;
@@ -336,6 +345,9 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   const ClientShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
   const MethodId method_;
+  // The source tag a typed retry loop handed over in process (see the
+  // constructor); when none, OnStart reads the metadata form.
+  absl::optional<internal::SourceTag> handed_tag_;
   // The inbound call this one serves (0: none), set in OnStart().
   uintptr_t inbound_key_ = 0;
   uint64_t inbound_id_ = 0;

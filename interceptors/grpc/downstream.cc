@@ -93,6 +93,22 @@ absl::optional<SourceTag> ParseSourceTag(absl::string_view bytes) {
   return out;
 }
 
+namespace {
+thread_local const ScopedAttemptTag* tls_attempt_tag = nullptr;
+}  // namespace
+
+ScopedAttemptTag::ScopedAttemptTag(const grpc::ClientContext* ctx, const SourceTag& tag)
+    : previous_(tls_attempt_tag), ctx_(ctx), tag_(tag) {
+  tls_attempt_tag = this;
+}
+
+ScopedAttemptTag::~ScopedAttemptTag() { tls_attempt_tag = previous_; }
+
+const SourceTag* HandedAttemptTag(const grpc::ClientContext* ctx) {
+  const ScopedAttemptTag* scope = tls_attempt_tag;
+  return scope != nullptr && scope->ctx_ == ctx ? &scope->tag_ : nullptr;
+}
+
 }  // namespace internal
 
 InboundScope::InboundScope(const grpc::ServerContextBase& inbound) : previous_(tls_inbound) {

@@ -5,6 +5,8 @@
 #ifndef HOPBUDGET_INTERNAL_GRPC_GLUE_H_
 #define HOPBUDGET_INTERNAL_GRPC_GLUE_H_
 
+#include <grpcpp/client_context.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -67,6 +69,38 @@ std::string FormatSourceTag(const SourceTag& tag);
 // A record of the wrong size or with an impossible field (a value someone
 // else put under the key) gives nullopt: the call is treated as untagged.
 absl::optional<SourceTag> ParseSourceTag(absl::string_view bytes);
+
+// The same tag handed over in process, for a layer that starts the attempt's
+// call itself on the thread that made its context (the typed retry loop):
+// gRPC creates a call's interceptors on the thread of the stub call, before
+// the stub call returns, so the tag need not travel as metadata. That saves
+// what the metadata form costs on every attempt: the record's string, the
+// copies of key and value into the context, a map node, and the
+// interceptors' find and erase (callgrind: about 4 allocations a call).
+//
+// While a ScopedAttemptTag lives, HandedAttemptTag(ctx) on the same thread
+// gives its tag for its context and nullptr for any other. Scopes nest (an
+// inner one hides the outer until it ends). Not copyable; create it on the
+// stack right around the stub call. An interceptor that is created on
+// another thread, or after the scope ended, sees no tag: the call is then
+// an untagged call with the context's deadline (attribution says "client"
+// rather than "attempt"), never a wrong one.
+class ScopedAttemptTag {
+ public:
+  ScopedAttemptTag(const grpc::ClientContext* ctx, const SourceTag& tag);
+  ~ScopedAttemptTag();
+  ScopedAttemptTag(const ScopedAttemptTag&) = delete;
+  ScopedAttemptTag& operator=(const ScopedAttemptTag&) = delete;
+
+ private:
+  const ScopedAttemptTag* const previous_;
+  const grpc::ClientContext* const ctx_;
+  const SourceTag tag_;
+  friend const SourceTag* HandedAttemptTag(const grpc::ClientContext* ctx);
+};
+// The tag a ScopedAttemptTag on this thread hands over for `ctx`, or
+// nullptr. The pointer is valid until that scope ends: copy the tag.
+const SourceTag* HandedAttemptTag(const grpc::ClientContext* ctx);
 // Per-call stream idle budget in microseconds (SetStreamIdleBudget()).
 inline constexpr char kInternalIdleKey[] = "hopbudget-internal-idle-us";
 

@@ -96,7 +96,13 @@ struct RetryShared {
 class RetryInterceptor final : public grpc::experimental::Interceptor {
  public:
   RetryInterceptor(RetryShared* shared, grpc::experimental::ClientRpcInfo* info)
-      : shared_(*shared), info_(info), method_(shared->metrics->Method(info->method())) {}
+      : shared_(*shared), info_(info), method_(shared->metrics->Method(info->method())) {
+    // A tag handed over in process (grpc_glue.h) is only readable here, on
+    // the thread of the stub call.
+    if (const internal::SourceTag* tag = internal::HandedAttemptTag(info->client_context())) {
+      handed_tag_ = *tag;
+    }
+  }
 
   void Intercept(InterceptorBatchMethods* m) override {
     if (mode_ == RetryShared::Mode::kPassThrough) {
@@ -199,7 +205,9 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   void TakeLogicalCall(InterceptorBatchMethods* m) {
     auto* md = m->GetSendInitialMetadata();
     internal::SourceTag tag;
-    if (auto it = md->find(internal::kInternalSourceKey); it != md->end()) {
+    if (handed_tag_.has_value()) {
+      tag = *handed_tag_;
+    } else if (auto it = md->find(internal::kInternalSourceKey); it != md->end()) {
       tag = internal::ParseSourceTag(it->second).value_or(internal::SourceTag());
     }
     metadata_ = *md;
@@ -452,6 +460,8 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   RetryShared& shared_;
   grpc::experimental::ClientRpcInfo* const info_;
   const MethodId method_;
+  // The source tag a typed retry loop handed over in process, if any.
+  absl::optional<internal::SourceTag> handed_tag_;
   const absl::Time started_ = shared_.clock->Now();     // the logical call's, for its latency
   RetryShared::Mode mode_ = RetryShared::Mode::kUnary;  // decided on the first batch
 

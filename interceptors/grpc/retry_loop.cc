@@ -35,13 +35,16 @@ class RetryLoopCall {
     if (loop.unfit_) loop.metrics_.CountUnfitPolicyCall();
   }
 
-  // The context of the next attempt, with its deadline and headers.
+  // The context of the next attempt, with its deadline and headers. Its
+  // source tag is tag(): start the attempt's call inside a ScopedAttemptTag.
   std::unique_ptr<grpc::ClientContext> NextAttempt() {
     ++attempt_;
     // An attempt: the loop observes the logical call once (Final), the
     // budget interceptor each attempt.
-    return logical_.NewAttemptContext(attempt_, loop_.clock_.Now(), ClientCallKind::kRetryAttempt);
+    return logical_.NewAttemptContext(attempt_, loop_.clock_.Now(), ClientCallKind::kRetryAttempt,
+                                      &tag_);
   }
+  const internal::SourceTag& tag() const { return tag_; }
 
   // After an attempt ended with `status` on `ctx`: feeds the throttle and
   // the metrics, and decides.
@@ -67,6 +70,7 @@ class RetryLoopCall {
   const internal::LogicalBudget logical_;
   internal::RetryStep step_;
   int attempt_ = 0;
+  internal::SourceTag tag_;                  // the current attempt's
   absl::Time started_ = loop_.clock_.Now();  // the logical call's, for its latency
 };
 
@@ -88,21 +92,28 @@ class AsyncRetryingCall final : public RetryingCall,
 
   void StartAttempt() {
     grpc::ClientContext* ctx = nullptr;
+    internal::SourceTag tag;
     {
       internal::CallMutexLock lock(&mu_);
       timer_ = 0;
       if (!cancelled_) {
         ctx_ = state_.NextAttempt();
         ctx = ctx_.get();
+        tag = state_.tag();
         in_attempt_ = true;
+        // The attempt's completion owns the call until it runs; the
+        // callback itself captures only `this`, which std::function keeps
+        // without allocating (a captured shared_ptr cost an allocation a
+        // call, two when the caller copies the callback into the stub).
+        self_ = shared_from_this();
       }
     }
     if (ctx == nullptr) {
       Done(grpc::Status(grpc::StatusCode::CANCELLED, "hopbudget: retrying call cancelled"));
       return;
     }
-    attempt_(ctx,
-             [self = shared_from_this()](grpc::Status s) { self->OnAttemptDone(std::move(s)); });
+    internal::ScopedAttemptTag handed(ctx, tag);
+    attempt_(ctx, [this](grpc::Status s) { OnAttemptDone(std::move(s)); });
   }
 
   void TryCancel() override {
@@ -130,8 +141,10 @@ class AsyncRetryingCall final : public RetryingCall,
   void OnAttemptDone(grpc::Status status) {
     absl::optional<grpc::Status> final;
     bool retry_now = false;
+    std::shared_ptr<AsyncRetryingCall> self;  // keeps the call until this returns
     {
       internal::CallMutexLock lock(&mu_);
+      self = std::move(self_);
       in_attempt_ = false;
       const RetryDecision d = state_.AfterAttempt(status, *ctx_);
       if (d.outcome != RetryOutcome::kRetry || cancelled_) {
@@ -167,6 +180,8 @@ class AsyncRetryingCall final : public RetryingCall,
   const RetryLoop::AsyncAttempt attempt_;
   absl::AnyInvocable<void(grpc::Status)> on_done_;
   std::unique_ptr<grpc::ClientContext> ctx_ ABSL_GUARDED_BY(mu_);
+  // Set while an attempt is in flight: the owner its completion releases.
+  std::shared_ptr<AsyncRetryingCall> self_ ABSL_GUARDED_BY(mu_);
   internal::TimerService::TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
   bool in_attempt_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
@@ -206,7 +221,11 @@ grpc::Status RetryLoop::Call(const LogicalCall& call, SyncAttempt attempt) {
   RetryLoopCall state(*this, call);
   for (;;) {
     std::unique_ptr<grpc::ClientContext> ctx = state.NextAttempt();
-    grpc::Status status = attempt(ctx.get());
+    grpc::Status status;
+    {
+      internal::ScopedAttemptTag handed(ctx.get(), state.tag());
+      status = attempt(ctx.get());
+    }
     const RetryDecision d = state.AfterAttempt(status, *ctx);
     if (d.outcome != RetryOutcome::kRetry) return state.Final(std::move(status), d);
     if (d.backoff > absl::ZeroDuration()) {
