@@ -76,7 +76,7 @@ namespace {
 
 // Past the gRPC deadline of the call (the sync API may tell IsCancelled()
 // a little later).
-bool PastDeadline(const grpc::ServerContext& ctx) {
+bool PastDeadline(const grpc::ServerContextBase& ctx) {
   return std::chrono::system_clock::now() > ctx.deadline();
 }
 
@@ -84,7 +84,7 @@ bool PastDeadline(const grpc::ServerContext& ctx) {
 
 // Never sent to a caller that left, but DEADLINE_EXCEEDED lets hopbudget's
 // interceptor attribute and count an expiry as one.
-grpc::Status DemoProcess::StoppedStatus(const grpc::ServerContext& ctx) {
+grpc::Status DemoProcess::StoppedStatus(const grpc::ServerContextBase& ctx) {
   const InboundBudget* budget = InboundBudget::Of(ctx);
   const bool expired =
       (budget != nullptr && budget->remaining() <= absl::ZeroDuration()) || PastDeadline(ctx);
@@ -109,7 +109,7 @@ bool DemoProcess::SleepUnlessCancelled(const grpc::ServerContext& ctx, absl::Dur
   }
 }
 
-CallStart DemoProcess::Begin(grpc::ServerContext& ctx) {
+CallStart DemoProcess::Start(const grpc::ServerContextBase& ctx) {
   CallStart start;
   const InboundBudget* budget = InboundBudget::Of(ctx);
   if (budget != nullptr && budget->refused()) {
@@ -131,27 +131,38 @@ CallStart DemoProcess::Begin(grpc::ServerContext& ctx) {
       !InboundMetadata(ctx, kBaselineAttemptHeader).empty()) {
     stats_.CountRetryReceived();
   }
-
   const FaultDecision d = faults_.Decide();
-  if (d.latency > absl::ZeroDuration() && !SleepUnlessCancelled(ctx, d.latency)) {
-    start.done = true;
-    start.status = StoppedStatus(ctx);
-    return start;
-  }
-  if (d.action == FaultAction::kError) {
+  start.latency = d.latency;
+  start.fault = d.action;
+  return start;
+}
+
+void DemoProcess::AfterLatency(CallStart& start) {
+  if (start.fault == FaultAction::kError) {
     stats_.CountFaultInjected();
     start.done = true;
     start.status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                 absl::StrCat("injected fault at ", common_.name));
-    return start;
-  }
-  if (d.action == FaultAction::kHang) {
+  } else if (start.fault == FaultAction::kHang) {
     stats_.CountFaultInjected();
     if (common_.verbose) std::cerr << common_.name << ": call hangs until cancelled\n";
-    SleepUnlessCancelled(ctx, absl::InfiniteDuration());
+  }
+}
+
+CallStart DemoProcess::Begin(grpc::ServerContext& ctx) {
+  CallStart start = Start(ctx);
+  if (start.done) return start;
+  if (start.latency > absl::ZeroDuration() && !SleepUnlessCancelled(ctx, start.latency)) {
     start.done = true;
     start.status = StoppedStatus(ctx);
     return start;
+  }
+  AfterLatency(start);
+  if (start.done) return start;
+  if (start.fault == FaultAction::kHang) {
+    SleepUnlessCancelled(ctx, absl::InfiniteDuration());
+    start.done = true;
+    start.status = StoppedStatus(ctx);
   }
   return start;
 }
@@ -166,7 +177,9 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   run.max_threads = common_.max_threads;
   if (common_.mode == Mode::kHopbudget) {
     run.interceptor_policy = PolicyOf(common_);
-    // Every demo service is a sync service whose handlers block.
+    // The demo's handlers block, but for those on the callback API (the
+    // gateway's PlaceOrder): kBlocking starts admitted calls on hopbudget's
+    // own pool, right for both kinds.
     run.admission.enabled = common_.admission;
     run.admission.policy = AdmissionPolicyOf(common_);
     run.admission.handlers = HandlerThreads::kBlocking;

@@ -61,6 +61,11 @@ struct CallStart {
   bool done = false;  // answer `status` now, do no work
   grpc::Status status;
   std::shared_ptr<DeadlineAccounting::Work> work;  // the accounting of this call
+  // This hop's faults for the call (Start): wait `latency` first, then
+  // AfterLatency() applies `fault` (an error answers; a hang waits for the
+  // call's cancel).
+  absl::Duration latency = absl::ZeroDuration();
+  FaultAction fault = FaultAction::kProceed;
 };
 
 // The methods admission covers in the demo: every unary method of
@@ -120,13 +125,19 @@ class DemoProcess {
   // faults (latency and hang wait until the call is cancelled, polling: the
   // sync API has no cancel callback).
   CallStart Begin(grpc::ServerContext& ctx);
+  // Begin's first half, for a handler that must not block (callback API):
+  // everything but the waits. The handler then waits start.latency (unless
+  // the call is cancelled first), calls AfterLatency(), and, when
+  // start.fault is kHang, waits for the call's cancel.
+  CallStart Start(const grpc::ServerContextBase& ctx);
+  void AfterLatency(CallStart& start);
 
   // Waits `d`, or until `ctx` is cancelled (false then).
   static bool SleepUnlessCancelled(const grpc::ServerContext& ctx, absl::Duration d);
   // What a handler answers when it stopped because its call ended:
   // DEADLINE_EXCEEDED when the call's budget ran out (so that hopbudget's
   // interceptor attributes and counts it as an expiry), else CANCELLED.
-  static grpc::Status StoppedStatus(const grpc::ServerContext& ctx);
+  static grpc::Status StoppedStatus(const grpc::ServerContextBase& ctx);
   // True once the server began draining (see Begin): a long handler (a
   // watch) stops at its next step.
   bool draining() const { return draining_.load(); }

@@ -8,14 +8,14 @@
 
 namespace hopbudget::demo {
 
-std::string InboundMetadata(const grpc::ServerContext& ctx, absl::string_view key) {
+std::string InboundMetadata(const grpc::ServerContextBase& ctx, absl::string_view key) {
   auto it = ctx.client_metadata().find(grpc::string_ref(key.data(), key.size()));
   if (it == ctx.client_metadata().end()) return "";
   return std::string(it->second.data(), it->second.size());
 }
 
 std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewContext(
-    const grpc::ServerContext& inbound) const {
+    const grpc::ServerContextBase& inbound) const {
   if (mode_ == Mode::kBaseline) return NewBaselineContext(inbound, 0);
   std::unique_ptr<grpc::ClientContext> out = NewDownstreamContext(inbound);
   ForwardDemoHeader(inbound, *out);
@@ -23,7 +23,7 @@ std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewContext(
 }
 
 std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewStreamContext(
-    const grpc::ServerContext& inbound) const {
+    const grpc::ServerContextBase& inbound) const {
   if (mode_ == Mode::kBaseline) return NewContext(inbound);
   DownstreamOptions options;
   options.scope = DownstreamScope::kRequest;
@@ -32,14 +32,14 @@ std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewStreamContext(
   return out;
 }
 
-void OutgoingContexts::ForwardDemoHeader(const grpc::ServerContext& inbound,
+void OutgoingContexts::ForwardDemoHeader(const grpc::ServerContextBase& inbound,
                                          grpc::ClientContext& out) const {
   const std::string deadline = InboundMetadata(inbound, kClientDeadlineHeader);
   if (!deadline.empty()) out.AddMetadata(kClientDeadlineHeader, deadline);
 }
 
 std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewBaselineContext(
-    const grpc::ServerContext& inbound, int previous_attempts) const {
+    const grpc::ServerContextBase& inbound, int previous_attempts) const {
   auto out = std::make_unique<grpc::ClientContext>();
   out->set_deadline(absl::ToChronoTime(absl::Now() + baseline_timeout_));
   ForwardDemoHeader(inbound, *out);

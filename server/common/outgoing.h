@@ -36,7 +36,7 @@ namespace hopbudget::demo {
 inline constexpr char kBaselineAttemptHeader[] = "x-demo-previous-attempts";
 
 // The value of the inbound metadata `key`, "" when absent.
-std::string InboundMetadata(const grpc::ServerContext& ctx, absl::string_view key);
+std::string InboundMetadata(const grpc::ServerContextBase& ctx, absl::string_view key);
 
 class OutgoingContexts {
  public:
@@ -46,7 +46,7 @@ class OutgoingContexts {
   // The context of an outgoing call made while serving `inbound`, with the
   // demo header forwarded. Hopbudget: NewDownstreamContext(inbound);
   // baseline: NewBaselineContext(inbound, 0).
-  std::unique_ptr<grpc::ClientContext> NewContext(const grpc::ServerContext& inbound) const;
+  std::unique_ptr<grpc::ClientContext> NewContext(const grpc::ServerContextBase& inbound) const;
   // The context of a streaming call (a relayed WatchOrder) made while
   // serving `inbound`. Like NewContext, except that in hopbudget mode a
   // stream is not an attempt (DownstreamScope::kRequest): it gets what is
@@ -56,14 +56,15 @@ class OutgoingContexts {
   // is attributed to the budget that set the request deadline. What a
   // stream's silence may last is its idle budget (the channel's
   // ClientOptions::stream_idle_budget).
-  std::unique_ptr<grpc::ClientContext> NewStreamContext(const grpc::ServerContext& inbound) const;
+  std::unique_ptr<grpc::ClientContext> NewStreamContext(
+      const grpc::ServerContextBase& inbound) const;
   // Adds the demo header of `inbound` to `out`: for contexts made by
   // someone else (each attempt of orders' RetryLoop).
-  void ForwardDemoHeader(const grpc::ServerContext& inbound, grpc::ClientContext& out) const;
+  void ForwardDemoHeader(const grpc::ServerContextBase& inbound, grpc::ClientContext& out) const;
   // Baseline contexts for a hand-written retry loop: one per attempt,
   // deadline now + baseline_timeout; `previous_attempts` > 0 is said in
   // kBaselineAttemptHeader.
-  std::unique_ptr<grpc::ClientContext> NewBaselineContext(const grpc::ServerContext& inbound,
+  std::unique_ptr<grpc::ClientContext> NewBaselineContext(const grpc::ServerContextBase& inbound,
                                                           int previous_attempts) const;
 
  private:

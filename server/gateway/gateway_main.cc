@@ -19,6 +19,7 @@
 #include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
 #include "hopbudget/client.h"
+#include "server/common/callback_call.h"
 #include "server/common/demo_server.h"
 #include "server/common/service_flag_defs.h"
 
@@ -32,28 +33,43 @@ ABSL_FLAG(absl::Duration, stream_idle, absl::Milliseconds(500),
 namespace hopbudget::demo {
 namespace {
 
+// The index of Gateway.PlaceOrder among the service's methods (gRPC's
+// generated service adds them in the order of demo.proto).
+int PlaceOrderIndex() {
+  return Order::descriptor()
+      ->file()
+      ->FindServiceByName("Gateway")
+      ->FindMethodByName("PlaceOrder")
+      ->index();
+}
+
 class GatewayService final : public Gateway::Service {
  public:
   GatewayService(DemoProcess& process, std::unique_ptr<Orders::Stub> orders)
-      : process_(process), orders_(std::move(orders)) {}
+      : process_(process), orders_(std::move(orders)) {
+    if (process_.mode() == Mode::kHopbudget) {
+      // PlaceOrder, the hot path, on the callback API: no thread waits for
+      // orders on a call's behalf (callback_call.h). The baseline stays a
+      // sync service, as naive services are.
+      MarkMethodCallback(
+          PlaceOrderIndex(),
+          new grpc::internal::CallbackUnaryHandler<Order, OrderResult>(
+              [this](grpc::CallbackServerContext* ctx, const Order* request, OrderResult* reply) {
+                return (new PlaceOrderCall(*this, ctx, request, reply))->Begin();
+              }));
+    }
+  }
 
   grpc::Status PlaceOrder(grpc::ServerContext* ctx, const Order* request,
                           OrderResult* reply) override {
     CallStart call = process_.Begin(*ctx);
     if (call.done) return call.status;
-    Order order = *request;
-    if (order.key().empty()) {
-      // An order without a key gets one here, so retries below are idempotent.
-      order.set_key(absl::StrCat("gw-", absl::ToUnixMicros(absl::Now()), "-", ++next_key_));
-    }
+    Order order = WithKey(*request);
     std::unique_ptr<grpc::ClientContext> out = process_.outgoing().NewContext(*ctx);
     // Passed on unchanged: a DEADLINE_EXCEEDED keeps the attribution of the
     // hop where the budget fired.
     grpc::Status status = orders_->CreateOrder(out.get(), order, reply);
-    if (process_.flags().verbose) {
-      std::cerr << "gateway: " << order.key() << " -> " << status.error_code() << " "
-                << status.error_message() << "\n";
-    }
+    Log(order, status);
     return status;
   }
 
@@ -79,6 +95,51 @@ class GatewayService final : public Gateway::Service {
   }
 
  private:
+  // PlaceOrder in hopbudget mode: as the sync handler above, waiting on
+  // nothing but gRPC.
+  class PlaceOrderCall final : public DemoUnaryCall {
+   public:
+    PlaceOrderCall(GatewayService& service, grpc::CallbackServerContext* ctx, const Order* request,
+                   OrderResult* reply)
+        : DemoUnaryCall(service.process_, ctx),
+          service_(service),
+          request_(request),
+          reply_(reply) {}
+
+   private:
+    void Work() override {
+      order_ = service_.WithKey(*request_);
+      out_ = process().outgoing().NewContext(*ctx());
+      service_.orders_->async()->CreateOrder(out_.get(), &order_, reply_,
+                                             [this](grpc::Status status) {
+                                               service_.Log(order_, status);
+                                               Answer(std::move(status));
+                                             });
+    }
+
+    GatewayService& service_;
+    const Order* const request_;  // owned by gRPC until the call is done
+    OrderResult* const reply_;
+    Order order_;
+    std::unique_ptr<grpc::ClientContext> out_;
+  };
+
+  // An order without a key gets one here, so retries below are idempotent.
+  Order WithKey(const Order& request) {
+    Order order = request;
+    if (order.key().empty()) {
+      order.set_key(absl::StrCat("gw-", absl::ToUnixMicros(absl::Now()), "-", ++next_key_));
+    }
+    return order;
+  }
+
+  void Log(const Order& order, const grpc::Status& status) const {
+    if (process_.flags().verbose) {
+      std::cerr << "gateway: " << order.key() << " -> " << status.error_code() << " "
+                << status.error_message() << "\n";
+    }
+  }
+
   DemoProcess& process_;
   std::unique_ptr<Orders::Stub> orders_;
   std::atomic<int64_t> next_key_{0};

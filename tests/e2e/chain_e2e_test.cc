@@ -315,6 +315,60 @@ TEST(ChainE2eTest, ClientCancelStopsEveryHopPromptly) {
   chain.Audit();
 }
 
+// The gateway's PlaceOrder runs on the callback API in hopbudget mode
+// (server/common/callback_call.h): its injected latency waits on an alarm
+// and a hang on the call's cancel, neither on a thread. Either ends at the
+// client's cancel, and no call reaches orders.
+TEST(ChainE2eTest, GatewayLatencyAndHangWithoutAThreadEndAtTheClientsCancel) {
+  for (const std::string& fault : {"--latency=fixed:5s", "--hang-rate=1"}) {
+    SCOPED_TRACE(fault);
+    ChainOptions o;
+    o.gateway = {fault, "--request-cap=10s"};
+    START_CHAIN(chain, o);
+    PlaceOptions cancel;
+    cancel.cancel_after = absl::Milliseconds(300);
+    Chain::Result r = chain.Place("order-g", absl::Seconds(10), cancel);
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::CANCELLED) << r.status.error_message();
+    ASSERT_TRUE(r.cancelled_at.has_value());
+    EXPECT_LT(r.end - *r.cancelled_at, kCancelReachesTheClient);
+    ASSERT_TRUE(chain.WaitIdle());
+    const Stats gateway = StatsOf(chain.gateway());
+    ASSERT_EQ(gateway.calls(), 1);
+    EXPECT_LT(LastEnd(gateway) - *r.cancelled_at, kCancelStopsAHop);
+    EXPECT_EQ(StatsOf(chain.orders()).calls(), 0);
+  }
+}
+
+TEST(ChainE2eTest, GatewayLatencyThenTheOrderOnTheCallbackPath) {
+  ChainOptions o;
+  o.gateway = {"--latency=fixed:200ms"};
+  START_CHAIN(chain, o);
+  Chain::Result r = chain.Place("order-l", absl::Seconds(5));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_GE(r.latency, absl::Milliseconds(200));
+  EXPECT_EQ(chain.Rows(), 1);
+  // A budget that runs out while the gateway waits ends the wait: that
+  // order never reaches orders.
+  Chain::Result late = chain.Place("order-m", absl::Milliseconds(100));
+  EXPECT_EQ(late.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << late.status.error_message();
+  ASSERT_TRUE(chain.WaitIdle());
+  EXPECT_EQ(StatsOf(chain.orders()).calls(), 1);
+  chain.Audit();
+}
+
+TEST(ChainE2eTest, GatewayErrorFaultAnswersUnavailableOnTheCallbackPath) {
+  ChainOptions o;
+  o.gateway = {"--error-rate=1"};
+  START_CHAIN(chain, o);
+  Chain::Result r = chain.Place("order-e", absl::Seconds(2));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE) << r.status.error_message();
+  EXPECT_THAT(r.status.error_message(), ::testing::HasSubstr("injected fault at gateway"));
+  ASSERT_TRUE(chain.WaitIdle());
+  EXPECT_EQ(StatsOf(chain.gateway()).faults_injected(), 1);
+  EXPECT_EQ(StatsOf(chain.orders()).calls(), 0);
+}
+
 TEST(ChainE2eTest, ClientCancelDuringCommitLeavesExactlyOneRow) {
   ChainOptions o;
   o.ledger = {"--slow-commit=1500ms"};

@@ -1,0 +1,89 @@
+// Copyright hopbudget authors.
+//
+// callback_call.h: a unary call of a demo service on gRPC's callback API,
+// for hopbudget mode, where no thread may wait on a call's behalf.
+//
+// A sync handler holds its thread through everything the call waits for:
+// this hop's injected latency, a hang, the call to the hop below. Under
+// overload every waiting call then holds a thread, and the CPU goes to
+// switching between them. A DemoUnaryCall waits without one: the latency
+// on a grpc::Alarm, a hang until the call's OnCancel, the downstream call
+// on the callback stub (`stub->async()->Method`). It applies the same
+// faults, counts and accounting as DemoProcess::Begin(), then runs the
+// method's Work(), which answers through Answer().
+//
+// Ownership: gRPC owns a reactor from the handler's return until OnDone();
+// DemoUnaryCall deletes itself there. The DemoProcess must outlive it
+// (services outlive their server).
+//
+// Thread safety: Begin() on the handler's thread; Work(), Answer() and the
+// cancel may run on gRPC's threads, concurrently with each other. Answer()
+// finishes the call once; later calls are ignored.
+//
+// Example (the gateway's PlaceOrder):
+//   class PlaceOrderCall final : public DemoUnaryCall {
+//     void Work() override {
+//       out_ = process().outgoing().NewContext(*ctx());
+//       stub_->async()->CreateOrder(out_.get(), request_, reply_,
+//                                   [this](grpc::Status s) { Answer(std::move(s)); });
+//     }
+//   };
+//   return (new PlaceOrderCall(...))->Begin();  // in the method handler
+#ifndef HOPBUDGET_DEMO_CALLBACK_CALL_H_
+#define HOPBUDGET_DEMO_CALLBACK_CALL_H_
+
+#include <grpcpp/alarm.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "server/common/demo_server.h"
+
+namespace hopbudget::demo {
+
+class DemoUnaryCall : public grpc::ServerUnaryReactor {
+ public:
+  DemoUnaryCall(DemoProcess& process, grpc::CallbackServerContext* ctx)
+      : process_(process), ctx_(ctx) {}
+  DemoUnaryCall(const DemoUnaryCall&) = delete;
+  DemoUnaryCall& operator=(const DemoUnaryCall&) = delete;
+
+  // Starts the call: what DemoProcess::Start() decides, the latency, then
+  // AfterLatency() and Work(). Returns this, for the method handler to
+  // return to gRPC.
+  grpc::ServerUnaryReactor* Begin();
+
+ protected:
+  ~DemoUnaryCall() override = default;
+
+  // The method's own work, after this hop's faults. Ends with Answer(),
+  // from any thread.
+  virtual void Work() = 0;
+  // Finishes the call with `status`, the first time only.
+  void Answer(grpc::Status status);
+
+  DemoProcess& process() { return process_; }
+  grpc::CallbackServerContext* ctx() const { return ctx_; }
+
+ private:
+  enum class Phase { kStarting, kWaiting, kHanging, kWorking };
+
+  void AfterWait(bool waited);
+  void Stop() { Answer(DemoProcess::StoppedStatus(*ctx_)); }
+  void OnCancel() override;
+  void OnDone() override { delete this; }
+
+  DemoProcess& process_;
+  grpc::CallbackServerContext* const ctx_;
+  CallStart start_;  // holds the call's accounting until the call is done
+  grpc::Alarm alarm_;
+  std::mutex mu_;
+  Phase phase_ = Phase::kStarting;  // guarded by mu_
+  bool cancelled_ = false;          // guarded by mu_
+  std::atomic<bool> answered_{false};
+};
+
+}  // namespace hopbudget::demo
+
+#endif  // HOPBUDGET_DEMO_CALLBACK_CALL_H_
