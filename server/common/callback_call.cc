@@ -1,12 +1,28 @@
 // Copyright hopbudget authors.
 #include "callback_call.h"
 
+#include <cstdlib>
+#include <iostream>
+#include <string>
 #include <utility>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "google/protobuf/descriptor.h"
 
 namespace hopbudget::demo {
+
+int DemoMethodIndex(absl::string_view service, absl::string_view method) {
+  const google::protobuf::ServiceDescriptor* s =
+      Order::descriptor()->file()->FindServiceByName(std::string(service));
+  const google::protobuf::MethodDescriptor* m =
+      s != nullptr ? s->FindMethodByName(std::string(method)) : nullptr;
+  if (m == nullptr) {
+    std::cerr << "demo: no method " << service << "." << method << " in demo.proto\n";
+    std::abort();
+  }
+  return m->index();
+}
 
 grpc::ServerUnaryReactor* DemoUnaryCall::Begin() {
   start_ = process_.Start(*ctx_);
@@ -77,11 +93,11 @@ void DemoUnaryCall::OnCancel() {
     case Phase::kHanging:
       Stop();
       break;
-    case Phase::kStarting:
     case Phase::kWorking:
-      // Starting: Begin() or AfterWait() sees the cancel. Working: the
-      // work's downstream call is a child of this one and ends with it.
+      CancelWork();
       break;
+    case Phase::kStarting:
+      break;  // Begin() or AfterWait() sees the cancel
   }
 }
 

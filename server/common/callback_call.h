@@ -38,9 +38,15 @@
 #include <atomic>
 #include <mutex>
 
+#include "absl/strings/string_view.h"
 #include "server/common/demo_server.h"
 
 namespace hopbudget::demo {
+
+// The index of `method` among the methods of demo.proto's `service`, in
+// the order gRPC's generated service registers them (for
+// grpc::Service::MarkMethodCallback).
+int DemoMethodIndex(absl::string_view service, absl::string_view method);
 
 class DemoUnaryCall : public grpc::ServerUnaryReactor {
  public:
@@ -60,6 +66,11 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   // The method's own work, after this hop's faults. Ends with Answer(),
   // from any thread.
   virtual void Work() = 0;
+  // The call was cancelled while Work() ran: stop what does not stop by
+  // itself (a downstream call made on a child context of this call ends
+  // with it; a retry loop's backoff does not). Runs on a gRPC thread,
+  // possibly while Work() still runs.
+  virtual void CancelWork() {}
   // Finishes the call with `status`, the first time only.
   void Answer(grpc::Status status);
 

@@ -33,16 +33,6 @@ ABSL_FLAG(absl::Duration, stream_idle, absl::Milliseconds(500),
 namespace hopbudget::demo {
 namespace {
 
-// The index of Gateway.PlaceOrder among the service's methods (gRPC's
-// generated service adds them in the order of demo.proto).
-int PlaceOrderIndex() {
-  return Order::descriptor()
-      ->file()
-      ->FindServiceByName("Gateway")
-      ->FindMethodByName("PlaceOrder")
-      ->index();
-}
-
 class GatewayService final : public Gateway::Service {
  public:
   GatewayService(DemoProcess& process, std::unique_ptr<Orders::Stub> orders)
@@ -52,7 +42,7 @@ class GatewayService final : public Gateway::Service {
       // orders on a call's behalf (callback_call.h). The baseline stays a
       // sync service, as naive services are.
       MarkMethodCallback(
-          PlaceOrderIndex(),
+          DemoMethodIndex("Gateway", "PlaceOrder"),
           new grpc::internal::CallbackUnaryHandler<Order, OrderResult>(
               [this](grpc::CallbackServerContext* ctx, const Order* request, OrderResult* reply) {
                 return (new PlaceOrderCall(*this, ctx, request, reply))->Begin();

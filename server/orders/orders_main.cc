@@ -3,7 +3,9 @@
 // orders: validates an order and commits it at the ledger, with retries.
 //   hopbudget mode: a typed retry loop (hopbudget::RetryLoop) around the
 //     generated Commit call, one real call per attempt: every attempt's
-//     budget is derived from what is left of the request.
+//     budget is derived from what is left of the request. CreateOrder runs
+//     on the callback API (server/common/callback_call.h): no thread waits
+//     for the ledger, a backoff or a ledger slot on a call's behalf.
 //   baseline mode: the loop most code has: up to --baseline-attempts
 //     attempts, each with the constant --baseline-timeout, whatever the
 //     caller has left (the seeds' incident: an outer scope shorter than
@@ -38,6 +40,7 @@
 #include <atomic>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +54,7 @@
 #include "hopbudget/hedge_grpc.h"
 #include "hopbudget/retry_loop.h"
 #include "hopbudget/slots_grpc.h"
+#include "server/common/callback_call.h"
 #include "server/common/demo_server.h"
 #include "server/common/service_flag_defs.h"
 
@@ -105,7 +109,19 @@ class OrdersService final : public Orders::Service {
         retry_(std::move(downstream.retry)),
         hedger_(std::move(downstream.hedger)),
         slots_(std::move(downstream.slots)),
-        baseline_attempts_(baseline_attempts) {}
+        baseline_attempts_(baseline_attempts) {
+    if (process_.mode() == Mode::kHopbudget) {
+      // CreateOrder, the hot path, on the callback API: no thread waits for
+      // the ledger, nor for a retry's backoff or a ledger slot, on a call's
+      // behalf (callback_call.h). The baseline stays a sync service.
+      MarkMethodCallback(
+          DemoMethodIndex("Orders", "CreateOrder"),
+          new grpc::internal::CallbackUnaryHandler<Order, OrderResult>(
+              [this](grpc::CallbackServerContext* ctx, const Order* request, OrderResult* reply) {
+                return (new CreateOrderCall(*this, ctx, request, reply))->Begin();
+              }));
+    }
+  }
 
   grpc::Status GetOrder(grpc::ServerContext* ctx, const OrderKey* request,
                         OrderResult* reply) override {
@@ -163,14 +179,96 @@ class OrdersService final : public Orders::Service {
     } else {
       status = BaselineCommit(*ctx, *request, reply);
     }
-    if (process_.flags().verbose) {
-      std::cerr << "orders: " << request->key() << " -> " << status.error_code() << " "
-                << status.error_message() << "\n";
-    }
+    Log(*request, status);
     return status;
   }
 
  private:
+  // CreateOrder in hopbudget mode: the sync handler's commit above, as a
+  // chain of callbacks: a ledger slot (with --ledger-slots), then the retry
+  // loop's attempts on the callback stub.
+  class CreateOrderCall final : public DemoUnaryCall {
+   public:
+    CreateOrderCall(OrdersService& service, grpc::CallbackServerContext* ctx, const Order* request,
+                    OrderResult* reply)
+        : DemoUnaryCall(service.process_, ctx),
+          service_(service),
+          request_(request),
+          reply_(reply) {}
+
+   private:
+    void Work() override {
+      if (grpc::Status invalid = Validate(*request_); !invalid.ok()) {
+        Answer(std::move(invalid));
+        return;
+      }
+      if (service_.slots_ == nullptr) {
+        Commit([this](grpc::Status status) { Done(std::move(status)); });
+        return;
+      }
+      std::shared_ptr<SlotCall> slot = service_.slots_->Start(
+          LogicalCall::Of(*ctx()),
+          [this](grpc::ClientContext*, std::function<void(grpc::Status)> done) {
+            in_slot_.store(true);
+            Commit(std::move(done));
+          },
+          [this](grpc::Status status) {
+            // slot-wait, or a full queue
+            if (!in_slot_.load()) process().stats().CountSlotRefusal();
+            Done(std::move(status));
+          });
+      std::lock_guard<std::mutex> lock(mu_);
+      slot_ = std::move(slot);
+    }
+
+    // The commit's retry loop; `done` runs once with its outcome.
+    void Commit(absl::AnyInvocable<void(grpc::Status)> done) {
+      std::shared_ptr<RetryingCall> retry = service_.retry_->Start(
+          LogicalCall::Of(*ctx()),
+          [this](grpc::ClientContext* attempt, std::function<void(grpc::Status)> attempt_done) {
+            process().outgoing().ForwardDemoHeader(*ctx(), *attempt);
+            service_.ledger_->async()->Commit(attempt, request_, reply_, std::move(attempt_done));
+          },
+          std::move(done));
+      std::lock_guard<std::mutex> lock(mu_);
+      retry_ = std::move(retry);
+    }
+
+    // A cancel ends an attempt in flight by itself (its context is a child
+    // of this call's); a backoff or a wait for a slot it ends here.
+    void CancelWork() override {
+      std::shared_ptr<SlotCall> slot;
+      std::shared_ptr<RetryingCall> retry;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        slot = slot_;
+        retry = retry_;
+      }
+      if (slot != nullptr) slot->TryCancel();
+      if (retry != nullptr) retry->TryCancel();
+    }
+
+    void Done(grpc::Status status) {
+      service_.Log(*request_, status);
+      Answer(std::move(status));
+    }
+
+    OrdersService& service_;
+    const Order* const request_;  // owned by gRPC until the call is done
+    OrderResult* const reply_;
+    std::atomic<bool> in_slot_{false};
+    std::mutex mu_;
+    std::shared_ptr<SlotCall> slot_;       // guarded by mu_
+    std::shared_ptr<RetryingCall> retry_;  // guarded by mu_
+  };
+
+  void Log(const Order& order, const grpc::Status& status) const {
+    if (process_.flags().verbose) {
+      std::cerr << "orders: " << order.key() << " -> " << status.error_code() << " "
+                << status.error_message() << "\n";
+    }
+  }
+
   // Runs `work` (a logical call to the ledger) holding one of the ledger's
   // slots, waited for inside the call's budget; unbounded without
   // --ledger-slots. The slot's own attempt context is not used: `work` makes
