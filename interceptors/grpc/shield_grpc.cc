@@ -104,6 +104,15 @@ grpc::ServerUnaryReactor* AnswerWhenShieldedDone(
   return reactor;
 }
 
+grpc::Status StatusOfShieldRecord(const ShieldRecord& record,
+                                  const grpc::ServerContextBase& inbound) {
+  return StatusOfRecord(record, InboundBudget::Of(inbound));
+}
+
+grpc::Status StatusWhenShieldCallerLeft(const grpc::ServerContextBase& inbound) {
+  return StatusWhenCallEnded(inbound, InboundBudget::Of(inbound));
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }

@@ -76,6 +76,9 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
 
   DemoProcess& process() { return process_; }
   grpc::CallbackServerContext* ctx() const { return ctx_; }
+  // The call's accounting (DeadlineAccounting): work it hands on (a
+  // shielded commit) keeps it until that work ends.
+  const std::shared_ptr<DeadlineAccounting::Work>& work() const { return start_.work; }
 
  private:
   enum class Phase { kStarting, kWaiting, kHanging, kWorking };

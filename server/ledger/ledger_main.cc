@@ -27,6 +27,7 @@
 #include <deque>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -40,6 +41,7 @@
 #include "hopbudget/server.h"
 #include "hopbudget/shield.h"
 #include "hopbudget/shield_grpc.h"
+#include "server/common/callback_call.h"
 #include "server/common/demo_server.h"
 #include "server/common/service_flag_defs.h"
 
@@ -84,7 +86,19 @@ class LedgerService final : public Ledger::Service {
         shield_(shield),
         bound_(bound),
         watch_interval_(watch_interval),
-        reaper_([this] { Reap(); }) {}
+        reaper_([this] { Reap(); }) {
+    if (process_.mode() == Mode::kHopbudget) {
+      // Commit, the hot path, on the callback API: no handler thread waits
+      // (the injected latency, the shielded commit) on a call's behalf
+      // (callback_call.h). The baseline stays a sync service.
+      MarkMethodCallback(
+          DemoMethodIndex("Ledger", "Commit"),
+          new grpc::internal::CallbackUnaryHandler<Order, OrderResult>(
+              [this](grpc::CallbackServerContext* ctx, const Order* request, OrderResult* reply) {
+                return (new CommitCall(*this, ctx, request, reply))->Begin();
+              }));
+    }
+  }
 
   ~LedgerService() override {
     {
@@ -151,15 +165,10 @@ class LedgerService final : public Ledger::Service {
   grpc::Status Commit(grpc::ServerContext* ctx, const Order* request, OrderResult* reply) override {
     CallStart call = process_.Begin(*ctx);
     if (call.done) return call.status;
-    if (store_.access() == StoreAccess::kReadOnly) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          "this ledger is a read replica (--replica): it serves GetOrder only; "
-                          "commit at the primary ledger");
-    }
-    if (grpc::Status bad = CheckOrderKey(request->key()); !bad.ok()) return bad;
-    const absl::Duration slow = process_.faults().config().slow_commit;
+    if (grpc::Status refused = CheckCommit(*request); !refused.ok()) return refused;
     if (process_.mode() == Mode::kBaseline) {
       // Shielded without a bound: nothing can stop it, whatever the caller does.
+      const absl::Duration slow = process_.faults().config().slow_commit;
       if (slow > absl::ZeroDuration()) absl::SleepFor(slow);
       absl::StatusOr<CommitResult> r =
           store_.Commit(request->key(), ItemsText(*request), absl::Now());
@@ -168,22 +177,149 @@ class LedgerService final : public Ledger::Service {
       FillReply(*r, request->key(), reply);
       return grpc::Status::OK;
     }
+    ShieldedCommit commit = StartShieldedCommit(*ctx, *request, call.work);
+    if (!commit.handle.ok()) return ToGrpcStatus(commit.handle.status());
+    grpc::Status status = AwaitShielded(*ctx, *commit.handle);
+    if (status.ok()) {
+      commit.Fill(request->key(), reply);
+    } else if (!commit.handle->done()) {
+      Adopt(*commit.handle);  // the caller left; the commit goes on and someone reads its outcome
+    }
+    return status;
+  }
 
-    // One shielded commit per key at a time: a retry (or a duplicate) that
-    // arrives while its key's commit still runs joins it, and answers with
-    // its result, instead of starting a second commit that would only wait
-    // on the first (Shield::RunOnce).
-    std::shared_ptr<Slot> slot = std::make_shared<Slot>();
-    bool joined = false;
-    absl::StatusOr<ShieldHandle> handle;
+ private:
+  struct Slot {
+    absl::Mutex mu;
+    CommitResult result;
+  };
+
+  // Commit in hopbudget mode: the sync handler's shielded commit, answered
+  // from the shield's OnDone instead of a thread that waits for it.
+  class CommitCall final : public DemoUnaryCall {
+   public:
+    CommitCall(LedgerService& service, grpc::CallbackServerContext* ctx, const Order* request,
+               OrderResult* reply)
+        : DemoUnaryCall(service.process_, ctx),
+          service_(service),
+          request_(request),
+          reply_(reply),
+          waiter_(std::make_shared<Waiter>()) {
+      waiter_->call = this;
+    }
+
+   private:
+    // Who answers: the commit's end or the call's cancel, whichever takes
+    // `call` first. Shared with the shield's OnDone, which may run after
+    // the call is gone.
+    struct Waiter {
+      std::mutex mu;
+      CommitCall* call = nullptr;           // nullptr once taken
+      absl::optional<ShieldHandle> handle;  // once the commit started
+    };
+
+    void Work() override {
+      if (grpc::Status refused = service_.CheckCommit(*request_); !refused.ok()) {
+        Answer(std::move(refused));
+        return;
+      }
+      ShieldedCommit commit = service_.StartShieldedCommit(*ctx(), *request_, work());
+      if (!commit.handle.ok()) {
+        Answer(ToGrpcStatus(commit.handle.status()));
+        return;
+      }
+      bool cancelled = false;
+      {
+        std::lock_guard<std::mutex> lock(waiter_->mu);
+        waiter_->handle = *commit.handle;
+        cancelled = waiter_->call == nullptr;
+      }
+      if (cancelled) {
+        service_.Adopt(*commit.handle);  // CancelWork() answered before the handle was known
+        return;
+      }
+      commit.handle->OnDone([waiter = waiter_, slot = commit.slot, joined = commit.joined,
+                             key = request_->key(), reply = reply_](const ShieldRecord& r) {
+        CommitCall* self = nullptr;
+        {
+          std::lock_guard<std::mutex> lock(waiter->mu);
+          std::swap(self, waiter->call);
+        }
+        if (self == nullptr) return false;  // the call ended first; the reaper reads it
+        grpc::Status status = StatusOfShieldRecord(r, *self->ctx());
+        if (status.ok()) FillFrom(*slot, joined, key, reply);
+        self->Answer(std::move(status));
+        return true;
+      });
+    }
+
+    // The caller left: answer now; the commit goes on and the reaper reads
+    // its outcome.
+    void CancelWork() override {
+      CommitCall* self = nullptr;
+      absl::optional<ShieldHandle> handle;
+      {
+        std::lock_guard<std::mutex> lock(waiter_->mu);
+        std::swap(self, waiter_->call);
+        handle = waiter_->handle;
+      }
+      if (self == nullptr) return;
+      if (handle.has_value()) service_.Adopt(*handle);
+      Answer(StatusWhenShieldCallerLeft(*ctx()));
+    }
+
+    LedgerService& service_;
+    const Order* const request_;  // owned by gRPC until the call is done
+    OrderResult* const reply_;
+    const std::shared_ptr<Waiter> waiter_;
+  };
+
+  // A commit running under the shield, or the one this call joined.
+  struct ShieldedCommit {
+    absl::StatusOr<ShieldHandle> handle;  // not ok: refused (at capacity, draining)
+    std::shared_ptr<Slot> slot;           // where the commit leaves its result
+    bool joined = false;                  // a retry joined a commit in flight
+
+    // The reply of a commit that ended OK.
+    void Fill(const std::string& key, OrderResult* reply) const {
+      FillFrom(*slot, joined, key, reply);
+    }
+  };
+
+  static void FillFrom(Slot& slot, bool joined, const std::string& key, OrderResult* reply) {
+    absl::MutexLock lock(&slot.mu);
+    FillReply(slot.result, key, reply);
+    if (joined) reply->set_replayed(true);  // this call's answer is the earlier one's
+  }
+
+  // A commit this ledger refuses: it is a read replica, or the key is bad.
+  grpc::Status CheckCommit(const Order& request) const {
+    if (store_.access() == StoreAccess::kReadOnly) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "this ledger is a read replica (--replica): it serves GetOrder only; "
+                          "commit at the primary ledger");
+    }
+    return CheckOrderKey(request.key());
+  }
+
+  // Starts the commit of `request` under the shield (hopbudget mode).
+  // One shielded commit per key at a time: a retry (or a duplicate) that
+  // arrives while its key's commit still runs joins it, and answers with
+  // its result, instead of starting a second commit that would only wait
+  // on the first (Shield::RunOnce).
+  ShieldedCommit StartShieldedCommit(const grpc::ServerContextBase& ctx, const Order& request,
+                                     std::shared_ptr<DeadlineAccounting::Work> work) {
+    const absl::Duration slow = process_.faults().config().slow_commit;
+    ShieldedCommit c;
+    c.slot = std::make_shared<Slot>();
     {
       absl::MutexLock lock(&slots_->mu);
-      handle = shield_.RunOnce(
-          request->key(), "commit", bound_,
+      c.handle = shield_.RunOnce(
+          request.key(), "commit", bound_,
           // Captures what outlives the Shield (process, store), not `this`:
           // work the drain gave up on may still be returning when the service goes.
-          [&process = process_, &store = store_, key = request->key(), items = ItemsText(*request),
-           slow, slot, work = call.work](ShieldContext& shielded) -> absl::Status {
+          [&process = process_, &store = store_, key = request.key(), items = ItemsText(request),
+           slow, slot = c.slot, work = std::move(work)](ShieldContext& shielded) -> absl::Status {
             if (slow > absl::ZeroDuration()) {
               // A slow peer: wait, unless the bound (or a drain) asks us to stop.
               absl::Notification stop;
@@ -202,52 +338,37 @@ class LedgerService final : public Ledger::Service {
             slot->result = *r;
             return absl::OkStatus();
           },
-          &joined);
-      if (handle.ok()) {
-        if (joined) {
-          slot = slots_->by_key[request->key()];  // the running commit's
+          &c.joined);
+      if (c.handle.ok()) {
+        if (c.joined) {
+          c.slot = slots_->by_key[request.key()];  // the running commit's
         } else {
-          slots_->by_key[request->key()] = slot;
+          slots_->by_key[request.key()] = c.slot;
         }
       }
     }
-    if (handle.ok() && !joined) {
+    if (c.handle.ok() && !c.joined) {
       // Forget the slot with the commit (not an observation of its outcome).
       // Captures the slots, not `this`: it may run while the Shield drains.
-      handle->OnDone([slots = slots_, key = request->key(), slot](const ShieldRecord&) {
+      c.handle->OnDone([slots = slots_, key = request.key(), slot = c.slot](const ShieldRecord&) {
         absl::MutexLock lock(&slots->mu);
         auto it = slots->by_key.find(key);
         if (it != slots->by_key.end() && it->second == slot) slots->by_key.erase(it);
         return false;
       });
     }
-    if (joined) {
+    if (c.joined) {
       process_.stats().CountCommitJoined();
-      ReportJoin(*ctx);
+      ReportJoin(ctx);
     }
-    if (!handle.ok()) return ToGrpcStatus(handle.status());
-    grpc::Status status = AwaitShielded(*ctx, *handle);
-    if (status.ok()) {
-      absl::MutexLock lock(&slot->mu);
-      FillReply(slot->result, request->key(), reply);
-      if (joined) reply->set_replayed(true);  // this call's answer is the earlier one's
-    } else if (!handle->done()) {
-      Adopt(*handle);  // the caller left; the commit goes on and someone reads its outcome
-    }
-    return status;
+    return c;
   }
-
- private:
-  struct Slot {
-    absl::Mutex mu;
-    CommitResult result;
-  };
 
   // A retry joined a commit still in flight: the caller's attempt budget is
   // shorter than the shield's bound, so its retries can only wait for the
   // first commit. Said once (a policy problem, not a per-call event), with
   // the numbers; counted every time (commits_joined).
-  void ReportJoin(const grpc::ServerContext& ctx) {
+  void ReportJoin(const grpc::ServerContextBase& ctx) {
     if (join_reported_.exchange(true)) return;
     const InboundBudget* budget = InboundBudget::Of(ctx);
     std::cerr << process_.flags().name << ": a retry joined a commit still in flight: the "

@@ -525,8 +525,10 @@ TEST(ThreadBoundTest, OrdersRetriesALedgerThatIsOutOfThreads) {
   // Threadpool Exhausted"), and orders retries them within the budget until
   // they find a thread. (Many more refusals at once would empty the retry
   // throttle's bucket, gRFC A6, and end in RESOURCE_EXHAUSTED: by design.)
+  // The ledger runs in baseline mode, a sync service: hopbudget's ledger
+  // commits on the callback API and holds no thread per call.
   Chain chain;
-  ASSERT_TRUE(chain.Start({}, {"--max-threads=4"}, {"--max-attempts=10"}));
+  ASSERT_TRUE(chain.Start({}, {"--max-threads=4", "--mode=baseline"}, {"--max-attempts=10"}));
   {
     grpc::ClientContext ctx;
     SetFaultsRequest req;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -60,8 +61,12 @@ class Chain {
   explicit Chain(const ChainOptions& o) {
     db_ = processes_.dir() + "/ledger.db";
     const std::string mode = "--mode=" + o.mode;
-    std::vector<std::string> args = {"--port=0",    "--metrics-port=0", mode,
-                                     "--db=" + db_, "--seed=7",         "--shield-bound=5s"};
+    std::vector<std::string> args = {"--port=0", "--metrics-port=0", mode, "--db=" + db_,
+                                     "--seed=7"};
+    const bool bound_given =
+        std::any_of(o.ledger.begin(), o.ledger.end(),
+                    [](const std::string& a) { return absl::StartsWith(a, "--shield-bound="); });
+    if (!bound_given) args.push_back("--shield-bound=5s");
     args.insert(args.end(), o.ledger.begin(), o.ledger.end());
     ledger_ = processes_.Start(HOPBUDGET_DEMO_LEDGER, args);
     if (ledger_ == nullptr) return;
@@ -367,6 +372,28 @@ TEST(ChainE2eTest, GatewayErrorFaultAnswersUnavailableOnTheCallbackPath) {
   ASSERT_TRUE(chain.WaitIdle());
   EXPECT_EQ(StatsOf(chain.gateway()).faults_injected(), 1);
   EXPECT_EQ(StatsOf(chain.orders()).calls(), 0);
+}
+
+// The ledger's Commit runs on the callback API in hopbudget mode: the
+// shield's end answers the call. A commit held past its bound is stopped
+// there, and the answer names the shield at the ledger.
+TEST(ChainE2eTest, CommitPastItsShieldBoundIsAnsweredByTheShieldOnTheCallbackPath) {
+  ChainOptions o;
+  o.ledger = {"--slow-commit=3s", "--shield-bound=400ms"};
+  o.orders = {"--attempt-cap=4s", "--request-cap=5s", "--max-attempts=1"};
+  o.gateway = {"--request-cap=6s"};
+  START_CHAIN(chain, o);
+  Chain::Result r = chain.Place("order-s", absl::Seconds(5));
+  ASSERT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << r.status.error_message();
+  EXPECT_GE(r.latency, absl::Milliseconds(400));
+  EXPECT_LT(r.latency, absl::Milliseconds(2500));  // well before the slow commit's 3 s
+  absl::optional<Attribution> a = AttributionOf(r.status);
+  ASSERT_TRUE(a.has_value()) << r.status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kShield) << r.status.error_message();
+  EXPECT_EQ(a->hop, "ledger") << r.status.error_message();
+  ASSERT_TRUE(chain.WaitIdle());
+  EXPECT_EQ(StatsOf(chain.ledger()).commits_stopped(), 1);
+  EXPECT_EQ(chain.Rows(), 0);
 }
 
 TEST(ChainE2eTest, ClientCancelDuringCommitLeavesExactlyOneRow) {

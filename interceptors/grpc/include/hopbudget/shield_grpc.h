@@ -87,6 +87,16 @@ grpc::ServerUnaryReactor* AnswerWhenShieldedDone(
     grpc::CallbackServerContext* inbound, const ShieldHandle& handle,
     absl::AnyInvocable<void(const ShieldRecord&)> fill = nullptr);
 
+// What AwaitShielded() and AnswerWhenShieldedDone() answer, for a reactor
+// that answers from shielded work itself (one that also does other work
+// before or after it). Once the work ended with `record`: OK, the work's
+// error, or for an exceeded bound DEADLINE_EXCEEDED attributed to "shield"
+// at this hop. When the inbound call ended first: DEADLINE_EXCEEDED
+// attributed to this hop's budget once that ran out, else CANCELLED.
+grpc::Status StatusOfShieldRecord(const ShieldRecord& record,
+                                  const grpc::ServerContextBase& inbound);
+grpc::Status StatusWhenShieldCallerLeft(const grpc::ServerContextBase& inbound);
+
 // Stops `server` accepting calls and waits for running handlers, then drains
 // `shield`, all within `max_wait` overall: Server::Shutdown(deadline) cancels
 // the handlers still running at the deadline, and shielded work gets what is
