@@ -8,6 +8,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
 #include "google/protobuf/descriptor.h"
 
 namespace hopbudget::demo {
@@ -56,18 +57,33 @@ void DemoUnaryCall::AfterWait(bool waited) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled = cancelled_ || !waited;
-    if (!cancelled) phase_ = Phase::kWorking;
+    if (!cancelled) {
+      phase_ = Phase::kWorking;
+      in_work_ = true;  // from here until the end of this function
+    }
   }
   if (cancelled) {
     Stop();
     return;
   }
+  Proceed();
+  absl::optional<grpc::Status> deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_work_ = false;
+    deferred.swap(deferred_);
+  }
+  if (deferred.has_value()) Finish(*std::move(deferred));
+}
+
+void DemoUnaryCall::Proceed() {
   process_.AfterLatency(start_);
   if (start_.done) {
     Answer(start_.status);
     return;
   }
   if (start_.fault == FaultAction::kHang) {
+    bool cancelled = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       cancelled = cancelled_;
@@ -103,6 +119,16 @@ void DemoUnaryCall::OnCancel() {
 
 void DemoUnaryCall::Answer(grpc::Status status) {
   if (answered_.exchange(true)) return;
+  {
+    // An answer from another thread while Work() still runs waits for it
+    // to return: once Finish() is called gRPC may delete this call (OnDone)
+    // under Work()'s feet.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (in_work_) {
+      deferred_ = std::move(status);
+      return;
+    }
+  }
   Finish(std::move(status));
 }
 

@@ -18,7 +18,10 @@
 //
 // Thread safety: Begin() on the handler's thread; Work(), Answer() and the
 // cancel may run on gRPC's threads, concurrently with each other. Answer()
-// finishes the call once; later calls are ignored.
+// finishes the call once; later calls are ignored. An Answer() that comes
+// while Work() still runs (its downstream call ended at once, on another
+// thread) finishes the call when Work() returns: Work() may use the call's
+// members until it returns, never after it started what answers.
 //
 // Example (the gateway's PlaceOrder):
 //   class PlaceOrderCall final : public DemoUnaryCall {
@@ -39,6 +42,7 @@
 #include <mutex>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
 #include "server/common/demo_server.h"
 
 namespace hopbudget::demo {
@@ -84,6 +88,8 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   enum class Phase { kStarting, kWaiting, kHanging, kWorking };
 
   void AfterWait(bool waited);
+  // After the latency: AfterLatency(), then a hang, or Work().
+  void Proceed();
   void Stop() { Answer(DemoProcess::StoppedStatus(*ctx_)); }
   void OnCancel() override;
   void OnDone() override { delete this; }
@@ -95,6 +101,9 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   std::mutex mu_;
   Phase phase_ = Phase::kStarting;  // guarded by mu_
   bool cancelled_ = false;          // guarded by mu_
+  // While Work() runs, an answer waits for it to return (Answer()).
+  bool in_work_ = false;                   // guarded by mu_
+  absl::optional<grpc::Status> deferred_;  // guarded by mu_
   std::atomic<bool> answered_{false};
 };
 
