@@ -429,10 +429,11 @@ run_chain() {
     "\($b.factor) \($b.goodput) \($h.goodput) \($b.work / $b.rounds / 1000 / ($d | tonumber)) \($h.work / $h.rounds / 1000 / ($d | tonumber))"' \
     "$work/levels.jsonl" >"$raw/chain.dat"
   {
-    echo "Two demo chains side by side (gateway -> orders -> ledger, separate processes,"
-    echo "sync API): **baseline** (constant 1 s timeout per hop, naive retry loop of 3 x 1 s,"
-    echo "no cancellation) and **hopbudget** (as in scripts/demo.sh: request cap 2 s, attempt"
-    echo "cap 300 ms x 3, shield bound 600 ms). Latency mix injected: gateway"
+    echo "Two demo chains side by side (gateway -> orders -> ledger, separate processes):"
+    echo "**baseline** (sync services: a thread per call; constant 1 s timeout per hop, naive"
+    echo "retry loop of 3 x 1 s, no cancellation) and **hopbudget** (as in scripts/demo.sh:"
+    echo "the order path on the callback API, no thread waiting on a call's behalf; request"
+    echo "cap 2 s, attempt cap 300 ms x 3, shield bound 600 ms). Latency mix injected: gateway"
     echo "$chain_latency_gateway, orders $chain_latency_orders, ledger $chain_latency_ledger."
     echo "Client budget $chain_budget, open loop (\`chainctl load\`), $chain_duration per run."
     echo "The hopbudget chain's client throttles itself as the SRE book's clients do"
