@@ -98,6 +98,9 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   grpc::CallbackServerContext* const ctx_;
   CallStart start_;  // holds the call's accounting until the call is done
   grpc::Alarm alarm_;
+  // std::mutex, not absl::Mutex: one per call, and Debian's abseil checks
+  // every absl::Mutex acquisition against a process-wide lock graph
+  // (interceptors/core/call_mutex.h).
   std::mutex mu_;
   Phase phase_ = Phase::kStarting;  // guarded by mu_
   bool cancelled_ = false;          // guarded by mu_
