@@ -139,6 +139,11 @@ class RetryLoop {
   using SyncAttempt = absl::FunctionRef<grpc::Status(grpc::ClientContext* attempt_ctx)>;
   // Starts one attempt with `attempt_ctx` and arranges for `done` to be
   // called once with its status (a generated stub's async() method does).
+  // Both forms: start the attempt's call before returning, on the calling
+  // thread, as a stub call does. The loop hands the attempt's budget to
+  // hopbudget's interceptors there (they are created inside the stub
+  // call); a call started later or elsewhere still has the attempt's
+  // deadline, but is attributed as a plain client deadline.
   using AsyncAttempt =
       std::function<void(grpc::ClientContext* attempt_ctx, std::function<void(grpc::Status)> done)>;
 
