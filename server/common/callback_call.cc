@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -35,20 +36,15 @@ grpc::ServerUnaryReactor* DemoUnaryCall::Begin() {
     AfterWait(true);
     return this;
   }
-  bool cancelled = false;
+  // No cancel comes before Begin() returns (gRPC binds the reactor then),
+  // so the alarm is in place before OnCancel() can look for it.
   {
     std::lock_guard<std::mutex> lock(mu_);
-    cancelled = cancelled_;
-    if (!cancelled) phase_ = Phase::kWaiting;
+    alarm_ = std::make_unique<grpc::Alarm>();
+    phase_ = Phase::kWaiting;
   }
-  if (cancelled) {
-    Stop();
-    return this;
-  }
-  // A cancel from here on cancels the alarm; one that comes before Set()
-  // is seen by AfterWait().
-  alarm_.Set(absl::ToChronoTime(absl::Now() + start_.latency),
-             [this](bool fired) { AfterWait(fired); });
+  alarm_->Set(absl::ToChronoTime(absl::Now() + start_.latency),
+              [this](bool fired) { AfterWait(fired); });
   return this;
 }
 
@@ -104,7 +100,7 @@ void DemoUnaryCall::OnCancel() {
   }
   switch (phase) {
     case Phase::kWaiting:
-      alarm_.Cancel();  // AfterWait(false) answers
+      alarm_->Cancel();  // AfterWait(false) answers
       break;
     case Phase::kHanging:
       Stop();

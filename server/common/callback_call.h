@@ -39,6 +39,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 
 #include "absl/strings/string_view.h"
@@ -97,7 +98,9 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   DemoProcess& process_;
   grpc::CallbackServerContext* const ctx_;
   CallStart start_;  // holds the call's accounting until the call is done
-  grpc::Alarm alarm_;
+  // Made only for a call with latency to wait: constructing a grpc::Alarm
+  // calls grpc_init(), which takes gRPC's global init lock.
+  std::unique_ptr<grpc::Alarm> alarm_;  // guarded by mu_ until set
   // std::mutex, not absl::Mutex: one per call, and Debian's abseil checks
   // every absl::Mutex acquisition against a process-wide lock graph
   // (interceptors/core/call_mutex.h).
@@ -109,6 +112,31 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   absl::optional<grpc::Status> deferred_;  // guarded by mu_
   std::atomic<bool> answered_{false};
 };
+
+// A DemoUnaryCall of a method of `Service` (a demo service class whose
+// nested call classes derive from this): what every such call keeps.
+template <typename Service, typename Request, typename Reply>
+class DemoServiceCall : public DemoUnaryCall {
+ protected:
+  DemoServiceCall(Service& service, DemoProcess& process, grpc::CallbackServerContext* ctx,
+                  const Request* request, Reply* reply)
+      : DemoUnaryCall(process, ctx), service_(service), request_(request), reply_(reply) {}
+
+  Service& service_;
+  const Request* const request_;  // owned by gRPC until the call is done
+  Reply* const reply_;
+};
+
+// The handler to give grpc::Service::MarkMethodCallback for a unary method
+// whose calls are `Call`s (constructed from `service`, the call's context,
+// request and reply). `service` must outlive the server.
+template <typename Call, typename Request, typename Reply, typename Service>
+grpc::internal::MethodHandler* NewDemoCallHandler(Service& service) {
+  return new grpc::internal::CallbackUnaryHandler<Request, Reply>(
+      [&service](grpc::CallbackServerContext* ctx, const Request* request, Reply* reply) {
+        return (new Call(service, ctx, request, reply))->Begin();
+      });
+}
 
 }  // namespace hopbudget::demo
 

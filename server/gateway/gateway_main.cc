@@ -41,12 +41,8 @@ class GatewayService final : public Gateway::Service {
       // PlaceOrder, the hot path, on the callback API: no thread waits for
       // orders on a call's behalf (callback_call.h). The baseline stays a
       // sync service, as naive services are.
-      MarkMethodCallback(
-          DemoMethodIndex("Gateway", "PlaceOrder"),
-          new grpc::internal::CallbackUnaryHandler<Order, OrderResult>(
-              [this](grpc::CallbackServerContext* ctx, const Order* request, OrderResult* reply) {
-                return (new PlaceOrderCall(*this, ctx, request, reply))->Begin();
-              }));
+      MarkMethodCallback(DemoMethodIndex("Gateway", "PlaceOrder"),
+                         NewDemoCallHandler<PlaceOrderCall, Order, OrderResult>(*this));
     }
   }
 
@@ -87,14 +83,11 @@ class GatewayService final : public Gateway::Service {
  private:
   // PlaceOrder in hopbudget mode: as the sync handler above, waiting on
   // nothing but gRPC.
-  class PlaceOrderCall final : public DemoUnaryCall {
+  class PlaceOrderCall final : public DemoServiceCall<GatewayService, Order, OrderResult> {
    public:
     PlaceOrderCall(GatewayService& service, grpc::CallbackServerContext* ctx, const Order* request,
                    OrderResult* reply)
-        : DemoUnaryCall(service.process_, ctx),
-          service_(service),
-          request_(request),
-          reply_(reply) {}
+        : DemoServiceCall(service, service.process_, ctx, request, reply) {}
 
    private:
     void Work() override {
@@ -107,9 +100,6 @@ class GatewayService final : public Gateway::Service {
                                              });
     }
 
-    GatewayService& service_;
-    const Order* const request_;  // owned by gRPC until the call is done
-    OrderResult* const reply_;
     Order order_;
     std::unique_ptr<grpc::ClientContext> out_;
   };

@@ -91,12 +91,8 @@ class LedgerService final : public Ledger::Service {
       // Commit, the hot path, on the callback API: no handler thread waits
       // (the injected latency, the shielded commit) on a call's behalf
       // (callback_call.h). The baseline stays a sync service.
-      MarkMethodCallback(
-          DemoMethodIndex("Ledger", "Commit"),
-          new grpc::internal::CallbackUnaryHandler<Order, OrderResult>(
-              [this](grpc::CallbackServerContext* ctx, const Order* request, OrderResult* reply) {
-                return (new CommitCall(*this, ctx, request, reply))->Begin();
-              }));
+      MarkMethodCallback(DemoMethodIndex("Ledger", "Commit"),
+                         NewDemoCallHandler<CommitCall, Order, OrderResult>(*this));
     }
   }
 
@@ -196,14 +192,11 @@ class LedgerService final : public Ledger::Service {
 
   // Commit in hopbudget mode: the sync handler's shielded commit, answered
   // from the shield's OnDone instead of a thread that waits for it.
-  class CommitCall final : public DemoUnaryCall {
+  class CommitCall final : public DemoServiceCall<LedgerService, Order, OrderResult> {
    public:
     CommitCall(LedgerService& service, grpc::CallbackServerContext* ctx, const Order* request,
                OrderResult* reply)
-        : DemoUnaryCall(service.process_, ctx),
-          service_(service),
-          request_(request),
-          reply_(reply),
+        : DemoServiceCall(service, service.process_, ctx, request, reply),
           waiter_(std::make_shared<Waiter>()) {
       waiter_->call = this;
     }
@@ -268,9 +261,6 @@ class LedgerService final : public Ledger::Service {
       Answer(StatusWhenShieldCallerLeft(*ctx()));
     }
 
-    LedgerService& service_;
-    const Order* const request_;  // owned by gRPC until the call is done
-    OrderResult* const reply_;
     const std::shared_ptr<Waiter> waiter_;
   };
 

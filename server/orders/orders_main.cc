@@ -114,12 +114,8 @@ class OrdersService final : public Orders::Service {
       // CreateOrder, the hot path, on the callback API: no thread waits for
       // the ledger, nor for a retry's backoff or a ledger slot, on a call's
       // behalf (callback_call.h). The baseline stays a sync service.
-      MarkMethodCallback(
-          DemoMethodIndex("Orders", "CreateOrder"),
-          new grpc::internal::CallbackUnaryHandler<Order, OrderResult>(
-              [this](grpc::CallbackServerContext* ctx, const Order* request, OrderResult* reply) {
-                return (new CreateOrderCall(*this, ctx, request, reply))->Begin();
-              }));
+      MarkMethodCallback(DemoMethodIndex("Orders", "CreateOrder"),
+                         NewDemoCallHandler<CreateOrderCall, Order, OrderResult>(*this));
     }
   }
 
@@ -187,14 +183,11 @@ class OrdersService final : public Orders::Service {
   // CreateOrder in hopbudget mode: the sync handler's commit above, as a
   // chain of callbacks: a ledger slot (with --ledger-slots), then the retry
   // loop's attempts on the callback stub.
-  class CreateOrderCall final : public DemoUnaryCall {
+  class CreateOrderCall final : public DemoServiceCall<OrdersService, Order, OrderResult> {
    public:
     CreateOrderCall(OrdersService& service, grpc::CallbackServerContext* ctx, const Order* request,
                     OrderResult* reply)
-        : DemoUnaryCall(service.process_, ctx),
-          service_(service),
-          request_(request),
-          reply_(reply) {}
+        : DemoServiceCall(service, service.process_, ctx, request, reply) {}
 
    private:
     void Work() override {
@@ -253,9 +246,6 @@ class OrdersService final : public Orders::Service {
       Answer(std::move(status));
     }
 
-    OrdersService& service_;
-    const Order* const request_;  // owned by gRPC until the call is done
-    OrderResult* const reply_;
     std::atomic<bool> in_slot_{false};
     std::mutex mu_;
     std::shared_ptr<SlotCall> slot_;       // guarded by mu_
