@@ -44,6 +44,10 @@ verdict(hedge_rounds hedge
   "RESULT bench=hedge run=healthy round=1 calls=4000 p50_ms=1 p99_ms=2 p999_ms=3 max_ms=4 failed=0 extra_load=0${nl}RESULT bench=hedge_round round=1 hedged_p99_ms=5 healthy_p99_ms=2 ratio=2.5${nl}RESULT bench=hedge_target rounds=3 hedged_p99_ms=3 healthy_p99_ms=2 ratio=1.8 ratio_min=1.2 ratio_max=2.5 extra_load=0.04 extra_load_all=0.041 p99_met=1 load_met=1${nl}"
   "median of 3 rounds: hedged 3.00 ms, healthy 2.00 ms, ratio 1.80 \\(1.20..2.50\\) \\| met")
 verdict(hedge_none hedge "" "extra load <= 5 % \\| - \\| not measured")
+# Replicas that do work are judged; those that answer at once are not.
+verdict(hedge_judged_with_service_time hedge
+  "RESULT bench=hedge_target rounds=3 hedged_p99_ms=8 healthy_p99_ms=5 ratio=1.6 ratio_min=1.5 ratio_max=1.7 extra_load=0.045 p99_met=1 load_met=1 service_ms=2.000${nl}RESULT bench=hedge_target rounds=3 hedged_p99_ms=2.4 healthy_p99_ms=1 ratio=2.4 ratio_min=2.1 ratio_max=2.8 extra_load=0.04 p99_met=0 load_met=1 service_ms=0.000${nl}"
+  "service time 2.0 ms, median of 3 rounds: hedged 8.00 ms, healthy 5.00 ms, ratio 1.60 \\(1.50..1.70\\) \\| met.*4.50 % \\| met")
 # Admission: met; a queue that costs a thread per call and too much memory;
 # a queue that never filled; a run that lost calls; nothing at all.
 set(adm_parked "RESULT bench=admission mode=parked api=callback calls=10000 waiting=10000 reached=1 drained=1 failed=0 rss_bytes_per_call=9000 heap_bytes_per_call=7000 threads_before=12 threads_waiting=13 threads_after=13${nl}")
