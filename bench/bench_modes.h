@@ -101,11 +101,18 @@ inline RetryOptions BenchRetryOptions(const std::string& hop, Metrics* metrics =
   return r;
 }
 
+// What a hopbudget mode's client channel may change from the defaults.
+struct BenchClientOptions {
+  Metrics* metrics = nullptr;      // not owned; nullptr: Metrics::Default()
+  bool send_budget_header = true;  // ClientOptions::send_budget_header
+};
+
 // A channel to `target` in `mode`.
 inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
                                                         const std::string& target,
                                                         grpc::ChannelArguments args = {},
-                                                        Metrics* metrics = nullptr) {
+                                                        const BenchClientOptions& client = {}) {
+  Metrics* const metrics = client.metrics;
   auto creds = grpc::InsecureChannelCredentials();
   if (mode == "noop") {
     std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
@@ -114,8 +121,9 @@ inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
                                                                    std::move(creators));
   }
   if (mode == "retrying-channel") {
-    auto channel =
-        CreateRetryingChannel(target, creds, BenchRetryOptions("loadgen", metrics), args);
+    RetryOptions retry = BenchRetryOptions("loadgen", metrics);
+    retry.client.send_budget_header = client.send_budget_header;
+    auto channel = CreateRetryingChannel(target, creds, retry, args);
     if (!channel.ok()) Die(channel.status().ToString());
     return *channel;
   }
@@ -123,6 +131,7 @@ inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
     ClientOptions options;
     options.hop = "loadgen";
     options.metrics = metrics;
+    options.send_budget_header = client.send_budget_header;
     auto channel = CreateChannel(target, creds, options, args);
     if (!channel.ok()) Die(channel.status().ToString());
     return *channel;

@@ -39,6 +39,8 @@ ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "how long to call before mea
 ABSL_FLAG(std::string, api, "?", "the server's API, for the RESULT line only");
 ABSL_FLAG(int, round, 1, "the round, for the RESULT line, 0..1000");
 ABSL_FLAG(int, server_pid, 0, "the server's pid: its CPU time is measured too (0 = not)");
+ABSL_FLAG(bool, budget_header, true,
+          "hopbudget modes: send hopbudget-budget-us (ClientOptions::send_budget_header)");
 HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG();
 
 namespace hopbudget {
@@ -195,7 +197,9 @@ int Main(int argc, char** argv) {
     Die(absl::StrCat("--server-pid=", server_pid, ": cannot read /proc/", server_pid, "/stat"));
   }
 
-  std::shared_ptr<grpc::Channel> channel = MakeClientChannel(mode, target);
+  BenchClientOptions client;
+  client.send_budget_header = absl::GetFlag(FLAGS_budget_header);
+  std::shared_ptr<grpc::Channel> channel = MakeClientChannel(mode, target, {}, client);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
     Die(absl::StrCat("could not connect to ", target));
   }
@@ -231,10 +235,10 @@ int Main(int argc, char** argv) {
   std::printf(
       "RESULT bench=overhead api=%s mode=%s inflight=%d round=%d qps=%.1f p50_us=%.1f "
       "p99_us=%.1f calls=%zu errors=%lld cpu_us_per_call=%.2f client_cpu_us=%.2f "
-      "server_cpu_us=%.2f\n",
+      "server_cpu_us=%.2f budget_header=%d\n",
       api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6, s.n,
       static_cast<long long>(loop.errors()), client_cpu_us + server_cpu_us, client_cpu_us,
-      server_cpu_us);
+      server_cpu_us, client.send_budget_header ? 1 : 0);
   return loop.errors() == 0 ? 0 : 1;
 }
 

@@ -149,6 +149,26 @@ TEST(ClientInterceptorTest, ForeignValueUnderTheInternalTagKeyIsIgnored) {
   }
 }
 
+// Without the header the server takes the budget from grpc-timeout, which
+// gRPC rounds up: the call still carries its deadline, only less exactly.
+TEST(ClientInterceptorTest, BudgetHeaderSwitchedOffLeavesTheDeadlineToGrpcTimeout) {
+  RelayHop hop(HopConfig{});
+  ClientOptions options;
+  options.hop = "client";
+  options.send_budget_header = false;
+  auto channel = CreateChannel(hop.address(), grpc::InsecureChannelCredentials(), options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto stub = echo::Relay::NewStub(*channel);
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Seconds(30));
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  EXPECT_EQ(hop.last_budget_header(), "");
+  ASSERT_EQ(reply.hops_size(), 1);
+  EXPECT_GT(reply.hops(0).budget_on_arrival_us(), absl::ToInt64Microseconds(absl::Seconds(29)));
+  EXPECT_LE(reply.hops(0).budget_on_arrival_us(), absl::ToInt64Microseconds(absl::Seconds(31)));
+}
+
 TEST(ClientInterceptorTest, NoDeadlineSendsNoBudgetHeader) {
   RelayHop hop(HopConfig{});
   auto stub = testing::NewStub(hop.address());

@@ -49,6 +49,7 @@ void LogLeakOnce(const char* method, LeakKind kind) {
 struct ClientShared {
   std::string hop;
   absl::Duration min_call_budget;
+  bool send_budget_header;
   absl::Duration stream_idle_budget;
   Clock* clock;
   Metrics* metrics;
@@ -150,7 +151,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       FailFast(remaining);
       return false;
     }
-    if (effective != absl::InfiniteFuture()) {
+    if (shared_.send_budget_header && effective != absl::InfiniteFuture()) {
       std::string header = FormatBudgetHeader(remaining);
       if (!header.empty()) md->emplace(kBudgetHeader, std::move(header));
     }
@@ -415,6 +416,7 @@ MakeClientInterceptorFactory(ClientOptions options) {
   }
   ClientShared shared{std::move(options.hop),
                       options.min_call_budget,
+                      options.send_budget_header,
                       options.stream_idle_budget,
                       options.clock != nullptr ? options.clock : &Clock::Real(),
                       options.metrics != nullptr ? options.metrics : &Metrics::Default(),
