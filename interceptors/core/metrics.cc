@@ -13,6 +13,7 @@
 #include "hopbudget/attribution.h"
 #include "label_table.h"
 #include "metric_table.h"
+#include "striped_cells.h"
 
 namespace hopbudget {
 namespace internal {
@@ -21,25 +22,32 @@ namespace {
 constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
 constexpr char kUnknownHop[] = "unknown";
 
-template <int kBuckets>
-struct HistogramCells {
-  std::array<std::atomic<uint64_t>, kBuckets> counts{};
-  std::atomic<uint64_t> count{0};
-  std::atomic<uint64_t> sum_micros{0};  // micro-units: microseconds, or attempts * 1e6
-
-  void Observe(int bucket, uint64_t micros) {
-    counts[bucket].fetch_add(1, kRelaxed);
-    count.fetch_add(1, kRelaxed);
-    sum_micros.fetch_add(micros, kRelaxed);
+// A histogram's cells, striped (striped_cells.h): the buckets, then the
+// count, then the sum in the histogram's unit (nanoseconds, or attempts x
+// 1e6).
+class HistogramCells {
+ public:
+  explicit HistogramCells(int buckets) : buckets_(buckets), cells_(buckets + 2) {}
+  void Observe(int bucket, uint64_t units) {
+    cells_.Add(bucket, 1);
+    cells_.Add(buckets_, 1);
+    cells_.Add(buckets_ + 1, units);
   }
-  HistogramSnapshot Snapshot(std::vector<double> bounds) const {
+  // `bounds` has one bound fewer than there are buckets (+Inf is implied);
+  // the sum is divided by `units_per_unit`.
+  HistogramSnapshot Snapshot(std::vector<double> bounds, double units_per_unit) const {
     HistogramSnapshot s;
     s.bounds = std::move(bounds);
-    for (const auto& c : counts) s.counts.push_back(c.load(kRelaxed));
-    s.count = count.load(kRelaxed);
-    s.sum = static_cast<double>(sum_micros.load(kRelaxed)) / 1e6;
+    s.counts.reserve(buckets_);
+    for (int b = 0; b < buckets_; ++b) s.counts.push_back(cells_.Sum(b));
+    s.count = cells_.Sum(buckets_);
+    s.sum = static_cast<double>(cells_.Sum(buckets_ + 1)) / units_per_unit;
     return s;
   }
+
+ private:
+  const int buckets_;
+  StripedCells cells_;
 };
 
 // Bounds 2^(k/n) seconds, n = 2^schema, k in [k_min, k_max]. The bucket of a
@@ -85,13 +93,9 @@ class ExponentialLayout {
   std::vector<double> bounds_;
 };
 
-// One histogram in seconds, allocated on its first observation.
-struct SecondsCells {
-  explicit SecondsCells(int buckets) : counts(new std::atomic<uint64_t>[buckets]()) {}
-  std::unique_ptr<std::atomic<uint64_t>[]> counts;
-  std::atomic<uint64_t> count{0};
-  std::atomic<uint64_t> sum_nanos{0};
-};
+// One histogram in seconds (its sum in nanoseconds), allocated on its first
+// observation.
+using SecondsCells = HistogramCells;
 
 // Observes `d` (negative: zero; infinite: +Inf, not summed) in the histogram
 // of `slot`, allocating it on first use: the thread whose compare-exchange
@@ -108,21 +112,16 @@ void ObserveSeconds(std::atomic<SecondsCells*>& slot, const ExponentialLayout& l
     }
   }
   d = std::max(d, absl::ZeroDuration());
-  cells->counts[layout.Index(absl::ToDoubleSeconds(d))].fetch_add(1, kRelaxed);
-  cells->count.fetch_add(1, kRelaxed);
-  if (d != absl::InfiniteDuration()) {
-    cells->sum_nanos.fetch_add(static_cast<uint64_t>(absl::ToInt64Nanoseconds(d)), kRelaxed);
-  }
+  cells->Observe(
+      layout.Index(absl::ToDoubleSeconds(d)),
+      d == absl::InfiniteDuration() ? 0 : static_cast<uint64_t>(absl::ToInt64Nanoseconds(d)));
 }
 
 HistogramSnapshot SnapshotSeconds(const SecondsCells* cells, const ExponentialLayout& layout) {
+  if (cells != nullptr) return cells->Snapshot(layout.bounds(), 1e9);
   HistogramSnapshot s;
   s.bounds = layout.bounds();
   s.counts.assign(s.bounds.size() + 1, 0);
-  if (cells == nullptr) return s;
-  for (size_t b = 0; b < s.counts.size(); ++b) s.counts[b] = cells->counts[b].load(kRelaxed);
-  s.count = cells->count.load(kRelaxed);
-  s.sum = static_cast<double>(cells->sum_nanos.load(kRelaxed)) / 1e9;
   return s;
 }
 
@@ -130,10 +129,12 @@ HistogramSnapshot SnapshotSeconds(const SecondsCells* cells, const ExponentialLa
 enum BudgetHistogram { kAtArrival = 0, kRequestBudget, kRemaining, kBudgetHistogramCount };
 
 struct MethodCells {
-  std::array<std::array<std::atomic<uint64_t>, kStatusCodeCount>, kSideCount> calls{};
+  // Calls ended, by side and code: cell side * kStatusCodeCount + code.
+  // Striped: every call ends here.
+  StripedCells calls{kSideCount * kStatusCodeCount};
   std::atomic<uint64_t> without_deadline{0};
   std::array<std::atomic<SecondsCells*>, kBudgetHistogramCount> budgets{};  // null until used
-  HistogramCells<kMaxAttemptBuckets + 1> attempts;
+  HistogramCells attempts{kMaxAttemptBuckets + 1};
   std::array<std::atomic<uint64_t>, kStatusCodeCount> retries{};
   std::atomic<uint64_t> succeeded_after_retry{0};
 };
@@ -191,7 +192,7 @@ struct MetricsCells {
     constexpr int offset = CellOffset(TableOf<decltype(kRow)>::kIndex, static_cast<int>(kRow));
     const int i = value - row.first;
     if (i < 0 || i >= row.count) return;
-    table_cells[offset + i].fetch_add(n, kRelaxed);
+    table_cells.Add(offset + i, n);
   }
   // Sets the one cell of gauge `kRow` (the snapshot reads it signed).
   template <auto kRow>
@@ -199,7 +200,7 @@ struct MetricsCells {
     constexpr const MetricRow& row = RowOf(kRow);
     static_assert(row.type == MetricType::kGauge && row.cells() == 1, "a gauge with one cell");
     constexpr int offset = CellOffset(TableOf<decltype(kRow)>::kIndex, static_cast<int>(kRow));
-    table_cells[offset].store(static_cast<uint64_t>(v), kRelaxed);
+    table_cells.Set(offset, static_cast<uint64_t>(v));
   }
   // The enum value counted by the first of `kRows` that stores it.
   template <auto... kRows>
@@ -224,7 +225,7 @@ struct MetricsCells {
       deadline_exceeded{};  // hop index kMaxHopLabels: "unknown"
   // The rows of metric_table.h: counters and gauges, then histograms (null
   // until first observed) with their layouts.
-  std::array<std::atomic<uint64_t>, kMetricCellCount> table_cells{};
+  StripedCells table_cells{kMetricCellCount};  // counters added on every call: striped
   std::array<std::atomic<SecondsCells*>, kMetricHistogramCount> table_histograms{};
   std::vector<ExponentialLayout> table_layouts;
   std::atomic<uint64_t> recent_next{0};
@@ -408,8 +409,8 @@ MethodId Metrics::Method(absl::string_view full_method) {
 }
 
 void Metrics::CountCallEnd(Side side, MethodId method, absl::StatusCode code) {
-  cells_->methods[method.index].calls[static_cast<int>(side)][internal::CodeIndex(code)].fetch_add(
-      1, kRelaxed);
+  cells_->methods[method.index].calls.Add(
+      static_cast<int>(side) * kStatusCodeCount + internal::CodeIndex(code), 1);
 }
 
 void Metrics::EndServerCall(MethodId method, absl::StatusCode code, absl::Duration elapsed) {
@@ -580,7 +581,9 @@ MetricsSnapshot Metrics::Snapshot() const {
     ms.method = names[i];
     uint64_t total = 0;
     for (int side = 0; side < kSideCount; ++side) {
-      Copy(m.calls[side], ms.calls[side]);
+      for (int code = 0; code < kStatusCodeCount; ++code) {
+        ms.calls[side][code] = m.calls.Sum(side * kStatusCodeCount + code);
+      }
       for (uint64_t n : ms.calls[side]) {
         s.calls[side] += n;
         total += n;
@@ -597,7 +600,7 @@ MetricsSnapshot Metrics::Snapshot() const {
     ms.budget_at_arrival = budget(internal::kAtArrival);
     ms.request_budget = budget(internal::kRequestBudget);
     ms.budget_remaining = budget(internal::kRemaining);
-    ms.attempts = m.attempts.Snapshot(attempt_bounds);
+    ms.attempts = m.attempts.Snapshot(attempt_bounds, 1e6);
     for (int b = 0; b < kMaxAttemptBuckets; ++b) s.attempts_per_call[b] += ms.attempts.counts[b];
     s.attempts_per_call[kMaxAttemptBuckets - 1] += ms.attempts.counts[kMaxAttemptBuckets];
     Copy(m.retries, ms.retries);
@@ -721,7 +724,7 @@ void SnapshotTables(const MetricsCells& c, MetricsSnapshot& s) {
         continue;
       }
       for (int i = 0; i < row.cells(); ++i) {
-        row.store(s, row.first + i, c.table_cells[cell++].load(kRelaxed));
+        row.store(s, row.first + i, c.table_cells.Sum(cell++));
       }
     }
   }
