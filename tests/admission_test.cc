@@ -162,6 +162,11 @@ TEST(ValidateAdmissionPolicyTest, NamesTheBadField) {
          p = Adaptive();
          p.window_samples = 0;
        }},
+      {"window_handler_times (-1)",
+       [](AdmissionPolicy& p) {
+         p = Adaptive();
+         p.window_handler_times = -1;
+       }},
   };
   EXPECT_TRUE(ValidateAdmissionPolicy(AdmissionPolicy{}).ok());
   EXPECT_TRUE(ValidateAdmissionPolicy(Adaptive()).ok());
@@ -219,11 +224,14 @@ class AdmissionTest : public ::testing::Test {
   absl::Time In(absl::Duration d) const { return clock_.Now() + d; }
   // `rounds` busy rounds: 20 calls arrive, then all 20 end, each with
   // `finished_in` (nullopt: failed, no latency sample).
+  // Rounds of 20 calls that run together and end after `finished_in` (a
+  // failure: after 1 ms); the clock moves on with them.
   void BusyRounds(Admission& a, int rounds, absl::optional<absl::Duration> finished_in) {
     std::vector<Admission::Waiter> w(20);
     Admission::Ready ready;
     for (int round = 0; round < rounds; ++round) {
       for (auto& waiter : w) a.Arrive(&waiter, In(absl::Seconds(1)), nullptr, &others_);
+      clock_.Advance(finished_in.value_or(absl::Milliseconds(1)));
       for (int i = 0; i < 20; ++i) a.Release(finished_in, &ready);
     }
   }
@@ -462,6 +470,58 @@ TEST_F(AdmissionTest, LeaveRemovesAWaiterOnceOnly) {
   a->Release(kMs, &ready);
   EXPECT_THAT(Ids(ready.admitted), ElementsAre(2));
   EXPECT_FALSE(a->Leave(&next));  // already admitted
+}
+
+TEST(AdaptiveWindowClosesTest, Table) {
+  AdmissionPolicy p = Adaptive();
+  p.window_samples = 50;
+  p.window_handler_times = 2;
+  AdmissionPolicy samples_only = p;
+  samples_only.window_handler_times = 0;
+  struct Case {
+    const char* name;
+    const AdmissionPolicy* policy;
+    int samples;
+    absl::Duration lasted;
+    double long_seconds;
+    bool closes;
+  } cases[] = {
+      {"too few completions", &p, 49, absl::Seconds(10), 0.02, false},
+      {"the first window: no handler time yet", &p, 50, absl::ZeroDuration(), 0, true},
+      {"shorter than two handler times", &p, 50, absl::Milliseconds(39), 0.02, false},
+      {"two handler times", &p, 50, absl::Milliseconds(40), 0.02, true},
+      {"still open at the next multiple", &p, 100, absl::Milliseconds(30), 0.02, false},
+      {"longer, with more completions", &p, 150, absl::Milliseconds(60), 0.02, true},
+      {"samples only (0): closes at once", &samples_only, 50, absl::ZeroDuration(), 0.02, true},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(AdaptiveWindowCloses(*c.policy, c.samples, c.lasted, c.long_seconds), c.closes)
+        << c.name;
+  }
+}
+
+// Completions that come faster than the hop's handler time do not close a
+// window each: after the first, the limit moves at most once per two
+// handler times, however many calls end in between.
+TEST_F(AdmissionTest, AdaptiveLimitMovesAtMostOncePerTwoHandlerTimes) {
+  AdmissionPolicy p = Adaptive();
+  p.window_samples = 10;
+  auto a = Make(p);
+  BusyRounds(*a, 1, 10 * kMs);  // the first window closes: the hop takes 10 ms
+  const int first = a->limit();
+  // 100 more completions within 10 ms: one window's worth of time at most.
+  std::vector<Admission::Waiter> w(20);
+  Admission::Ready ready;
+  for (int round = 0; round < 5; ++round) {
+    for (auto& waiter : w) a->Arrive(&waiter, In(absl::Seconds(1)), nullptr, &others_);
+    clock_.Advance(2 * kMs);
+    for (int i = 0; i < 20; ++i) a->Release(50 * kMs, &ready);  // much slower now
+  }
+  EXPECT_EQ(a->limit(), first);  // 10 ms passed: no window closed yet
+  clock_.Advance(10 * kMs);
+  for (auto& waiter : w) a->Arrive(&waiter, In(absl::Seconds(1)), nullptr, &others_);
+  for (int i = 0; i < 20; ++i) a->Release(50 * kMs, &ready);
+  EXPECT_LT(a->limit(), first);  // 20 ms: it closed, once, and the limit shrank
 }
 
 TEST_F(AdmissionTest, NoQueueShedsOverTheLimitAtOnce) {

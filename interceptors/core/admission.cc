@@ -64,6 +64,9 @@ absl::Status ValidateAdmissionPolicy(const AdmissionPolicy& p) {
       return Bad("latency_tolerance", "must be > 1", p.latency_tolerance);
     }
     if (p.window_samples <= 0) return Bad("window_samples", "must be > 0", p.window_samples);
+    if (!(p.window_handler_times >= 0) || !std::isfinite(p.window_handler_times)) {
+      return Bad("window_handler_times", "must be >= 0", p.window_handler_times);
+    }
   }
   return absl::OkStatus();
 }
@@ -146,6 +149,13 @@ AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy, const Adapti
   return next;
 }
 
+bool AdaptiveWindowCloses(const AdmissionPolicy& policy, int samples, absl::Duration lasted,
+                          double long_seconds) {
+  if (samples < policy.window_samples) return false;
+  if (!(long_seconds > 0.0)) return true;  // the first window: nothing to wait for
+  return absl::ToDoubleSeconds(lasted) >= policy.window_handler_times * long_seconds;
+}
+
 LatencyPredictor::LatencyPredictor(const AdmissionPolicy& policy)
     : enabled_(policy.predict),
       quantile_(policy.quantile),
@@ -205,6 +215,7 @@ struct Admission::Locked {
 
   internal::Mutex window_mu;
   AdaptiveLimitState adaptive ABSL_GUARDED_BY(window_mu);
+  absl::Time window_start ABSL_GUARDED_BY(window_mu);
 
   void Push(Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     w->seq = next_seq++;
@@ -254,6 +265,7 @@ Admission::Admission(const AdmissionPolicy& policy, absl::Duration min_attempt_b
   locked_->queued = &queued_;
   internal::MutexLock lock(&locked_->window_mu);
   locked_->adaptive.limit = policy.max_in_flight;
+  locked_->window_start = clock_.Now();
 }
 
 Admission::~Admission() = default;
@@ -400,10 +412,18 @@ void Admission::Release(absl::optional<absl::Duration> finished_in, Ready* ready
 void Admission::Sample(absl::Duration handler_time) {
   window_sum_ns_.fetch_add(absl::ToInt64Nanoseconds(handler_time), std::memory_order_relaxed);
   const int n = window_count_.fetch_add(1, std::memory_order_acq_rel) + 1;
-  if (n != policy_.window_samples) return;
-  // This completion filled the window: it closes it. Samples that land
-  // between the reads and the resets count in the next window.
+  // Each multiple of window_samples is seen by one completion, which checks
+  // whether the window has lasted long enough to close.
+  if (n % policy_.window_samples != 0) return;
   internal::MutexLock lock(&locked_->window_mu);
+  const absl::Time now = clock_.Now();
+  if (!AdaptiveWindowCloses(policy_, n, now - locked_->window_start,
+                            locked_->adaptive.long_seconds)) {
+    return;
+  }
+  // This completion closes the window. Samples that land between the reads
+  // and the resets count in the next window.
+  locked_->window_start = now;
   LimitWindow window;
   window.mean_handler_time =
       absl::Nanoseconds(window_sum_ns_.exchange(0, std::memory_order_relaxed) / n);

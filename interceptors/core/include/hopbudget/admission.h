@@ -93,6 +93,10 @@ struct AdmissionPolicy {
   double latency_tolerance = 1.5;
   // kAdaptive only: completions per measurement window.
   int window_samples = 50;
+  // kAdaptive only: how long a window lasts at least, in the hop's long-run
+  // handler times; 0: a window is `window_samples` completions, however
+  // short. >= 0. See AdaptiveWindowCloses().
+  double window_handler_times = 2;
 
   // Calls waiting for admission at most; 0: over the limit is shed at once.
   int max_queue = 1024;
@@ -220,6 +224,18 @@ struct AdaptiveLimitState {
 // the recent time is less than half of it.
 AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy, const AdaptiveLimitState& state,
                                      const LimitWindow& window);
+
+// Whether a window of the adaptive limit that has `samples` completions and
+// has lasted `lasted` closes: it needs `window_samples` completions and, once
+// the long-run handler time is known (`long_seconds` > 0), to have lasted
+// `window_handler_times` of it. A window shorter than the handler time is
+// made of calls admitted under the limit before the last change, so acting
+// on it again overshoots: with 50 completions a window (60 windows a second),
+// the demo ledger's limit fell from 128 to 15 within two seconds of a
+// slowdown and starved the chain for seconds (bench 4x rounds). Netflix's
+// concurrency-limits closes its windows on time as well.
+bool AdaptiveWindowCloses(const AdmissionPolicy& policy, int samples, absl::Duration lasted,
+                          double long_seconds);
 
 // The `quantile` of a method's recent handler times, from a ring of the last
 // `predict_window` samples. Record() is lock-free and allocation-free; the
