@@ -30,6 +30,13 @@ TEST(StripedCellsTest, SumsAreExactWhateverThreadAdded) {
   for (int c = 1; c < 10; ++c) EXPECT_EQ(cells.Sum(c), 0u) << c;
 }
 
+TEST(StripedCellsTest, AddsToEveryStripeAreSummed) {
+  StripedCells cells(2);
+  for (int s = 0; s < StripeCount(); ++s) cells.AddAt(s, 1, 3);
+  EXPECT_EQ(cells.Sum(1), 3u * StripeCount());
+  EXPECT_EQ(cells.Sum(0), 0u);
+}
+
 TEST(StripedCellsTest, NewCellsAreZero) {
   StripedCells cells(1);
   EXPECT_EQ(cells.Sum(0), 0u);

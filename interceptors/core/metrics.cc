@@ -29,9 +29,10 @@ class HistogramCells {
  public:
   explicit HistogramCells(int buckets) : buckets_(buckets), cells_(buckets + 2) {}
   void Observe(int bucket, uint64_t units) {
-    cells_.Add(bucket, 1);
-    cells_.Add(buckets_, 1);
-    cells_.Add(buckets_ + 1, units);
+    const int stripe = CurrentStripe();  // once: every call observes four
+    cells_.AddAt(stripe, bucket, 1);
+    cells_.AddAt(stripe, buckets_, 1);
+    cells_.AddAt(stripe, buckets_ + 1, units);
   }
   // `bounds` has one bound fewer than there are buckets (+Inf is implied);
   // the sum is divided by `units_per_unit`.

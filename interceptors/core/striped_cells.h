@@ -69,8 +69,11 @@ class StripedCells {
       : lines_per_stripe_((cells + kCellsPerLine - 1) / kCellsPerLine),
         lines_(new Line[static_cast<size_t>(lines_per_stripe_) * StripeCount()]()) {}
 
-  void Add(int cell, uint64_t n) {
-    At(CurrentStripe(), cell).fetch_add(n, std::memory_order_relaxed);
+  void Add(int cell, uint64_t n) { AddAt(CurrentStripe(), cell, n); }
+  // Add() to the stripe `stripe` (0 .. StripeCount() - 1): for several adds
+  // of one event, with the CPU read once (CurrentStripe()).
+  void AddAt(int stripe, int cell, uint64_t n) {
+    At(stripe, cell).fetch_add(n, std::memory_order_relaxed);
   }
   // Sets `cell` to `v` (a gauge): it lives in the first stripe, and a cell
   // that is set is never added to, so the others stay 0 and Sum() reads it.
