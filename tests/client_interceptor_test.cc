@@ -149,6 +149,32 @@ TEST(ClientInterceptorTest, ForeignValueUnderTheInternalTagKeyIsIgnored) {
   }
 }
 
+// What the caller put under our keys: a budget header is replaced by the
+// one the interceptor computes, the helpers' in-process keys never leave the
+// process, and any other key under our prefix (the trace request, say, or
+// one we do not know) goes through.
+TEST(ClientInterceptorTest, CallersOwnKeysAreReplacedOrKeptNeverLeaked) {
+  RelayHop hop(HopConfig{});
+  auto stub = testing::NewStub(hop.address());
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Milliseconds(300));
+  ctx.AddMetadata(kBudgetHeader, "999999999");
+  ctx.AddMetadata(kBudgetHeader, "888888888");
+  ctx.AddMetadata("hopbudget-internal-idle-us", "5000000");
+  ctx.AddMetadata("hopbudget-zz-unknown", "kept");
+  ctx.AddMetadata("hopbudget-a-unknown", "kept too");
+  echo::RelayReply reply;
+  ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
+  std::vector<std::string> own = hop.last_own_metadata();
+  ASSERT_EQ(own.size(), 3u) << absl::StrJoin(own, ", ");
+  EXPECT_EQ(own[0], "hopbudget-a-unknown=kept too");
+  EXPECT_EQ(own[2], "hopbudget-zz-unknown=kept");
+  ASSERT_TRUE(absl::StartsWith(own[1], std::string(kBudgetHeader) + "=")) << own[1];
+  ParsedBudget sent = ParseBudgetHeader(hop.last_budget_header());
+  ASSERT_EQ(sent.result, HeaderParse::kOk) << hop.last_budget_header();
+  EXPECT_LE(sent.budget, absl::Milliseconds(300));
+}
+
 // Without the header the server takes the budget from grpc-timeout, which
 // gRPC rounds up: the call still carries its deadline, only less exactly.
 TEST(ClientInterceptorTest, BudgetHeaderSwitchedOffLeavesTheDeadlineToGrpcTimeout) {

@@ -391,7 +391,7 @@ TEST(MetricsRecentTest, KeepsTheNewestCallsNewestFirst) {
   Metrics m(&clock);
   for (int i = 0; i < kRecentCallCapacity + 5; ++i) {
     clock.Advance(kRecentCallInterval);
-    m.RecordRecentCall(absl::StatusCode::kOk, m.SampleOnArrival(),
+    m.RecordRecentCall(absl::StatusCode::kOk, m.SampleOnArrival(clock.Now()),
                        [&] { return Named("m" + std::to_string(i)); });
   }
   std::vector<RecentCall> recent = m.RecentCalls();
@@ -406,7 +406,7 @@ TEST(MetricsRecentTest, AtHighRatesKeepsASampleWithFailuresMoreOften) {
   int built = 0;
   // Each call arrives and finishes at the same instant.
   auto record = [&](absl::StatusCode code, std::string name) {
-    m.RecordRecentCall(code, m.SampleOnArrival(), [&] {
+    m.RecordRecentCall(code, m.SampleOnArrival(clock.Now()), [&] {
       ++built;
       return Named(std::move(name));
     });

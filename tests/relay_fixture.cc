@@ -284,6 +284,11 @@ std::string RelayHop::last_budget_header() const {
   return last_budget_header_;
 }
 
+std::vector<std::string> RelayHop::last_own_metadata() const {
+  hopbudget::internal::MutexLock lock(&mu_);
+  return last_own_metadata_;
+}
+
 grpc::Status RelayHop::InjectFault(grpc::ServerContextBase& ctx, int call) {
   bool unavailable = false;
   {
@@ -294,6 +299,13 @@ grpc::Status RelayHop::InjectFault(grpc::ServerContextBase& ctx, int call) {
     };
     hopbudget::internal::MutexLock lock(&mu_);
     last_budget_header_ = header(kBudgetHeader);
+    last_own_metadata_.clear();
+    for (const auto& [key, value] : ctx.client_metadata()) {
+      if (key.starts_with("hopbudget-")) {
+        last_own_metadata_.push_back(std::string(key.data(), key.size()) + "=" +
+                                     std::string(value.data(), value.size()));
+      }
+    }
     previous_attempts_.push_back(header("grpc-previous-rpc-attempts"));
     unavailable =
         call <= config_.faults.unavailable_first ||

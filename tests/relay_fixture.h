@@ -74,6 +74,9 @@ class RelayHop {
   bool WaitForCancellations(int n, absl::Duration timeout);
   // Last `hopbudget-budget-us` value received, "" if none.
   std::string last_budget_header() const;
+  // The client metadata of the last call received whose key starts with
+  // "hopbudget-", as "key=value", in the order gRPC gives them.
+  std::vector<std::string> last_own_metadata() const;
   // `grpc-previous-rpc-attempts` of every call received, in order ("" if absent).
   std::vector<std::string> previous_attempts() const;
 
@@ -113,6 +116,7 @@ class RelayHop {
   std::atomic<int> cancellations_seen_{0};
   mutable hopbudget::internal::Mutex mu_;
   std::string last_budget_header_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> last_own_metadata_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> previous_attempts_ ABSL_GUARDED_BY(mu_);
   std::mt19937 rng_ ABSL_GUARDED_BY(mu_);
 };

@@ -7,12 +7,15 @@
 #include <grpcpp/support/client_interceptor.h>
 
 #include <atomic>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/base/call_once.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
 #include "attributed_status.h"
 #include "call_mutex.h"
 #include "channel_defaults.h"
@@ -62,6 +65,36 @@ bool IsStreaming(grpc::experimental::ClientRpcInfo::Type type) {
          type == Type::BIDI_STREAMING;
 }
 
+// What the caller's metadata held of ours: the helpers' in-process keys,
+// read and removed, and any budget header, removed (ours alone decides what
+// the server is told).
+struct OwnMetadata {
+  absl::optional<std::string> source;  // kInternalSourceKey
+  absl::optional<std::string> idle;    // kInternalIdleKey
+};
+
+// All our keys start with "hopbudget-": one descent of the sorted map finds
+// them, and a call that set none (the common one) builds no key string to
+// look them up, as find() and erase() with a literal would, three times.
+OwnMetadata TakeOwnMetadata(std::multimap<std::string, std::string>& md) {
+  static const std::string* const kPrefix = new std::string("hopbudget-");
+  OwnMetadata own;
+  auto it = md.lower_bound(*kPrefix);
+  while (it != md.end() && absl::StartsWith(it->first, *kPrefix)) {
+    const std::string& key = it->first;
+    if (key == internal::kInternalSourceKey) {
+      if (!own.source.has_value()) own.source = std::move(it->second);
+    } else if (key == internal::kInternalIdleKey) {
+      if (!own.idle.has_value()) own.idle = std::move(it->second);
+    } else if (key != kBudgetHeader) {
+      ++it;  // not ours to remove (the trace request, say)
+      continue;
+    }
+    it = md.erase(it);
+  }
+  return own;
+}
+
 class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
  public:
   ClientBudgetInterceptor(const ClientShared* shared, grpc::experimental::ClientRpcInfo* info)
@@ -101,21 +134,22 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   // Decides the call's budget. Returns false when the call must fail fast.
   bool OnStart(InterceptorBatchMethods* m) {
     auto* md = m->GetSendInitialMetadata();
+    const OwnMetadata own = TakeOwnMetadata(*md);
     internal::SourceTag tagged;
     bool from_helper = false;
     if (handed_tag_.has_value()) {
       tagged = *handed_tag_;
       from_helper = true;
-    } else if (auto it = md->find(internal::kInternalSourceKey); it != md->end()) {
-      if (auto parsed = internal::ParseSourceTag(it->second)) {
+    } else if (own.source.has_value()) {
+      if (auto parsed = internal::ParseSourceTag(*own.source)) {
         tagged = *parsed;
         from_helper = true;
       }
     }
     absl::Duration idle =
         IsStreaming(info_->type()) ? shared_.stream_idle_budget : absl::InfiniteDuration();
-    if (auto it = md->find(internal::kInternalIdleKey); it != md->end()) {
-      ParsedBudget p = ParseBudgetHeader(it->second);
+    if (own.idle.has_value()) {
+      ParsedBudget p = ParseBudgetHeader(*own.idle);
       if (p.result == HeaderParse::kOk && p.budget > absl::ZeroDuration()) idle = p.budget;
       if (p.result == HeaderParse::kEmpty) idle = absl::InfiniteDuration();
     }
@@ -125,10 +159,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     } else if (const InboundBudget* inbound = internal::CurrentInbound()) {
       inbound_key_ = internal::InboundKey(*inbound, &inbound_id_);
     }
-    md->erase(internal::kInternalSourceKey);
-    md->erase(internal::kInternalIdleKey);
     if (from_helper) call_kind_ = tagged.call_kind;
-    md->erase(kBudgetHeader);  // ours alone decides what the server is told
 
     const absl::Time now = shared_.clock->Now();
     start_ = now;
@@ -230,6 +261,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   // The lock orders the id stores: a callback that fires at once and re-arms
   // must not have its newer id overwritten by the older one.
   void ArmTimer(absl::Time at) {
+    armed_.store(true, std::memory_order_release);
     internal::CallMutexLock lock(&timer_mu_);
     timer_ = shared_.timers->Schedule(at, [this] { OnTimer(); });
   }
@@ -270,6 +302,9 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   void StopTimer() {
     done_.store(true, std::memory_order_release);
+    // Most calls never arm one. Only OnStart() arms a first timer, before
+    // any status, and only a timer re-arms: none can appear after this.
+    if (!armed_.load(std::memory_order_acquire)) return;
     // Cancel waits for a running callback; that callback may have re-armed,
     // so cancel until the id stops changing.
     for (;;) {
@@ -367,6 +402,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   std::atomic<int64_t> last_activity_ns_{0};
   internal::CallMutex timer_mu_;
   internal::TimerService::TimerId timer_ ABSL_GUARDED_BY(timer_mu_) = 0;
+  std::atomic<bool> armed_{false};  // a timer was ever armed
   std::atomic<bool> done_{false};
   std::atomic<DeadlineSource> fired_{DeadlineSource::kNone};
   std::atomic<int64_t> fired_elapsed_ns_{0};  // written before fired_

@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <map>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
@@ -31,10 +32,22 @@ struct InboundBudgetAccess {
   static InboundBudget Make(const RequestBudget& budget, const std::string* hop,
                             const BudgetPolicy* policy, Clock* clock,
                             const grpc::ServerContextBase* ctx, bool trace_requested) {
-    static std::atomic<uint64_t> next_id{1};
-    return InboundBudget(budget, hop, policy, clock,
-                         next_id.fetch_add(1, std::memory_order_relaxed),
-                         reinterpret_cast<uintptr_t>(ctx), trace_requested);
+    return InboundBudget(budget, hop, policy, clock, NextId(), reinterpret_cast<uintptr_t>(ctx),
+                         trace_requested);
+  }
+  // Unique per process. Each thread takes ids from a block of its own: one
+  // counter shared by every call moved its cache line between cores on
+  // every arrival.
+  static uint64_t NextId() {
+    constexpr uint64_t kBlock = 1024;
+    static std::atomic<uint64_t> next_block{1};
+    thread_local uint64_t next = 0;
+    thread_local uint64_t end = 0;
+    if (next == end) {
+      next = next_block.fetch_add(kBlock, std::memory_order_relaxed);
+      end = next + kBlock;
+    }
+    return next++;
   }
   static uint64_t Id(const InboundBudget& b) { return b.id_; }
   // Admission's refusals, decided before the handler starts (which reads it
@@ -187,6 +200,24 @@ ArrivalOutcome OutcomeOf(ArrivalDecision d) {
 
 absl::Duration NonNegative(absl::Duration d) { return std::max(d, absl::ZeroDuration()); }
 
+// The headers of ours that a call brought.
+struct OwnHeaders {
+  const grpc::string_ref* budget = nullptr;  // the first kBudgetHeader; points into the map
+  bool trace_requested = false;              // kTraceRequestHeader, whatever its value
+};
+
+// All our headers start with "hopbudget-": one descent of the sorted map
+// finds them, where a find() per header compared every key on its path.
+OwnHeaders FindOwnHeaders(const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
+  static const grpc::string_ref kPrefix("hopbudget-");
+  OwnHeaders own;
+  for (auto it = md.lower_bound(kPrefix); it != md.end() && it->first.starts_with(kPrefix); ++it) {
+    if (own.budget == nullptr && it->first == kBudgetHeader) own.budget = &it->second;
+    if (it->first == kTraceRequestHeader) own.trace_requested = true;
+  }
+  return own;
+}
+
 class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
                                       public internal::AdmissionClient {
  public:
@@ -205,11 +236,12 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       // Answered without our PRE_SEND_STATUS hook: cancelled by gRPC, by a
       // deadline, or by our own refusal or request cap.
       if (!answered_) {
-        const ServerVerdict v = ClassifyServerEnd(Call(), shared_.clock->Now());
+        const absl::Time now = shared_.clock->Now();
+        const ServerVerdict v = ClassifyServerEnd(Call(), now);
         if (v.count) {
           shared_.metrics->CountDeadlineExceeded(Side::kServer, v.counted_source, v.counted_hop);
         }
-        Finish(v.code, v.fired);
+        Finish(v.code, v.fired, now);
       }
     }
   }
@@ -233,10 +265,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
                     grpc::experimental::InterceptorBatchMethods* m) {
     if (budget_.has_value()) return Arrival::kGoOn;
     absl::Time inbound = internal::ToAbslTime(ctx_->deadline());
-    auto header = md.find(kBudgetHeader);
-    if (header != md.end()) {
+    const OwnHeaders own = FindOwnHeaders(md);
+    if (own.budget != nullptr) {
       ParsedBudget parsed =
-          ParseBudgetHeader(absl::string_view(header->second.data(), header->second.size()));
+          ParseBudgetHeader(absl::string_view(own.budget->data(), own.budget->size()));
       if (parsed.result == HeaderParse::kOk) {
         inbound = std::min(inbound, arrival_ + parsed.budget);  // only ever shrinks
       } else {
@@ -244,11 +276,11 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       }
     }
     const RequestBudget rb = DeriveRequestBudget(shared_.policy, inbound, arrival_);
-    const bool caller_wants_trace = md.find(kTraceRequestHeader) != md.end();
+    const bool caller_wants_trace = own.trace_requested;
     send_trace_ = caller_wants_trace || shared_.trace == TraceMode::kAlways;
     // A call kept for /deadlinez asks its downstream calls for their traces,
     // so that its waterfall is whole.
-    sampled_ = shared_.metrics->SampleOnArrival();
+    sampled_ = shared_.metrics->SampleOnArrival(arrival_);
     budget_.emplace(internal::InboundBudgetAccess::Make(
         rb, &shared_.hop, &shared_.policy, shared_.clock, ctx_, caller_wants_trace || sampled_));
     InboundRegistry::Get().Insert(ctx_, InboundEntry{&*budget_, &downstream_});
@@ -437,7 +469,8 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       relayed.details = ReadStatusDetails(status.error_details());
       relayed.message = ReadAttributionMessage(status.error_message());
     }
-    const ServerVerdict v = ClassifyServerAnswer(Call(), code, relayed, shared_.clock->Now());
+    const absl::Time now = shared_.clock->Now();
+    const ServerVerdict v = ClassifyServerAnswer(Call(), code, relayed, now);
     for (int i = 0; i < v.malformed_forms; ++i) shared_.metrics->CountBadAttribution();
     if (v.count) {
       shared_.metrics->CountDeadlineExceeded(Side::kServer, v.counted_source, v.counted_hop);
@@ -454,9 +487,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     // The trace goes out on failures and when asked for: building and
     // serializing it is most of this interceptor's cost per call.
     if (send_trace_ || v.code != absl::StatusCode::kOk) {
-      m->GetSendTrailingMetadata()->emplace(kTraceTrailer, EncodeTrace(Finish(v.code, v.fired)));
+      m->GetSendTrailingMetadata()->emplace(kTraceTrailer,
+                                            EncodeTrace(Finish(v.code, v.fired, now)));
     } else {
-      Finish(v.code, v.fired);
+      Finish(v.code, v.fired, now);
     }
   }
 
@@ -480,10 +514,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
 
   // Counts the answer, remembers the call for /deadlinez (a sample), and
   // returns this hop's trace: its own entry, then what its downstream calls
-  // reported. The trace is built only when it is used.
-  BudgetTrace Finish(absl::StatusCode code, DeadlineSource fired) {
+  // reported. The trace is built only when it is used. `now`: the answer's
+  // time, as the caller read it for the verdict.
+  BudgetTrace Finish(absl::StatusCode code, DeadlineSource fired, absl::Time now) {
     answered_ = true;
-    const absl::Time now = shared_.clock->Now();
     const RequestBudget& rb = budget_->request_budget();
     shared_.metrics->EndServerCall(method_, code, now - arrival_);
     if (rb.deadline != absl::InfiniteFuture()) {
