@@ -172,26 +172,40 @@ TEST(MetricsLatencyTest, DefaultBucketsGrowBy2ToTheEighthFrom1msTo60s) {
 // bound is in its bucket, just above is in the next; a bound itself is in
 // its own bucket (le means <=).
 TEST(MetricsLatencyTest, ComputedBucketAgreesWithTheBoundsEverywhere) {
-  Metrics m;
-  const std::vector<double> b = m.latency_bounds(LatencyKind::kServerCall);
-  const MethodId other{};
-  for (double bound : b) {
-    m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
-                     absl::Seconds(bound * 0.995));
-    m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
-                     absl::Seconds(bound * 1.005));
+  // The default schema (3), the coarsest, and two that the bucket search
+  // takes the other way (more than 16 thresholds per power of two).
+  const HistogramBuckets layouts[] = {
+      HistogramBuckets{}, {0, 0.001, 60}, {5, 0.01, 10}, {8, 0.5, 1.5}};
+  for (const HistogramBuckets& layout : layouts) {
+    SCOPED_TRACE(layout.schema);
+    MetricsOptions options;
+    options.server_call_duration = layout;
+    absl::StatusOr<std::unique_ptr<Metrics>> created = Metrics::Create(options);
+    ASSERT_TRUE(created.ok()) << created.status();
+    Metrics& m = **created;
+    const std::vector<double> b = m.latency_bounds(LatencyKind::kServerCall);
+    const MethodId other{};
+    // 1e-4 of a bound: finer than the finest bucket (2^(1/256) - 1 = 0.27 %).
+    for (double bound : b) {
+      m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                       absl::Seconds(bound * (1 - 1e-4)));
+      m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                       absl::Seconds(bound * (1 + 1e-4)));
+    }
+    const MetricsSnapshot s = m.Snapshot();
+    const HistogramSnapshot* h =
+        s.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
+    ASSERT_NE(h, nullptr);
+    ASSERT_EQ(h->counts.size(), b.size() + 1);
+    EXPECT_EQ(h->counts.front(), 1u);
+    for (size_t i = 1; i < b.size(); ++i) EXPECT_EQ(h->counts[i], 2u) << "bucket le=" << b[i];
+    EXPECT_EQ(h->counts.back(), 1u);  // just above the last bound
+    EXPECT_EQ(h->count, 2 * b.size());
   }
-  const MetricsSnapshot s = m.Snapshot();
-  const HistogramSnapshot* h =
-      s.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
-  ASSERT_NE(h, nullptr);
-  ASSERT_EQ(h->counts.size(), b.size() + 1);
-  EXPECT_EQ(h->counts.front(), 1u);
-  for (size_t i = 1; i < b.size(); ++i) EXPECT_EQ(h->counts[i], 2u) << "bucket le=" << b[i];
-  EXPECT_EQ(h->counts.back(), 1u);  // just above 60.9 s
-  EXPECT_EQ(h->count, 2 * b.size());
 
   Metrics exact;
+  const MethodId other{};
+  const std::vector<double> b = exact.latency_bounds(LatencyKind::kServerCall);
   for (double bound : {0.5, 1.0, 2.0, 32.0}) {
     exact.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
                          absl::Seconds(bound));

@@ -54,6 +54,32 @@ TEST(ParseBudgetHeaderTest, RefusesMoreThanOneHundredYears) {
   EXPECT_EQ(ParseBudgetHeader("99999999999999999999").result, HeaderParse::kTooLarge);
 }
 
+// Values of up to 18 digits are read without an overflow check per digit,
+// longer ones with it: the answer is the same on both sides of that line.
+TEST(ParseBudgetHeaderTest, ShortAndLongValuesAreJudgedAlike) {
+  struct Case {
+    std::string value;
+    HeaderParse result;
+    absl::Duration budget;
+  };
+  const Case cases[] = {
+      {std::string(17, '0') + "7", HeaderParse::kOk, absl::Microseconds(7)},        // 18
+      {std::string(18, '0') + "7", HeaderParse::kOk, absl::Microseconds(7)},        // 19
+      {std::string(18, '9'), HeaderParse::kTooLarge, absl::ZeroDuration()},         // 18
+      {std::string(19, '9'), HeaderParse::kTooLarge, absl::ZeroDuration()},         // 19
+      {std::string(17, '9') + "x", HeaderParse::kMalformed, absl::ZeroDuration()},  // 18
+      {std::string(18, '9') + "x", HeaderParse::kMalformed, absl::ZeroDuration()},  // 19
+      {"x" + std::string(17, '9'), HeaderParse::kMalformed, absl::ZeroDuration()},  // 18
+      {std::string(1, '/'), HeaderParse::kMalformed, absl::ZeroDuration()},         // below '0'
+      {std::string(1, ':'), HeaderParse::kMalformed, absl::ZeroDuration()},         // above '9'
+  };
+  for (const Case& c : cases) {
+    const ParsedBudget p = ParseBudgetHeader(c.value);
+    EXPECT_EQ(p.result, c.result) << c.value;
+    if (c.result == HeaderParse::kOk) EXPECT_EQ(p.budget, c.budget) << c.value;
+  }
+}
+
 TEST(ParseBudgetHeaderTest, RefusesOversizedValueBeforeReadingIt) {
   EXPECT_EQ(ParseBudgetHeader(std::string(21, '1')).result, HeaderParse::kTooLong);
   EXPECT_EQ(ParseBudgetHeader(std::string(1 << 16, 'x')).result, HeaderParse::kTooLong);

@@ -163,7 +163,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
 
     const absl::Time now = shared_.clock->Now();
     start_ = now;
-    deadline_ = internal::ToAbslTime(info_->client_context()->deadline());
+    deadline_ = internal::DeadlineOf(info_->client_context()->raw_deadline(), now);
     deadline_source_ = from_helper                           ? tagged.source
                        : deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone
                                                              : DeadlineSource::kClient;

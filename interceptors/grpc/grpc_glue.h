@@ -5,10 +5,12 @@
 #ifndef HOPBUDGET_INTERNAL_GRPC_GLUE_H_
 #define HOPBUDGET_INTERNAL_GRPC_GLUE_H_
 
+#include <grpc/support/time.h>
 #include <grpcpp/client_context.h>
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -110,6 +112,24 @@ inline absl::Time ToAbslTime(std::chrono::system_clock::time_point tp) {
   if (tp == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
   if (tp == std::chrono::system_clock::time_point::min()) return absl::InfinitePast();
   return absl::FromChrono(tp);
+}
+
+// A context's deadline as gRPC keeps it (raw_deadline()), in `now`'s terms.
+// A realtime deadline converts directly. Any other clock (gRPC keeps a
+// server call's deadline on the monotonic one) is read once: what remains
+// on it, from `now`, which the caller has just read from its own clock.
+// ToAbslTime(ctx.deadline()) read both clocks and cost about 270
+// instructions on every arrival.
+inline absl::Time DeadlineOf(gpr_timespec raw, absl::Time now) {
+  // gpr_inf_future() and gpr_inf_past() are these seconds on every clock;
+  // compared inline, not through four library calls.
+  if (raw.tv_sec == std::numeric_limits<int64_t>::max()) return absl::InfiniteFuture();
+  if (raw.tv_sec == std::numeric_limits<int64_t>::min()) return absl::InfinitePast();
+  if (raw.clock_type == GPR_CLOCK_REALTIME) {
+    return absl::FromUnixSeconds(raw.tv_sec) + absl::Nanoseconds(raw.tv_nsec);
+  }
+  const gpr_timespec left = gpr_time_sub(raw, gpr_now(raw.clock_type));
+  return now + absl::Seconds(left.tv_sec) + absl::Nanoseconds(left.tv_nsec);
 }
 
 // The InboundBudget bound to this thread by an InboundScope, or nullptr.

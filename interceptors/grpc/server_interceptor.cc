@@ -264,7 +264,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   Arrival OnArrival(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
                     grpc::experimental::InterceptorBatchMethods* m) {
     if (budget_.has_value()) return Arrival::kGoOn;
-    absl::Time inbound = internal::ToAbslTime(ctx_->deadline());
+    absl::Time inbound = internal::DeadlineOf(ctx_->raw_deadline(), arrival_);
     const OwnHeaders own = FindOwnHeaders(md);
     if (own.budget != nullptr) {
       ParsedBudget parsed =
