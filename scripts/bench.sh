@@ -173,8 +173,29 @@ t_start=$SECONDS
 # the modes a..e back to back for each API (e..a in even rounds), so that
 # slow drifts of the machine hit every mode alike; ratios are taken within a
 # round.
+#
+# With two CPUs or more, the server runs on CPU 0 and the load generator on
+# CPU 1 (taskset), as gRPC's own benchmarks give client and server cores of
+# their own. Sharing both CPUs, each process's cost slowed the other and the
+# scheduler stacked their threads: side by side on 2026-12-01, the callback
+# server's CPU per call over the no-op pair's read 1.18 (1.17..1.21) shared
+# and 1.08 (1.06..1.10) pinned, five rounds each.
+overhead_placement() {  # one sentence for the report
+  if [ -n "$(overhead_pin server)" ]; then
+    echo "Server pinned to CPU 0, load generator to CPU 1 (taskset)."
+  else
+    echo "Not pinned (one CPU, or no taskset): both processes share the CPUs."
+  fi
+}
+overhead_pin() {  # overhead_pin server|client: the taskset prefix, or none
+  if [ "$(nproc)" -lt 2 ] || ! command -v taskset >/dev/null; then return; fi
+  case "$1" in server) echo "taskset -c 0" ;; client) echo "taskset -c 1" ;; esac
+}
 run_overhead() {
   local round api mode modes inflight port spid log="$raw/overhead.txt"
+  local -a pin_server pin_client
+  read -ra pin_server <<<"$(overhead_pin server)"
+  read -ra pin_client <<<"$(overhead_pin client)"
   : >"$log"
   for ((round = 1; round <= rounds; round++)); do
     modes="plain noop budget-only retry-loop retrying-channel"
@@ -184,7 +205,7 @@ run_overhead() {
         # A file per server: the previous one may still be exiting (the
         # run of 13:19 read an empty port twice from a shared file).
         local sout="$raw/echo_server-$api-$mode-$round.out"
-        "$bin/echo_server" --api="$api" --mode="$mode" --deadlock-detection="$deadlock" \
+        "${pin_server[@]}" "$bin/echo_server" --api="$api" --mode="$mode" --deadlock-detection="$deadlock" \
           >"$sout" 2>&1 &
         spid=$!
         pids+=("$spid")
@@ -197,7 +218,7 @@ run_overhead() {
         [ -n "$port" ] || { echo "error: echo_server printed no port:" >&2; cat "$sout" >&2; exit 1; }
         for inflight in 1 32; do
           run_bench "$log" "load_gen api=$api mode=$mode inflight=$inflight round=$round" \
-            "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$mode" \
+            "${pin_client[@]}" "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$mode" \
             --inflight="$inflight" --duration="$duration" --warmup="$warmup" \
             --round="$round" --server-pid="$spid" --deadlock-detection="$deadlock"
         done
@@ -637,13 +658,15 @@ micro_table() {
   echo
   echo "Echo server (\`bench/echo_server\`) and closed-loop load generator (\`bench/load_gen\`,"
   echo "callback client API, one channel) in separate processes over loopback; every call has"
-  echo "a 1 s deadline in every mode. Modes: (a) no interceptors, (b) a no-op client + server"
-  echo "interceptor pair, (c) hopbudget: server interceptor, retrying channel with the budget"
-  echo "interceptor (3 attempts, 500 ms attempt cap: configured, never triggered), budget header"
-  echo "sent; (d) as (c) but a plain budget-interceptor channel (\`CreateChannel\`) instead of the"
-  echo "retrying channel, to split the cost. $rounds rounds x (sync, callback) x (a, b, c, d),"
-  echo "$duration per run after $warmup warm-up. CPU per call = user + sys time of both processes"
-  echo "over the window / calls. absl::Mutex deadlock detection: $deadlock (Debian's libabsl is"
+  echo "a 1 s deadline in every mode. Modes (\`bench/bench_modes.h\`): (a) plain, no interceptors;"
+  echo "(b) noop, a no-op client + server interceptor pair; (c) budget-only, hopbudget's server"
+  echo "interceptor and its client budget interceptor (\`CreateChannel\`), budget header sent,"
+  echo "no cap or retry triggered; (d) retry-loop, as (c) with every call made through the typed"
+  echo "\`RetryLoop\` (policy configured, never triggered); (e) retrying-channel, as (c) with the"
+  echo "client on \`CreateRetryingChannel\`. $rounds rounds x (sync, callback) x (a..e), modes"
+  echo "alternating, $duration per run after $warmup warm-up. $(overhead_placement) CPU per call ="
+  echo "user + sys time of each process over the window / calls. absl::Mutex deadlock detection:"
+  echo "$deadlock (Debian's libabsl is"
   echo "built without NDEBUG, so it is on by default in every process, gRPC's locks included)."
 
   echo
