@@ -3,12 +3,13 @@
 // The conversions of grpc_glue.h that are not the source tag's (that is
 // source_tag_test.cc): a context's deadline, on whichever clock gRPC keeps
 // it, in the terms of the caller's clock.
+#include "grpc_glue.h"
+
 #include <grpc/support/time.h>
 #include <gtest/gtest.h>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "grpc_glue.h"
 
 namespace hopbudget {
 namespace internal {
