@@ -2,7 +2,7 @@
 # Builds the benchmarks (build/bench, RelWithDebInfo), runs them all and
 # writes a markdown report and a PNG chart; prints the tables at the end.
 #
-#   ./scripts/bench.sh              # full run (< 15 min on 2 cores, build included)
+#   ./scripts/bench.sh              # full run (about 17 min on 2 cores once built)
 #   ./scripts/bench.sh --quick      # smoke run, about 2 minutes once built
 #   ./scripts/bench.sh --out DIR    # report directory (default: bench/results for a
 #                                    # full run, whose report.md and chart.png are kept in

@@ -76,8 +76,9 @@ class ExponentialLayout {
   int Index(double seconds) const {
     if (!(seconds > bounds_.front())) return 0;  // also NaN
     if (seconds > bounds_.back()) return static_cast<int>(bounds_.size());
-    // frexp(), inline, for the positive normal numbers that reach here (the
-    // first bound is one): a library call cost a tenth of an observation.
+    // frexp(), inline: every value that reaches here is above the first
+    // bound, so a positive normal number. The library call cost a tenth of
+    // an observation.
     uint64_t bits = 0;
     std::memcpy(&bits, &seconds, sizeof bits);
     const int e = static_cast<int>(bits >> 52) - 1022;

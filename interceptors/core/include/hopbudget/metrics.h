@@ -382,12 +382,12 @@ class Metrics {
   void CountShield(ShieldEvent event);
   // +1 when shielded work starts, -1 when it ends.
   void AddShieldInFlight(int delta);
-  // Whether a call arriving at `now` (the arrival time the caller has just
-  // read from its clock; callers sharing a Metrics should share a clock) is
-  // kept in the recent-calls sample whatever
-  // its outcome: true when kRecentCallInterval passed since the last call so
-  // chosen. Decided on arrival so that the hop can ask its downstream calls
-  // for their traces (the waterfall is then complete); one relaxed load per
+  // Whether a call arriving at `now` is kept in the recent-calls sample
+  // whatever its outcome: true when kRecentCallInterval passed since the
+  // last call so chosen. `now` is the arrival time the caller has just read
+  // from its clock (callers sharing a Metrics should share a clock).
+  // Decided on arrival so that the hop can ask its downstream calls for
+  // their traces (the waterfall is then complete); one relaxed load per
   // call, a compare-exchange at most once per interval.
   bool SampleOnArrival(absl::Time now);
   // Remembers a finished server call in a ring of kRecentCallCapacity; the
