@@ -172,8 +172,8 @@ TEST(MetricsLatencyTest, DefaultBucketsGrowBy2ToTheEighthFrom1msTo60s) {
 // bound is in its bucket, just above is in the next; a bound itself is in
 // its own bucket (le means <=).
 TEST(MetricsLatencyTest, ComputedBucketAgreesWithTheBoundsEverywhere) {
-  // The default schema (3), the coarsest, and two that the bucket search
-  // takes the other way (more than 16 thresholds per power of two).
+  // The default schema (3), the coarsest, and two finer ones, up to the
+  // finest (8: 256 thresholds per power of two, the table's largest).
   const HistogramBuckets layouts[] = {
       HistogramBuckets{}, {0, 0.001, 60}, {5, 0.01, 10}, {8, 0.5, 1.5}};
   for (const HistogramBuckets& layout : layouts) {
@@ -216,6 +216,45 @@ TEST(MetricsLatencyTest, ComputedBucketAgreesWithTheBoundsEverywhere) {
   for (double bound : {0.5, 1.0, 2.0, 32.0}) {
     const size_t i = std::find(b.begin(), b.end(), bound) - b.begin();
     EXPECT_EQ(eh->counts[i], 1u) << bound;
+  }
+}
+
+// Every schema, against a search of the bounds: values on both sides of
+// each bound (to the nanosecond), and spread across each bucket, so that
+// every cell of the mantissa table is read.
+TEST(MetricsLatencyTest, ComputedBucketIsTheFirstBoundAtOrAboveForEverySchema) {
+  for (int schema = 0; schema <= 8; ++schema) {
+    SCOPED_TRACE(schema);
+    MetricsOptions options;
+    // Up to 512 buckets: a narrower range for the finest schemas.
+    options.server_call_duration = {schema, schema < 8 ? 0.3 : 0.6, schema < 6 ? 20.0 : 1.9};
+    absl::StatusOr<std::unique_ptr<Metrics>> created = Metrics::Create(options);
+    ASSERT_TRUE(created.ok()) << created.status();
+    Metrics& m = **created;
+    const std::vector<double> b = m.latency_bounds(LatencyKind::kServerCall);
+    std::vector<uint64_t> expected(b.size() + 1, 0);
+    auto observe = [&](int64_t ns) {
+      // The metric's own conversion: nanoseconds, then seconds as a double.
+      const double seconds = static_cast<double>(ns) / 1e9;
+      expected[std::lower_bound(b.begin(), b.end(), seconds) - b.begin()]++;
+      m.ObserveLatency(LatencyKind::kServerCall, MethodId{}, absl::StatusCode::kOk,
+                       absl::Nanoseconds(ns));
+    };
+    double previous = b.front() / 2;
+    for (double bound : b) {
+      const auto ns = static_cast<int64_t>(std::llround(bound * 1e9));
+      for (int64_t d = -1; d <= 1; ++d) observe(ns + d);
+      for (int i = 1; i < 16; ++i) {
+        observe(std::llround((previous + (bound - previous) * i / 16) * 1e9));
+      }
+      previous = bound;
+    }
+    observe(std::llround(b.back() * 1.5e9));
+    const MetricsSnapshot s = m.Snapshot();
+    const HistogramSnapshot* h =
+        s.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->counts, expected);
   }
 }
 

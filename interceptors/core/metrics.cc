@@ -56,21 +56,38 @@ class HistogramCells {
 };
 
 // Bounds 2^(k/n) seconds, n = 2^schema, k in [k_min, k_max]. The bucket of a
-// value is computed, not searched: frexp() splits it into a mantissa in
-// [0.5, 1) and an exponent, and the mantissa's position among the n
-// thresholds 2^(-j/n) gives k. Bounds are built from the same thresholds, so
-// a value equal to a bound falls into that bound's bucket (le: <=).
+// value is computed, not searched: the exponent of the double gives the
+// power of two, and the mantissa m in [0.5, 1) is placed among the n
+// thresholds t_j = 2^(-j/n) of that power by a table indexed by the
+// mantissa's leading bits. The table has 2n cells: the thresholds are at
+// least 0.35/n apart and a cell is 0.25/n wide, so a cell holds at most one
+// of them, and one comparison with it finishes the count. Bounds are built
+// from the same thresholds, so a value equal to a bound falls into that
+// bound's bucket (le: <=).
 class ExponentialLayout {
  public:
   // `b` must have passed ValidateMetricsOptions().
-  explicit ExponentialLayout(const HistogramBuckets& b) : n_(1 << b.schema) {
-    for (int j = 0; j <= n_; ++j) descending_.push_back(std::exp2(-static_cast<double>(j) / n_));
-    ascending_.assign(descending_.rbegin(), descending_.rend() - 1);  // t_n .. t_1
+  explicit ExponentialLayout(const HistogramBuckets& b)
+      : n_(1 << b.schema), cell_bits_(b.schema + 1) {
+    std::vector<double> descending;  // t_j, j = 0..n
+    for (int j = 0; j <= n_; ++j) descending.push_back(std::exp2(-static_cast<double>(j) / n_));
+    const std::vector<double> ascending(descending.rbegin(), descending.rend() - 1);  // t_n..t_1
+    const int cells = 2 * n_;
+    for (int c = 0; c < cells; ++c) {
+      // Exact: a double holds 0.5 + c / (4n) for n <= 256.
+      const double low = 0.5 + 0.5 * c / cells;
+      const double high = 0.5 + 0.5 * (c + 1) / cells;
+      Cell cell;
+      cell.below = static_cast<int>(std::lower_bound(ascending.begin(), ascending.end(), low) -
+                                    ascending.begin());
+      if (cell.below < n_ && ascending[cell.below] < high) cell.threshold = ascending[cell.below];
+      cells_.push_back(cell);
+    }
     k_min_ = static_cast<int>(std::ceil(n_ * std::log2(b.min_seconds))) - 1;
-    while (Bound(k_min_) < b.min_seconds) ++k_min_;
+    while (Bound(descending, k_min_) < b.min_seconds) ++k_min_;
     int k_max = k_min_;
-    while (Bound(k_max) < b.max_seconds) ++k_max;
-    for (int k = k_min_; k <= k_max; ++k) bounds_.push_back(Bound(k));
+    while (Bound(descending, k_max) < b.max_seconds) ++k_max;
+    for (int k = k_min_; k <= k_max; ++k) bounds_.push_back(Bound(descending, k));
   }
   // 0 .. bounds().size(); the last is +Inf.
   int Index(double seconds) const {
@@ -82,32 +99,32 @@ class ExponentialLayout {
     uint64_t bits = 0;
     std::memcpy(&bits, &seconds, sizeof bits);
     const int e = static_cast<int>(bits >> 52) - 1022;
-    bits = (bits & ((uint64_t{1} << 52) - 1)) | (uint64_t{1022} << 52);
+    constexpr uint64_t kFraction = (uint64_t{1} << 52) - 1;
+    const Cell& cell = cells_[(bits & kFraction) >> (52 - cell_bits_)];
+    bits = (bits & kFraction) | (uint64_t{1022} << 52);
     double m = 0;
     std::memcpy(&m, &bits, sizeof m);
-    // j: how many thresholds t_1..t_n are >= m. For the usual n (8: schema
-    // 3) a count without branches beats a search's mispredictions.
-    int below = 0;  // thresholds < m
-    if (n_ <= 16) {
-      for (const double t : ascending_) below += t < m ? 1 : 0;
-    } else {
-      below = static_cast<int>(std::lower_bound(ascending_.begin(), ascending_.end(), m) -
-                               ascending_.begin());
-    }
+    // below: how many thresholds are < m; j: how many are >= m.
+    const int below = cell.below + (cell.threshold < m ? 1 : 0);
     const int j = n_ - below;
     return n_ * e - j - k_min_;
   }
   const std::vector<double>& bounds() const { return bounds_; }
 
  private:
-  double Bound(int k) const {
+  // The mantissas [low, high) of one cell of the table.
+  struct Cell {
+    double threshold = 2;  // the one threshold in [low, high), or above every mantissa
+    int below = 0;         // thresholds < low
+  };
+  double Bound(const std::vector<double>& descending, int k) const {
     // k = n * e - j with j in [0, n).
     const int e = k >= 0 ? (k + n_ - 1) / n_ : -((-k) / n_);
-    return std::ldexp(descending_[n_ * e - k], e);
+    return std::ldexp(descending[n_ * e - k], e);
   }
   const int n_;
-  std::vector<double> descending_;  // t_j = 2^(-j/n), j = 0..n
-  std::vector<double> ascending_;   // t_n .. t_1
+  const int cell_bits_;  // the table has 2^cell_bits_ = 2n cells
+  std::vector<Cell> cells_;
   int k_min_ = 0;
   std::vector<double> bounds_;
 };

@@ -96,8 +96,8 @@ inline constexpr int kMaxHopLabels = 32;     // index 0 is "other"
 // 2^(1/8) = 1.09 per bucket from the first bound >= 1 ms (1.09 ms) to the
 // first >= 60 s (64 s): 128 buckets and +Inf, and a quantile read with
 // histogram_quantile() is off by at most half a bucket, 4.5 %. The bucket of
-// a value is computed (its binary exponent and a count, or above schema 4 a
-// search, of the 2^schema thresholds), not searched among the bounds.
+// a value is computed (its binary exponent, and a table lookup and one
+// comparison for its mantissa), not searched among the bounds.
 struct HistogramBuckets {
   int schema = 3;              // 0..8: each bound is 2^(2^-schema) times the last
   double min_seconds = 0.001;  // first bound: the least 2^(k/2^schema) >= min_seconds
