@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "hopbudget/exposition.h"
 
 namespace hopbudget {
@@ -311,6 +312,91 @@ TEST(MetricsLatencyTest, PlainCallIsAttemptAndCallRetryAttemptIsAttemptOnly) {
   EXPECT_EQ(s.calls[static_cast<int>(Side::kServer)], 1u);
   EXPECT_EQ(s.calls_with_attempts(2), 1u);
   EXPECT_EQ(o->succeeded_after_retry, 1u);
+}
+
+void ExpectSameHistogram(const HistogramSnapshot& got, const HistogramSnapshot& want) {
+  EXPECT_EQ(got.bounds, want.bounds);
+  EXPECT_EQ(got.counts, want.counts);
+  EXPECT_EQ(got.count, want.count);
+  EXPECT_DOUBLE_EQ(got.sum, want.sum);
+}
+
+void ExpectSameMethod(const MethodSnapshot& got, const MethodSnapshot& want) {
+  EXPECT_EQ(got.calls, want.calls);
+  EXPECT_EQ(got.calls_without_deadline, want.calls_without_deadline);
+  ExpectSameHistogram(got.budget_at_arrival, want.budget_at_arrival);
+  ExpectSameHistogram(got.request_budget, want.request_budget);
+  ExpectSameHistogram(got.budget_remaining, want.budget_remaining);
+  ASSERT_EQ(got.latency.size(), want.latency.size());
+  for (size_t i = 0; i < got.latency.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat(got.latency[i].kind, " ", got.latency[i].code));
+    EXPECT_EQ(got.latency[i].kind, want.latency[i].kind);
+    EXPECT_EQ(got.latency[i].code, want.latency[i].code);
+    ExpectSameHistogram(got.latency[i].seconds, want.latency[i].seconds);
+  }
+}
+
+// The End*() calls and ObserveArrivalBudgets() store one observation where
+// several series read it: what a snapshot shows must be what the separate
+// counts and observations show, whether or not the histograms that share an
+// observation have the same buckets.
+TEST(MetricsSharedObservationTest, SnapshotIsThatOfSeparateCountsAndObservations) {
+  MetricsOptions same;
+  MetricsOptions different;
+  different.client_call_duration = {/*schema=*/1, /*min_seconds=*/0.01, /*max_seconds=*/10};
+  different.request_budget = {/*schema=*/2, /*min_seconds=*/0.005, /*max_seconds=*/20};
+  const struct {
+    absl::Duration at_arrival;
+    absl::Duration request_budget;
+  } arrivals[] = {
+      {absl::Milliseconds(800), absl::Milliseconds(800)},    // no cap: one observation
+      {absl::Milliseconds(800), absl::Milliseconds(300)},    // capped
+      {absl::InfiniteDuration(), absl::Seconds(5)},          // no deadline, capped
+      {absl::InfiniteDuration(), absl::InfiniteDuration()},  // no deadline at all
+      {-absl::Milliseconds(2), -absl::Milliseconds(2)},      // arrived expired
+  };
+  for (const MetricsOptions& options : {same, different}) {
+    SCOPED_TRACE(&options == &same ? "same buckets" : "different buckets");
+    auto shared = *Metrics::Create(options);
+    auto separate = *Metrics::Create(options);
+    const MethodId m{};
+    for (const auto& a : arrivals) {
+      shared->ObserveArrivalBudgets(m, a.at_arrival, a.request_budget);
+      separate->ObserveBudgetAtArrival(m, a.at_arrival);
+      separate->ObserveRequestBudget(m, a.request_budget);
+    }
+    const absl::StatusCode codes[] = {absl::StatusCode::kOk, absl::StatusCode::kDeadlineExceeded};
+    for (absl::StatusCode code : codes) {
+      for (absl::Duration d : {absl::Milliseconds(3), absl::Milliseconds(250), absl::Seconds(90)}) {
+        shared->EndServerCall(m, code, d);
+        separate->CountCallEnd(Side::kServer, m, code);
+        separate->ObserveLatency(LatencyKind::kServerCall, m, code, d);
+
+        shared->EndClientAttempt(m, code, d, ClientCallKind::kPlainCall);
+        separate->CountCallEnd(Side::kClient, m, code);
+        separate->ObserveLatency(LatencyKind::kClientAttempt, m, code, d);
+        separate->ObserveLatency(LatencyKind::kClientCall, m, code, d);
+
+        shared->EndClientAttempt(m, code, d / 2, ClientCallKind::kRetryAttempt);
+        separate->CountCallEnd(Side::kClient, m, code);
+        separate->ObserveLatency(LatencyKind::kClientAttempt, m, code, d / 2);
+      }
+    }
+    // The primitives still work beside them, and add up with them.
+    for (Metrics* both : {shared.get(), separate.get()}) {
+      both->CountCallEnd(Side::kServer, m, absl::StatusCode::kOk);
+      both->ObserveLatency(LatencyKind::kClientCall, m, absl::StatusCode::kOk,
+                           absl::Milliseconds(40));
+      both->ObserveBudgetAtArrival(m, absl::Milliseconds(70));
+    }
+    const MetricsSnapshot got = shared->Snapshot();
+    const MetricsSnapshot want = separate->Snapshot();
+    ASSERT_NE(got.method("other"), nullptr);
+    ASSERT_NE(want.method("other"), nullptr);
+    ExpectSameMethod(*got.method("other"), *want.method("other"));
+    EXPECT_EQ(got.calls, want.calls);
+    EXPECT_EQ(want.calls[static_cast<int>(Side::kClient)], 12u);  // the table is not empty
+  }
 }
 
 // Only a success that needed a retry: not a first-attempt success, not a

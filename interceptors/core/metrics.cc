@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
 #include "call_mutex.h"
 #include "hopbudget/attribution.h"
 #include "label_table.h"
@@ -157,6 +158,18 @@ void ObserveSeconds(std::atomic<SecondsCells*>& slot, const ExponentialLayout& l
   cells->Observe(layout.Index(static_cast<double>(ns) / 1e9), static_cast<uint64_t>(ns));
 }
 
+// Histograms with the same bounds compute the same bucket for every value.
+bool SameBounds(const HistogramBuckets& a, const HistogramBuckets& b) {
+  return ExponentialLayout(a).bounds() == ExponentialLayout(b).bounds();
+}
+
+// Adds `from`'s observations to `into`, of the same bounds.
+void AddObservations(const HistogramSnapshot& from, HistogramSnapshot& into) {
+  for (size_t b = 0; b < into.counts.size(); ++b) into.counts[b] += from.counts[b];
+  into.count += from.count;
+  into.sum += from.sum;
+}
+
 HistogramSnapshot SnapshotSeconds(const SecondsCells* cells, const ExponentialLayout& layout) {
   if (cells != nullptr) return cells->Snapshot(layout.bounds(), 1e9);
   HistogramSnapshot s;
@@ -165,8 +178,50 @@ HistogramSnapshot SnapshotSeconds(const SecondsCells* cells, const ExponentialLa
   return s;
 }
 
-// The budget histograms of a method.
-enum BudgetHistogram { kAtArrival = 0, kRequestBudget, kRemaining, kBudgetHistogramCount };
+// The budget histograms of a method. An arrival whose request budget is its
+// budget at arrival (no cap of this hop's cut it: the common case) is one
+// observation, in kArrivalIsRequest, which Snapshot() adds to both.
+enum BudgetHistogram {
+  kAtArrival = 0,
+  kRequestBudget,
+  kRemaining,
+  kArrivalIsRequest,  // only when the two histograms have the same buckets
+  kBudgetHistogramCount
+};
+
+// Where latencies are stored. One observation serves every series that it
+// belongs to: a plain call's one attempt is also its logical call, and a
+// call ended through an End*() is also a call of hopbudget_calls_total.
+// Snapshot() adds the slots up. The first three are the LatencyKinds.
+enum LatencySlot {
+  kAttemptOnly = 0,  // ObserveLatency(kClientAttempt)
+  kCallOnly,         // ObserveLatency(kClientCall), EndRetryingCall()
+  kServerOnly,       // ObserveLatency(kServerCall)
+  kAttemptEnded,     // EndClientAttempt(): kClientAttempt and a client call
+  kPlainCallEnded,   // EndClientAttempt(kPlainCall): and kClientCall too
+  kServerCallEnded,  // EndServerCall(): kServerCall and a server call
+  kLatencySlotCount
+};
+// The kind whose buckets a slot has.
+constexpr std::array<LatencyKind, kLatencySlotCount> kSlotKind = {
+    LatencyKind::kClientAttempt, LatencyKind::kClientCall,    LatencyKind::kServerCall,
+    LatencyKind::kClientAttempt, LatencyKind::kClientAttempt, LatencyKind::kServerCall};
+// Whether the observations of `slot` belong to the histograms of `kind`.
+constexpr bool SlotServes(LatencySlot slot, LatencyKind kind) {
+  return kSlotKind[slot] == kind || (slot == kPlainCallEnded && kind == LatencyKind::kClientCall);
+}
+// The side whose calls a slot counts, if any.
+constexpr absl::optional<Side> SlotCountsCallsOf(LatencySlot slot) {
+  switch (slot) {
+    case kAttemptEnded:
+    case kPlainCallEnded:
+      return Side::kClient;
+    case kServerCallEnded:
+      return Side::kServer;
+    default:
+      return absl::nullopt;
+  }
+}
 
 struct MethodCells {
   // Calls ended, by side and code: cell side * kStatusCodeCount + code.
@@ -211,7 +266,10 @@ struct RecentSlot {
 struct MetricsCells {
   explicit MetricsCells(const MetricsOptions& o)
       : budget_layouts{ExponentialLayout(o.budget_at_arrival), ExponentialLayout(o.request_budget),
-                       ExponentialLayout(o.budget_remaining)},
+                       ExponentialLayout(o.budget_remaining),
+                       ExponentialLayout(o.budget_at_arrival)},
+        arrival_is_request_shared(SameBounds(o.budget_at_arrival, o.request_budget)),
+        plain_call_shared(SameBounds(o.client_attempt_duration, o.client_call_duration)),
         latency_layouts{ExponentialLayout(o.client_attempt_duration),
                         ExponentialLayout(o.client_call_duration),
                         ExponentialLayout(o.server_call_duration)},
@@ -274,11 +332,22 @@ struct MetricsCells {
   std::array<RecentSlot, kRecentCallCapacity> recent;
   const std::array<ExponentialLayout, kBudgetHistogramCount> budget_layouts;
   const std::array<ExponentialLayout, kLatencyKindCount> latency_layouts;
+  // Whether one observation may serve both histograms (same buckets).
+  const bool arrival_is_request_shared;  // kArrivalIsRequest
+  const bool plain_call_shared;          // kPlainCallEnded
   const std::vector<std::string> infrastructure_prefixes;
-  // Latency, by kind, method and code: null until first observed.
+  // Latency, by slot, method and code: null until first observed.
   std::array<std::array<std::array<std::atomic<SecondsCells*>, kStatusCodeCount>, kMaxMethodLabels>,
-             kLatencyKindCount>
+             kLatencySlotCount>
       latency{};
+
+  void ObserveLatency(LatencySlot slot, MethodId method, absl::StatusCode code, absl::Duration d) {
+    ObserveSeconds(latency[slot][method.index][CodeIndex(code)],
+                   latency_layouts[static_cast<int>(kSlotKind[slot])], d);
+  }
+  void ObserveBudget(BudgetHistogram h, MethodId method, absl::Duration d) {
+    ObserveSeconds(methods[method.index].budgets[h], budget_layouts[h], d);
+  }
 
   ~MetricsCells() {
     for (auto& by_method : latency) {
@@ -453,24 +522,28 @@ void Metrics::CountCallEnd(Side side, MethodId method, absl::StatusCode code) {
       static_cast<int>(side) * kStatusCodeCount + internal::CodeIndex(code), 1);
 }
 
+// The End*() calls are one observation each: the call count is the count
+// of their slots (see LatencySlot).
 void Metrics::EndServerCall(MethodId method, absl::StatusCode code, absl::Duration elapsed) {
-  CountCallEnd(Side::kServer, method, code);
-  ObserveLatency(LatencyKind::kServerCall, method, code, elapsed);
+  cells_->ObserveLatency(internal::kServerCallEnded, method, code, elapsed);
 }
 
 void Metrics::EndClientAttempt(MethodId method, absl::StatusCode code, absl::Duration elapsed,
                                ClientCallKind kind) {
-  CountCallEnd(Side::kClient, method, code);
-  ObserveLatency(LatencyKind::kClientAttempt, method, code, elapsed);
+  if (kind == ClientCallKind::kPlainCall && cells_->plain_call_shared) {
+    cells_->ObserveLatency(internal::kPlainCallEnded, method, code, elapsed);
+    return;
+  }
+  cells_->ObserveLatency(internal::kAttemptEnded, method, code, elapsed);
   if (kind == ClientCallKind::kPlainCall) {
-    ObserveLatency(LatencyKind::kClientCall, method, code, elapsed);
+    cells_->ObserveLatency(internal::kCallOnly, method, code, elapsed);
   }
 }
 
 void Metrics::EndRetryingCall(MethodId method, absl::StatusCode code, int attempts,
                               absl::Duration elapsed) {
   CountAttemptsPerCall(method, attempts);
-  ObserveLatency(LatencyKind::kClientCall, method, code, elapsed);
+  cells_->ObserveLatency(internal::kCallOnly, method, code, elapsed);
   if (code == absl::StatusCode::kOk && attempts > 1) {
     cells_->methods[method.index].succeeded_after_retry.fetch_add(1, kRelaxed);
   }
@@ -478,9 +551,7 @@ void Metrics::EndRetryingCall(MethodId method, absl::StatusCode code, int attemp
 
 void Metrics::ObserveLatency(LatencyKind kind, MethodId method, absl::StatusCode code,
                              absl::Duration elapsed) {
-  const int k = static_cast<int>(kind);
-  internal::ObserveSeconds(cells_->latency[k][method.index][internal::CodeIndex(code)],
-                           cells_->latency_layouts[k], elapsed);
+  cells_->ObserveLatency(static_cast<internal::LatencySlot>(kind), method, code, elapsed);
 }
 
 const std::vector<double>& Metrics::latency_bounds(LatencyKind kind) const {
@@ -503,20 +574,28 @@ void Metrics::ObserveBudgetAtArrival(MethodId method, absl::Duration budget) {
     m.without_deadline.fetch_add(1, kRelaxed);
     return;
   }
-  internal::ObserveSeconds(m.budgets[internal::kAtArrival],
-                           cells_->budget_layouts[internal::kAtArrival], budget);
+  cells_->ObserveBudget(internal::kAtArrival, method, budget);
 }
 
 void Metrics::ObserveRequestBudget(MethodId method, absl::Duration budget) {
   if (budget == absl::InfiniteDuration()) return;
-  internal::ObserveSeconds(cells_->methods[method.index].budgets[internal::kRequestBudget],
-                           cells_->budget_layouts[internal::kRequestBudget], budget);
+  cells_->ObserveBudget(internal::kRequestBudget, method, budget);
+}
+
+void Metrics::ObserveArrivalBudgets(MethodId method, absl::Duration at_arrival,
+                                    absl::Duration request_budget) {
+  if (at_arrival == request_budget && at_arrival != absl::InfiniteDuration() &&
+      cells_->arrival_is_request_shared) {
+    cells_->ObserveBudget(internal::kArrivalIsRequest, method, at_arrival);
+    return;
+  }
+  ObserveBudgetAtArrival(method, at_arrival);
+  ObserveRequestBudget(method, request_budget);
 }
 
 void Metrics::ObserveBudgetRemaining(MethodId method, absl::Duration remaining) {
   if (remaining == absl::InfiniteDuration()) return;
-  internal::ObserveSeconds(cells_->methods[method.index].budgets[internal::kRemaining],
-                           cells_->budget_layouts[internal::kRemaining], remaining);
+  cells_->ObserveBudget(internal::kRemaining, method, remaining);
 }
 
 using internal::AdmissionMetric;
@@ -622,8 +701,25 @@ MetricsSnapshot Metrics::Snapshot() const {
     uint64_t total = 0;
     for (int side = 0; side < kSideCount; ++side) {
       for (int code = 0; code < kStatusCodeCount; ++code) {
-        ms.calls[side][code] = m.calls.Sum(side * kStatusCodeCount + code);
+        ms.calls[side][code] = m.calls.Sum(side * kStatusCodeCount + code);  // CountCallEnd()
       }
+    }
+    // Each latency slot read once; the calls ended through End*() are
+    // counted from their slots.
+    std::array<std::array<absl::optional<HistogramSnapshot>, internal::kLatencySlotCount>,
+               kStatusCodeCount>
+        slots;
+    for (int code = 0; code < kStatusCodeCount; ++code) {
+      for (int slot = 0; slot < internal::kLatencySlotCount; ++slot) {
+        const internal::SecondsCells* l = c.latency[slot][i][code].load(std::memory_order_acquire);
+        if (l == nullptr) continue;
+        slots[code][slot] = internal::SnapshotSeconds(
+            l, c.latency_layouts[static_cast<int>(internal::kSlotKind[slot])]);
+        const auto side = internal::SlotCountsCallsOf(static_cast<internal::LatencySlot>(slot));
+        if (side.has_value()) ms.calls[static_cast<int>(*side)][code] += slots[code][slot]->count;
+      }
+    }
+    for (int side = 0; side < kSideCount; ++side) {
       for (uint64_t n : ms.calls[side]) {
         s.calls[side] += n;
         total += n;
@@ -634,8 +730,17 @@ MetricsSnapshot Metrics::Snapshot() const {
       if (absl::StartsWith(ms.method, prefix)) ms.role = MethodRole::kInfrastructure;
     }
     auto budget = [&](internal::BudgetHistogram h) {
-      return internal::SnapshotSeconds(m.budgets[h].load(std::memory_order_acquire),
-                                       c.budget_layouts[h]);
+      HistogramSnapshot b = internal::SnapshotSeconds(m.budgets[h].load(std::memory_order_acquire),
+                                                      c.budget_layouts[h]);
+      if (h != internal::kRemaining) {
+        const internal::SecondsCells* both =
+            m.budgets[internal::kArrivalIsRequest].load(std::memory_order_acquire);
+        if (both != nullptr) {
+          internal::AddObservations(
+              internal::SnapshotSeconds(both, c.budget_layouts[internal::kArrivalIsRequest]), b);
+        }
+      }
+      return b;
     };
     ms.budget_at_arrival = budget(internal::kAtArrival);
     ms.request_budget = budget(internal::kRequestBudget);
@@ -650,12 +755,23 @@ MetricsSnapshot Metrics::Snapshot() const {
     for (uint64_t n : ms.retries) total += n;
     for (int kind = 0; kind < kLatencyKindCount; ++kind) {
       for (int code = 0; code < kStatusCodeCount; ++code) {
-        const internal::SecondsCells* l = c.latency[kind][i][code].load(std::memory_order_acquire);
-        if (l == nullptr) continue;
-        LatencySnapshot ls{static_cast<LatencyKind>(kind), static_cast<absl::StatusCode>(code),
-                           internal::SnapshotSeconds(l, c.latency_layouts[kind])};
-        total += ls.seconds.count;
-        ms.latency.push_back(std::move(ls));
+        absl::optional<HistogramSnapshot> sum;
+        for (int slot = 0; slot < internal::kLatencySlotCount; ++slot) {
+          if (!slots[code][slot].has_value() ||
+              !internal::SlotServes(static_cast<internal::LatencySlot>(slot),
+                                    static_cast<LatencyKind>(kind))) {
+            continue;
+          }
+          if (sum.has_value()) {
+            internal::AddObservations(*slots[code][slot], *sum);
+          } else {
+            sum = slots[code][slot];
+          }
+        }
+        if (!sum.has_value()) continue;
+        total += sum->count;
+        ms.latency.push_back(LatencySnapshot{static_cast<LatencyKind>(kind),
+                                             static_cast<absl::StatusCode>(code), std::move(*sum)});
       }
     }
     if (i == 0 && total == 0) continue;  // "other" only when something folded into it

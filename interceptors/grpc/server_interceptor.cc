@@ -286,11 +286,9 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     InboundRegistry::Get().Insert(ctx_, InboundEntry{&*budget_, &downstream_});
     // What the caller brought, before this hop's caps; then what this hop
     // allows itself.
-    shared_.metrics->ObserveBudgetAtArrival(
-        method_, inbound == absl::InfiniteFuture() ? absl::InfiniteDuration() : inbound - arrival_);
-    shared_.metrics->ObserveRequestBudget(method_, rb.deadline == absl::InfiniteFuture()
-                                                       ? absl::InfiniteDuration()
-                                                       : rb.budget_on_arrival);
+    shared_.metrics->ObserveArrivalBudgets(
+        method_, inbound == absl::InfiniteFuture() ? absl::InfiniteDuration() : inbound - arrival_,
+        rb.budget_on_arrival);
 
     if (rb.outcome != ArrivalOutcome::kAccepted) {
       shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kArrivedExpired,

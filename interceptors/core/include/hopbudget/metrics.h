@@ -366,6 +366,11 @@ class Metrics {
   // Server side, once per call: the effective request budget after this
   // hop's caps. Infinite budgets are not observed; negative count as zero.
   void ObserveRequestBudget(MethodId method, absl::Duration budget);
+  // Server side, once per call: both of the above. When the two are equal
+  // (no cap of this hop's cut the caller's budget) and the two histograms
+  // have the same buckets, it is one observation that both read.
+  void ObserveArrivalBudgets(MethodId method, absl::Duration at_arrival,
+                             absl::Duration request_budget);
   void ObserveBudgetRemaining(MethodId method, absl::Duration remaining);
   void CountBadBudgetHeader(HeaderParse kind);
   void CountBadAttribution();
