@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "hopbudget/client.h"
@@ -339,6 +340,23 @@ TEST(MetricsIntegrationTest, InfrastructureMethodsAreKeptApartByRole) {
   plain.CountCallEnd(Side::kServer, plain.Method("/hopbudget.echo.Relay/Call"),
                      absl::StatusCode::kOk);
   EXPECT_EQ(plain.Snapshot().method("/hopbudget.echo.Relay/Call")->role, MethodRole::kApplication);
+}
+
+// Method() remembers a name by its address, as gRPC passes each call's
+// name from its method table; a generic call's name can later hold another
+// method at the same address, and must be labelled by what it says.
+TEST(MetricsIntegrationTest, ANameAtAnAddressThatHeldAnotherIsLabelledByItsName) {
+  Metrics m;
+  char name[64] = "/hopbudget.echo.Relay/Call";
+  const MethodId relay = m.Method(name);
+  EXPECT_NE(relay.index, 0);
+  EXPECT_EQ(m.Method(name).index, relay.index);  // from the cache
+  std::strcpy(name, "/no.such.Service/Method");
+  EXPECT_EQ(m.Method(name).index, 0);
+  std::strcpy(name, "/hopbudget.echo.Relay/Call");
+  EXPECT_EQ(m.Method(name).index, relay.index);
+  const std::string copy = name;  // another address, the same name
+  EXPECT_EQ(m.Method(copy).index, relay.index);
 }
 
 // Counting each expiry once across a chain. Every hop that relays an expiry

@@ -315,6 +315,18 @@ struct MetricsCells {
     ObserveSeconds(table_histograms[h], table_layouts[h], d);
   }
   LabelTable<kMaxMethodLabels> method_labels{KnownToDescriptorPool};
+  // In front of method_labels, by the address of the name: gRPC passes
+  // each call's method name from its method table, the same address for
+  // every call of a method, so a lookup is a pointer and a string compare
+  // instead of a hash. A slot is filled once and never replaced, so an
+  // entry lives as long as the cells; names at other addresses (or whose
+  // slot is taken) go to method_labels.
+  struct MethodCacheEntry {
+    const char* data;
+    std::string name;
+    MethodId id;
+  };
+  std::array<std::atomic<const MethodCacheEntry*>, 16> method_cache{};
   LabelTable<kMaxHopLabels> hop_labels{
       [](absl::string_view hop) { return ValidateHopName(hop).ok(); }};
   std::array<MethodCells, kMaxMethodLabels> methods;
@@ -359,6 +371,7 @@ struct MetricsCells {
       for (auto& cells : m.budgets) delete cells.load(std::memory_order_acquire);
     }
     for (auto& cells : table_histograms) delete cells.load(std::memory_order_acquire);
+    for (auto& entry : method_cache) delete entry.load(std::memory_order_acquire);
   }
 };
 
@@ -514,7 +527,21 @@ Metrics& Metrics::Default() {
 }
 
 MethodId Metrics::Method(absl::string_view full_method) {
-  return MethodId{cells_->method_labels.Intern(full_method)};
+  auto& slot = cells_->method_cache[(reinterpret_cast<uintptr_t>(full_method.data()) >> 4) %
+                                    cells_->method_cache.size()];
+  const internal::MetricsCells::MethodCacheEntry* cached = slot.load(std::memory_order_acquire);
+  // The name is compared too: an address may hold another name later (a
+  // generic call's method string).
+  if (cached != nullptr && cached->data == full_method.data() && cached->name == full_method) {
+    return cached->id;
+  }
+  const MethodId id{cells_->method_labels.Intern(full_method)};
+  if (cached == nullptr) {
+    auto* mine = new internal::MetricsCells::MethodCacheEntry{full_method.data(),
+                                                              std::string(full_method), id};
+    if (!slot.compare_exchange_strong(cached, mine, std::memory_order_acq_rel)) delete mine;
+  }
+  return id;
 }
 
 void Metrics::CountCallEnd(Side side, MethodId method, absl::StatusCode code) {
