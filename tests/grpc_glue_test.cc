@@ -52,6 +52,20 @@ TEST(DeadlineOfTest, ExpiredMonotonicDeadlineIsInThePastOfNow) {
   EXPECT_GT(deadline, now - absl::Seconds(1));
 }
 
+// Beyond what int64 nanoseconds hold (285 years), as a grpc-timeout of
+// 99 999 999 hours sets it: still the deadline, not an overflow.
+TEST(DeadlineOfTest, MonotonicDeadlineCenturiesAwayDoesNotOverflow) {
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  for (int64_t hours : {int64_t{24 * 365 * 200}, int64_t{24 * 365 * 300}, int64_t{99999999}}) {
+    SCOPED_TRACE(hours);
+    const gpr_timespec raw =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_hours(hours, GPR_TIMESPAN));
+    const absl::Time deadline = DeadlineOf(raw, now);
+    EXPECT_LE(deadline, now + absl::Hours(hours));
+    EXPECT_GT(deadline, now + absl::Hours(hours) - absl::Seconds(1));
+  }
+}
+
 }  // namespace
 }  // namespace internal
 }  // namespace hopbudget

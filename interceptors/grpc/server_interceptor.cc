@@ -212,8 +212,11 @@ OwnHeaders FindOwnHeaders(const std::multimap<grpc::string_ref, grpc::string_ref
   static const grpc::string_ref kPrefix("hopbudget-");
   OwnHeaders own;
   for (auto it = md.lower_bound(kPrefix); it != md.end() && it->first.starts_with(kPrefix); ++it) {
-    if (own.budget == nullptr && it->first == kBudgetHeader) own.budget = &it->second;
-    if (it->first == kTraceRequestHeader) own.trace_requested = true;
+    // string_view's == compares the sizes first; string_ref's always calls
+    // memcmp().
+    const absl::string_view key(it->first.data(), it->first.size());
+    if (own.budget == nullptr && key == kBudgetHeader) own.budget = &it->second;
+    if (key == kTraceRequestHeader) own.trace_requested = true;
   }
   return own;
 }
