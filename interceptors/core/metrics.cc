@@ -224,8 +224,9 @@ constexpr absl::optional<Side> SlotCountsCallsOf(LatencySlot slot) {
 }
 
 struct MethodCells {
-  // Calls ended, by side and code: cell side * kStatusCodeCount + code.
-  // Striped: every call ends here.
+  // Calls counted by CountCallEnd(), by side and code: cell
+  // side * kStatusCodeCount + code. The End*() calls are counted from their
+  // latency slots instead (LatencySlot).
   StripedCells calls{kSideCount * kStatusCodeCount};
   std::atomic<uint64_t> without_deadline{0};
   std::array<std::atomic<SecondsCells*>, kBudgetHistogramCount> budgets{};  // null until used

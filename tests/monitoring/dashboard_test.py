@@ -133,9 +133,16 @@ def main():
                 except TimeoutError:
                     failures.append(f"no data: recording rule {name}")
 
-            p50 = query(base, "histogram_quantile(0.5, sum by (le) (rate("
+            # Through wait_for like every query above: a transient error of
+            # the HTTP query is retried (the value is checked once).
+            p50_expr = ("histogram_quantile(0.5, sum by (le) (rate("
                         "hopbudget_budget_at_arrival_seconds_bucket"
                         f"{{job=\"gateway\", role=\"application\"}}[{RATE_WINDOW}])))")
+            try:
+                p50 = wait_for("budget p50", lambda: with_numbers(query(base, p50_expr)), 60)
+            except TimeoutError as e:
+                p50 = []
+                failures.append(f"no data: {e}")
             value = float(p50[0]["value"][1]) if p50 else float("nan")
             print(f"budget p50 at gateway: {value:.4f} s (sent {BUDGET_SENT} s)")
             if not abs(value - BUDGET_SENT) <= 0.05 * BUDGET_SENT:
