@@ -634,7 +634,8 @@ micro_table() {
   echo "| load average before / after | $load_before / $load_after |"
   echo "| benchmark time | ${elapsed} s (build excluded) |"
   echo
-  echo "Client and server share the machine's cores, so absolute numbers say little;"
+  echo "Absolute numbers depend on the machine and on its load that day (the overhead"
+  echo "section gives server and load generator a core each; the others share both cores):"
   echo "the ratios between modes measured in the same round are the result."
   echo
   if [ "${#failures[@]}" -gt 0 ]; then
@@ -654,10 +655,14 @@ micro_table() {
   echo
   verdict_table
   echo
+  echo "Why the missed targets are missed, measured: README.md, \"Benchmarks: what it"
+  echo "costs, what it saves\", the notes after the table."
+  echo
   echo "## 1. Overhead per call"
   echo
   echo "Echo server (\`bench/echo_server\`) and closed-loop load generator (\`bench/load_gen\`,"
-  echo "callback client API, one channel) in separate processes over loopback; every call has"
+  echo "callback client API, one channel; the server's API sync or callback) in separate"
+  echo "processes over loopback; every call has"
   echo "a 1 s deadline in every mode. Modes (\`bench/bench_modes.h\`): (a) plain, no interceptors;"
   echo "(b) noop, a no-op client + server interceptor pair; (c) budget-only, hopbudget's server"
   echo "interceptor and its client budget interceptor (\`CreateChannel\`), budget header sent,"
