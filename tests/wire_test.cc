@@ -8,6 +8,17 @@
 namespace hopbudget {
 namespace {
 
+// The interceptors find their keys with one search for kKeyPrefix.
+TEST(KeyPrefixTest, EveryKeyOfOursHasItAndGrpcsDoNot) {
+  for (const char* key : {kBudgetHeader, kSourceTrailer, kHopTrailer, kBudgetTrailer,
+                          kElapsedTrailer, kShedTrailer}) {
+    EXPECT_TRUE(HasKeyPrefix(key)) << key;
+  }
+  for (const char* key : {"grpc-timeout", "hopbudget", "hop-budget-us", ""}) {
+    EXPECT_FALSE(HasKeyPrefix(key)) << key;
+  }
+}
+
 TEST(ParseBudgetHeaderTest, AcceptsCanonicalMicroseconds) {
   ParsedBudget p = ParseBudgetHeader("1500000");
   EXPECT_EQ(p.result, HeaderParse::kOk);

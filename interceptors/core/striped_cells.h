@@ -8,8 +8,8 @@
 // over from the other core. In micro_bench, with two threads, one
 // observation (BM_MetricBudgetAtArrival) took 244 ns of CPU (18 ns in one
 // thread; 22 ns striped) and ending a call in its counter (BM_MetricCallEnd)
-// 42 ns (6 ns striped); a server makes four observations and one count on
-// every call. StripedCells keeps one copy of its cells per CPU (stripe),
+// 42 ns (6 ns striped); a server makes three observations on every call.
+// StripedCells keeps one copy of its cells per CPU (stripe),
 // each on its own cache lines; an add goes to the stripe of the CPU it runs
 // on (sched_getcpu(), which glibc reads from the thread's rseq area), and a
 // read sums the stripes. Two threads running at the same time run on

@@ -73,11 +73,13 @@ struct OwnMetadata {
   absl::optional<std::string> idle;    // kInternalIdleKey
 };
 
-// All our keys start with "hopbudget-": one descent of the sorted map finds
+// All our keys start with kKeyPrefix: one descent of the sorted map finds
 // them, and a call that set none (the common one) builds no key string to
 // look them up, as find() and erase() with a literal would, three times.
+static_assert(HasKeyPrefix(internal::kInternalSourceKey) &&
+              HasKeyPrefix(internal::kInternalIdleKey) && HasKeyPrefix(kBudgetHeader));
 OwnMetadata TakeOwnMetadata(std::multimap<std::string, std::string>& md) {
-  static const std::string* const kPrefix = new std::string("hopbudget-");
+  static const std::string* const kPrefix = new std::string(kKeyPrefix);
   OwnMetadata own;
   auto it = md.lower_bound(*kPrefix);
   while (it != md.end() && absl::StartsWith(it->first, *kPrefix)) {

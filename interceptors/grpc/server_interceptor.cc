@@ -206,10 +206,11 @@ struct OwnHeaders {
   bool trace_requested = false;              // kTraceRequestHeader, whatever its value
 };
 
-// All our headers start with "hopbudget-": one descent of the sorted map
+// All our headers start with kKeyPrefix: one descent of the sorted map
 // finds them, where a find() per header compared every key on its path.
+static_assert(HasKeyPrefix(kBudgetHeader) && HasKeyPrefix(kTraceRequestHeader));
 OwnHeaders FindOwnHeaders(const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
-  static const grpc::string_ref kPrefix("hopbudget-");
+  static const grpc::string_ref kPrefix(kKeyPrefix);
   OwnHeaders own;
   for (auto it = md.lower_bound(kPrefix); it != md.end() && it->first.starts_with(kPrefix); ++it) {
     // string_view's == compares the sizes first; string_ref's always calls

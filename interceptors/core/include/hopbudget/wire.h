@@ -32,6 +32,14 @@
 
 namespace hopbudget {
 
+// Every metadata key of ours starts with this, so that an interceptor finds
+// all of its keys with one search of gRPC's sorted metadata map; the keys
+// they search for are checked against it (HasKeyPrefix) where they are read.
+inline constexpr char kKeyPrefix[] = "hopbudget-";
+constexpr bool HasKeyPrefix(absl::string_view key) {
+  return key.substr(0, sizeof(kKeyPrefix) - 1) == absl::string_view(kKeyPrefix);
+}
+
 inline constexpr char kBudgetHeader[] = "hopbudget-budget-us";
 inline constexpr char kSourceTrailer[] = "hopbudget-source";
 inline constexpr char kHopTrailer[] = "hopbudget-hop";
