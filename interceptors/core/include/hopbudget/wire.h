@@ -24,6 +24,7 @@
 #ifndef HOPBUDGET_WIRE_H_
 #define HOPBUDGET_WIRE_H_
 
+#include <cstddef>
 #include <ostream>
 #include <string>
 
@@ -37,7 +38,15 @@ namespace hopbudget {
 // they search for are checked against it (HasKeyPrefix) where they are read.
 inline constexpr char kKeyPrefix[] = "hopbudget-";
 constexpr bool HasKeyPrefix(absl::string_view key) {
-  return key.substr(0, sizeof(kKeyPrefix) - 1) == absl::string_view(kKeyPrefix);
+  // (pointer, length) views: string_view(const char*) tests the pointer for
+  // null, which GCC does not fold to a constant under -fsanitize=address.
+  return key.substr(0, sizeof(kKeyPrefix) - 1) ==
+         absl::string_view(kKeyPrefix, sizeof(kKeyPrefix) - 1);
+}
+// For the static_asserts on our key constants, for the reason above.
+template <size_t N>
+constexpr bool HasKeyPrefix(const char (&key)[N]) {
+  return HasKeyPrefix(absl::string_view(key, N - 1));
 }
 
 inline constexpr char kBudgetHeader[] = "hopbudget-budget-us";
