@@ -59,6 +59,40 @@ def wait_for(what, check, timeout):
     raise TimeoutError(f"timed out waiting for {what} (last error: {last})")
 
 
+def start_prometheus(binary, config, data, log_path, tries=5):
+    """Starts Prometheus on a free loopback port; returns (process, base URL)
+    once it is ready. The port is free when chosen but can be taken (by
+    another test's connection) before Prometheus binds it: Prometheus then
+    exits, and it is started again on another port."""
+    for _ in range(tries):
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        with open(log_path, "w") as log:
+            process = subprocess.Popen(
+                [binary, f"--config.file={config}", f"--storage.tsdb.path={data}",
+                 f"--web.listen-address=127.0.0.1:{port}"],
+                stdout=log, stderr=subprocess.STDOUT)
+
+        def ready():
+            if process.poll() is not None:
+                return "exited"
+            return urllib.request.urlopen(base + "/-/ready", timeout=5).status == 200
+
+        try:
+            if wait_for("Prometheus ready", ready, 60) is True:
+                return process, base
+        except TimeoutError:
+            process.terminate()
+            process.wait(timeout=30)
+            raise
+        with open(log_path) as log:
+            text = log.read()
+        if "address already in use" not in text:
+            raise RuntimeError(f"Prometheus exited ({process.returncode}):\n{text[-2000:]}")
+        print(f"port {port} was taken before Prometheus bound it; trying another")
+    raise RuntimeError(f"Prometheus found no free port in {tries} tries")
+
+
 def dashboard_queries(path):
     with open(path) as f:
         dashboard = json.load(f)
@@ -103,16 +137,9 @@ def main():
                 for job, port in ports.items():
                     f.write(f"  - job_name: {job}\n    static_configs:\n"
                             f"      - targets: ['127.0.0.1:{port}']\n")
-            port = free_port()
-            base = f"http://127.0.0.1:{port}"
-            log = open(os.path.join(tmp, "prometheus.log"), "w")
-            prometheus = subprocess.Popen(
-                [args.prometheus, f"--config.file={config}",
-                 f"--storage.tsdb.path={os.path.join(tmp, 'data')}",
-                 f"--web.listen-address=127.0.0.1:{port}"],
-                stdout=log, stderr=subprocess.STDOUT)
-            wait_for("Prometheus ready",
-                     lambda: urllib.request.urlopen(base + "/-/ready", timeout=5).status == 200, 60)
+            log_path = os.path.join(tmp, "prometheus.log")
+            prometheus, base = start_prometheus(args.prometheus, config,
+                                                os.path.join(tmp, "data"), log_path)
             wait_for("every target up",
                      lambda: len([r for r in query(base, "up == 1")]) == len(ports), 60)
 
@@ -154,7 +181,11 @@ def main():
         finally:
             if prometheus is not None:
                 prometheus.terminate()
-                prometheus.wait(timeout=30)
+                try:
+                    prometheus.wait(timeout=30)
+                except subprocess.TimeoutExpired:  # its shutdown is not under test
+                    prometheus.kill()
+                    prometheus.wait()
             chain.stdin.close()
             chain.wait(timeout=60)
 
