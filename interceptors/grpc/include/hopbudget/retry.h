@@ -47,6 +47,14 @@
 // inbound cancel reaches the attempt in flight as it reaches any propagated
 // call: the attempts are new calls, not children of the logical one.
 //
+// Cost: each call is two gRPC calls in the client (the application's,
+// hijacked, and its attempt's). In the overhead benchmark (32 in flight, the
+// kept full run) that was 0.63x plain gRPC's QPS on the callback API and
+// 0.70x on the sync API, with 1.5-1.7x the client CPU per call of a no-op
+// interceptor pair (README, "Benchmarks"). RetryLoop (retry_loop.h) retries
+// around the generated stub call, one real call per attempt, at about the
+// cost of the budget interceptors alone: use it where call sites can change.
+//
 // Thread safety: the channel is safe for concurrent use like any channel.
 #ifndef HOPBUDGET_RETRY_H_
 #define HOPBUDGET_RETRY_H_
