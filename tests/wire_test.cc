@@ -8,7 +8,11 @@
 namespace hopbudget {
 namespace {
 
-// The interceptors find their keys with one search for kKeyPrefix.
+// The interceptors find their keys with one search for kKeyPrefix, and
+// static_assert it on the keys they read (the array overload: a constant
+// expression under -fsanitize=address too).
+static_assert(HasKeyPrefix(kBudgetHeader) && !HasKeyPrefix("grpc-timeout"));
+
 TEST(KeyPrefixTest, EveryKeyOfOursHasItAndGrpcsDoNot) {
   for (const char* key : {kBudgetHeader, kSourceTrailer, kHopTrailer, kBudgetTrailer,
                           kElapsedTrailer, kShedTrailer}) {

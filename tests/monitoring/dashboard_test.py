@@ -81,10 +81,11 @@ def start_prometheus(binary, config, data, log_path, tries=5):
         try:
             if wait_for("Prometheus ready", ready, 60) is True:
                 return process, base
-        except TimeoutError:
-            process.terminate()
-            process.wait(timeout=30)
-            raise
+        except TimeoutError as e:
+            process.kill()
+            process.wait()
+            with open(log_path) as log:
+                raise RuntimeError(f"{e}; Prometheus's log:\n{log.read()[-2000:]}") from e
         with open(log_path) as log:
             text = log.read()
         if "address already in use" not in text:

@@ -44,7 +44,7 @@ constexpr bool HasKeyPrefix(absl::string_view key) {
          absl::string_view(kKeyPrefix, sizeof(kKeyPrefix) - 1);
 }
 // For the static_asserts on our key constants, for the reason above.
-template <size_t N>
+template <std::size_t N>
 constexpr bool HasKeyPrefix(const char (&key)[N]) {
   return HasKeyPrefix(absl::string_view(key, N - 1));
 }
