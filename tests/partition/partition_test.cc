@@ -272,6 +272,9 @@ struct PartitionResult {
   double late_half_median_ms = 0;  // calls started in the fault's second half
   size_t late_half_calls = 0;
   Recovery recovery;
+  // Calls started in the 8 s after the heal, "start_ms/elapsed_ms/code"
+  // (start from the heal): what a slow recovery looked like, in its failure.
+  std::string after_heal;
 };
 
 const char* const kHops[] = {"gateway", "orders", "ledger"};
@@ -378,6 +381,12 @@ PartitionResult RunPartition(Fault fault, absl::Duration outage, std::string* sk
     if (c.start_ms >= half_ms && c.start_ms < healed_ms) late_half.push_back(c.elapsed_ms);
   }
   out.calls = r.calls.size();
+  for (const CallRecord& c : r.calls) {
+    if (c.start_ms >= healed_ms && c.start_ms < healed_ms + 8000) {
+      absl::StrAppend(&out.after_heal, static_cast<int>(c.start_ms - healed_ms), "/",
+                      static_cast<int>(c.elapsed_ms), "/", c.code, " ");
+    }
+  }
   std::sort(late_half.begin(), late_half.end());
   out.late_half_calls = late_half.size();
   out.late_half_median_ms = late_half.empty() ? 0 : late_half[late_half.size() / 2];
@@ -416,7 +425,8 @@ void CheckPartition(Fault fault, const PartitionResult& r) {
     EXPECT_LE(h.in_flight_peak, kBound) << hop;
     EXPECT_LE(h.threads_peak - h.threads_before, kBound) << hop;
   }
-  EXPECT_LE(r.recovery.first_ok, absl::Seconds(5)) << "first OK after the heal";
+  EXPECT_LE(r.recovery.first_ok, absl::Seconds(5))
+      << "first OK after the heal; calls after it (start/elapsed ms/code): " << r.after_heal;
   EXPECT_LE(r.recovery.steady, absl::Seconds(5)) << "steady OK after the heal";
   if (fault == Fault::kBlackhole) {
     // Measured: 1.3 ms; without hopbudget's channel defaults the dead
