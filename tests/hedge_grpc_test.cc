@@ -14,9 +14,11 @@
 
 #include <array>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "hopbudget/client.h"
+#include "eventually.h"
 #include "scripted_server.h"
 #include "sync.h"
 
@@ -297,6 +299,91 @@ TEST(HedgeOptionsTest, BadOptionsAreRefused) {
   o = Options(nullptr, absl::Milliseconds(10));
   o.hop = "";
   EXPECT_FALSE(Hedger::Create(o).ok());
+}
+
+// Issue 29: a hedge's attempt function runs on the timer's thread; the
+// hedge may win, and the first attempt end, before it returns. `on_done`
+// waits for it.
+TEST(HedgeThreadsTest, OnDoneWaitsForTheHedgesAttemptFunctionToReturn) {
+  Metrics metrics;
+  auto hedger = Hedger::Create(Options(&metrics, absl::Milliseconds(5)));
+  ASSERT_TRUE(hedger.ok()) << hedger.status();
+  std::function<void(grpc::Status)> first_done;
+  std::atomic<bool> hedge_returned{false};
+  bool returned_at_done = false;
+  HedgeResult result;
+  hopbudget::internal::Notification done;
+  (*hedger)->Start(
+      LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
+      [&](int i, grpc::ClientContext*, std::function<void(grpc::Status)> attempt_done) {
+        if (i == 0) {
+          first_done = std::move(attempt_done);  // slow: still out when the hedge goes
+          return;
+        }
+        attempt_done(grpc::Status::OK);  // the hedge wins at once
+        first_done(grpc::Status(grpc::StatusCode::CANCELLED, "lost the race"));
+        hedge_returned.store(true);
+      },
+      [&](HedgeResult r) {
+        returned_at_done = hedge_returned.load();
+        result = std::move(r);
+        done.Notify();
+      });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(result.winner, 1);
+  EXPECT_TRUE(returned_at_done);
+}
+
+// A hedge that wins while the logical call is cancelled from another thread
+// and the first attempt ends on a third, many times. The caller is a heap
+// object its `on_done` deletes and its attempt functions write to after
+// their attempt ended (a use after free fails under ASan); `on_done` runs
+// once.
+TEST(HedgeThreadsTest, AWinningHedgeRacingACancelEndsTheCallOnce) {
+  Metrics metrics;
+  HedgerOptions o = Options(&metrics, absl::Milliseconds(1));
+  o.hedge.burst = 1000;
+  auto hedger = Hedger::Create(o);
+  ASSERT_TRUE(hedger.ok()) << hedger.status();
+  struct Caller {
+    std::function<void(grpc::Status)> first_done;
+    hopbudget::internal::Notification first_started;
+    int written = 0;
+  };
+  std::atomic<int> ended{0};
+  constexpr int kRounds = 200;
+  for (int round = 0; round < kRounds; ++round) {
+    auto* c = new Caller;
+    hopbudget::internal::Notification* first_started = &c->first_started;
+    std::function<void(grpc::Status)>* first_done = &c->first_done;
+    std::shared_ptr<HedgingCall> call = (*hedger)->Start(
+        LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
+        [c](int i, grpc::ClientContext*, std::function<void(grpc::Status)> done) {
+          if (i == 0) {
+            c->first_done = std::move(done);
+            c->first_started.Notify();
+            return;
+          }
+          done(grpc::Status::OK);
+          c->written = 1;
+        },
+        [c, &ended](HedgeResult) {
+          delete c;
+          ended.fetch_add(1);
+        });
+    ASSERT_TRUE(first_started->HasBeenNotified());
+    std::function<void(grpc::Status)> end_first = std::move(*first_done);
+    std::thread canceller([&] { call->TryCancel(); });
+    std::thread first([&] {
+      absl::SleepFor(absl::Microseconds(round % 2000));  // before or after the hedge goes
+      end_first(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+    });
+    canceller.join();
+    first.join();
+    ASSERT_TRUE(testing::Eventually([&] { return ended.load() == round + 1; }, absl::Seconds(10)))
+        << "round " << round;
+  }
+  EXPECT_EQ(ended.load(), kRounds);
 }
 
 }  // namespace

@@ -218,5 +218,28 @@ TEST(RaceGrpcTest, BadSizesAndOptionsAreRefused) {
   EXPECT_THAT(r.status.error_message(), HasSubstr("got 0"));
 }
 
+// Issue 29: every attempt may end inside its own attempt function; `on_done`
+// waits until the last attempt function has returned.
+TEST(RaceThreadsTest, OnDoneWaitsForEveryAttemptFunctionToReturn) {
+  Metrics metrics;
+  auto race = Race::Create(Options(&metrics));
+  ASSERT_TRUE(race.ok()) << race.status();
+  std::atomic<int> returned{0};
+  int returned_at_done = -1;
+  hopbudget::internal::Notification done;
+  (*race)->Start(
+      LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)), 2,
+      [&](int, grpc::ClientContext*, std::function<void(grpc::Status)> attempt_done) {
+        attempt_done(grpc::Status::OK);
+        returned.fetch_add(1);
+      },
+      [&](RaceResult) {
+        returned_at_done = returned.load();
+        done.Notify();
+      });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(returned_at_done, 2);
+}
+
 }  // namespace
 }  // namespace hopbudget

@@ -444,5 +444,40 @@ TEST(RetryLoopCallbackTest, ThousandCallsBackingOffHoldNoThreads) {
   EXPECT_EQ(left.load(), 0);
 }
 
+// Issue 29: `on_done` never runs while an attempt function is still
+// running, whether the attempt runs inside Start (the first) or on the
+// timer's thread after a backoff (the retry), even when the attempt ends
+// before its attempt function returns.
+TEST(RetryLoopThreadsTest, OnDoneWaitsForTheAttemptFunctionToReturn) {
+  Metrics metrics;
+  auto loop = RetryLoop::Create(LoopOptions(&metrics, absl::Seconds(5), absl::Seconds(2)));
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  for (int fail_first : {0, 1}) {
+    std::atomic<int> attempts{0};
+    std::atomic<bool> last_returned{false};
+    bool returned_at_done = false;
+    grpc::Status final;
+    hopbudget::internal::Notification done;
+    (*loop)->Start(
+        LogicalCall::WithDeadline(absl::Now() + absl::Seconds(5)),
+        [&](grpc::ClientContext*, std::function<void(grpc::Status)> attempt_done) {
+          const bool fail = attempts.fetch_add(1) < fail_first;
+          last_returned.store(false);
+          attempt_done(fail ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "try again")
+                            : grpc::Status::OK);
+          last_returned.store(true);
+        },
+        [&](grpc::Status s) {
+          returned_at_done = last_returned.load();
+          final = std::move(s);
+          done.Notify();
+        });
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    EXPECT_TRUE(final.ok()) << final.error_message();
+    EXPECT_EQ(attempts.load(), fail_first + 1);
+    EXPECT_TRUE(returned_at_done) << "fail_first=" << fail_first;
+  }
+}
+
 }  // namespace
 }  // namespace hopbudget

@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <thread>
 #include <vector>
 
 #include "hopbudget/client.h"
+#include "eventually.h"
 #include "scripted_server.h"
 #include "sync.h"
 
@@ -280,6 +282,110 @@ TEST(DownstreamSlotsTest, TenThousandWaitersHoldNoThreadAndExpireOnTime) {
             static_cast<uint64_t>(kWaiters));
   for (auto& h : held) h->TryCancel();
   for (Result& r : holders) ASSERT_TRUE(r.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+}
+
+// The orders crash (issue 29): a waiter's attempt runs on the thread of the
+// call that hands its slot on, and its first attempt may end before the
+// attempt function returns. `on_done` (which frees the caller's reactor)
+// must wait for the attempt function: here each attempt ends inside its own
+// attempt function and then writes to the caller's state, as orders'
+// CreateOrderCall wrote its retry handle.
+TEST(DownstreamSlotsTest, OnDoneWaitsForTheAttemptFunctionToReturn) {
+  Metrics metrics;
+  auto slots = DownstreamSlots::Create(SlotOptions(1, &metrics));
+  ASSERT_TRUE(slots.ok());
+  struct Caller {
+    std::atomic<bool> attempt_returned{false};
+    bool returned_at_done = false;
+    hopbudget::internal::Notification done;
+  };
+  auto start = [&](Caller& c) {
+    return (*slots)->Start(
+        LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
+        [&c](grpc::ClientContext*, std::function<void(grpc::Status)> done) {
+          done(grpc::Status::OK);  // an attempt refused at once, on its way back
+          c.attempt_returned.store(true);
+        },
+        [&c](grpc::Status) {
+          c.returned_at_done = c.attempt_returned.load();
+          c.done.Notify();
+        });
+  };
+  // Granted at once, inside Start.
+  Caller first;
+  start(first);
+  ASSERT_TRUE(first.done.HasBeenNotified());
+  EXPECT_TRUE(first.returned_at_done);
+
+  // Granted to a waiter by the holder's completion, on the holder's thread.
+  std::function<void(grpc::Status)> holder_done;
+  hopbudget::internal::Notification holder_ended;
+  (*slots)->Start(
+      LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
+      [&](grpc::ClientContext*, std::function<void(grpc::Status)> done) {
+        holder_done = std::move(done);
+      },
+      [&](grpc::Status) { holder_ended.Notify(); });
+  Caller waiter;
+  start(waiter);
+  ASSERT_EQ((*slots)->waiting(), 1u);
+  holder_done(grpc::Status::OK);  // hands the slot on, here
+  ASSERT_TRUE(waiter.done.HasBeenNotified());
+  EXPECT_TRUE(waiter.returned_at_done);
+  EXPECT_TRUE(holder_ended.HasBeenNotified());
+  EXPECT_EQ((*slots)->in_flight(), 0);
+}
+
+// The grant, the cancel and the give-up time race for the same waiter, on
+// three threads, many times. Each waiter is a heap object its `on_done`
+// deletes (as a reactor's answer does) and its attempt function writes to
+// after its attempt ended: under ASan a use after free fails the test.
+// `on_done` runs once for each, and every slot comes back.
+TEST(DownstreamSlotsTest, GrantCancelAndGiveUpRacingForAWaiterEndItOnce) {
+  Metrics metrics;
+  DownstreamSlotsOptions o = SlotOptions(1, &metrics);
+  o.budget.min_attempt_budget = absl::Milliseconds(1);
+  auto slots = DownstreamSlots::Create(o);
+  ASSERT_TRUE(slots.ok());
+  struct Waiter {
+    int written_after_done = 0;
+  };
+  std::atomic<int> ended{0};
+  constexpr int kRounds = 300;
+  for (int round = 0; round < kRounds; ++round) {
+    std::function<void(grpc::Status)> holder_done;
+    hopbudget::internal::Notification holder_ended;
+    (*slots)->Start(
+        LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
+        [&](grpc::ClientContext*, std::function<void(grpc::Status)> done) {
+          holder_done = std::move(done);
+        },
+        [&](grpc::Status) { holder_ended.Notify(); });
+    ASSERT_TRUE(holder_done != nullptr);
+    auto* w = new Waiter;
+    // A give-up time 0-2 ms away: the expiry timer joins the race.
+    const absl::Duration budget = absl::Microseconds(1000 + (round % 3) * 500);
+    std::shared_ptr<SlotCall> waiting = (*slots)->Start(
+        LogicalCall::WithDeadline(absl::Now() + budget),
+        [w](grpc::ClientContext*, std::function<void(grpc::Status)> done) {
+          done(grpc::Status::OK);
+          w->written_after_done = 1;
+        },
+        [w, &ended](grpc::Status) {
+          delete w;
+          ended.fetch_add(1);
+        });
+    std::thread releaser([&] { holder_done(grpc::Status::OK); });
+    std::thread canceller([&] { waiting->TryCancel(); });
+    releaser.join();
+    canceller.join();
+    ASSERT_TRUE(holder_ended.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    ASSERT_TRUE(testing::Eventually([&] { return ended.load() == round + 1; }, absl::Seconds(10)))
+        << "round " << round << ": on_done ran " << ended.load() - round << " times";
+  }
+  EXPECT_EQ(ended.load(), kRounds);
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return (*slots)->in_flight() == 0 && (*slots)->waiting() == 0; }, absl::Seconds(10)));
 }
 
 }  // namespace

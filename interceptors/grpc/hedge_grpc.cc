@@ -12,6 +12,7 @@
 #include "attempt_context.h"
 #include "attempt_result.h"
 #include "call_mutex.h"
+#include "completion_gate.h"
 #include "hopbudget/attribution.h"
 #include "sync.h"
 #include "timer_service.h"
@@ -86,7 +87,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       : shared_(std::move(shared)),
         logical_(shared_->options.budget, call, shared_->clock.Now()),
         attempt_(std::move(attempt)),
-        on_done_(std::move(on_done)) {}
+        gate_(std::move(on_done)) {}
 
   void Begin() {
     delay_ = shared_->OnCall();
@@ -164,9 +165,14 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
     return i;
   }
 
+  // A hedge is launched from the timer's thread or another attempt's
+  // completion: the call may be decided, and every attempt end, before
+  // attempt_ returns. The gate holds `on_done` until it has.
   void Launch(int i, grpc::ClientContext* ctx) {
-    attempt_(i, ctx,
-             [self = shared_from_this(), i](grpc::Status s) { self->OnEnd(i, std::move(s)); });
+    gate_.Run([&] {
+      attempt_(i, ctx,
+               [self = shared_from_this(), i](grpc::Status s) { self->OnEnd(i, std::move(s)); });
+    });
   }
 
   void OnTimer() {
@@ -305,14 +311,13 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
     }
     for (auto& c : ended) internal::DestroyLater(std::move(c));
     shared_->metrics.CountHedgedCall(r.sent, r.winner, r.losers);
-    auto on_done = std::move(on_done_);
-    on_done(std::move(r));
+    gate_.Complete(std::move(r));
   }
 
   const std::shared_ptr<Hedger::Shared> shared_;
   const internal::LogicalBudget logical_;
   const Hedger::AsyncAttempt attempt_;
-  absl::AnyInvocable<void(HedgeResult)> on_done_;
+  internal::CompletionGate<HedgeResult> gate_;  // holds `on_done`
   absl::Duration delay_;
   internal::CallMutex mu_;
   Attempt attempts_[3] ABSL_GUARDED_BY(mu_);

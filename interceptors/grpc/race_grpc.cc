@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "attempt_context.h"
 #include "call_mutex.h"
+#include "completion_gate.h"
 #include "hopbudget/client.h"
 #include "sync.h"
 
@@ -22,7 +23,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
         logical_(race.options_.budget, call, race.clock_.Now()),
         tracker_(attempts),
         attempt_(std::move(attempt)),
-        on_done_(std::move(on_done)),
+        gate_(std::move(on_done)),
         statuses_(static_cast<size_t>(attempts)) {}
 
   void Begin() {
@@ -38,12 +39,16 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
         ctxs.push_back(ctxs_.back().get());
       }
     }
-    for (int i = 0; i < n; ++i) {
-      // A context cancelled before its call starts cancels that call as it
-      // starts: a winner among the first attempts stops the later ones.
-      attempt_(i, ctxs[i],
-               [self = shared_from_this(), i](grpc::Status s) { self->OnEnd(i, std::move(s)); });
-    }
+    // Every attempt may end, and the race with them, before the last
+    // attempt_ returns: the gate holds `on_done` until then.
+    gate_.Run([&] {
+      for (int i = 0; i < n; ++i) {
+        // A context cancelled before its call starts cancels that call as it
+        // starts: a winner among the first attempts stops the later ones.
+        attempt_(i, ctxs[i],
+                 [self = shared_from_this(), i](grpc::Status s) { self->OnEnd(i, std::move(s)); });
+      }
+    });
   }
 
   void TryCancel() override {
@@ -132,8 +137,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
     }
     for (auto& c : ended) internal::DestroyLater(std::move(c));
     race_.metrics_.CountRace(r.outcome, r.losers);
-    auto on_done = std::move(on_done_);
-    on_done(std::move(r));
+    gate_.Complete(std::move(r));
   }
 
   Race& race_;
@@ -141,7 +145,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
   internal::CallMutex mu_;
   RaceTracker tracker_ ABSL_GUARDED_BY(mu_);
   const Race::AsyncAttempt attempt_;
-  absl::AnyInvocable<void(RaceResult)> on_done_;
+  internal::CompletionGate<RaceResult> gate_;  // holds `on_done`
   std::vector<std::shared_ptr<grpc::ClientContext>> ctxs_ ABSL_GUARDED_BY(mu_);
   std::vector<grpc::Status> statuses_ ABSL_GUARDED_BY(mu_);
   int last_failed_ ABSL_GUARDED_BY(mu_) = 0;

@@ -14,6 +14,7 @@
 #include "attempt_context.h"
 #include "attempt_result.h"
 #include "call_mutex.h"
+#include "completion_gate.h"
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/server.h"
@@ -88,7 +89,7 @@ class AsyncRetryingCall final : public RetryingCall,
         clock_(*(loop.options().clock != nullptr ? loop.options().clock : &Clock::Real())),
         timers_(timers),
         attempt_(std::move(attempt)),
-        on_done_(std::move(on_done)) {}
+        gate_(std::move(on_done)) {}
 
   void StartAttempt() {
     grpc::ClientContext* ctx = nullptr;
@@ -112,8 +113,12 @@ class AsyncRetryingCall final : public RetryingCall,
       Done(grpc::Status(grpc::StatusCode::CANCELLED, "hopbudget: retrying call cancelled"));
       return;
     }
-    internal::ScopedAttemptTag handed(ctx, tag);
-    attempt_(ctx, [this](grpc::Status s) { OnAttemptDone(std::move(s)); });
+    // The attempt may end, and the loop with it, before attempt_ returns;
+    // the gate holds `on_done` until it has.
+    gate_.Run([&] {
+      internal::ScopedAttemptTag handed(ctx, tag);
+      attempt_(ctx, [this](grpc::Status s) { OnAttemptDone(std::move(s)); });
+    });
   }
 
   void TryCancel() override {
@@ -169,8 +174,7 @@ class AsyncRetryingCall final : public RetryingCall,
       if (done_) return;
       done_ = true;
     }
-    auto on_done = std::move(on_done_);
-    on_done(std::move(status));
+    gate_.Complete(std::move(status));
   }
 
   internal::CallMutex mu_;
@@ -178,7 +182,7 @@ class AsyncRetryingCall final : public RetryingCall,
   Clock& clock_;
   internal::TimerService& timers_;
   const RetryLoop::AsyncAttempt attempt_;
-  absl::AnyInvocable<void(grpc::Status)> on_done_;
+  internal::CompletionGate<grpc::Status> gate_;  // holds `on_done`
   std::unique_ptr<grpc::ClientContext> ctx_ ABSL_GUARDED_BY(mu_);
   // Set while an attempt is in flight: the owner its completion releases.
   std::shared_ptr<AsyncRetryingCall> self_ ABSL_GUARDED_BY(mu_);

@@ -13,6 +13,7 @@
 #include "attempt_context.h"
 #include "attributed_status.h"
 #include "call_mutex.h"
+#include "completion_gate.h"
 #include "hopbudget/attribution.h"
 #include "sync.h"
 #include "timer_service.h"
@@ -165,7 +166,7 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
         logical_(state_->options().budget, call, state_->clock().Now()),
         inbound_(call.inbound),
         attempt_(std::move(attempt)),
-        on_done_(std::move(on_done)) {}
+        gate_(std::move(on_done)) {}
 
   void Begin() {
     absl::optional<grpc::Status> refused;
@@ -253,17 +254,21 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
       Done(CancelledStatus());
       return;
     }
-    attempt_(ctx, [self = shared_from_this()](grpc::Status s) {
-      std::shared_ptr<grpc::ClientContext> ended;
-      {
-        // The context goes to DestroyLater before `on_done` lets the caller
-        // tear its stub down (attempt_context.h).
-        internal::CallMutexLock lock(&self->mu_);
-        ended = std::move(self->ctx_);
-      }
-      internal::DestroyLater(std::move(ended));
-      self->state_->Release();
-      self->Done(std::move(s));
+    // The attempt may end (and the slot go to the next waiter) before
+    // attempt_ returns; the gate holds `on_done` until it has.
+    gate_.Run([&] {
+      attempt_(ctx, [self = shared_from_this()](grpc::Status s) {
+        std::shared_ptr<grpc::ClientContext> ended;
+        {
+          // The context goes to DestroyLater before `on_done` lets the caller
+          // tear its stub down (attempt_context.h).
+          internal::CallMutexLock lock(&self->mu_);
+          ended = std::move(self->ctx_);
+        }
+        internal::DestroyLater(std::move(ended));
+        self->state_->Release();
+        self->Done(std::move(s));
+      });
     });
   }
 
@@ -273,15 +278,14 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
       if (done_) return;
       done_ = true;
     }
-    auto on_done = std::move(on_done_);
-    on_done(std::move(status));
+    gate_.Complete(std::move(status));
   }
 
   const std::shared_ptr<DownstreamSlots::State> state_;
   const internal::LogicalBudget logical_;
   const grpc::ServerContextBase* const inbound_;
   const DownstreamSlots::AsyncAttempt attempt_;
-  absl::AnyInvocable<void(grpc::Status)> on_done_;
+  internal::CompletionGate<grpc::Status> gate_;  // holds `on_done`
   internal::CallMutex mu_;
   std::shared_ptr<grpc::ClientContext> ctx_ ABSL_GUARDED_BY(mu_);
   uint64_t ticket_ ABSL_GUARDED_BY(mu_) = 0;

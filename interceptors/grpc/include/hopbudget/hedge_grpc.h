@@ -112,8 +112,13 @@ class Hedger {
 
   // Sync: blocks the caller until every attempt has ended.
   HedgeResult Call(const LogicalCall& call, AsyncAttempt attempt);
-  // Callback: `on_done` runs exactly once on a gRPC or timer thread; the
-  // hedge delay waits on the shared timer service, holding no thread.
+  // Callback: the hedge delay waits on the shared timer service, holding no
+  // thread. `attempt` runs on the caller's thread (the first, inside
+  // Start), the timer's (a hedge after the delay) or a failed attempt's
+  // completion thread (the next hedge at once). `on_done` runs exactly once,
+  // on the thread that ends the last attempt, and never while an `attempt`
+  // is still running: an `attempt` may touch what `on_done` frees until it
+  // returns.
   std::shared_ptr<HedgingCall> Start(const LogicalCall& call, AsyncAttempt attempt,
                                      absl::AnyInvocable<void(HedgeResult)> on_done);
 

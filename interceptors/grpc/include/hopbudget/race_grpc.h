@@ -114,9 +114,11 @@ class Race {
   // The sync form: blocks the caller until every attempt has ended. An
   // invalid `attempts` (ValidateRaceSize) gives INVALID_ARGUMENT at once.
   RaceResult Call(const LogicalCall& call, int attempts, AsyncAttempt attempt);
-  // The callback form: `on_done` runs exactly once, on a gRPC thread (or on
-  // the caller's when every attempt ended at once). `attempt` and what it
-  // refers to must stay valid until then. The handle may be dropped; it is
+  // The callback form: every `attempt` runs on the caller's thread, inside
+  // Start. `on_done` runs exactly once, on a gRPC thread (or on the
+  // caller's when every attempt ended at once), and never before the last
+  // `attempt` has returned. `attempt` and what it refers to must stay valid
+  // until then. The handle may be dropped; it is
   // nullptr when `attempts` is invalid (`on_done` then already ran with
   // INVALID_ARGUMENT).
   std::shared_ptr<RacingCall> Start(const LogicalCall& call, int attempts, AsyncAttempt attempt,

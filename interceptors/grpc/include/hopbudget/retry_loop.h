@@ -160,9 +160,17 @@ class RetryLoop {
   // attempts on this thread.
   grpc::Status Call(const LogicalCall& call, SyncAttempt attempt);
 
-  // The callback form: starts the first attempt and returns. `on_done` runs
-  // exactly once, with the status Call() would return, on a gRPC or timer
-  // thread; backoffs wait on the shared timer service, holding no thread.
+  // The callback form: starts the first attempt and returns. Backoffs wait
+  // on the shared timer service, holding no thread.
+  // Threads: `attempt` runs on the caller's thread (the first attempt,
+  // inside Start), on the timer's (after a backoff) or on the previous
+  // attempt's completion thread. `on_done` runs exactly once, with the
+  // status Call() would return, on whichever of those threads ends the
+  // call, and never while an `attempt` is still running: an `attempt` may
+  // touch what `on_done` frees until it returns. It may run inside Start()
+  // (an attempt that ended at once): do not touch what it frees after
+  // calling Start() unless something else holds it (a reactor's answer
+  // deferred until the handler returns).
   // `attempt` and whatever it refers to (request, response) must stay valid
   // until `on_done` has run. The handle may be dropped at once.
   std::shared_ptr<RetryingCall> Start(const LogicalCall& call, AsyncAttempt attempt,

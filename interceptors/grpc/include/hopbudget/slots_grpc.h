@@ -108,9 +108,14 @@ class DownstreamSlots {
   // Sync: waits (blocking the caller) for a slot, runs `attempt` on the
   // calling thread and returns its status; or the slot-wait refusal.
   grpc::Status Call(const LogicalCall& call, SyncAttempt attempt);
-  // Callback: `on_done` runs exactly once, on a gRPC or timer thread (or on
-  // the caller's thread when refused at once). `attempt` and what it refers
-  // to must stay valid until then. The handle may be dropped.
+  // Callback. Threads: `attempt` runs on the caller's thread when a slot is
+  // free (inside Start), else on the thread of the call that hands its slot
+  // on: another call's completion, before that call's `on_done`. `on_done`
+  // runs exactly once, on a gRPC or timer thread (or on the caller's when
+  // refused at once), and never while `attempt` is still running: `attempt`
+  // may touch what `on_done` frees until it returns, but must not block.
+  // `attempt` and what it refers to must stay valid until `on_done` has
+  // run. The handle may be dropped.
   std::shared_ptr<SlotCall> Start(const LogicalCall& call, AsyncAttempt attempt,
                                   absl::AnyInvocable<void(grpc::Status)> on_done);
 
