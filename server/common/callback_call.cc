@@ -93,10 +93,12 @@ void DemoUnaryCall::Proceed() {
 
 void DemoUnaryCall::OnCancel() {
   Phase phase;
+  absl::InlinedVector<std::function<void()>, 2> tracked;
   {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
     phase = phase_;
+    tracked.swap(tracked_);  // a Track() from now on cancels at once
   }
   switch (phase) {
     case Phase::kWaiting:
@@ -106,6 +108,7 @@ void DemoUnaryCall::OnCancel() {
       Stop();
       break;
     case Phase::kWorking:
+      for (std::function<void()>& cancel : tracked) cancel();
       CancelWork();
       break;
     case Phase::kStarting:

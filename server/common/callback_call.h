@@ -21,7 +21,15 @@
 // finishes the call once; later calls are ignored. An Answer() that comes
 // while Work() still runs (its downstream call ended at once, on another
 // thread) finishes the call when Work() returns: Work() may use the call's
-// members until it returns, never after it started what answers.
+// members until it returns.
+//
+// Outside Work(), the call may be answered, and deleted, at any moment.
+// What runs there is one of hopbudget's attempt functions (a slot handed
+// on by another call's completion, a retry after a backoff, a hedge), whose
+// primitive holds its `on_done`, and with it this call's answer, until the
+// attempt function has returned; or a completion that ends with Answer().
+// The handle of what a call starts goes to Track(), from either place, so
+// that no member is written after the start for a cancel to find.
 //
 // Example (the gateway's PlaceOrder):
 //   class PlaceOrderCall final : public DemoUnaryCall {
@@ -39,9 +47,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
 #include "server/common/demo_server.h"
@@ -71,11 +81,27 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   // The method's own work, after this hop's faults. Ends with Answer(),
   // from any thread.
   virtual void Work() = 0;
-  // The call was cancelled while Work() ran: stop what does not stop by
-  // itself (a downstream call made on a child context of this call ends
-  // with it; a retry loop's backoff does not). Runs on a gRPC thread,
+  // The call was cancelled while Work() ran, after every tracked handle was
+  // cancelled: stop what does not stop by itself (a downstream call made on
+  // a child context of this call ends with it). Runs on a gRPC thread,
   // possibly while Work() still runs.
   virtual void CancelWork() {}
+  // Cancels `handle` (a SlotCall, RetryingCall, HedgingCall, RacingCall)
+  // with the call: when the call is cancelled, or at once if it already
+  // was. Call it from Work() or from an attempt function, where the call
+  // cannot have been deleted (see Thread safety above). A null handle is
+  // ignored.
+  template <typename Handle>
+  void Track(std::shared_ptr<Handle> handle) {
+    if (handle == nullptr) return;
+    bool cancelled = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled = cancelled_;
+      if (!cancelled) tracked_.emplace_back([h = std::move(handle)] { h->TryCancel(); });
+    }
+    if (cancelled) handle->TryCancel();
+  }
   // Finishes the call with `status`, the first time only.
   void Answer(grpc::Status status);
 
@@ -111,6 +137,8 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   bool in_work_ = false;                   // guarded by mu_
   absl::optional<grpc::Status> deferred_;  // guarded by mu_
   std::atomic<bool> answered_{false};
+  // What Track() was given; one shared_ptr fits std::function's own storage.
+  absl::InlinedVector<std::function<void()>, 2> tracked_;  // guarded by mu_
 };
 
 // A DemoUnaryCall of a method of `Service` (a demo service class whose

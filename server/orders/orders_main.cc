@@ -40,7 +40,6 @@
 #include <atomic>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -199,7 +198,10 @@ class OrdersService final : public Orders::Service {
         Commit([this](grpc::Status status) { Done(std::move(status)); });
         return;
       }
-      std::shared_ptr<SlotCall> slot = service_.slots_->Start(
+      // The slot's attempt runs here, or later on the thread of the call
+      // that hands its slot on; the slot holds its `on_done` (this call's
+      // answer) until the attempt has returned.
+      Track(service_.slots_->Start(
           LogicalCall::Of(*ctx()),
           [this](grpc::ClientContext*, std::function<void(grpc::Status)> done) {
             in_slot_.store(true);
@@ -209,36 +211,20 @@ class OrdersService final : public Orders::Service {
             // slot-wait, or a full queue
             if (!in_slot_.load()) process().stats().CountSlotRefusal();
             Done(std::move(status));
-          });
-      std::lock_guard<std::mutex> lock(mu_);
-      slot_ = std::move(slot);
+          }));
     }
 
-    // The commit's retry loop; `done` runs once with its outcome.
+    // The commit's retry loop; `done` runs once with its outcome. Tracked,
+    // so that a cancel ends its backoff (an attempt in flight ends by itself:
+    // its context is a child of this call's).
     void Commit(absl::AnyInvocable<void(grpc::Status)> done) {
-      std::shared_ptr<RetryingCall> retry = service_.retry_->Start(
+      Track(service_.retry_->Start(
           LogicalCall::Of(*ctx()),
           [this](grpc::ClientContext* attempt, std::function<void(grpc::Status)> attempt_done) {
             process().outgoing().ForwardDemoHeader(*ctx(), *attempt);
             service_.ledger_->async()->Commit(attempt, request_, reply_, std::move(attempt_done));
           },
-          std::move(done));
-      std::lock_guard<std::mutex> lock(mu_);
-      retry_ = std::move(retry);
-    }
-
-    // A cancel ends an attempt in flight by itself (its context is a child
-    // of this call's); a backoff or a wait for a slot it ends here.
-    void CancelWork() override {
-      std::shared_ptr<SlotCall> slot;
-      std::shared_ptr<RetryingCall> retry;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        slot = slot_;
-        retry = retry_;
-      }
-      if (slot != nullptr) slot->TryCancel();
-      if (retry != nullptr) retry->TryCancel();
+          std::move(done)));
     }
 
     void Done(grpc::Status status) {
@@ -247,9 +233,6 @@ class OrdersService final : public Orders::Service {
     }
 
     std::atomic<bool> in_slot_{false};
-    std::mutex mu_;
-    std::shared_ptr<SlotCall> slot_;       // guarded by mu_
-    std::shared_ptr<RetryingCall> retry_;  // guarded by mu_
   };
 
   void Log(const Order& order, const grpc::Status& status) const {
