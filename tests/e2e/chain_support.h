@@ -10,9 +10,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "../eventually.h"
 #include "chain_process.h"
 #include "demo/demo.grpc.pb.h"
 
@@ -44,12 +46,7 @@ grpc::Status PlaceOneItem(demo::Gateway::Stub& gateway, const std::string& key,
 //   EXPECT_TRUE(Eventually([&] { return StatsOf(ledger).in_flight() == 0; }));
 template <typename Pred>
 bool Eventually(Pred pred, absl::Duration max = absl::Seconds(20)) {
-  const absl::Time end = absl::Now() + max;
-  while (absl::Now() < end) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
+  return testing::Eventually(std::move(pred), max, absl::Milliseconds(20));
 }
 
 }  // namespace hopbudget::e2e

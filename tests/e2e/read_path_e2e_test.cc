@@ -8,6 +8,8 @@
 // checks that matter are outcomes and counts, not times.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -247,6 +249,67 @@ TEST(ReadPathE2eTest, ASlotWaitThatOutlivesTheBudgetFailsAtOrdersWithoutReaching
   // None of them reached the ledger.
   EXPECT_EQ(StatsOf(chain.primary()).calls(), ledger_calls);
   holder.join();
+}
+
+// The demo's bounded-slots scenario, again and again (issue 29: orders
+// died in it about once in 70 bursts): hedged reads, then a burst of 30
+// orders with 500 ms each at a ledger that takes 200 ms per commit, with 8
+// slots towards it; the ledger soon refuses on arrival the commits that
+// cannot finish, so a waiter's first attempt, granted on the thread of the
+// call that hands its slot on, ends at once. Every hop must be alive after
+// every round. Rounds: HOPBUDGET_SOAK_ROUNDS (default 12; the sanitizer
+// builds are where this test finds a use after free).
+TEST(ReadPathE2eTest, RepeatedSlotBurstsOnASlowLedgerLeaveEveryHopAlive) {
+  ReadChainOptions o;
+  o.primary = {"--shield-bound=600ms"};
+  o.orders = {"--attempt-cap=300ms", "--max-attempts=3", "--ledger-slots=8"};
+  ReadChain chain(o);
+  ASSERT_TRUE(chain.ok()) << chain.error();
+  demo::OrderResult placed;
+  ASSERT_TRUE(chain.Place("burst-read", absl::Seconds(5), &placed).ok());
+  int rounds = 12;
+  if (const char* env = std::getenv("HOPBUDGET_SOAK_ROUNDS")) rounds = std::max(1, std::atoi(env));
+  demo::Faults slow;
+  slow.set_latency("fixed:200ms");
+  demo::Faults none;
+  none.set_latency("none");
+  int64_t ok = 0, sent = 0;
+  for (int round = 0; round < rounds; ++round) {
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_TRUE(chain.Get("burst-read", absl::Seconds(2)).status.ok()) << "round " << round;
+    }
+    SetFaults(chain.primary(), slow);
+    constexpr int kBurst = 30;
+    std::vector<grpc::Status> statuses(kBurst);
+    std::vector<std::thread> callers;
+    for (int i = 0; i < kBurst; ++i) {
+      callers.emplace_back([&, i] {
+        demo::OrderResult reply;
+        statuses[i] =
+            chain.Place(absl::StrCat("burst-", round, "-", i), absl::Milliseconds(500), &reply);
+      });
+    }
+    for (std::thread& t : callers) t.join();
+    SetFaults(chain.primary(), none);
+    for (const grpc::Status& st : statuses) {
+      ++sent;
+      if (st.ok()) ++ok;
+      // What a burst call may end with: its answer, a budget that ran out
+      // (slot-wait, the ledger's cannot-finish, the caller's own), a shed.
+      EXPECT_THAT(st.error_code(),
+                  ::testing::AnyOf(grpc::StatusCode::OK, grpc::StatusCode::DEADLINE_EXCEEDED,
+                                   grpc::StatusCode::RESOURCE_EXHAUSTED))
+          << "round " << round << ": " << st.error_message();
+    }
+    // A hop that died answers no Admin call (StatsOf adds the failure).
+    ASSERT_EQ(StatsOf(chain.orders()).hop(), "orders") << "round " << round;
+    ASSERT_EQ(StatsOf(chain.primary()).hop(), "ledger") << "round " << round;
+  }
+  EXPECT_GT(ok, 0) << "of " << sent;
+  EXPECT_TRUE(Eventually([&] {
+    demo::OrderResult after;
+    return chain.Place("burst-after", absl::Seconds(2), &after).ok();
+  }));
 }
 
 }  // namespace
