@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -274,6 +276,7 @@ TEST(ReadPathE2eTest, RepeatedSlotBurstsOnASlowLedgerLeaveEveryHopAlive) {
   demo::Faults none;
   none.set_latency("none");
   int64_t ok = 0, sent = 0;
+  std::map<std::string, int> outcomes;  // code and message head: what the rounds exercised
   for (int round = 0; round < rounds; ++round) {
     for (int i = 0; i < 4; ++i) {
       EXPECT_TRUE(chain.Get("burst-read", absl::Seconds(2)).status.ok()) << "round " << round;
@@ -294,6 +297,7 @@ TEST(ReadPathE2eTest, RepeatedSlotBurstsOnASlowLedgerLeaveEveryHopAlive) {
     for (const grpc::Status& st : statuses) {
       ++sent;
       if (st.ok()) ++ok;
+      ++outcomes[absl::StrCat(st.error_code(), " ", st.error_message().substr(0, 60))];
       // What a burst call may end with: its answer, a budget that ran out
       // (slot-wait, the ledger's cannot-finish, the caller's own), a shed.
       EXPECT_THAT(st.error_code(),
@@ -306,6 +310,10 @@ TEST(ReadPathE2eTest, RepeatedSlotBurstsOnASlowLedgerLeaveEveryHopAlive) {
     ASSERT_EQ(StatsOf(chain.primary()).hop(), "ledger") << "round " << round;
   }
   EXPECT_GT(ok, 0) << "of " << sent;
+  for (const auto& [outcome, n] : outcomes) std::cerr << n << " x " << outcome << "\n";
+  const demo::Stats orders = StatsOf(chain.orders()), ledger = StatsOf(chain.primary());
+  std::cerr << "orders: " << orders.slot_refusals() << " slot refusals; ledger: " << ledger.calls()
+            << " calls, " << ledger.commits() << " commits\n";
   EXPECT_TRUE(Eventually([&] {
     demo::OrderResult after;
     return chain.Place("burst-after", absl::Seconds(2), &after).ok();
