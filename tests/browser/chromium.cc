@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
@@ -48,7 +49,50 @@ bool TagHas(const std::string& tag, const std::string& attr) {
   return absl::StrContains(tag, " " + attr);
 }
 
+// The environment of chromium: ours, with the fontconfig variables replaced
+// when `fontconfig_file` is set.
+std::vector<std::string> ChromiumEnvironment(const std::string& fontconfig_file) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const absl::string_view var(*e);
+    if (!fontconfig_file.empty() &&
+        (absl::StartsWith(var, "FONTCONFIG_FILE=") || absl::StartsWith(var, "FONTCONFIG_PATH=") ||
+         absl::StartsWith(var, "FONTCONFIG_SYSROOT="))) {
+      continue;
+    }
+    env.emplace_back(var);
+  }
+  if (!fontconfig_file.empty()) env.push_back("FONTCONFIG_FILE=" + fontconfig_file);
+  return env;
+}
+
 }  // namespace
+
+absl::Status CheckFontconfigFile(const std::string& fontconfig_file) {
+  if (fontconfig_file.empty() || fontconfig_file[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fontconfig file '", fontconfig_file, "' is not an absolute path"));
+  }
+  std::ifstream in(fontconfig_file);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", fontconfig_file));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string conf = ss.str();
+  std::vector<std::string> missing;
+  const std::regex glob("<glob>([^<*?\\[]+)</glob>");
+  for (auto it = std::sregex_iterator(conf.begin(), conf.end(), glob); it != std::sregex_iterator();
+       ++it) {
+    const std::string file = (*it)[1];
+    if (access(file.c_str(), R_OK) != 0) missing.push_back(file);
+  }
+  if (!missing.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        fontconfig_file, " pins fonts this machine does not have: ", absl::StrJoin(missing, ", "),
+        " (for tests/browser/testdata/fonts.conf: apt-get install -y fonts-dejavu-core; "
+        "scripts/test.sh installs it)"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::string> FindChromium() {
   if (const char* env = std::getenv("HOPBUDGET_CHROMIUM"); env != nullptr && *env != '\0') {
@@ -72,6 +116,11 @@ absl::StatusOr<std::string> DumpDom(const std::string& url, const DumpDomOptions
   const absl::Duration limit = options.limit;
   absl::StatusOr<std::string> chromium = FindChromium();
   if (!chromium.ok()) return chromium.status();
+  if (!options.fontconfig_file.empty()) {
+    if (absl::Status fonts = CheckFontconfigFile(options.fontconfig_file); !fonts.ok()) {
+      return fonts;
+    }
+  }
   char dir_template[] = "/tmp/hopbudget-chromium-XXXXXX";
   if (mkdtemp(dir_template) == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string dir = dir_template;
@@ -98,6 +147,12 @@ absl::StatusOr<std::string> DumpDom(const std::string& url, const DumpDomOptions
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // Built before fork: the child of a threaded process only calls
+  // async-signal-safe functions.
+  std::vector<std::string> env = ChromiumEnvironment(options.fontconfig_file);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
 
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
@@ -111,7 +166,7 @@ absl::StatusOr<std::string> DumpDom(const std::string& url, const DumpDomOptions
     if (err >= 0) dup2(err, STDERR_FILENO);
     const int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, STDIN_FILENO);
-    execv(argv[0], argv.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   close(out[1]);

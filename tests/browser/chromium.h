@@ -8,11 +8,18 @@
 // but the URL's. --virtual-time-budget lets the page's timers and fetches run
 // to completion in virtual time, so no real waiting is needed for renders.
 // The whole run is bounded by `limit`; past it the browser is killed.
+//
+// Fonts: by default the machine's (its fontconfig setup). With
+// DumpDomOptions::fontconfig_file, chromium runs with FONTCONFIG_FILE set to
+// that file instead, so that the fonts it lists are the only ones there are
+// (tests/browser/testdata/fonts.conf, for the layout tests).
 #ifndef HOPBUDGET_TESTS_BROWSER_CHROMIUM_H_
 #define HOPBUDGET_TESTS_BROWSER_CHROMIUM_H_
 
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
@@ -28,7 +35,16 @@ struct DumpDomOptions {
   // width is exactly this; 0: chromium's default.
   int window_width = 0;
   int window_height = 0;
+  // A fontconfig configuration (absolute path) that replaces the machine's:
+  // FONTCONFIG_FILE for chromium, FONTCONFIG_PATH and FONTCONFIG_SYSROOT
+  // unset. "": the machine's fonts. Every font file it names in <glob>
+  // (without wildcards) must exist, or DumpDom fails with the ones missing.
+  std::string fontconfig_file;
 };
+
+// OK if `fontconfig_file` is readable and every font file it names in a
+// <glob> without wildcards exists; FailedPrecondition with those missing.
+absl::Status CheckFontconfigFile(const std::string& fontconfig_file);
 
 // The serialized DOM of `url` after `virtual_time_ms` of virtual time.
 absl::StatusOr<std::string> DumpDom(const std::string& url, const DumpDomOptions& options);

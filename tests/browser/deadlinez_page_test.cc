@@ -4,8 +4,9 @@
 // origin but its own), and rendered in headless Chromium, from fixed JSON
 // served by a cpp-httplib server, and from a real HttpExporter over a fixed
 // data set on a FakeClock (filters, order, rates, policy, peers, and the
-// layout at 1 400 and 1 024 px). deadlinez_browser_test.cc loads it from a
-// real exporter in front of a real gRPC chain.
+// layout at 1 400 and 1 024 px, in the fonts of testdata/fonts.conf).
+// deadlinez_browser_test.cc loads it from a real exporter in front of a real
+// gRPC chain.
 #include "deadlinez_page.h"
 
 #include <gmock/gmock.h>
@@ -516,23 +517,58 @@ TEST(DeadlinezPageTest, ABadFilterIsShownWithWhatIsAccepted) {
 // ---------------------------------------------------------------------------
 // Layout. Injected after the page's script: once the first render is done,
 // writes a layout signature into <pre id="layout-signature">, one line each:
+//   viewport <clientWidth>
+//   font <name> <size> <width>            the font of `name` (body: the
+//                                         page's text, mono: a hop label):
+//                                         its size and the width of SAMPLE
+//                                         in it (CSS px)
 //   box <name> <x> <y> <width> <height>   (CSS px, page coordinates)
 //   outside <element> <right edge>        something reaches past the viewport
 //   clipped <element>                     content wider than its box, cut
 //   overflow <element>                    content wider than its box, spilling
 //   page-width <scrollWidth>
 // Element boxes and overflow, not pixels: anti-aliased text never compares.
+//
+// Fonts: what wraps where, so every height, depends on the fonts. Chromium
+// renders these pages with tests/browser/testdata/fonts.conf as its whole
+// fontconfig setup: DejaVu Sans, Sans Mono and Serif of Debian's
+// fonts-dejavu-core (scripts/test.sh installs it) are the only fonts, on
+// every machine, whatever else it has installed. The `font` lines say which
+// fonts were used. HOPBUDGET_LAYOUT_FONTS=system renders with the machine's
+// own fonts instead (=/abs/path/fonts.conf: with that fontconfig file): then
+// only the rules of ExpectReadable are checked, not the reference.
 constexpr char kLayoutScript[] = R"JS(
 (function () {
   var NAMED = [['header', 'header'], ['summary', '#summary'], ['card-calls', '#card-calls'],
     ['card-timeouts', '#card-timeouts'], ['card-retries', '#card-retries'],
     ['card-shield', '#card-shield'], ['card-policy', '#card-policy'], ['filters', '#filters'],
     ['recent', '#recent'], ['call-0', '#calls > .call-row:nth-child(1)'],
-    ['call-1', '#calls > .call-row:nth-child(2)'], ['call-2', '#calls > .call-row:nth-child(3)']];
+    ['call-1', '#calls > .call-row:nth-child(2)'], ['call-2', '#calls > .call-row:nth-child(3)'],
+    ['call-0-label', '#calls > .call-row:nth-child(1) .hop-label'],
+    ['call-0-track', '#calls > .call-row:nth-child(1) .track'],
+    ['call-0-numbers', '#calls > .call-row:nth-child(1) .hop-numbers']];
+  var FONTS = [['body', 'body'], ['mono', '#calls > .call-row:nth-child(1) .hop-label']];
+  var SAMPLE = 'The quick brown fox jumps over the lazy dog 0123456789';
   function desc(e) {
     var d = e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +
       (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ').join('.') : '');
     return d + '[' + (e.textContent || '').trim().substring(0, 40).replace(/\s+/g, ' ') + ']';
+  }
+  // SAMPLE on one line in the font of `selector`, out of the flow.
+  function font(name, selector) {
+    var e = document.querySelector(selector);
+    if (!e) return 'font ' + name + ' missing';
+    var cs = getComputedStyle(e);
+    var s = document.createElement('span');
+    s.style.cssText = 'position: absolute; left: 0; top: 0; white-space: nowrap; visibility: hidden';
+    ['fontFamily', 'fontSize', 'fontWeight', 'fontStyle', 'fontStretch'].forEach(function (p) {
+      s.style[p] = cs[p];
+    });
+    s.textContent = SAMPLE;
+    document.body.appendChild(s);
+    var w = s.getBoundingClientRect().width;
+    document.body.removeChild(s);
+    return ['font', name, Math.round(parseFloat(cs.fontSize)), Math.round(w)].join(' ');
   }
   function signature() {
     var lines = ['viewport ' + document.documentElement.clientWidth];
@@ -555,6 +591,7 @@ constexpr char kLayoutScript[] = R"JS(
         lines.push((cs.overflowX === 'visible' ? 'overflow ' : 'clipped ') + desc(e));
       }
     });
+    FONTS.forEach(function (f, i) { lines.splice(1 + i, 0, font(f[0], f[1])); });
     lines.push('page-width ' + document.documentElement.scrollWidth);
     var pre = document.createElement('pre');
     pre.id = 'layout-signature';
@@ -570,18 +607,44 @@ constexpr char kLayoutScript[] = R"JS(
 })();
 )JS";
 
+// The fontconfig setup of the layout tests' Chromium (see above).
+std::string PinnedFontconfigFile() {
+  return std::string(HOPBUDGET_BROWSER_TESTDATA) + "/fonts.conf";
+}
+
+// HOPBUDGET_LAYOUT_FONTS: unset, the pinned fonts; "system", the machine's
+// (""); else the fontconfig file it names.
+std::string LayoutFontconfigFile() {
+  const char* env = std::getenv("HOPBUDGET_LAYOUT_FONTS");
+  if (env == nullptr || *env == '\0') return PinnedFontconfigFile();
+  if (std::string(env) == "system") return "";
+  return env;
+}
+
+bool LayoutFontsArePinned() { return LayoutFontconfigFile() == PinnedFontconfigFile(); }
+
 struct Layout {
   int viewport = 0;
   int page_width = 0;
   std::map<std::string, std::vector<int>> boxes;  // name -> x y w h
+  std::map<std::string, std::vector<int>> fonts;  // name -> size, sample width
   std::vector<std::string> problems;              // outside/clipped/overflow lines
   std::string text;
+
+  const std::vector<int>& box(const std::string& name) const {
+    static const std::vector<int> kNone(4, 0);
+    auto it = boxes.find(name);
+    return it == boxes.end() ? kNone : it->second;
+  }
+  int right(const std::string& name) const { return box(name)[0] + box(name)[2]; }
+  int bottom(const std::string& name) const { return box(name)[1] + box(name)[3]; }
 };
 
 absl::StatusOr<Layout> LayoutAt(const std::string& url, int width) {
   DumpDomOptions options;
   options.window_width = width;
   options.window_height = 900;
+  options.fontconfig_file = LayoutFontconfigFile();
   absl::StatusOr<std::string> dom = DumpDom(url, options);
   if (!dom.ok()) return dom.status();
   const size_t at = dom->find("<pre id=\"layout-signature\">");
@@ -607,6 +670,10 @@ Layout ParseLayout(const std::string& text) {
       std::vector<int> box(4);
       for (int i = 0; i < 4; ++i) (void)absl::SimpleAtoi(f[2 + i], &box[i]);
       layout.boxes[f[1]] = box;
+    } else if (f[0] == "font" && f.size() == 4) {
+      std::vector<int> font(2);
+      for (int i = 0; i < 2; ++i) (void)absl::SimpleAtoi(f[2 + i], &font[i]);
+      layout.fonts[f[1]] = font;
     } else {
       layout.problems.emplace_back(line);
     }
@@ -620,21 +687,73 @@ absl::StatusOr<Layout> RenderLayout(const std::string& url, int width) {
   return ParseLayout(raw->text);
 }
 
-// What must hold at every width: nothing cut off or out of the window, and
-// the summary above the calls.
+// What must hold at every width and in any fonts: nothing cut off or out of
+// the window; the parts in order, none over another; the call rows as wide
+// as the list, their hop lines split as the CSS says (in em, so whatever the
+// glyphs' widths), and no row taller than a dozen lines of its text.
 void ExpectReadable(const Layout& l, int width) {
   SCOPED_TRACE(l.text);
   EXPECT_EQ(l.viewport, width);
   EXPECT_LE(l.page_width, width);
   EXPECT_THAT(l.problems, ::testing::IsEmpty());
-  ASSERT_EQ(l.boxes.count("summary"), 1u);
-  ASSERT_EQ(l.boxes.count("recent"), 1u);
-  ASSERT_EQ(l.boxes.count("call-0"), 1u);
-  const int summary_bottom = l.boxes.at("summary")[1] + l.boxes.at("summary")[3];
-  EXPECT_LE(summary_bottom, l.boxes.at("recent")[1]);
-  EXPECT_LE(summary_bottom, l.boxes.at("call-0")[1]);
-  // At 1 400 px the whole summary is on the first screen (900 px high).
-  if (width >= 1400) EXPECT_LE(summary_bottom, 900);
+  for (const char* name : {"header", "summary", "card-calls", "card-timeouts", "card-retries",
+                           "card-shield", "card-policy", "filters", "recent", "call-0", "call-1",
+                           "call-2", "call-0-label", "call-0-track", "call-0-numbers"}) {
+    ASSERT_EQ(l.boxes.count(name), 1u) << name;
+    EXPECT_GE(l.box(name)[0], 0) << name;
+    EXPECT_LE(l.right(name), width) << name;
+  }
+  ASSERT_EQ(l.fonts.count("mono"), 1u);
+  ASSERT_EQ(l.fonts.count("body"), 1u);
+
+  // Top to bottom: header, summary, recent calls (filters, then the calls).
+  EXPECT_LE(l.bottom("header"), l.box("summary")[1]);
+  EXPECT_LE(l.bottom("summary"), l.box("recent")[1]);
+  EXPECT_LE(l.box("recent")[1], l.box("filters")[1]);
+  EXPECT_LE(l.bottom("filters"), l.box("call-0")[1]);
+  // At 1 400 px the whole summary is on the first screen (900 px high): the
+  // one rule much wider fonts than the pinned ones could break.
+  if (width >= 1400) EXPECT_LE(l.bottom("summary"), 900);
+
+  // The cards inside the summary (within the 1 px of rounding each edge),
+  // none over another.
+  const std::vector<std::string> cards = {"card-calls", "card-timeouts", "card-retries",
+                                          "card-shield", "card-policy"};
+  for (size_t i = 0; i < cards.size(); ++i) {
+    const std::string& a = cards[i];
+    EXPECT_GE(l.box(a)[0] + 1, l.box("summary")[0]) << a;
+    EXPECT_LE(l.right(a), l.right("summary") + 1) << a;
+    EXPECT_GE(l.box(a)[1] + 1, l.box("summary")[1]) << a;
+    EXPECT_LE(l.bottom(a), l.bottom("summary") + 1) << a;
+    for (size_t j = i + 1; j < cards.size(); ++j) {
+      const std::string& b = cards[j];
+      const bool apart = l.right(a) <= l.box(b)[0] + 1 || l.right(b) <= l.box(a)[0] + 1 ||
+                         l.bottom(a) <= l.box(b)[1] + 1 || l.bottom(b) <= l.box(a)[1] + 1;
+      EXPECT_TRUE(apart) << a << " overlaps " << b;
+    }
+  }
+
+  // The call rows: as wide as the list, in order, 6 px apart (margin).
+  const int mono = l.fonts.at("mono")[0];
+  const double line = 1.4 * mono;  // line-height 1.4 of the rows' 12 px
+  for (const char* row : {"call-0", "call-1", "call-2"}) {
+    EXPECT_NEAR(l.box(row)[0], l.box("recent")[0], 1) << row;
+    EXPECT_NEAR(l.box(row)[2], l.box("recent")[2], 1) << row;
+    // A head and two hop lines at least; a dozen lines means a column was
+    // squeezed to a few characters.
+    EXPECT_GE(l.box(row)[3], 3 * line) << row;
+    EXPECT_LE(l.box(row)[3], 12 * line + 20) << row;
+  }
+  EXPECT_NEAR(l.box("call-1")[1] - l.bottom("call-0"), 6, 1);
+  EXPECT_NEAR(l.box("call-2")[1] - l.bottom("call-1"), 6, 1);
+  // A hop line: a 9em label, the track, 26em of numbers, 8 px gaps, in a row
+  // of 1 px border and 8 px padding.
+  EXPECT_NEAR(l.box("call-0-label")[2], 9 * mono, 1);
+  EXPECT_NEAR(l.box("call-0-numbers")[2], 26 * mono, 1);
+  EXPECT_NEAR(l.box("call-0-track")[2],
+              l.box("call-0")[2] - 2 * (1 + 8) - 9 * mono - 26 * mono - 2 * 8, 2);
+  EXPECT_LT(l.right("call-0-label"), l.box("call-0-track")[0]);
+  EXPECT_LT(l.right("call-0-track"), l.box("call-0-numbers")[0]);
 }
 
 TEST(DeadlinezPageTest, NothingIsCutOffAt1400And1024) {
@@ -649,11 +768,19 @@ TEST(DeadlinezPageTest, NothingIsCutOffAt1400And1024) {
 }
 
 // The screenshot comparison: the boxes of the page's parts at 1 400 px, from
-// the fixed data set, against testdata/deadlinez_layout_1400.txt, within
-// kLayoutTolerancePx (fonts may differ by a few pixels from one machine to
-// another; a card pushed below another or a table below the calls moves by
-// hundreds). HOPBUDGET_UPDATE_LAYOUT=1 rewrites the file from this run.
+// the fixed data set in the pinned fonts, against
+// testdata/deadlinez_layout_1400.txt, within kLayoutTolerancePx (room for
+// another Chromium or FreeType rounding differently; a card pushed below
+// another, a line more in every call row or a table below the calls moves by
+// more). First the fonts: the reference's and this run's must agree within
+// kFontTolerancePx, or the boxes cannot.
+//
+// HOPBUDGET_UPDATE_LAYOUT=1 rewrites the file from this run (in the pinned
+// fonts only):
+//   HOPBUDGET_UPDATE_LAYOUT=1 <build>/tests/browser/deadlinez_page_test \
+//     --gtest_filter=DeadlinezPageTest.LayoutAt1400MatchesTheReference
 constexpr int kLayoutTolerancePx = 16;
+constexpr int kFontTolerancePx = 2;
 
 TEST(DeadlinezPageTest, LayoutAt1400MatchesTheReference) {
   FixedHop hop;
@@ -661,8 +788,22 @@ TEST(DeadlinezPageTest, LayoutAt1400MatchesTheReference) {
   absl::StatusOr<Layout> got = RenderLayout(server.url(), 1400);
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectReadable(*got, 1400);
+  const bool update = [] {
+    const char* update = std::getenv("HOPBUDGET_UPDATE_LAYOUT");
+    return update != nullptr && *update == '1';
+  }();
+  if (!LayoutFontsArePinned()) {
+    ASSERT_FALSE(update) << "HOPBUDGET_UPDATE_LAYOUT=1 with HOPBUDGET_LAYOUT_FONTS set: the "
+                            "reference is in the pinned fonts (testdata/fonts.conf) only";
+    GTEST_SKIP() << "HOPBUDGET_LAYOUT_FONTS=" << std::getenv("HOPBUDGET_LAYOUT_FONTS")
+                 << ": the rules checked, not the reference (it is in testdata/fonts.conf's "
+                    "fonts); this run:\n"
+                 << got->text;
+  }
   const std::string path = std::string(HOPBUDGET_BROWSER_TESTDATA) + "/deadlinez_layout_1400.txt";
-  if (const char* update = std::getenv("HOPBUDGET_UPDATE_LAYOUT"); update && *update == '1') {
+  if (update) {
+    ASSERT_FALSE(::testing::Test::HasFailure())
+        << "not rewriting " << path << " from a layout that breaks the rules";
     std::ofstream(path) << got->text << "\n";
   }
   std::ifstream in(path);
@@ -671,7 +812,18 @@ TEST(DeadlinezPageTest, LayoutAt1400MatchesTheReference) {
   ss << in.rdbuf();
   const Layout want = ParseLayout(ss.str());
   SCOPED_TRACE("got:\n" + got->text + "\nwant:\n" + want.text);
-  ASSERT_EQ(want.boxes.size(), 12u);
+  ASSERT_THAT(want.problems, ::testing::IsEmpty());
+  ASSERT_EQ(want.fonts.size(), 2u);
+  for (const auto& [name, font] : want.fonts) {
+    ASSERT_EQ(got->fonts.count(name), 1u) << name;
+    const std::vector<int>& g = got->fonts.at(name);
+    ASSERT_EQ(g[0], font[0]) << "font " << name << " size";
+    ASSERT_NEAR(g[1], font[1], kFontTolerancePx)
+        << "font " << name << ": not the reference's font. Chromium did not render with "
+        << PinnedFontconfigFile() << " alone, or its fonts (fonts-dejavu-core) are not the "
+        << "reference's";
+  }
+  ASSERT_EQ(want.boxes.size(), 15u);
   for (const auto& [name, box] : want.boxes) {
     ASSERT_EQ(got->boxes.count(name), 1u) << name;
     const std::vector<int>& g = got->boxes.at(name);
