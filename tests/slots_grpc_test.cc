@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "hopbudget/client.h"
 #include "eventually.h"
+#include "hopbudget/client.h"
 #include "scripted_server.h"
 #include "sync.h"
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <utility>
 
+#include "../eventually.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "../eventually.h"
 #include "chain_process.h"
 #include "demo/demo.grpc.pb.h"
 
