@@ -238,6 +238,8 @@ TEST(ClientInterceptorTest, StreamIdleBudgetCancelsASilentStream) {
   EXPECT_EQ(a->source, DeadlineSource::kIdle);
   EXPECT_EQ(a->hop, "client");
   EXPECT_EQ(a->budget, absl::Milliseconds(100));
+  // The cancel was ours: gRPC's "CANCELLED" is not a callee's text to keep.
+  EXPECT_EQ(s.error_message(), FormatAttributionMessage(*a));
   EXPECT_EQ(metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kIdle), 1u);
   EXPECT_TRUE(hop.WaitForCancellations(1, absl::Seconds(10)));
 }

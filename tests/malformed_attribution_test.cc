@@ -2,13 +2,18 @@
 //
 // Malformed attribution from a peer, in each of its forms (details, status
 // message, plain trailers): ignored, counted in bad_attribution, and never
-// changing the caller's result beyond "downstream, origin unknown".
+// changing the caller's result beyond "downstream, origin unknown". And what
+// is not malformed: a foreign peer's own message and well-formed
+// google.rpc.Status, kept beside the attribution and never counted.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "hopbudget/client.h"
 #include "hopbudget/metrics.h"
+#include "hopbudget/status.pb.h"
 #include "relay_fixture.h"
 
 namespace hopbudget {
@@ -136,6 +141,122 @@ TEST(MalformedAttributionTest, FromOwnHandlerIsCountedAndReplaced) {
     const bool read_by_interceptor = g.step.raw_trailers().empty();
     EXPECT_EQ(front.metrics().Snapshot().bad_attribution, before + (read_by_interceptor ? 1 : 0))
         << g.name;
+  }
+}
+
+google::protobuf::Any Detail(const std::string& type_url, const std::string& value) {
+  google::protobuf::Any any;
+  any.set_type_url(type_url);
+  any.set_value(value);
+  return any;
+}
+
+google::protobuf::Any LedgerErrorInfo() {
+  rpc::ErrorInfo info;
+  info.set_domain("ledger.example.com");
+  info.set_reason("DB_TIMEOUT");
+  (*info.mutable_metadata())["table"] = "ledger_entries";
+  return Detail(kErrorInfoTypeUrl, info.SerializeAsString());
+}
+
+struct ForeignAnswer {
+  const char* name;
+  std::string message;                         // what the peer said
+  std::vector<google::protobuf::Any> details;  // its own google.rpc.Status details
+  bool send_status = true;                     // whether it sends grpc-status-details-bin
+  std::string kept;                            // the note the caller must see ("": none)
+};
+
+std::vector<ForeignAnswer> ForeignAnswers() {
+  const google::protobuf::Any debug =
+      Detail("type.googleapis.com/google.rpc.DebugInfo", std::string("\x12\x03"
+                                                                     "db1",
+                                                                     5));
+  return {
+      {"a message and an ErrorInfo",
+       "go ledger: database timed out",
+       {LedgerErrorInfo()},
+       true,
+       "go ledger: database timed out"},
+      {"a message, an ErrorInfo and a DebugInfo",
+       "go ledger: database timed out",
+       {LedgerErrorInfo(), debug},
+       true,
+       "go ledger: database timed out"},
+      {"a status without details", "ledger busy", {}, true, "ledger busy"},
+      {"a message alone", "ledger busy", {}, false, "ledger busy"},
+  };
+}
+
+echo::Step Answer(const ForeignAnswer& f) {
+  echo::Step step;
+  step.set_raw_message(f.message);
+  if (f.send_status) {
+    rpc::Status status;
+    status.set_code(4);
+    status.set_message(f.message);
+    for (const auto& d : f.details) *status.add_details() = d;
+    step.set_raw_details(status.SerializeAsString());
+  }
+  return step;
+}
+
+// A foreign peer (no hopbudget) times out with its own message and details,
+// directly below the caller and below one and two hopbudget hops: the
+// caller sees the peer's text once after the attribution, hopbudget's
+// ErrorInfo then the peer's details, and nobody counts bad attribution.
+TEST(ForeignAttributionTest, TheCalleesMessageAndDetailsAreKeptAndNotCounted) {
+  HopConfig plain;
+  plain.install_interceptors = false;
+  RelayHop ledger(plain);
+  HopConfig orders_config;
+  orders_config.hop = "orders";
+  RelayHop orders(orders_config);
+  orders.SetNext(ledger.address());
+  HopConfig gateway_config;
+  gateway_config.hop = "gateway";
+  RelayHop gateway(gateway_config);
+  gateway.SetNext(orders.address());
+  struct Path {
+    const char* name;
+    const std::string* target;
+    int hops;  // hopbudget hops between the caller and the ledger
+  };
+  const Path paths[] = {{"direct", &ledger.address(), 0},
+                        {"through orders", &orders.address(), 1},
+                        {"through gateway and orders", &gateway.address(), 2}};
+  for (const ForeignAnswer& f : ForeignAnswers()) {
+    for (const Path& path : paths) {
+      const std::string name = absl::StrCat(f.name, ", ", path.name);
+      Metrics caller_metrics;
+      const uint64_t orders_before = orders.metrics().Snapshot().bad_attribution;
+      const uint64_t gateway_before = gateway.metrics().Snapshot().bad_attribution;
+      auto stub = testing::NewStub(*path.target, true, &caller_metrics);
+      grpc::ClientContext ctx;
+      testing::SetBudget(ctx, absl::Seconds(10));
+      std::vector<echo::Step> steps(static_cast<size_t>(path.hops));
+      steps.push_back(Answer(f));
+      echo::RelayReply reply;
+      const grpc::Status s = stub->Call(&ctx, testing::Request(steps), &reply);
+      ExpectOriginUnknown(s, name.c_str());
+      EXPECT_EQ(s.error_message(),
+                FormatAttributionMessage(
+                    {DeadlineSource::kDownstream, "", absl::ZeroDuration(), absl::ZeroDuration()}) +
+                    " (" + f.kept + ")")
+          << name;
+      rpc::Status details;
+      ASSERT_TRUE(details.ParseFromString(s.error_details())) << name;
+      EXPECT_EQ(details.message(), s.error_message()) << name;
+      ASSERT_EQ(details.details_size(), static_cast<int>(f.details.size()) + 1) << name;
+      for (size_t i = 0; i < f.details.size(); ++i) {
+        const google::protobuf::Any& got = details.details(static_cast<int>(i) + 1);
+        EXPECT_EQ(got.type_url(), f.details[i].type_url()) << name << ": detail " << i + 1;
+        EXPECT_EQ(got.value(), f.details[i].value()) << name << ": detail " << i + 1;
+      }
+      EXPECT_EQ(caller_metrics.Snapshot().bad_attribution, 0u) << name;
+      EXPECT_EQ(orders.metrics().Snapshot().bad_attribution, orders_before) << name;
+      EXPECT_EQ(gateway.metrics().Snapshot().bad_attribution, gateway_before) << name;
+    }
   }
 }
 

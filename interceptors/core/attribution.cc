@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "hopbudget/status.pb.h"
 #include "hopbudget/wire.h"
 
@@ -51,77 +52,41 @@ absl::optional<absl::Duration> Millis(absl::string_view v) {
 // (kDownstream with an empty hop does: "fired further down, origin unknown").
 bool IsWireSource(DeadlineSource s) { return s != DeadlineSource::kNone; }
 
-}  // namespace
-
-absl::Status ValidateHopName(absl::string_view hop) {
-  if (IsValidHop(hop)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("hopbudget: hop name \"",
-                                                 absl::CHexEscape(hop.substr(0, 80)),
-                                                 "\" must be 1..64 characters of [A-Za-z0-9._-]"));
-}
-
-std::string EncodeStatusDetails(const Attribution& a, absl::string_view message) {
+// Whether `any` is an ErrorInfo of ours, valid or not: a new attribution
+// replaces every one.
+bool IsOurErrorInfo(const google::protobuf::Any& any) {
   rpc::ErrorInfo info;
-  info.set_reason(std::string(DeadlineSourceReason(a.source)));
-  info.set_domain(kErrorDomain);
-  auto& md = *info.mutable_metadata();
-  md["source"] = std::string(DeadlineSourceName(a.source));
-  if (!a.hop.empty()) md["hop"] = a.hop;
-  md["budget_ms"] = absl::StrCat(WholeMillis(a.budget));
-  md["elapsed_ms"] = absl::StrCat(WholeMillis(a.elapsed));
-
-  rpc::Status status;
-  status.set_code(kDeadlineExceededCode);
-  status.set_message(std::string(message));
-  auto* any = status.add_details();
-  any->set_type_url(kErrorInfoTypeUrl);
-  info.SerializeToString(any->mutable_value());
-  return status.SerializeAsString();
+  return any.type_url() == kErrorInfoTypeUrl && info.ParseFromString(any.value()) &&
+         info.domain() == kErrorDomain;
 }
 
-absl::optional<Attribution> DecodeStatusDetails(absl::string_view bytes) {
-  if (bytes.empty() || bytes.size() > kMaxDetailsBytes) return absl::nullopt;
-  rpc::Status status;
-  if (!status.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::nullopt;
+absl::optional<Attribution> AttributionOfErrorInfo(const rpc::ErrorInfo& info) {
+  absl::optional<DeadlineSource> source = DeadlineSourceFromReason(info.reason());
+  if (!source.has_value() || !IsWireSource(*source)) return absl::nullopt;
+  Attribution a;
+  a.source = *source;
+  const auto& md = info.metadata();
+  if (auto it = md.find("hop"); it != md.end()) {
+    if (!IsValidHop(it->second)) return absl::nullopt;
+    a.hop = it->second;
   }
-  for (const auto& any : status.details()) {
-    if (any.type_url() != kErrorInfoTypeUrl) continue;
-    rpc::ErrorInfo info;
-    if (!info.ParseFromString(any.value()) || info.domain() != kErrorDomain) continue;
-    absl::optional<DeadlineSource> source = DeadlineSourceFromReason(info.reason());
-    if (!source.has_value() || !IsWireSource(*source)) return absl::nullopt;
-    Attribution a;
-    a.source = *source;
-    const auto& md = info.metadata();
-    if (auto it = md.find("hop"); it != md.end()) {
-      if (!IsValidHop(it->second)) return absl::nullopt;
-      a.hop = it->second;
-    }
-    if (auto it = md.find("budget_ms"); it != md.end()) {
-      auto v = Millis(it->second);
-      if (!v) return absl::nullopt;
-      a.budget = *v;
-    }
-    if (auto it = md.find("elapsed_ms"); it != md.end()) {
-      auto v = Millis(it->second);
-      if (!v) return absl::nullopt;
-      a.elapsed = *v;
-    }
-    return a;
+  if (auto it = md.find("budget_ms"); it != md.end()) {
+    auto v = Millis(it->second);
+    if (!v) return absl::nullopt;
+    a.budget = *v;
   }
-  return absl::nullopt;
+  if (auto it = md.find("elapsed_ms"); it != md.end()) {
+    auto v = Millis(it->second);
+    if (!v) return absl::nullopt;
+    a.elapsed = *v;
+  }
+  return a;
 }
 
-std::string FormatAttributionMessage(const Attribution& a) {
-  std::string out = absl::StrCat(kMessagePrefix, "source=", DeadlineSourceName(a.source));
-  if (!a.hop.empty()) absl::StrAppend(&out, " hop=", a.hop);
-  absl::StrAppend(&out, " budget_ms=", WholeMillis(a.budget),
-                  " elapsed_ms=", WholeMillis(a.elapsed));
-  return out;
-}
-
-absl::optional<Attribution> ParseAttributionMessage(absl::string_view message) {
+// The fields of an attribution message, and in *note_at where its note
+// starts (message.size() when it has none).
+absl::optional<Attribution> ParseFields(absl::string_view message, size_t* note_at) {
+  const absl::string_view whole = message;
   if (!absl::ConsumePrefix(&message, kMessagePrefix) &&
       !(absl::StartsWith(message, kLegacyMarker) &&
         absl::ConsumePrefix(&message, kLegacyMessagePrefix))) {
@@ -130,9 +95,15 @@ absl::optional<Attribution> ParseAttributionMessage(absl::string_view message) {
   if (message.size() > kMaxMessageBytesRead) message = message.substr(0, kMaxMessageBytesRead);
   std::vector<absl::string_view> fields = absl::StrSplit(message, ' ');
   Attribution a;
+  // Valid fields take well under kMaxMessageBytesRead, so a note, if any,
+  // starts inside what is read.
+  *note_at = whole.size();
   bool have_source = false, have_budget = false, have_elapsed = false;
   for (absl::string_view field : fields) {
-    if (have_source && have_budget && have_elapsed) break;  // trailing text
+    if (have_source && have_budget && have_elapsed) {  // trailing text
+      *note_at = static_cast<size_t>(field.data() - whole.data());
+      break;
+    }
     std::pair<absl::string_view, absl::string_view> kv =
         absl::StrSplit(field, absl::MaxSplits('=', 1));
     if (kv.first == "source" && !have_source) {
@@ -159,6 +130,95 @@ absl::optional<Attribution> ParseAttributionMessage(absl::string_view message) {
   }
   if (!(have_source && have_budget && have_elapsed)) return absl::nullopt;
   return a;
+}
+
+// At most kMaxNoteBytes of `text`: a longer one is cut where a UTF-8
+// character starts and marked, so that a reader knows text is missing and
+// a relayed note, already within the bound, is never cut again. A UTF-8
+// character has at most 3 continuation bytes: more is not UTF-8, cut as is.
+std::string BoundedNote(absl::string_view text) {
+  if (text.size() <= kMaxNoteBytes) return std::string(text);
+  const size_t room = kMaxNoteBytes - (sizeof(kNoteTruncatedMarker) - 1);
+  size_t cut = room;
+  while (cut > room - 3 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  if ((static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) cut = room;
+  return absl::StrCat(text.substr(0, cut), kNoteTruncatedMarker);
+}
+
+}  // namespace
+
+absl::Status ValidateHopName(absl::string_view hop) {
+  if (IsValidHop(hop)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("hopbudget: hop name \"",
+                                                 absl::CHexEscape(hop.substr(0, 80)),
+                                                 "\" must be 1..64 characters of [A-Za-z0-9._-]"));
+}
+
+std::string EncodeStatusDetails(const Attribution& a, absl::string_view message,
+                                absl::string_view relayed) {
+  rpc::ErrorInfo info;
+  info.set_reason(std::string(DeadlineSourceReason(a.source)));
+  info.set_domain(kErrorDomain);
+  auto& md = *info.mutable_metadata();
+  md["source"] = std::string(DeadlineSourceName(a.source));
+  if (!a.hop.empty()) md["hop"] = a.hop;
+  md["budget_ms"] = absl::StrCat(WholeMillis(a.budget));
+  md["elapsed_ms"] = absl::StrCat(WholeMillis(a.elapsed));
+
+  rpc::Status status;
+  status.set_code(kDeadlineExceededCode);
+  status.set_message(std::string(message));
+  auto* any = status.add_details();
+  any->set_type_url(kErrorInfoTypeUrl);
+  info.SerializeToString(any->mutable_value());
+
+  // A callee's own details say what failed in its terms: they stay beside
+  // ours, as long as the next hop still reads the whole.
+  rpc::Status old;
+  if (!relayed.empty() && relayed.size() <= kMaxDetailsBytes &&
+      old.ParseFromArray(relayed.data(), static_cast<int>(relayed.size()))) {
+    for (auto& detail : *old.mutable_details()) {
+      if (IsOurErrorInfo(detail)) continue;  // replaced by ours
+      *status.add_details() = std::move(detail);
+      if (status.ByteSizeLong() > kMaxDetailsBytes) status.mutable_details()->RemoveLast();
+    }
+  }
+  return status.SerializeAsString();
+}
+
+absl::optional<Attribution> DecodeStatusDetails(absl::string_view bytes) {
+  ParsedAttribution p = ReadStatusDetails(bytes);
+  if (p.result != AttributionParse::kOk) return absl::nullopt;
+  return std::move(p.value);
+}
+
+std::string FormatAttributionMessage(const Attribution& a, absl::string_view note) {
+  std::string out = absl::StrCat(kMessagePrefix, "source=", DeadlineSourceName(a.source));
+  if (!a.hop.empty()) absl::StrAppend(&out, " hop=", a.hop);
+  absl::StrAppend(&out, " budget_ms=", WholeMillis(a.budget),
+                  " elapsed_ms=", WholeMillis(a.elapsed));
+  if (std::string kept = KeptNote(note); !kept.empty()) absl::StrAppend(&out, " (", kept, ")");
+  return out;
+}
+
+std::string KeptNote(absl::string_view message) {
+  absl::string_view text = message;
+  size_t note_at = 0;
+  if (ParseFields(message, &note_at).has_value()) {
+    // A relayed attribution message: its fields are replaced, its note is
+    // the callee's text. Unwrapping the parentheses we wrapped it in keeps
+    // that text once, however many hops relay it.
+    text = absl::StripAsciiWhitespace(message.substr(note_at));
+    if (text.size() >= 2 && text.front() == '(' && text.back() == ')') {
+      text = text.substr(1, text.size() - 2);
+    }
+  }
+  return BoundedNote(absl::StripAsciiWhitespace(text));
+}
+
+absl::optional<Attribution> ParseAttributionMessage(absl::string_view message) {
+  size_t note_at = 0;
+  return ParseFields(message, &note_at);
 }
 
 absl::string_view AttributionParseName(AttributionParse p) {
@@ -194,12 +254,31 @@ ParsedAttribution ReadAttributionMessage(absl::string_view message) {
 ParsedAttribution ReadStatusDetails(absl::string_view bytes) {
   ParsedAttribution out;
   if (bytes.empty()) return out;
-  if (absl::optional<Attribution> a = DecodeStatusDetails(bytes)) {
-    out.result = AttributionParse::kOk;
-    out.value = *std::move(a);
-  } else {
-    out.result = AttributionParse::kMalformed;
+  out.result = AttributionParse::kMalformed;
+  // Too large to read, or not a google.rpc.Status at all: whoever sent it,
+  // these are not well-formed details.
+  if (bytes.size() > kMaxDetailsBytes) return out;
+  rpc::Status status;
+  if (!status.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return out;
+  bool undecodable_error_info = false;
+  for (const auto& any : status.details()) {
+    if (any.type_url() != kErrorInfoTypeUrl) continue;
+    rpc::ErrorInfo info;
+    if (!info.ParseFromString(any.value())) {
+      undecodable_error_info = true;  // whose it is cannot be told
+      continue;
+    }
+    if (info.domain() != kErrorDomain) continue;
+    // The first ErrorInfo of ours decides: valid, or malformed.
+    if (absl::optional<Attribution> a = AttributionOfErrorInfo(info)) {
+      out.result = AttributionParse::kOk;
+      out.value = *std::move(a);
+    }
+    return out;
   }
+  // A well-formed google.rpc.Status of a peer's own, without our ErrorInfo,
+  // carries no attribution: absent, not malformed.
+  if (!undecodable_error_info) out.result = AttributionParse::kAbsent;
   return out;
 }
 

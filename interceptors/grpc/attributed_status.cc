@@ -24,12 +24,10 @@ absl::optional<absl::string_view> Find(
 
 }  // namespace
 
-grpc::Status AttributedStatus(const Attribution& a, absl::string_view note) {
-  std::string message = FormatAttributionMessage(a);
-  if (!note.empty() && ReadAttributionMessage(note).result != AttributionParse::kOk) {
-    absl::StrAppend(&message, " (", note, ")");
-  }
-  std::string details = EncodeStatusDetails(a, message);
+grpc::Status AttributedStatus(const Attribution& a, absl::string_view note,
+                              absl::string_view relayed_details) {
+  std::string message = FormatAttributionMessage(a, note);
+  std::string details = EncodeStatusDetails(a, message, relayed_details);
   return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, std::move(message), std::move(details));
 }
 

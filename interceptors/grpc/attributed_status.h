@@ -21,10 +21,21 @@ namespace hopbudget {
 namespace internal {
 
 // DEADLINE_EXCEEDED carrying `a` in its message (attribution.h grammar) and
-// in `grpc-status-details-bin`. A non-empty `note` that is not itself a
-// valid attribution message (typically the original message) is kept after
-// the fields, in parentheses.
-grpc::Status AttributedStatus(const Attribution& a, absl::string_view note = {});
+// in `grpc-status-details-bin`. When it replaces an answer, `note` is that
+// answer's message and `relayed_details` its `grpc-status-details-bin`, so
+// that what the callee said survives the relay:
+//   - the message keeps KeptNote(note) after the fields, in parentheses: a
+//     plain message whole, an attribution message's own note (its fields
+//     are replaced by `a`'s), so the callee's text appears once however
+//     many hops relay it; at most kMaxNoteBytes, cut on a UTF-8 boundary
+//     and marked (kNoteTruncatedMarker);
+//   - the details hold `a`'s ErrorInfo first, then the callee's own details
+//     other than hopbudget ErrorInfos, as long as they fit in
+//     kMaxDetailsBytes (EncodeStatusDetails).
+// Empty `note` and `relayed_details` (an answer of this hop's own) add
+// nothing.
+grpc::Status AttributedStatus(const Attribution& a, absl::string_view note = {},
+                              absl::string_view relayed_details = {});
 
 // The plain `hopbudget-*` trailers of `a`, in wire.h order; `hop` is left
 // out when unknown. Values are clamped to what the parsers accept.

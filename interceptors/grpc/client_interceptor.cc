@@ -348,9 +348,10 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     if (fired != DeadlineSource::kNone && status->error_code() == grpc::StatusCode::CANCELLED) {
       // Our own cancel: convert it. Budget = the one that fired, elapsed
       // from its start (the last stream activity for an idle budget) until
-      // it fired.
-      Rewrite(status, {fired, shared_.hop, fired == DeadlineSource::kIdle ? idle_ : enforce_budget_,
-                       absl::Nanoseconds(fired_elapsed_ns_.load(std::memory_order_relaxed))});
+      // it fired. gRPC's "CANCELLED" says nothing the callee said: dropped.
+      *status = internal::AttributedStatus(
+          {fired, shared_.hop, fired == DeadlineSource::kIdle ? idle_ : enforce_budget_,
+           absl::Nanoseconds(fired_elapsed_ns_.load(std::memory_order_relaxed))});
       shared_.metrics->CountDeadlineExceeded(Side::kClient, fired, shared_.hop);
       return;
     }
@@ -372,12 +373,19 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     };
     const ClientVerdict v = ClassifyClientDeadline(call, received, now);
     for (int i = 0; i < v.malformed_forms; ++i) shared_.metrics->CountBadAttribution();
-    if (v.rewrite) Rewrite(status, v.attribution);
+    if (v.rewrite) Rewrite(status, v);
     shared_.metrics->CountDeadlineExceeded(Side::kClient, v.counted_source, v.counted_hop);
   }
 
-  static void Rewrite(grpc::Status* status, const Attribution& a) {
-    *status = internal::AttributedStatus(a, status->error_message());
+  // What the callee said (its message's text, its own details) stays beside
+  // the attribution. When this call's own budget fired, the text is gRPC's
+  // local "Deadline Exceeded" (or the callee's account of the same
+  // deadline), which the attribution already says: only the details stay.
+  static void Rewrite(grpc::Status* status, const ClientVerdict& v) {
+    const bool own = v.kind == ClientVerdictKind::kOwnBudget;
+    *status = internal::AttributedStatus(v.attribution,
+                                         own ? absl::string_view() : status->error_message(),
+                                         status->error_details());
   }
 
   const ClientShared& shared_;

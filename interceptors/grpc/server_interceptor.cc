@@ -480,10 +480,13 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     if (v.overload_shed) {
       AnswerOverloadShed(m);
     } else if (v.replace) {
-      // A refusal ignores what the handler said; anything else keeps its
-      // message after the attribution.
+      // A refusal ignores what the handler said; anything else keeps what
+      // the callee said (its message's text, its own details) beside the
+      // attribution.
+      const bool refused = budget_->refused();
       m->ModifySendStatus(internal::AttributedStatus(
-          v.attribution, budget_->refused() ? absl::string_view() : status.error_message()));
+          v.attribution, refused ? absl::string_view() : status.error_message(),
+          refused ? absl::string_view() : status.error_details()));
       internal::AddAttributionTrailers(v.attribution, m->GetSendTrailingMetadata());
     }
     // The trace goes out on failures and when asked for: building and

@@ -144,8 +144,8 @@ grpc::Status SlotWaitStatus(DownstreamSlots::State& state, const internal::Logic
   a.budget = logical.budget() == absl::InfiniteDuration() ? absl::ZeroDuration() : logical.budget();
   a.elapsed = state.clock().Now() - logical.start();
   return internal::AttributedStatus(
-      a, absl::StrCat("(no slot of ", o.max_in_flight, " free before the deadline less ",
-                      FormatBudget(o.budget.min_attempt_budget), ")"));
+      a, absl::StrCat("no slot of ", o.max_in_flight, " free before the deadline less ",
+                      FormatBudget(o.budget.min_attempt_budget)));
 }
 
 absl::Time GiveUpOf(const DownstreamSlotsOptions& o, const internal::LogicalBudget& logical) {

@@ -3,16 +3,29 @@
 // libFuzzer target: a status message and the plain hopbudget-* trailers are
 // untrusted text. The parsers must not crash, must accept only what
 // FormatAttributionMessage could produce, and must agree on what is absent,
-// valid or malformed.
+// valid or malformed. The note a relaying hop keeps of a message is bounded
+// and, relayed again, unchanged.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_split.h"
 #include "hopbudget/attribution.h"
 
 namespace {
+
+void CheckNote(absl::string_view in) {
+  const std::string kept = hopbudget::KeptNote(in);
+  if (kept.size() > hopbudget::kMaxNoteBytes) std::abort();
+  const hopbudget::Attribution relay{hopbudget::DeadlineSource::kDownstream, "",
+                                     absl::ZeroDuration(), absl::ZeroDuration()};
+  const std::string relayed = hopbudget::FormatAttributionMessage(relay, in);
+  const absl::optional<hopbudget::Attribution> back = hopbudget::ParseAttributionMessage(relayed);
+  if (!back.has_value() || !(*back == relay)) std::abort();
+  if (hopbudget::KeptNote(relayed) != kept) std::abort();
+}
 
 void CheckMessage(absl::string_view in) {
   const absl::optional<hopbudget::Attribution> a = hopbudget::ParseAttributionMessage(in);
@@ -52,6 +65,7 @@ void CheckTrailers(absl::string_view in) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view in(reinterpret_cast<const char*>(data), size);
   CheckMessage(in);
+  CheckNote(in);
   CheckTrailers(in);
   return 0;
 }

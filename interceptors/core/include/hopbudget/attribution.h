@@ -7,7 +7,8 @@
 //   - `grpc-status-details-bin`: a google.rpc.Status (code 4) whose details
 //     hold one google.rpc.ErrorInfo with domain "hopbudget", reason
 //     DeadlineSourceReason(source) and metadata {hop, source, budget_ms,
-//     elapsed_ms}. Decodable by any google.rpc tooling.
+//     elapsed_ms}, first; then the callee's own details, when it sent any
+//     (see EncodeStatusDetails). Decodable by any google.rpc tooling.
 //   - the `hopbudget-*` trailers listed in wire.h, for humans and proxies;
 //   - the status message, "hopbudget/1: source=attempt hop=orders
 //     budget_ms=300 elapsed_ms=301", which is the only form that survives
@@ -25,12 +26,22 @@
 //              "downstream"
 //   hop      = 1*64( ALPHA / DIGIT / "." / "_" / "-" )
 //   millis   = 1*13DIGIT   ; whole milliseconds, at most 100 years
-//   note     = *OCTET      ; free text (often the original message in
-//                          ; parentheses), ignored by parsers
+//   note     = *OCTET      ; free text, ignored by parsers; hopbudget
+//                          ; writes "(" kept ")", kept = KeptNote() below
 // Parsers read at most the first 256 bytes. A message that starts with
 // "hopbudget/" but does not match (another version, a bad field) is
 // malformed: ignored and counted. The unversioned "hopbudget: source=..."
 // form of hopbudget 0.1 is read as version 1.
+//
+// What the callee said is kept. A hop that turns an answer into an
+// attributed one keeps the answer's own text as the note: a message that is
+// not an attribution message (a foreign peer's "ledger: database timed
+// out", a malformed attribution message too) whole, and of an attribution
+// message only its note, so that relayed through any number of hops the
+// callee's text appears once, in one pair of parentheses:
+//   "hopbudget/1: source=downstream budget_ms=0 elapsed_ms=0 (ledger: database timed out)"
+// The kept text is at most kMaxNoteBytes: a longer one is cut at the start
+// of a UTF-8 character and ends in kNoteTruncatedMarker.
 //
 // Decoding treats its input as untrusted: anything not exactly our shape
 // (wrong domain, unknown reason, hop name with odd characters, oversized) is
@@ -59,9 +70,15 @@ namespace hopbudget {
 
 inline constexpr char kErrorDomain[] = "hopbudget";
 inline constexpr char kErrorInfoTypeUrl[] = "type.googleapis.com/google.rpc.ErrorInfo";
-// Details larger than this are not parsed.
+// Details larger than this are not parsed, and EncodeStatusDetails never
+// writes more.
 inline constexpr size_t kMaxDetailsBytes = 4096;
 inline constexpr size_t kMaxHopNameBytes = 64;
+// The most of a callee's own text a status message keeps after the fields,
+// marker included: enough for a peer's one-line reason, and the whole
+// message stays far below what gRPC allows a status.
+inline constexpr size_t kMaxNoteBytes = 256;
+inline constexpr char kNoteTruncatedMarker[] = " [truncated]";
 
 struct Attribution {
   DeadlineSource source = DeadlineSource::kNone;  // the origin source
@@ -78,18 +95,41 @@ struct Attribution {
 // naming the offending input otherwise.
 absl::Status ValidateHopName(absl::string_view hop);
 
-// Serialized google.rpc.Status{code: 4, message, details: [ErrorInfo]}.
+// Serialized google.rpc.Status{code: 4, message, details: [ErrorInfo, ...]}.
 // Budgets and elapsed times are written in whole milliseconds, rounded down;
 // infinite or negative values are written as 0.
-std::string EncodeStatusDetails(const Attribution& a, absl::string_view message);
+//
+// `relayed` is the `grpc-status-details-bin` of the answer this one
+// replaces (a callee's, often a peer without hopbudget). Its details are
+// kept after our ErrorInfo, in their order, as opaque Any values, except
+// ErrorInfos of domain "hopbudget" (valid or not), which ours replaces. Each
+// is kept only if the whole still fits in kMaxDetailsBytes, so that the next
+// hop reads it; one that does not fit is dropped, later smaller ones may
+// still be kept. A `relayed` that is empty, larger than kMaxDetailsBytes or
+// not a google.rpc.Status adds nothing.
+std::string EncodeStatusDetails(const Attribution& a, absl::string_view message,
+                                absl::string_view relayed = {});
 
-// Inverse of EncodeStatusDetails. nullopt unless `bytes` is a google.rpc.Status
-// with an ErrorInfo of domain "hopbudget" whose reason and hop name are valid.
+// Inverse of EncodeStatusDetails: the attribution of ReadStatusDetails when
+// it is kOk, nullopt otherwise.
 absl::optional<Attribution> DecodeStatusDetails(absl::string_view bytes);
 
 // "hopbudget/1: source=attempt hop=orders budget_ms=300 elapsed_ms=301"
-// (hop= is omitted when unknown).
-std::string FormatAttributionMessage(const Attribution& a);
+// (hop= is omitted when unknown), then " (" KeptNote(note) ")" unless that
+// is empty. `note` is typically the message of the answer this one
+// replaces.
+std::string FormatAttributionMessage(const Attribution& a, absl::string_view note = {});
+
+// The callee's own text that a message relaying `message` keeps (see the
+// grammar above): `message` with ASCII whitespace trimmed when it is not a
+// valid attribution message (absent or malformed alike), else the note
+// after its fields, trimmed and without one pair of enclosing parentheses;
+// "" when that leaves nothing. At most kMaxNoteBytes: a longer text is cut
+// at the start of a UTF-8 character (the last one that fits whole with the
+// marker; text that is not UTF-8 there is cut at the byte) and ends in
+// kNoteTruncatedMarker. KeptNote of a message carrying a kept note gives
+// that note back, so relaying never cuts or wraps it again.
+std::string KeptNote(absl::string_view message);
 
 // Inverse of FormatAttributionMessage, from the start of a status message;
 // anything after the four fields is ignored. nullopt unless the message
@@ -125,8 +165,13 @@ struct ParsedAttribution {
 // not parse.
 ParsedAttribution ReadAttributionMessage(absl::string_view message);
 
-// Reads `grpc-status-details-bin`: kAbsent when empty, kMalformed when it is
-// not a google.rpc.Status with a valid hopbudget ErrorInfo.
+// Reads `grpc-status-details-bin`. The first ErrorInfo of domain
+// "hopbudget" decides: kOk when its reason and metadata are valid,
+// kMalformed otherwise. Without one: kAbsent when `bytes` is empty or a
+// well-formed google.rpc.Status of a peer's own (its details are not ours
+// to judge, and never counted), kMalformed when it is larger than
+// kMaxDetailsBytes, not a google.rpc.Status, or holds an ErrorInfo that does
+// not decode (whose it is cannot be told).
 ParsedAttribution ReadStatusDetails(absl::string_view bytes);
 
 // The plain `hopbudget-*` trailers of one answer; nullopt for a trailer the
