@@ -156,7 +156,8 @@ std::string FormatStatsJson(
         ",\"replays\":", s.replays(), ",\"commits_stopped\":", s.commits_stopped(),
         ",\"in_flight\":", s.in_flight(), ",\"faults_injected\":", s.faults_injected(),
         ",\"reads\":", s.reads(), ",\"read_hedges\":", s.read_hedges(),
-        ",\"slot_refusals\":", s.slot_refusals(), ",\"last_end_unix_us\":", s.last_end_unix_us(),
+        ",\"slot_refusals\":", s.slot_refusals(), ",\"refused\":", s.refused(),
+        ",\"cpu_us\":", s.cpu_us(), ",\"last_end_unix_us\":", s.last_end_unix_us(),
         ",\"faults\":{\"latency\":", JsonString(f.latency()), ",\"error_rate\":", f.error_rate(),
         ",\"hang_rate\":", f.hang_rate(), ",\"hang_next\":", f.hang_next(),
         ",\"slow_commit_ms\":", f.slow_commit_ms(), "}}"));
@@ -376,6 +377,9 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
     if (!after.ok()) return after.status();
     ServiceDelta d;
     d.hop = after->hop();
+    d.calls = after->calls() - before[k].calls();
+    d.refused = after->refused() - before[k].refused();
+    d.cpu_ms = static_cast<double>(after->cpu_us() - before[k].cpu_us()) / 1000;
     d.calls_started_after_deadline =
         after->calls_started_after_deadline() - before[k].calls_started_after_deadline();
     d.work_after_deadline_ms = after->work_after_deadline_ms() - before[k].work_after_deadline_ms();

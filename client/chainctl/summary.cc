@@ -207,7 +207,8 @@ std::string FormatSummaryJson(const LoadSummary& s) {
   absl::StrAppend(&out, ",\"per_hop\":[");
   first = true;
   for (const ServiceDelta& d : s.per_hop) {
-    absl::StrAppend(&out, first ? "" : ",", "{\"hop\":", JsonString(d.hop),
+    absl::StrAppend(&out, first ? "" : ",", "{\"hop\":", JsonString(d.hop), ",\"calls\":", d.calls,
+                    ",\"refused\":", d.refused, ",\"cpu_ms\":", JsonNumber(d.cpu_ms),
                     ",\"calls_started_after_deadline\":", d.calls_started_after_deadline,
                     ",\"work_after_deadline_ms\":", JsonNumber(d.work_after_deadline_ms),
                     ",\"retries\":", d.retries, "}");

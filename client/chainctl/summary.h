@@ -55,6 +55,12 @@ struct ServiceDelta {
   int64_t reads = 0;
   int64_t read_hedges = 0;
   int64_t slot_refusals = 0;
+  // Handler calls that did work, calls answered without any (refused on
+  // arrival or shed), and the CPU the process spent meanwhile (Admin Stats
+  // cpu_us), in milliseconds.
+  int64_t calls = 0;
+  int64_t refused = 0;
+  double cpu_ms = 0;
 };
 
 struct LoadSummary {

@@ -1,6 +1,8 @@
 // Copyright hopbudget authors.
 #include "admin_service.h"
 
+#include <sys/resource.h>
+
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -52,7 +54,15 @@ Stats HopStats::Proto() const {
   s.set_reads(reads_.load());
   s.set_read_hedges(read_hedges_.load());
   s.set_slot_refusals(slot_refusals_.load());
+  s.set_refused(refused_.load());
   s.set_faults_injected(faults_injected_.load());
+  // The CPU a load cost this process is the difference of two readings
+  // (chainctl load): served and refused calls priced from it.
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) == 0) {
+    s.set_cpu_us(int64_t{u.ru_utime.tv_sec + u.ru_stime.tv_sec} * 1000000 + u.ru_utime.tv_usec +
+                 u.ru_stime.tv_usec);
+  }
   *s.mutable_faults() = FaultsToProto(faults_->config());
   return s;
 }
@@ -67,6 +77,7 @@ void HopStats::Reset() {
   reads_ = 0;
   read_hedges_ = 0;
   slot_refusals_ = 0;
+  refused_ = 0;
   faults_injected_ = 0;
 }
 

@@ -55,6 +55,9 @@ class HopStats {
     if (attempts > 1) read_hedges_.fetch_add(attempts - 1);
   }
   void CountSlotRefusal() { slot_refusals_.fetch_add(1); }
+  // A call answered without work (InboundBudget::refused(): on arrival, or
+  // shed by admission).
+  void CountRefused() { refused_.fetch_add(1, std::memory_order_relaxed); }
 
   // The Admin reply: the counters, the accounting and the faults in force.
   Stats Proto() const;
@@ -77,6 +80,7 @@ class HopStats {
   std::atomic<int64_t> reads_{0};
   std::atomic<int64_t> read_hedges_{0};
   std::atomic<int64_t> slot_refusals_{0};
+  std::atomic<int64_t> refused_{0};
   std::atomic<int64_t> faults_injected_{0};
 };
 

@@ -113,7 +113,9 @@ CallStart DemoProcess::Start(const grpc::ServerContextBase& ctx) {
   CallStart start;
   const InboundBudget* budget = InboundBudget::Of(ctx);
   if (budget != nullptr && budget->refused()) {
-    // hopbudget already answered DEADLINE_EXCEEDED (arrived-expired): no work.
+    // hopbudget already answered (DEADLINE_EXCEEDED arrived-expired or
+    // cannot-finish, or a shed): no work.
+    stats_.CountRefused();
     start.done = true;
     start.status = grpc::Status::CANCELLED;
     return start;

@@ -353,6 +353,15 @@ TEST(SummaryBuilderTest, ReadsAndHedgesGiveTheExtraLoad) {
   EXPECT_THAT(FormatSummaryJson(s),
               HasSubstr("\"reads\":200,\"read_hedges\":9,\"extra_load\":0.045,"
                         "\"slot_refusals\":4"));
+  // Per hop, what the CPU fit of the overload benchmark reads.
+  SummaryBuilder priced;
+  ServiceDelta gateway{"gateway", 0, 0, 0};
+  gateway.calls = 120;
+  gateway.refused = 880;
+  gateway.cpu_ms = 61.25;
+  priced.AddService(gateway);
+  EXPECT_THAT(FormatSummaryJson(priced.Build()),
+              HasSubstr("{\"hop\":\"gateway\",\"calls\":120,\"refused\":880,\"cpu_ms\":61.250,"));
   // Without reads or refusals: no rows about them, an extra load of 0.
   SummaryBuilder none;
   none.Add({absl::StatusCode::kOk, absl::Milliseconds(2), "", ""});

@@ -223,6 +223,39 @@ TEST(ChainE2eTest, NormalOrderCommitsOneRow) {
   EXPECT_EQ(StatsOf(chain.ledger()).commits(), 1);
 }
 
+// A call whose budget is below the gateway's minimum (--min-budget, 300 ms
+// here) is refused on arrival: counted as refused (Admin Stats), not as a
+// call that did work; the process's CPU reading grows (the overload
+// benchmark prices served and refused calls from these). A plain gRPC
+// client, so that nothing but the gateway judges the budget.
+TEST(ChainE2eTest, ARefusedCallIsCountedAsRefusedNotAsWork) {
+  ChainOptions options;
+  options.gateway = {"--min-budget=300ms"};
+  START_CHAIN(chain, options);
+  ASSERT_TRUE(chain.Place("warm", absl::Seconds(10)).status.ok());
+  ASSERT_TRUE(chain.WaitIdle());
+  const Stats before = StatsOf(chain.gateway());
+  auto plain = Gateway::NewStub(
+      grpc::CreateChannel(chain.gateway().address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(200)));
+  Order order;
+  order.set_key("too-late");
+  demo::Item* item = order.add_items();
+  item->set_sku("sku-1");
+  item->set_quantity(1);
+  demo::OrderResult reply;
+  const grpc::Status s = plain->PlaceOrder(&ctx, order, &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_TRUE(Eventually([&] {
+    return StatsOf(chain.gateway()).refused() == before.refused() + 1;
+  })) << s.error_message();
+  const Stats after = StatsOf(chain.gateway());
+  EXPECT_EQ(after.calls(), before.calls());
+  EXPECT_GE(after.cpu_us(), before.cpu_us());
+  EXPECT_GT(after.cpu_us(), 0);
+}
+
 TEST(ChainE2eTest, RepeatedKeyDoesNotAddARowAndAnswersTheOriginal) {
   START_CHAIN(chain, ChainOptions());
   Chain::Result first = chain.Place("order-r", absl::Seconds(10));
