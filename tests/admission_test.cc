@@ -137,6 +137,10 @@ TEST(ValidateAdmissionPolicyTest, NamesTheBadField) {
       {"predict_window (0)", [](AdmissionPolicy& p) { p.predict_window = 0; }},
       {"predict_min_samples (0)", [](AdmissionPolicy& p) { p.predict_min_samples = 0; }},
       {"predict_min_samples (200)", [](AdmissionPolicy& p) { p.predict_min_samples = 200; }},
+      {"predict_stale_after (0)",
+       [](AdmissionPolicy& p) { p.predict_stale_after = absl::ZeroDuration(); }},
+      {"predict_stale_after (inf)",
+       [](AdmissionPolicy& p) { p.predict_stale_after = absl::InfiniteDuration(); }},
       {"min_limit (0)",
        [](AdmissionPolicy& p) {
          p = Adaptive();
@@ -184,27 +188,52 @@ TEST(ValidateAdmissionPolicyTest, NamesTheBadField) {
   EXPECT_FALSE(Admission::Create(AdmissionPolicy{}, -kMs).ok());
 }
 
+const absl::Time kT0 = absl::UnixEpoch() + absl::Hours(1);
+
 TEST(LatencyPredictorTest, UnknownUntilEnoughSamplesThenTheQuantile) {
   AdmissionPolicy p;
   p.predict_window = 100;
   p.predict_min_samples = 10;
   p.quantile = 0.9;
   LatencyPredictor predictor(p);
-  for (int i = 1; i <= 9; ++i) predictor.Record(i * kMs);
-  EXPECT_EQ(predictor.Predicted(), kUnknown);
-  predictor.Record(10 * kMs);  // 1..10 ms: p90 is 9 ms
-  EXPECT_EQ(predictor.Predicted(), 9 * kMs);
+  for (int i = 1; i <= 9; ++i) predictor.Record(i * kMs, kT0);
+  EXPECT_EQ(predictor.Predicted(kT0), kUnknown);
+  predictor.Record(10 * kMs, kT0);  // 1..10 ms: p90 is 9 ms
+  EXPECT_EQ(predictor.Predicted(kT0), 9 * kMs);
   // The ring forgets: 100 samples of 50 ms replace the old ones.
-  for (int i = 0; i < 112; ++i) predictor.Record(50 * kMs);
-  EXPECT_EQ(predictor.Predicted(), 50 * kMs);
+  for (int i = 0; i < 112; ++i) predictor.Record(50 * kMs, kT0);
+  EXPECT_EQ(predictor.Predicted(kT0), 50 * kMs);
 }
 
 TEST(LatencyPredictorTest, OffPredictsNothing) {
   AdmissionPolicy p;
   p.predict = false;
   LatencyPredictor predictor(p);
-  for (int i = 0; i < 100; ++i) predictor.Record(kMs);
-  EXPECT_EQ(predictor.Predicted(), kUnknown);
+  for (int i = 0; i < 100; ++i) predictor.Record(kMs, kT0);
+  EXPECT_EQ(predictor.Predicted(kT0), kUnknown);
+}
+
+// Issue 32: a hop that refuses every call as cannot-finish records no
+// handler time; a prediction made during an overload must not outlive it.
+TEST(LatencyPredictorTest, APredictionGoesStaleWithoutSamplesAndTheRingStartsAfresh) {
+  AdmissionPolicy p;
+  p.predict_window = 100;
+  p.predict_min_samples = 10;
+  p.predict_stale_after = absl::Seconds(1);
+  LatencyPredictor predictor(p);
+  for (int i = 0; i < 10; ++i) predictor.Record(450 * kMs, kT0);      // an overload
+  EXPECT_EQ(predictor.Predicted(kT0 + absl::Seconds(1)), 450 * kMs);  // at the bound: current
+  EXPECT_EQ(predictor.Predicted(kT0 + absl::Seconds(1) + kMs), kUnknown);
+  // The next sample starts the ring again: the overload's samples are gone,
+  // and min_samples new ones make the next prediction.
+  const absl::Time later = kT0 + absl::Seconds(5);
+  for (int i = 0; i < 9; ++i) predictor.Record(20 * kMs, later);
+  EXPECT_EQ(predictor.Predicted(later), kUnknown);
+  predictor.Record(20 * kMs, later);
+  EXPECT_EQ(predictor.Predicted(later), 20 * kMs);
+  // Samples that keep coming keep it current.
+  for (int i = 1; i <= 5; ++i) predictor.Record(20 * kMs, later + i * 900 * kMs);
+  EXPECT_EQ(predictor.Predicted(later + 5 * 900 * kMs + 900 * kMs), 20 * kMs);
 }
 
 class AdmissionTest : public ::testing::Test {
@@ -424,7 +453,7 @@ TEST_F(AdmissionTest, WaiterThatCanNoLongerFinishIsShedWhenItsTurnComes) {
   learn_fast.predict_window = 1;
   learn_fast.predict_min_samples = 1;
   LatencyPredictor slow(learn_fast), quick(learn_fast);
-  quick.Record(10 * kMs);
+  quick.Record(10 * kMs, clock_.Now());
   Admission::Waiter running, slow_method, fine;
   slow_method.user = reinterpret_cast<void*>(1);
   fine.user = reinterpret_cast<void*>(2);
@@ -433,7 +462,7 @@ TEST_F(AdmissionTest, WaiterThatCanNoLongerFinishIsShedWhenItsTurnComes) {
   ASSERT_EQ(a->Arrive(&slow_method, In(200 * kMs), &slow, &others_), ArrivalDecision::kQueue);
   ASSERT_EQ(a->Arrive(&fine, In(absl::Seconds(1)), &quick, &others_), ArrivalDecision::kQueue);
   // ... it has learnt 150 ms when its turn comes with 100 ms left.
-  slow.Record(150 * kMs);
+  slow.Record(150 * kMs, clock_.Now());
   clock_.Advance(100 * kMs);
   Admission::Ready ready;
   a->Release(kMs, &ready);
@@ -450,11 +479,33 @@ TEST_F(AdmissionTest, CallThatCannotFinishIsShedOnArrivalWhateverTheRoom) {
   learn_fast.predict_window = 1;
   learn_fast.predict_min_samples = 1;
   LatencyPredictor predictor(learn_fast);
-  predictor.Record(50 * kMs);
+  predictor.Record(50 * kMs, clock_.Now());
   Admission::Waiter w;
   EXPECT_EQ(a->Arrive(&w, In(40 * kMs), &predictor, &others_), ArrivalDecision::kShedCannotFinish);
   EXPECT_EQ(a->Arrive(&w, In(60 * kMs), &predictor, &others_), ArrivalDecision::kAdmit);
   EXPECT_EQ(a->Stats().shed[static_cast<int>(ArrivalDecision::kShedCannotFinish)], 1u);
+}
+
+// Issue 32: after an overload taught the prediction 450 ms, every call with
+// 300 ms is refused as cannot-finish, so no handler time is recorded; once
+// predict_stale_after has passed without a sample, calls are admitted again
+// (and teach it afresh) instead of being refused for good.
+TEST_F(AdmissionTest, ARefusalThatStopsAllSamplesEndsWhenThePredictionGoesStale) {
+  auto a = Make(Fixed(4, 10));
+  AdmissionPolicy p;
+  p.predict_window = 8;
+  p.predict_min_samples = 1;
+  p.predict_stale_after = absl::Seconds(1);
+  LatencyPredictor predictor(p);
+  predictor.Record(450 * kMs, clock_.Now());
+  Admission::Waiter w;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(a->Arrive(&w, In(300 * kMs), &predictor, &others_),
+              ArrivalDecision::kShedCannotFinish);
+    clock_.Advance(200 * kMs);
+  }
+  clock_.Advance(1 * kMs);  // 1.001 s without a sample
+  EXPECT_EQ(a->Arrive(&w, In(300 * kMs), &predictor, &others_), ArrivalDecision::kAdmit);
 }
 
 TEST_F(AdmissionTest, LeaveRemovesAWaiterOnceOnly) {

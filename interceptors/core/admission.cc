@@ -48,6 +48,11 @@ absl::Status ValidateAdmissionPolicy(const AdmissionPolicy& p) {
   if (p.predict_min_samples > p.predict_window) {
     return Bad("predict_min_samples", "must be <= predict_window", p.predict_min_samples);
   }
+  if (p.predict_stale_after <= absl::ZeroDuration() ||
+      p.predict_stale_after == absl::InfiniteDuration()) {
+    return Bad("predict_stale_after", "must be > 0 and finite",
+               absl::FormatDuration(p.predict_stale_after));
+  }
   if (p.limit == LimitKind::kAdaptive) {
     if (p.min_limit <= 0) return Bad("min_limit", "must be > 0", p.min_limit);
     if (p.max_limit < p.min_limit) {
@@ -160,13 +165,21 @@ LatencyPredictor::LatencyPredictor(const AdmissionPolicy& policy)
     : enabled_(policy.predict),
       quantile_(policy.quantile),
       min_samples_(policy.predict_min_samples),
+      stale_after_ns_(absl::ToInt64Nanoseconds(policy.predict_stale_after)),
       ring_(new std::atomic<int64_t>[static_cast<size_t>(policy.predict_window)]),
       size_(policy.predict_window) {
   for (int i = 0; i < size_; ++i) ring_[i].store(0, std::memory_order_relaxed);
 }
 
-void LatencyPredictor::Record(absl::Duration handler_time) {
+void LatencyPredictor::Record(absl::Duration handler_time, absl::Time now) {
   if (!enabled_) return;
+  const int64_t now_ns = absl::ToUnixNanos(now);
+  const int64_t last = last_record_ns_.exchange(now_ns, std::memory_order_relaxed);
+  if (last != 0 && now_ns - last > stale_after_ns_) {
+    // What the ring holds describes another time: start again.
+    predicted_ns_.store(-1, std::memory_order_relaxed);
+    count_.store(0, std::memory_order_relaxed);
+  }
   const uint64_t n = count_.fetch_add(1, std::memory_order_relaxed);
   ring_[n % static_cast<uint64_t>(size_)].store(absl::ToInt64Nanoseconds(handler_time),
                                                 std::memory_order_relaxed);
@@ -195,9 +208,12 @@ void LatencyPredictor::Recompute(uint64_t count) {
   predicted_ns_.store(v[std::max(k, 0)], std::memory_order_relaxed);
 }
 
-absl::optional<absl::Duration> LatencyPredictor::Predicted() const {
+absl::optional<absl::Duration> LatencyPredictor::Predicted(absl::Time now) const {
   const int64_t ns = predicted_ns_.load(std::memory_order_relaxed);
   if (ns < 0) return absl::nullopt;
+  if (absl::ToUnixNanos(now) - last_record_ns_.load(std::memory_order_relaxed) > stale_after_ns_) {
+    return absl::nullopt;
+  }
   return absl::Nanoseconds(ns);
 }
 
@@ -287,11 +303,11 @@ bool Admission::TryAcquire() {
 
 ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline, const LatencyPredictor* predictor,
                                   Ready* others) {
+  const absl::Time now = clock_.Now();
   const absl::optional<absl::Duration> predicted =
-      predictor != nullptr ? predictor->Predicted() : absl::nullopt;
+      predictor != nullptr ? predictor->Predicted(now) : absl::nullopt;
   others->admitted.clear();
   others->shed.clear();
-  const absl::Time now = clock_.Now();
   const absl::Duration remaining =
       deadline == absl::InfiniteFuture() ? absl::InfiniteDuration() : deadline - now;
   auto shed = [&](ArrivalDecision d) {
@@ -384,7 +400,7 @@ void Admission::DrainLocked(absl::Time now, Ready* ready) ABSL_NO_THREAD_SAFETY_
     if (remaining < min_attempt_budget_) {
       shed_as = ArrivalDecision::kShedQueueExpired;
     } else if (const absl::optional<absl::Duration> predicted =
-                   w->predictor != nullptr ? w->predictor->Predicted() : absl::nullopt;
+                   w->predictor != nullptr ? w->predictor->Predicted(now) : absl::nullopt;
                predicted.has_value() && remaining < *predicted) {
       shed_as = ArrivalDecision::kShedCannotFinish;
     }

@@ -336,7 +336,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       case ArrivalDecision::kAdmit:
         admitted_ = true;
         handler_start_ = shared_.clock->Now();
-        predicted_ = predictor_->Predicted();
+        predicted_ = predictor_->Predicted(handler_start_);
         return Arrival::kGoOn;
       case ArrivalDecision::kQueue:
         // From here on another thread owns this call until it proceeds.
@@ -352,7 +352,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   void Admitted() override {
     admitted_ = true;
     handler_start_ = shared_.clock->Now();
-    predicted_ = predictor_->Predicted();
+    predicted_ = predictor_->Predicted(handler_start_);
     shared_.metrics->CountAdmittedAfterWait(handler_start_ - waiter_.enqueued);
     pending_->Proceed();
   }
@@ -386,9 +386,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   void ReleaseAdmission(absl::StatusCode code) {
     if (!admitted_ || released_) return;
     released_ = true;
-    const absl::Duration handler_time = shared_.clock->Now() - handler_start_;
+    const absl::Time now = shared_.clock->Now();
+    const absl::Duration handler_time = now - handler_start_;
     // Only answers that finished teach the prediction "time to finish".
-    if (code == absl::StatusCode::kOk) predictor_->Record(handler_time);
+    if (code == absl::StatusCode::kOk) predictor_->Record(handler_time, now);
     shared_.metrics->ObserveAdmittedHandler(handler_time, predicted_);
     Admission& admission = shared_.gate->admission();
     Admission::Ready ready;

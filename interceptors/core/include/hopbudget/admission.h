@@ -124,6 +124,12 @@ struct AdmissionPolicy {
   int predict_window = 128;
   // No prediction until a method has this many samples.
   int predict_min_samples = 20;
+  // A method with no sample for this long has no prediction, and its old
+  // samples are dropped at the next one, > 0. A hop that refuses every call
+  // as cannot-finish records no handler time, so without this a prediction
+  // made during an overload (hundreds of ms) would refuse every later call
+  // for good.
+  absl::Duration predict_stale_after = absl::Seconds(1);
 
   // The `grpc-retry-pushback-ms` sent with a RESOURCE_EXHAUSTED shed (queue
   // full or over the limit): how long a caller should wait before it tries
@@ -240,7 +246,10 @@ bool AdaptiveWindowCloses(const AdmissionPolicy& policy, int samples, absl::Dura
 // The `quantile` of a method's recent handler times, from a ring of the last
 // `predict_window` samples. Record() is lock-free and allocation-free; the
 // quantile is recomputed (a partial sort of the ring) once every 16 samples,
-// and Predicted() reads the cached value.
+// and Predicted() reads the cached value. Samples go stale: `now` more than
+// `predict_stale_after` after the last Record() there is no prediction, and
+// the next Record() starts the ring afresh (a Record() racing that restart
+// may keep one sample of before it).
 class LatencyPredictor {
  public:
   // `policy` must have passed ValidateAdmissionPolicy.
@@ -248,10 +257,12 @@ class LatencyPredictor {
   LatencyPredictor(const LatencyPredictor&) = delete;
   LatencyPredictor& operator=(const LatencyPredictor&) = delete;
 
-  void Record(absl::Duration handler_time);
-  // nullopt until predict_min_samples were recorded (or when `predict` is
-  // off).
-  absl::optional<absl::Duration> Predicted() const;
+  // A handler time that ended at `now`.
+  void Record(absl::Duration handler_time, absl::Time now);
+  // nullopt until predict_min_samples were recorded, when the last was
+  // recorded more than predict_stale_after before `now`, or when `predict`
+  // is off.
+  absl::optional<absl::Duration> Predicted(absl::Time now) const;
 
  private:
   void Recompute(uint64_t count);
@@ -259,6 +270,8 @@ class LatencyPredictor {
   const bool enabled_;
   const double quantile_;
   const int min_samples_;
+  const int64_t stale_after_ns_;
+  std::atomic<int64_t> last_record_ns_{0};        // unix ns of the last Record()
   std::unique_ptr<std::atomic<int64_t>[]> ring_;  // nanoseconds
   const int size_;
   std::atomic<uint64_t> count_{0};
