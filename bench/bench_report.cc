@@ -9,7 +9,7 @@
 //
 // Sections: overhead (aggregates rounds: medians, and the ratios c/a and c/b
 // per round with their spread), scale, precision, cancel, hedge, admission,
-// slots.
+// slots, overload (the hopbudget chain at multiples of its own capacity).
 //
 // Every target the README quotes is judged here, by code, never by hand:
 // each verdict is "met", "**missed**" or "not measured" (no samples, or
@@ -33,7 +33,8 @@
 #include "bench_util.h"
 
 ABSL_FLAG(std::string, section, "overhead",
-          "the report section: overhead, scale, precision, cancel, hedge, admission or slots");
+          "the report section: overhead, scale, precision, cancel, hedge, admission, slots or "
+          "overload");
 
 namespace hopbudget {
 namespace bench {
@@ -715,6 +716,186 @@ void SlotsSection(const std::vector<Record>& rs) {
 }
 
 // The verdicts of a section that has no results at all.
+// ---------------------------------------------------------------- overload
+// The hopbudget chain alone at multiples of its own capacity (scripts/bench.sh
+// run_overload): one "kind=setup" line, then one "kind=round" line per round
+// with the chain's counts and, per hop, <hop>_calls, <hop>_refused and
+// <hop>_cpu_ms. Every round is judged: a target about "every round" is missed
+// by its worst one.
+constexpr char kOverloadUnthrottledTarget[] =
+    "overload, client that does not back off: goodput >= 80 % of the chain's capacity at 2x, "
+    "4x, 8x, 16x, every round";
+constexpr char kOverloadThrottledTarget[] =
+    "overload, client that throttles itself: goodput >= 90 % of the chain's capacity at every "
+    "level, every round";
+constexpr char kOverloadLateTarget[] =
+    "overload: no work after the client deadline and no call started after it, at every level";
+constexpr char kOverloadP99Target[] = "overload: p99 of OK calls inside the budget at every level";
+const std::vector<std::string>& OverloadHops() {
+  static const std::vector<std::string> hops = {"gateway", "orders", "ledger"};
+  return hops;
+}
+
+// Least squares of a hop's CPU per round against its calls of each kind:
+// cpu = sum over kinds of price[kind] * count[kind]. The kinds are served
+// (handlers that did work) and refused (answered without work); at the edge
+// also unhandled: calls the client sent that no handler saw (expired or
+// cancelled inside gRPC), whose cost would otherwise be charged to the
+// other two. A price the rounds cannot tell apart (no calls of that kind,
+// or kinds that always came in the same proportion) is negative.
+struct CallPrice {
+  std::vector<double> us;  // per kind, microseconds
+  int rounds = 0;
+};
+CallPrice FitPrice(const std::vector<const Record*>& rounds, const std::string& hop, bool edge) {
+  const int k = edge ? 3 : 2;
+  std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0));  // normal equations
+  CallPrice p;
+  p.us.assign(k, -1);
+  for (const Record* r : rounds) {
+    if (!Has(*r, hop + "_cpu_ms")) continue;
+    std::vector<double> x = {Num(*r, hop + "_calls"), Num(*r, hop + "_refused")};
+    if (edge) x.push_back(std::max(0.0, Num(*r, "sent") - x[0] - x[1]));
+    const double y = Num(*r, hop + "_cpu_ms") * 1000;
+    for (int i = 0; i < k; ++i) {
+      for (int j = 0; j < k; ++j) a[i][j] += x[i] * x[j];
+      a[i][k] += x[i] * y;
+    }
+    ++p.rounds;
+  }
+  // Kinds never seen are left out; Gaussian elimination on the rest.
+  std::vector<int> used;
+  for (int i = 0; i < k; ++i) {
+    if (a[i][i] > 0) used.push_back(i);
+  }
+  const int n = static_cast<int>(used.size());
+  if (n == 0 || p.rounds < n) return p;
+  std::vector<std::vector<double>> m(n, std::vector<double>(n + 1));
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) m[i][j] = a[used[i]][used[j]];
+    m[i][n] = a[used[i]][k];
+  }
+  for (int c = 0; c < n; ++c) {
+    int pivot = c;
+    for (int r = c + 1; r < n; ++r) {
+      if (std::fabs(m[r][c]) > std::fabs(m[pivot][c])) pivot = r;
+    }
+    std::swap(m[c], m[pivot]);
+    if (std::fabs(m[c][c]) <= 1e-9 * a[used[c]][used[c]]) return p;  // not separable
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = m[r][c] / m[c][c];
+      for (int j = c; j <= n; ++j) m[r][j] -= f * m[c][j];
+    }
+  }
+  for (int i = 0; i < n; ++i) p.us[used[i]] = m[i][n] / m[i][i];
+  return p;
+}
+
+void OverloadSection(const std::vector<Record>& rs) {
+  const Record* setup = nullptr;
+  std::vector<const Record*> rounds;
+  for (const Record& r : rs) {
+    if (Str(r, "kind") == "setup") setup = &r;
+    if (Str(r, "kind") == "round") rounds.push_back(&r);
+  }
+  if (setup == nullptr || rounds.empty() || Num(*setup, "capacity") <= 0) {
+    std::printf("_No complete overload run: not measured._\n");
+    for (const char* t : {kOverloadUnthrottledTarget, kOverloadThrottledTarget, kOverloadLateTarget,
+                          kOverloadP99Target}) {
+      EmitVerdict(t, "-", kNotMeasured);
+    }
+    return;
+  }
+  const double capacity = Num(*setup, "capacity");
+  const double seconds = std::max(Num(*setup, "duration_s"), 1e-9);
+  const double budget_ms = Num(*setup, "budget_ms");
+  auto goodput = [&](const Record& r) { return Num(r, "ok") / seconds; };
+  auto share = [&](const Record& r) { return goodput(r) / capacity * 100; };
+  std::printf("Capacity of the hopbudget chain alone: **%s/s** (%s).\n\n",
+              Fixed(capacity, 0).c_str(), Str(*setup, "placement").c_str());
+  std::printf(
+      "| load | offered/s | client | round | sent | throttled by the client | OK | goodput/s | of "
+      "capacity | p99 of OK (ms) | started after deadline | work after deadline (ms) | gateway / "
+      "orders / ledger: served, refused, CPU (ms) |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const Record* r : rounds) {
+    std::string hops;
+    for (const std::string& h : OverloadHops()) {
+      if (!hops.empty()) hops += " / ";
+      hops += Str(*r, h + "_calls") + ", " + Str(*r, h + "_refused") + ", " +
+              Fixed(Num(*r, h + "_cpu_ms"), 0);
+    }
+    std::printf(
+        "| %sx | %s | %s | %s | %s | %s | %s | %s | %s %% | %s | %s | %s | %s |\n",
+        Str(*r, "factor").c_str(), Str(*r, "rate").c_str(), Str(*r, "client").c_str(),
+        Str(*r, "round").c_str(), Str(*r, "sent").c_str(), Str(*r, "client_throttled").c_str(),
+        Str(*r, "ok").c_str(), Fixed(goodput(*r), 0).c_str(), Fixed(share(*r), 0).c_str(),
+        Fixed(Num(*r, "ok_p99_ms"), 1).c_str(), Str(*r, "calls_started_after_deadline").c_str(),
+        Fixed(Num(*r, "work_after_deadline_ms"), 0).c_str(), hops.c_str());
+  }
+  // Per level and client: every round's share, its minimum and median.
+  std::map<std::pair<double, std::string>, std::vector<double>> shares;
+  for (const Record* r : rounds)
+    shares[{Num(*r, "factor"), Str(*r, "client")}].push_back(share(*r));
+  std::printf(
+      "\n| load | client | rounds | goodput, of capacity: min / median |\n"
+      "| --- | --- | --- | --- |\n");
+  for (auto& [key, v] : shares) {
+    std::vector<double> sorted = v;
+    const double lo = *std::min_element(v.begin(), v.end());
+    std::printf("| %sx | %s | %zu | %s %% / %s %% |\n", Fixed(key.first, 0).c_str(),
+                key.second.c_str(), v.size(), Fixed(lo, 0).c_str(),
+                Fixed(Median(sorted), 0).c_str());
+  }
+  // What a served, a refused and (at the edge) an unhandled call cost at
+  // each hop.
+  std::printf(
+      "\n| hop | CPU per served call (us) | per refused call (us) | per call no handler saw "
+      "(us) | refused / served | rounds fitted |\n| --- | --- | --- | --- | --- | --- |\n");
+  for (const std::string& h : OverloadHops()) {
+    const bool edge = h == OverloadHops().front();
+    const CallPrice p = FitPrice(rounds, h, edge);
+    auto us = [](double v) { return v < 0 ? std::string("-") : Fixed(v, 1); };
+    std::printf("| %s | %s | %s | %s | %s | %d |\n", h.c_str(), us(p.us[0]).c_str(),
+                us(p.us[1]).c_str(), edge ? us(p.us[2]).c_str() : "-",
+                p.us[0] > 0 && p.us[1] >= 0 ? Fixed(p.us[1] / p.us[0], 3).c_str() : "-", p.rounds);
+  }
+  std::printf("\n");
+  // The verdicts, each on its worst round.
+  auto judge_share = [&](const char* target, const std::string& client, double floor,
+                         double min_factor) {
+    const Record* worst = nullptr;
+    for (const Record* r : rounds) {
+      if (Str(*r, "client") != client || Num(*r, "factor") < min_factor) continue;
+      if (worst == nullptr || share(*r) < share(*worst)) worst = r;
+    }
+    if (worst == nullptr) {
+      EmitVerdict(target, "-", kNotMeasured);
+      return;
+    }
+    EmitVerdict(target,
+                "worst round " + Fixed(share(*worst), 0) + " % (" + Str(*worst, "factor") +
+                    "x, round " + Str(*worst, "round") + ")",
+                share(*worst) >= floor ? kMet : kMissed);
+  };
+  judge_share(kOverloadUnthrottledTarget, "unthrottled", 80, 2);
+  judge_share(kOverloadThrottledTarget, "throttled", 90, 1);
+  double work = 0, late = 0, worst_p99 = 0;
+  for (const Record* r : rounds) {
+    work += Num(*r, "work_after_deadline_ms");
+    late += Num(*r, "calls_started_after_deadline");
+    worst_p99 = std::max(worst_p99, Num(*r, "ok_p99_ms"));
+  }
+  EmitVerdict(kOverloadLateTarget,
+              Fixed(work, 0) + " ms of work after the deadline, " + Fixed(late, 0) +
+                  " calls started after it (all rounds)",
+              work == 0 && late == 0 ? kMet : kMissed);
+  EmitVerdict(kOverloadP99Target,
+              "highest p99 " + Fixed(worst_p99, 1) + " ms, budget " + Fixed(budget_ms, 0) + " ms",
+              worst_p99 < budget_ms ? kMet : kMissed);
+}
+
 void NothingMeasured(const std::string& section) {
   if (section == "overhead") {
     for (const std::string api : {"callback", "sync"}) {
@@ -742,19 +923,24 @@ void NothingMeasured(const std::string& section) {
     for (const char* target : {kSlotsThreadTarget, kSlotsLateTarget, kSlotsServerTarget}) {
       EmitVerdict(target, "-", kNotMeasured);
     }
+  } else if (section == "overload") {
+    for (const char* t : {kOverloadUnthrottledTarget, kOverloadThrottledTarget, kOverloadLateTarget,
+                          kOverloadP99Target}) {
+      EmitVerdict(t, "-", kNotMeasured);
+    }
   }
 }
 
 int Main(int argc, char** argv) {
-  cli::ParseOrExit(
-      argc, argv, "bench_report",
-      "bench_report: reads RESULT lines on stdin and writes one section of the "
-      "benchmark report (Markdown) with its verdicts.\n\n"
-      "  ... | bench_report --section=overhead|scale|precision|cancel|hedge|admission|slots");
+  cli::ParseOrExit(argc, argv, "bench_report",
+                   "bench_report: reads RESULT lines on stdin and writes one section of the "
+                   "benchmark report (Markdown) with its verdicts.\n\n"
+                   "  ... | bench_report "
+                   "--section=overhead|scale|precision|cancel|hedge|admission|slots|overload");
   const std::string section = absl::GetFlag(FLAGS_section);
   cli::ExitIfBad("bench_report", cli::OneOf("section", section,
                                             {"overhead", "scale", "precision", "cancel", "hedge",
-                                             "admission", "slots"}));
+                                             "admission", "slots", "overload"}));
   const std::vector<Record> rs = ReadResults(section);
   if (rs.empty()) {
     std::printf(
@@ -770,6 +956,7 @@ int Main(int argc, char** argv) {
   if (section == "hedge") Hedge(rs);
   if (section == "admission") AdmissionSection(rs);
   if (section == "slots") SlotsSection(rs);
+  if (section == "overload") OverloadSection(rs);
   return 0;
 }
 

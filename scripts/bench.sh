@@ -7,7 +7,7 @@
 #   ./scripts/bench.sh --out DIR    # report directory (default: bench/results for a
 #                                    # full run, whose report.md and chart.png are kept in
 #                                    # the repository; build/bench-report for --quick or --only)
-#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission,slots
+#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload
 #   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
 #   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
 #                                    # in the overhead processes (see bench/bench_util.h)
@@ -28,7 +28,7 @@ usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=""
-all_sections="overhead,precision,cancel,scale,micro,chain,hedge,admission,slots"
+all_sections="overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload"
 only="$all_sections"
 build_dir=build/bench
 while [ $# -gt 0 ]; do
@@ -52,8 +52,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 for s in ${only//,/ }; do
-  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge|admission|slots) ;;
-    *) echo "error: --only: unknown section '$s' (overhead,precision,cancel,scale,micro,chain,hedge,admission,slots)" >&2
+  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge|admission|slots|overload) ;;
+    *) echo "error: --only: unknown section '$s' ($all_sections)" >&2
        exit 2 ;;
   esac
 done
@@ -78,6 +78,7 @@ if [ "$quick" = 1 ]; then
   micro_min_time=0.02
   chain_duration=2s; chain_ramp_step=1500ms; chain_gap=1; chain_ramp_start=100
   chain_rounds=1
+  overload_duration=2s; overload_rounds=1; overload_gap=1
 else
   rounds=5; duration=3s; warmup=1s
   precision_calls=500; cancel_calls=500; hedge_calls=4000; hedge_races=300
@@ -88,6 +89,7 @@ else
   micro_min_time=0.2
   chain_duration=8s; chain_ramp_step=3s; chain_gap=2; chain_ramp_start=50
   chain_rounds=3
+  overload_duration=6s; overload_rounds=3; overload_gap=3
 fi
 scale_levels=(1 100 1000 10000)
 deadlock="${BENCH_DEADLOCK_DETECTION:-default}"
@@ -108,7 +110,7 @@ wants micro && bench_targets+=(micro_bench)
 wants hedge && bench_targets+=(hedge_bench)
 wants admission && bench_targets+=(admission_bench)
 wants slots && bench_targets+=(slots_bench)
-if wants chain; then
+if wants chain || wants overload; then
   bench_targets+=(gateway orders ledger chainctl)
   cmake_args+=(-DHOPBUDGET_BUILD_DEMO=ON -DHOPBUDGET_BUILD_HTTP=ON)
 else
@@ -496,6 +498,116 @@ run_chain() {
   } >"$raw/chain.md"
 }
 
+# ---------------------------------------------------------------- 10. overload
+# The hopbudget chain alone at multiples of its own capacity, from a client
+# that does not back off and from one that throttles itself (issue 32): the
+# three services share CPU 0, chainctl load runs on CPU 1, so that the load
+# generator's own cost never takes the chain's CPU. The capacity is found
+# first (the highest rate with >= 90 % OK: a doubling ramp, then two
+# bisection steps); every level then runs overload_rounds rounds of both
+# clients, their order alternating. Each round is one RESULT line with the
+# chain's counts and each hop's calls, refusals and CPU (Admin Stats), from
+# which bench_report --section=overload judges the targets and prices a
+# served and a refused call at each hop.
+overload_levels=(1 2 4 8 16)
+run_overload() {
+  local sbin="$build_dir/server" chainctl="$build_dir/client/chainctl/chainctl"
+  local work="$raw/overload" chain_cpu=() load_cpu=() placement
+  mkdir -p "$work"
+  if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    chain_cpu=(taskset -c 0) load_cpu=(taskset -c 1)
+    placement="the three services on CPU 0, the load generator on CPU 1"
+  else
+    placement="unpinned (fewer than 2 CPUs, or no taskset)"
+  fi
+  local -A P
+  local line
+  start_hop() {
+    local label=$1 binary=$2
+    shift 2
+    "${chain_cpu[@]}" "$sbin/$binary" --port=0 --metrics-port=0 --seed=42 "$@" \
+      >"$work/$label.out" 2>"$work/$label.err" &
+    pids+=($!)
+    if ! wait_for_line "$work/$label.out" " listening on " 10; then
+      echo "error: $label did not start:" >&2
+      cat "$work/$label.err" >&2
+      exit 1
+    fi
+    line="$(grep -m1 " listening on " "$work/$label.out")"
+    P[$label]="$(awk '{print $4}' <<<"$line")"
+  }
+  start_hop ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
+    --latency="$chain_latency_ledger"
+  start_hop orders orders --name=orders --ledger="127.0.0.1:${P[ledger]}" \
+    --attempt-cap=300ms --max-attempts=3 --latency="$chain_latency_orders"
+  start_hop gateway gateway --name=gateway --orders="127.0.0.1:${P[orders]}" \
+    --request-cap=2s --latency="$chain_latency_gateway"
+  local admin="127.0.0.1:${P[gateway]},127.0.0.1:${P[orders]},127.0.0.1:${P[ledger]}"
+  # one CLIENT RPS DURATION FILE: an open-loop run; CLIENT is unthrottled
+  # or throttled (--client-throttle=$chain_client_throttle). A round in which
+  # every call failed is a result here, not a failed run.
+  one() {
+    local extra=()
+    [ "$1" = throttled ] && extra=(--client-throttle="$chain_client_throttle")
+    "${load_cpu[@]}" "$chainctl" load --gateway "127.0.0.1:${P[gateway]}" --rps "$2" \
+      --duration "$3" --budget "$chain_budget" --concurrency 100000 --admin "$admin" \
+      --json "$4" --quiet --max-error-rate=1 "${extra[@]}" >"$4.txt" 2>&1 ||
+      { echo "error: chainctl load failed:" >&2; cat "$4.txt" >&2; exit 1; }
+  }
+  ok_share() { jq -r '(.sent + (.client_throttled // 0)) as $n | if $n > 0 then .ok / $n else 0 end' "$1"; }
+  local rps=400 lo=0 hi=0 mid share i
+  echo "capacity ramp (hopbudget chain alone, $placement):"
+  while [ "$rps" -le 51200 ]; do
+    one unthrottled "$rps" 3s "$work/ramp-$rps.json"
+    share="$(ok_share "$work/ramp-$rps.json")"
+    echo "  offered $rps/s -> OK share $share"
+    sleep "$overload_gap"
+    if awk -v r="$share" 'BEGIN { exit !(r < 0.9) }'; then hi=$rps; break; fi
+    lo=$rps
+    rps=$((rps * 2))
+  done
+  if [ "$hi" -gt 0 ] && [ "$lo" -gt 0 ]; then
+    for i in 1 2; do
+      mid=$(((lo + hi) / 2))
+      one unthrottled "$mid" 3s "$work/ramp-$mid.json"
+      share="$(ok_share "$work/ramp-$mid.json")"
+      echo "  offered $mid/s -> OK share $share"
+      sleep "$overload_gap"
+      if awk -v r="$share" 'BEGIN { exit !(r < 0.9) }'; then hi=$mid; else lo=$mid; fi
+    done
+  fi
+  local capacity=$((lo > 0 ? lo : 200))
+  echo "capacity: $capacity/s"
+  local d_s factor rate round client order=0 clients f
+  d_s="$(awk -v d="$overload_duration" 'BEGIN { sub(/s$/, "", d); print d }')"
+  {
+    echo "RESULT bench=overload kind=setup capacity=$capacity duration_s=$d_s" \
+      "budget_ms=${chain_budget%ms} rounds=$overload_rounds placement=${placement// /_}"
+  } >"$raw/overload.txt"
+  for factor in "${overload_levels[@]}"; do
+    rate=$((capacity * factor))
+    for round in $(seq 1 "$overload_rounds"); do
+      clients="unthrottled throttled"
+      [ $((order % 2)) = 1 ] && clients="throttled unthrottled"
+      order=$((order + 1))
+      for client in $clients; do
+        f="$work/load-$factor-$client-$round.json"
+        one "$client" "$rate" "$overload_duration" "$f"
+        jq -r --arg c "$client" --arg f "$factor" --arg r "$round" --arg rate "$rate" '
+          "RESULT bench=overload kind=round client=\($c) factor=\($f) round=\($r) rate=\($rate)" +
+          " sent=\(.sent) ok=\(.ok) client_throttled=\(.client_throttled // 0)" +
+          " ok_p99_ms=\(.ok_latency_ms.p99 // 0)" +
+          " work_after_deadline_ms=\(.work_after_deadline_ms)" +
+          " calls_started_after_deadline=\(.calls_started_after_deadline) " +
+          ([.per_hop[] | "\(.hop)_calls=\(.calls) \(.hop)_refused=\(.refused) \(.hop)_cpu_ms=\(.cpu_ms)"]
+           | join(" "))' "$f" | tee -a "$raw/overload.txt"
+        sleep "$overload_gap"
+      done
+    done
+  done
+  stop_pids
+}
+
 # levels: the runs of a level and mode (rounds) as one: the median goodput
 # with its min and max, late calls and work after the deadline summed, the
 # highest p99 of OK calls (null if a run lacks it).
@@ -586,6 +698,7 @@ if wants chain; then section "saved work on the demo chain"; run_chain; fi
 if wants hedge; then section "hedged requests and races"; run_hedge; fi
 if wants admission; then section "admission: queued calls and the common path"; run_admission; fi
 if wants slots; then section "slots: callers waiting for a downstream's slots"; run_slots; fi
+if wants overload; then section "overload: the hopbudget chain at multiples of its capacity"; run_overload; fi
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 elapsed=$((SECONDS - t_start))
 
@@ -601,7 +714,7 @@ results() { cat "$raw"/*.txt 2>/dev/null | grep '^RESULT' || true; }
 # verdict" on bench_report's stderr) for the summary at the top.
 verdicts="$raw/verdicts.log"
 : >"$verdicts"
-for s in overhead precision cancel scale hedge admission slots; do
+for s in overhead precision cancel scale hedge admission slots overload; do
   results | "$bin/bench_report" --section="$s" >"$raw/$s.md" 2>>"$verdicts"
 done
 cat "$chain_verdicts" >>"$verdicts"
@@ -758,6 +871,22 @@ micro_table() {
   echo "give-up time; a caller answered otherwise or never counts as infinitely late."
   echo
   cat "$raw/slots.md"
+  echo
+  echo "## 10. Overload: the hopbudget chain at multiples of its own capacity"
+  echo
+  echo "The hopbudget chain of section 4 alone (same flags and latency mix), its three services"
+  echo "on CPU 0 and \`chainctl load\` on CPU 1 (when there are two CPUs), so that the load"
+  echo "generator's cost never takes the chain's CPU. Its capacity is measured first (open loop,"
+  echo "3 s steps, the highest rate with >= 90 % OK); then 1x, 2x, 4x, 8x and 16x of it, each"
+  echo "$overload_rounds round(s) of $overload_duration, from a client that does not back off"
+  echo "(\`unthrottled\`) and one that throttles itself (\`--client-throttle=$chain_client_throttle\`),"
+  echo "their order alternating, budget $chain_budget. Every round is listed; the targets are"
+  echo "judged on every round. The CPU per call at each hop is a least-squares fit of each"
+  echo "round's CPU (Admin Stats \`cpu_us\`, read before and 1.5 s after the round) to its served"
+  echo "calls (\`calls\`: handlers that did work) and refused calls (\`refused\`: answered"
+  echo "without work, on arrival or shed)."
+  echo
+  cat "$raw/overload.md"
   echo
   echo "## Raw data"
   echo
