@@ -596,7 +596,7 @@ run_overload() {
         jq -r --arg c "$client" --arg f "$factor" --arg r "$round" --arg rate "$rate" '
           "RESULT bench=overload kind=round client=\($c) factor=\($f) round=\($r) rate=\($rate)" +
           " sent=\(.sent) ok=\(.ok) client_throttled=\(.client_throttled // 0)" +
-          " ok_p99_ms=\(.ok_latency_ms.p99 // 0)" +
+          " ok_p99_ms=\(.ok_latency_ms.p99 // 0) total_s=\(.total_s) client_cpu_s=\(.client_cpu_s)" +
           " work_after_deadline_ms=\(.work_after_deadline_ms)" +
           " calls_started_after_deadline=\(.calls_started_after_deadline) " +
           ([.per_hop[] | "\(.hop)_calls=\(.calls) \(.hop)_refused=\(.refused) \(.hop)_cpu_ms=\(.cpu_ms)"]

@@ -1,6 +1,8 @@
 // Copyright hopbudget authors.
 #include "chain.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <iostream>
@@ -32,6 +34,13 @@ std::shared_ptr<grpc::Channel> EdgeChannel(const std::string& target) {
 }
 
 namespace {
+
+// This process's CPU time so far (user + system).
+absl::Duration ProcessCpu() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return absl::ZeroDuration();
+  return absl::DurationFromTimeval(u.ru_utime) + absl::DurationFromTimeval(u.ru_stime);
+}
 
 void Describe(OrderOutcome& o, grpc::ClientContext& ctx) {
   absl::optional<Attribution> a = AttributionOf(o.status);
@@ -296,6 +305,7 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
     if (t != nullptr) t->Record(BackendAnswerOf(static_cast<absl::StatusCode>(s.error_code())));
   };
   LoadState state;
+  const absl::Duration cpu_at_start = ProcessCpu();
   const absl::Time start = absl::Now();
   const absl::Time end = start + o.duration;
   const absl::Duration interval = absl::Seconds(1) / o.rps;
@@ -367,6 +377,7 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
   }
   if (o.progress) progress(true);
   state.builder.SetTotal(absl::Now() - start);
+  state.builder.SetClientCpu(ProcessCpu() - cpu_at_start);
   // Let work that goes on after the client left finish before reading the
   // services' accounting (it is what the summary measures). Not for reads:
   // orders counts a read (and its hedge) before it answers it.

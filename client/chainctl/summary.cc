@@ -60,6 +60,7 @@ LoadSummary SummaryBuilder::Build() const {
   s.ok_p50_ms = Percentile(ok_latencies, 0.50);
   s.ok_p99_ms = Percentile(ok_latencies, 0.99);
   s.total = total_;
+  s.client_cpu = client_cpu_;
   if (total_ > absl::ZeroDuration()) {
     s.rps = static_cast<double>(s.sent) / absl::ToDoubleSeconds(total_);
   }
@@ -192,6 +193,7 @@ std::string FormatSummaryJson(const LoadSummary& s) {
   absl::StrAppend(&out, ",\"ok_latency_ms\":{\"p50\":", JsonNumber(s.ok_p50_ms),
                   ",\"p99\":", JsonNumber(s.ok_p99_ms), "}");
   absl::StrAppend(&out, ",\"total_s\":", JsonNumber(absl::ToDoubleSeconds(s.total)),
+                  ",\"client_cpu_s\":", JsonNumber(absl::ToDoubleSeconds(s.client_cpu)),
                   ",\"rps\":", JsonNumber(s.rps), ",\"error_rate\":", JsonNumber(s.error_rate),
                   ",\"histogram_ms\":[");
   for (size_t b = 0; b < s.histogram.size(); ++b) {

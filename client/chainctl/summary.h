@@ -87,6 +87,9 @@ struct LoadSummary {
   // From the first call sent to the last answer: the achieved rate is
   // sent / total.
   absl::Duration total = absl::ZeroDuration();
+  // The load generator's own CPU over `total`: near one core's worth (or
+  // more), it, not the chain, set the pace.
+  absl::Duration client_cpu = absl::ZeroDuration();
   double rps = 0;
   double error_rate = 0;  // (sent - ok) / sent; 0 when nothing was sent
   struct Bucket {
@@ -122,6 +125,8 @@ class SummaryBuilder {
   void AddService(const ServiceDelta& delta) { services_.push_back(delta); }
   // How long the run took, first call to last answer.
   void SetTotal(absl::Duration total) { total_ = total; }
+  // The CPU the load generator itself used meanwhile (user + system).
+  void SetClientCpu(absl::Duration cpu) { client_cpu_ = cpu; }
   LoadSummary Build() const;
 
  private:
@@ -130,6 +135,7 @@ class SummaryBuilder {
   int64_t not_sent_ = 0;
   int64_t client_throttled_ = 0;
   absl::Duration total_ = absl::ZeroDuration();
+  absl::Duration client_cpu_ = absl::ZeroDuration();
 };
 
 std::string FormatSummaryTable(const LoadSummary& s);

@@ -360,8 +360,10 @@ TEST(SummaryBuilderTest, ReadsAndHedgesGiveTheExtraLoad) {
   gateway.refused = 880;
   gateway.cpu_ms = 61.25;
   priced.AddService(gateway);
+  priced.SetClientCpu(absl::Milliseconds(1500));
   EXPECT_THAT(FormatSummaryJson(priced.Build()),
               HasSubstr("{\"hop\":\"gateway\",\"calls\":120,\"refused\":880,\"cpu_ms\":61.250,"));
+  EXPECT_THAT(FormatSummaryJson(priced.Build()), HasSubstr("\"client_cpu_s\":1.500,"));
   // Without reads or refusals: no rows about them, an extra load of 0.
   SummaryBuilder none;
   none.Add({absl::StatusCode::kOk, absl::Milliseconds(2), "", ""});
