@@ -299,6 +299,25 @@ run_micro() {
     --benchmark_out="$raw/micro.json" --benchmark_out_format=json
 }
 
+# start_service LABEL BINARY ARGS...: a demo service on free ports, its
+# output in $work/LABEL.{out,err}, started under ${service_cpu[@]} (a taskset
+# prefix, or nothing); sets P[LABEL] to its gRPC port. Reads the caller's
+# sbin, work, service_cpu and P (bash's dynamic scope).
+start_service() {
+  local label=$1 binary=$2 line
+  shift 2
+  "${service_cpu[@]+"${service_cpu[@]}"}" "$sbin/$binary" --port=0 --metrics-port=0 --seed=42 \
+    "$@" >"$work/$label.out" 2>"$work/$label.err" &
+  pids+=($!)
+  if ! wait_for_line "$work/$label.out" " listening on " 10; then
+    echo "error: $label did not start:" >&2
+    cat "$work/$label.err" >&2
+    exit 1
+  fi
+  line="$(grep -m1 " listening on " "$work/$label.out")"
+  P[$label]="$(awk '{print $4}' <<<"$line")"
+}
+
 # ---------------------------------------------------------------- 4. chain
 # Saved work under overload on the demo chain (server/: gateway -> orders ->
 # ledger, driven by client/chainctl). Two chains run side by side, started
@@ -318,22 +337,7 @@ run_chain() {
   local work="$raw/chain"
   mkdir -p "$work"
   local -A P
-  local port="" line=""
-  # start LABEL BINARY ARGS...: a service on free ports; sets P[LABEL].
-  start_service() {
-    local label=$1 binary=$2
-    shift 2
-    "$sbin/$binary" --port=0 --metrics-port=0 --seed=42 "$@" \
-      >"$work/$label.out" 2>"$work/$label.err" &
-    pids+=($!)
-    if ! wait_for_line "$work/$label.out" " listening on " 10; then
-      echo "error: $label did not start:" >&2
-      cat "$work/$label.err" >&2
-      exit 1
-    fi
-    line="$(grep -m1 " listening on " "$work/$label.out")"
-    P[$label]="$(awk '{print $4}' <<<"$line")"
-  }
+  local service_cpu=()
   start_service hb-ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
     --latency="$chain_latency_ledger"
   start_service hb-orders orders --name=orders --ledger="127.0.0.1:${P[hb-ledger]}" \
@@ -521,26 +525,12 @@ run_overload() {
     placement="unpinned (fewer than 2 CPUs, or no taskset)"
   fi
   local -A P
-  local line
-  start_hop() {
-    local label=$1 binary=$2
-    shift 2
-    "${chain_cpu[@]}" "$sbin/$binary" --port=0 --metrics-port=0 --seed=42 "$@" \
-      >"$work/$label.out" 2>"$work/$label.err" &
-    pids+=($!)
-    if ! wait_for_line "$work/$label.out" " listening on " 10; then
-      echo "error: $label did not start:" >&2
-      cat "$work/$label.err" >&2
-      exit 1
-    fi
-    line="$(grep -m1 " listening on " "$work/$label.out")"
-    P[$label]="$(awk '{print $4}' <<<"$line")"
-  }
-  start_hop ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
+  local service_cpu=("${chain_cpu[@]+"${chain_cpu[@]}"}")
+  start_service ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
     --latency="$chain_latency_ledger"
-  start_hop orders orders --name=orders --ledger="127.0.0.1:${P[ledger]}" \
+  start_service orders orders --name=orders --ledger="127.0.0.1:${P[ledger]}" \
     --attempt-cap=300ms --max-attempts=3 --latency="$chain_latency_orders"
-  start_hop gateway gateway --name=gateway --orders="127.0.0.1:${P[orders]}" \
+  start_service gateway gateway --name=gateway --orders="127.0.0.1:${P[orders]}" \
     --request-cap=2s --latency="$chain_latency_gateway"
   local admin="127.0.0.1:${P[gateway]},127.0.0.1:${P[orders]},127.0.0.1:${P[ledger]}"
   # one CLIENT RPS DURATION FILE: an open-loop run; CLIENT is unthrottled

@@ -284,6 +284,16 @@ TEST(DownstreamSlotsTest, TenThousandWaitersHoldNoThreadAndExpireOnTime) {
   for (Result& r : holders) ASSERT_TRUE(r.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
 }
 
+// Takes the one slot of `slots` and keeps it: the attempt's completion is
+// left in *done, for the test to end it; *ended is notified by on_done.
+void StartHolder(DownstreamSlots& slots, std::function<void(grpc::Status)>* done,
+                 hopbudget::internal::Notification* ended) {
+  slots.Start(
+      LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
+      [done](grpc::ClientContext*, std::function<void(grpc::Status)> d) { *done = std::move(d); },
+      [ended](grpc::Status) { ended->Notify(); });
+}
+
 // The orders crash (issue 29): a waiter's attempt runs on the thread of the
 // call that hands its slot on, and its first attempt may end before the
 // attempt function returns. `on_done` (which frees the caller's reactor)
@@ -320,12 +330,7 @@ TEST(DownstreamSlotsTest, OnDoneWaitsForTheAttemptFunctionToReturn) {
   // Granted to a waiter by the holder's completion, on the holder's thread.
   std::function<void(grpc::Status)> holder_done;
   hopbudget::internal::Notification holder_ended;
-  (*slots)->Start(
-      LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
-      [&](grpc::ClientContext*, std::function<void(grpc::Status)> done) {
-        holder_done = std::move(done);
-      },
-      [&](grpc::Status) { holder_ended.Notify(); });
+  StartHolder(**slots, &holder_done, &holder_ended);
   Caller waiter;
   start(waiter);
   ASSERT_EQ((*slots)->waiting(), 1u);
@@ -355,12 +360,7 @@ TEST(DownstreamSlotsTest, GrantCancelAndGiveUpRacingForAWaiterEndItOnce) {
   for (int round = 0; round < kRounds; ++round) {
     std::function<void(grpc::Status)> holder_done;
     hopbudget::internal::Notification holder_ended;
-    (*slots)->Start(
-        LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
-        [&](grpc::ClientContext*, std::function<void(grpc::Status)> done) {
-          holder_done = std::move(done);
-        },
-        [&](grpc::Status) { holder_ended.Notify(); });
+    StartHolder(**slots, &holder_done, &holder_ended);
     ASSERT_TRUE(holder_done != nullptr);
     auto* w = new Waiter;
     // A give-up time 0-2 ms away: the expiry timer joins the race.
