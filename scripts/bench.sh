@@ -318,6 +318,45 @@ start_service() {
   P[$label]="$(awk '{print $4}' <<<"$line")"
 }
 
+# ok_share FILE: OK / calls the application made (sent, and refused by the
+# client's own throttle) of a chainctl load run (0 when there were none).
+ok_share() {
+  jq -r '(.sent + (.client_throttled // 0)) as $n | if $n > 0 then .ok / $n else 0 end' "$1"
+}
+
+# capacity_ramp NAME START MAX GAP RUN...: the highest rate at which >= 90 %
+# of the calls succeed: a doubling ramp from START (up to MAX), then two
+# bisection steps, GAP seconds apart. Each step runs `RUN... RPS FILE`, one
+# open-loop run that writes chainctl's JSON to FILE ($work/ramp-NAME-RPS.json).
+# Progress goes to stderr, the capacity to stdout (START / 2 when even START
+# fails).
+capacity_ramp() {
+  local name=$1 start=$2 rps=$2 max=$3 gap=$4 lo=0 hi=0 mid i
+  shift 4
+  local run=("$@")
+  # ramp_step RPS: one step; true when fewer than 90 % of its calls succeeded.
+  ramp_step() {
+    local f="$work/ramp-$name-$1.json" share
+    "${run[@]}" "$1" "$f" >&2
+    share="$(ok_share "$f")"
+    echo "  offered $1/s -> OK share $share" >&2
+    sleep "$gap"
+    awk -v r="$share" 'BEGIN { exit !(r < 0.9) }'
+  }
+  while [ "$rps" -le "$max" ]; do
+    if ramp_step "$rps"; then hi=$rps; break; fi
+    lo=$rps
+    rps=$((rps * 2))
+  done
+  if [ "$hi" -gt 0 ] && [ "$lo" -gt 0 ]; then
+    for i in 1 2; do
+      mid=$(((lo + hi) / 2))
+      if ramp_step "$mid"; then hi=$mid; else lo=$mid; fi
+    done
+  fi
+  echo $((lo > 0 ? lo : start / 2))
+}
+
 # ---------------------------------------------------------------- 4. chain
 # Saved work under overload on the demo chain (server/: gateway -> orders ->
 # ledger, driven by client/chainctl). Two chains run side by side, started
@@ -375,36 +414,11 @@ run_chain() {
   secs() { awk -v d="$1" 'BEGIN { if (d ~ /ms$/) print substr(d, 1, length(d) - 2) / 1000;
                                    else print substr(d, 1, length(d) - 1) }'; }
 
-  # ok_ratio FILE: OK / calls the application made (sent, and refused by
-  # the client's own throttle) of a run (0 when there were none).
-  ok_ratio() {
-    jq -r '(.sent + (.client_throttled // 0)) as $n | if $n > 0 then .ok / $n else 0 end' "$1"
-  }
-  # capacity_of MODE: the highest rate at which >= 90 % of the calls
-  # succeed, on that chain: a doubling ramp, then two bisection steps.
+  # capacity_of MODE: the capacity of that chain (capacity_ramp).
+  ramp_load() { load "$1" "$2" "$chain_ramp_step" "$3"; }
   capacity_of() {
-    local mode=$1 rps=$chain_ramp_start lo=0 hi=0 mid ratio i
-    echo "capacity ramp ($mode chain, $chain_ramp_step per step, budget $chain_budget):" >&2
-    while [ "$rps" -le 6400 ]; do
-      load "$mode" "$rps" "$chain_ramp_step" "$work/ramp-$mode-$rps.json"
-      ratio="$(ok_ratio "$work/ramp-$mode-$rps.json")"
-      echo "  offered $rps/s -> OK ratio $ratio" >&2
-      sleep "$chain_gap"
-      if awk -v r="$ratio" 'BEGIN { exit !(r < 0.9) }'; then hi=$rps; break; fi
-      lo=$rps
-      rps=$((rps * 2))
-    done
-    if [ "$hi" -gt 0 ] && [ "$lo" -gt 0 ]; then
-      for i in 1 2; do
-        mid=$(((lo + hi) / 2))
-        load "$mode" "$mid" "$chain_ramp_step" "$work/ramp-$mode-$mid.json"
-        ratio="$(ok_ratio "$work/ramp-$mode-$mid.json")"
-        echo "  offered $mid/s -> OK ratio $ratio" >&2
-        sleep "$chain_gap"
-        if awk -v r="$ratio" 'BEGIN { exit !(r < 0.9) }'; then hi=$mid; else lo=$mid; fi
-      done
-    fi
-    echo $((lo > 0 ? lo : 25))
+    echo "capacity ramp ($1 chain, $chain_ramp_step per step, budget $chain_budget):" >&2
+    capacity_ramp "$1" "$chain_ramp_start" 6400 "$chain_gap" ramp_load "$1"
   }
   # Each chain's capacity on its own chain; the load levels are multiples of
   # the baseline's.
@@ -544,29 +558,10 @@ run_overload() {
       --json "$4" --quiet --max-error-rate=1 "${extra[@]}" >"$4.txt" 2>&1 ||
       { echo "error: chainctl load failed:" >&2; cat "$4.txt" >&2; exit 1; }
   }
-  ok_share() { jq -r '(.sent + (.client_throttled // 0)) as $n | if $n > 0 then .ok / $n else 0 end' "$1"; }
-  local rps=400 lo=0 hi=0 mid share i
+  ramp_one() { one unthrottled "$1" 3s "$2"; }
   echo "capacity ramp (hopbudget chain alone, $placement):"
-  while [ "$rps" -le 51200 ]; do
-    one unthrottled "$rps" 3s "$work/ramp-$rps.json"
-    share="$(ok_share "$work/ramp-$rps.json")"
-    echo "  offered $rps/s -> OK share $share"
-    sleep "$overload_gap"
-    if awk -v r="$share" 'BEGIN { exit !(r < 0.9) }'; then hi=$rps; break; fi
-    lo=$rps
-    rps=$((rps * 2))
-  done
-  if [ "$hi" -gt 0 ] && [ "$lo" -gt 0 ]; then
-    for i in 1 2; do
-      mid=$(((lo + hi) / 2))
-      one unthrottled "$mid" 3s "$work/ramp-$mid.json"
-      share="$(ok_share "$work/ramp-$mid.json")"
-      echo "  offered $mid/s -> OK share $share"
-      sleep "$overload_gap"
-      if awk -v r="$share" 'BEGIN { exit !(r < 0.9) }'; then hi=$mid; else lo=$mid; fi
-    done
-  fi
-  local capacity=$((lo > 0 ? lo : 200))
+  local capacity
+  capacity="$(capacity_ramp overload 400 51200 "$overload_gap" ramp_one)"
   echo "capacity: $capacity/s"
   local d_s factor rate round client order=0 clients f
   d_s="$(awk -v d="$overload_duration" 'BEGIN { sub(/s$/, "", d); print d }')"
