@@ -1,6 +1,8 @@
 // Copyright hopbudget authors.
 #include "timer_service.h"
 
+#include <algorithm>
+
 namespace hopbudget {
 namespace internal {
 
@@ -22,14 +24,20 @@ TimerService& TimerService::Shared() {
   return *service;
 }
 
-TimerService::TimerId TimerService::Schedule(absl::Time when, Callback fn) {
+TimerService::TimerId TimerService::Schedule(absl::Time when, absl::Duration slack, Callback fn) {
   internal::MutexLock lock(&mu_);
   const TimerId id = next_id_++;
   if (when == absl::InfiniteFuture()) return id;
-  const bool new_front = queue_.empty() || Key{when, id} < queue_.begin()->first;
   queue_.emplace(Key{when, id}, std::move(fn));
   when_.emplace(id, when);
-  if (new_front) changed_.Signal();
+  // Not only a new front: after a slack timer the thread may sleep past the
+  // front, and after a Cancel() it may wake before it (and then re-reads the
+  // queue, so a timer behind that wake-up needs no signal either).
+  if (when + std::max(slack, absl::ZeroDuration()) < wake_at_) {
+    ++wakeups_;
+    wake_at_ = absl::InfinitePast();  // one signal is enough until it sleeps again
+    changed_.Signal();
+  }
   return id;
 }
 
@@ -78,15 +86,28 @@ size_t TimerService::pending() const {
   return queue_.size();
 }
 
+uint64_t TimerService::wakeups() const {
+  internal::MutexLock lock(&mu_);
+  return wakeups_;
+}
+
+absl::Time TimerService::next_wake() const {
+  internal::MutexLock lock(&mu_);
+  return wake_at_;
+}
+
 void TimerService::Loop() {
   internal::MutexLock lock(&mu_);
   while (!stop_) {
     if (RunOneLocked()) continue;
     if (queue_.empty()) {
+      wake_at_ = absl::InfiniteFuture();
       changed_.Wait(&mu_);
     } else {
-      changed_.WaitWithTimeout(&mu_, queue_.begin()->first.first - clock_.Now());
+      wake_at_ = queue_.begin()->first.first;
+      changed_.WaitWithTimeout(&mu_, wake_at_ - clock_.Now());
     }
+    wake_at_ = absl::InfinitePast();
   }
 }
 

@@ -7,6 +7,11 @@
 // Timers read time from the injected Clock. With `start_thread = false` no
 // thread runs and tests call RunDue() after advancing a FakeClock.
 //
+// A timer may carry slack: it may run up to that much after its time. One
+// with slack that the thread will reach by its next wake-up anyway is
+// queued without waking it, so a stream of imprecise timers (refusals'
+// backstops) costs no context switch each.
+//
 // Thread safety: all methods may be called concurrently. Callbacks run on the
 // service's thread (or the RunDue() caller) without the lock held; they must
 // be short and must not block.
@@ -51,7 +56,12 @@ class TimerService {
 
   // Runs `fn` once at or after `when`. A `when` in the past runs at the next
   // opportunity; InfiniteFuture() never runs (but still returns an id).
-  TimerId Schedule(absl::Time when, Callback fn);
+  TimerId Schedule(absl::Time when, Callback fn) {
+    return Schedule(when, absl::ZeroDuration(), std::move(fn));
+  }
+  // Runs `fn` once at or after `when`, and, while the thread runs, at most
+  // `slack` (>= 0) after it (plus the scheduling delay every timer has).
+  TimerId Schedule(absl::Time when, absl::Duration slack, Callback fn);
 
   // Cancels `id`. If its callback is running on another thread, waits for it
   // to return, so that after Cancel() the callback's captures may be freed.
@@ -63,6 +73,12 @@ class TimerService {
   int RunDue();
 
   size_t pending() const;
+
+  // For tests: how many times Schedule() woke the thread, and when the
+  // thread next looks at the queue unwoken (InfinitePast: it is running or
+  // has not started waiting; InfiniteFuture: it sleeps until woken).
+  uint64_t wakeups() const;
+  absl::Time next_wake() const;
 
   // The process-wide service on Clock::Real(). Never destroyed.
   static TimerService& Shared();
@@ -84,6 +100,8 @@ class TimerService {
   TimerId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   TimerId running_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread::id running_thread_ ABSL_GUARDED_BY(mu_);
+  absl::Time wake_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  uint64_t wakeups_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

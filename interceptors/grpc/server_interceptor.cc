@@ -307,7 +307,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       // OnSendStatus with the attribution in every form. Only a cancel can
       // answer for a handler that does not return, and a cancel carries the
       // message form alone: it is the backstop, halfway to the deadline.
-      ArmTimer(arrival_ + rb.budget_on_arrival / 2);
+      ArmBackstop(arrival_, rb.budget_on_arrival);
       return Arrival::kGoOn;
     }
     if (rb.source == DeadlineSource::kRequest) {
@@ -378,7 +378,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     if (left <= absl::ZeroDuration()) {
       CancelNow();
     } else if (timer_ == 0) {
-      ArmTimer(shared_.clock->Now() + left / 2);  // the backstop, as for arrival refusals
+      ArmBackstop(shared_.clock->Now(), left);
     }
   }
 
@@ -402,13 +402,19 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     shared_.gate->Dispatch(ready);
   }
 
-  void ArmTimer(absl::Time at) {
+  void ArmTimer(absl::Time at, absl::Duration slack = absl::ZeroDuration()) {
     shared_.metrics->CountTimerArmed();
     grpc_call* call = ctx_->c_call();
     grpc_call_ref(call);
     timer_call_ = call;
-    timer_ = shared_.timers->Schedule(at, [this] { OnTimer(); });
+    timer_ = shared_.timers->Schedule(at, slack, [this] { OnTimer(); });
   }
+
+  // A refusal's backstop, for a handler that does not return: a cancel
+  // between halfway and three quarters of the way from `from` to the
+  // deadline `left` later. It almost never fires, and with that slack
+  // arming it does not wake the timer thread once per refusal.
+  void ArmBackstop(absl::Time from, absl::Duration left) { ArmTimer(from + left / 2, left / 4); }
 
   // The call as the core's classification sees it.
   ServerCall Call() const {
