@@ -9,7 +9,9 @@
 //
 // Sections: overhead (aggregates rounds: medians, and the ratios c/a and c/b
 // per round with their spread), scale, precision, cancel, hedge, admission,
-// slots, overload (the hopbudget chain at multiples of its own capacity).
+// slots, overload (the hopbudget chain at multiples of its own capacity),
+// refusal (what a refused call costs the server against a served one; no
+// target, so no verdict).
 //
 // Every target the README quotes is judged here, by code, never by hand:
 // each verdict is "met", "**missed**" or "not measured" (no samples, or
@@ -33,8 +35,8 @@
 #include "bench_util.h"
 
 ABSL_FLAG(std::string, section, "overhead",
-          "the report section: overhead, scale, precision, cancel, hedge, admission, slots or "
-          "overload");
+          "the report section: overhead, scale, precision, cancel, hedge, admission, slots, "
+          "overload or refusal");
 
 namespace hopbudget {
 namespace bench {
@@ -938,6 +940,107 @@ void OverloadSection(const std::vector<Record>& rs) {
               worst_p99 < budget_ms ? kMet : kMissed);
 }
 
+// ---------------------------------------------------------------- refusal
+// load_gen's runs against echo_server --answer (scripts/bench.sh
+// run_refusal, its bench=overhead lines renamed bench=refusal): per API and
+// in flight, four arms MODE/ANSWER, each run once a round. The server's CPU
+// and context switches per call count every call that ended in the window,
+// answered OK or not.
+const std::vector<std::string>& RefusalArms() {
+  static const std::vector<std::string> arms = {"plain/echo", "plain/error", "budget-only/echo",
+                                                "budget-only/refuse"};
+  return arms;
+}
+constexpr char kRefusalServed[] = "plain/echo";
+constexpr char kRefusalError[] = "plain/error";
+constexpr char kRefusalRefused[] = "budget-only/refuse";
+
+std::string RefusalArmLabel(const std::string& arm) {
+  if (arm == "plain/echo") return "plain/echo (served)";
+  if (arm == "plain/error") return "plain/error (gRPC's error answer)";
+  if (arm == "budget-only/echo") return "budget-only/echo (served, hopbudget)";
+  if (arm == "budget-only/refuse") return "budget-only/refuse (hopbudget's refusal)";
+  return arm;
+}
+
+void RefusalSection(const std::vector<Record>& rs) {
+  // (api, inflight) -> arm -> round -> record
+  std::map<std::pair<std::string, int>, std::map<std::string, std::map<int, Record>>> g;
+  for (const Record& r : rs) {
+    const std::string answer = Has(r, "answer") ? Str(r, "answer") : "echo";
+    g[{Str(r, "api"), static_cast<int>(Num(r, "inflight"))}][Str(r, "mode") + "/" + answer]
+     [static_cast<int>(Num(r, "round"))] = r;
+  }
+  // arm's server CPU per call over `ref`'s, round by round (rounds both ran).
+  auto ratios = [](const std::map<int, Record>& arm, const std::map<int, Record>* ref) {
+    std::vector<double> out;
+    if (ref == nullptr) return out;
+    for (const auto& [round, r] : arm) {
+      auto it = ref->find(round);
+      if (it == ref->end() || Num(it->second, "server_cpu_us") <= 0) continue;
+      out.push_back(Num(r, "server_cpu_us") / Num(it->second, "server_cpu_us"));
+    }
+    return out;
+  };
+  auto arm_of = [](std::map<std::string, std::map<int, Record>>& arms,
+                   const std::string& arm) -> const std::map<int, Record>* {
+    auto it = arms.find(arm);
+    return it == arms.end() ? nullptr : &it->second;
+  };
+  std::printf(
+      "Server CPU and context switches per call: median over rounds (min..max); / served = "
+      "the arm's server CPU per call over the same round's plain/echo run, median of the "
+      "rounds' ratios (min..max).\n\n");
+  std::printf(
+      "| API | in flight | arm | rounds | server CPU us/call | context switches/call | "
+      "/ served |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+  for (auto& [key, arms] : g) {
+    const std::map<int, Record>* served = arm_of(arms, kRefusalServed);
+    for (const std::string& arm : RefusalArms()) {
+      const std::map<int, Record>* runs = arm_of(arms, arm);
+      if (runs == nullptr) continue;
+      std::vector<double> cpu, cs;
+      for (const auto& [round, r] : *runs) {
+        cpu.push_back(Num(r, "server_cpu_us"));
+        cs.push_back(Num(r, "server_cs_per_call"));
+      }
+      const std::string ratio =
+          arm == kRefusalServed ? "reference" : Spread(ratios(*runs, served), 3);
+      std::printf("| %s | %d | %s | %zu | %s | %s | %s |\n", key.first.c_str(), key.second,
+                  RefusalArmLabel(arm).c_str(), runs->size(), Spread(cpu, 2).c_str(),
+                  Fixed(MedianOf(cs), 2).c_str(), ratio.c_str());
+    }
+  }
+  std::printf("\n");
+  for (auto& [key, arms] : g) {
+    const std::map<int, Record>* refused = arm_of(arms, kRefusalRefused);
+    const std::map<int, Record>* served = arm_of(arms, kRefusalServed);
+    const std::map<int, Record>* error = arm_of(arms, kRefusalError);
+    const std::string where = key.first + " API, " + std::to_string(key.second) + " in flight";
+    const std::vector<double> of_served =
+        refused == nullptr ? std::vector<double>() : ratios(*refused, served);
+    const std::vector<double> of_error =
+        refused == nullptr ? std::vector<double>() : ratios(*refused, error);
+    if (of_served.empty() && of_error.empty()) {
+      std::printf("- %s: hopbudget's refusal not measured (no %s run beside a %s one).\n",
+                  where.c_str(), kRefusalRefused, kRefusalServed);
+      continue;
+    }
+    std::vector<double> cpu;
+    for (const auto& [round, r] : *refused) cpu.push_back(Num(r, "server_cpu_us"));
+    auto share = [](std::vector<double> v) {
+      if (v.empty()) return std::string("- (not measured)");
+      const double m = Median(v);  // sorts
+      return Fixed(m, 3) + "x (" + Fixed(v.front(), 3) + ".." + Fixed(v.back(), 3) + ")";
+    };
+    std::printf(
+        "- %s: hopbudget's refusal costs %s us of server CPU, %s of a served call and %s of "
+        "gRPC's own error answer.\n",
+        where.c_str(), Fixed(MedianOf(cpu), 2).c_str(), share(of_served).c_str(),
+        share(of_error).c_str());
+  }
+}
+
 void NothingMeasured(const std::string& section) {
   if (section == "overhead") {
     for (const std::string api : {"callback", "sync"}) {
@@ -978,11 +1081,12 @@ int Main(int argc, char** argv) {
                    "bench_report: reads RESULT lines on stdin and writes one section of the "
                    "benchmark report (Markdown) with its verdicts.\n\n"
                    "  ... | bench_report "
-                   "--section=overhead|scale|precision|cancel|hedge|admission|slots|overload");
+                   "--section=overhead|scale|precision|cancel|hedge|admission|slots|overload|"
+                   "refusal");
   const std::string section = absl::GetFlag(FLAGS_section);
   cli::ExitIfBad("bench_report", cli::OneOf("section", section,
                                             {"overhead", "scale", "precision", "cancel", "hedge",
-                                             "admission", "slots", "overload"}));
+                                             "admission", "slots", "overload", "refusal"}));
   const std::vector<Record> rs = ReadResults(section);
   if (rs.empty()) {
     std::printf(
@@ -999,6 +1103,7 @@ int Main(int argc, char** argv) {
   if (section == "admission") AdmissionSection(rs);
   if (section == "slots") SlotsSection(rs);
   if (section == "overload") OverloadSection(rs);
+  if (section == "refusal") RefusalSection(rs);
   return 0;
 }
 

@@ -172,3 +172,42 @@ string(REPLACE "ok_p99_ms=520 work_after_deadline_ms=4500"
   "ok_p99_ms=520 total_s=2.1 client_cpu_s=2.05 work_after_deadline_ms=4500" ov_busy_client "${ov_bad}")
 verdict(overload_client_bound overload "${ov_busy_client}"
   "does not back off: [^|]*\\| -; 1 round\\(s\\) the load generator could not drive, not judged \\| not measured.*0 ms of work after the deadline")
+# Refusal: no target, so its table is checked. rendered(NAME SECTION INPUT
+# REGEX): the tables bench_report prints for INPUT must match REGEX.
+function(rendered name section input regex)
+  file(WRITE "${WORK_DIR}/${name}.in" "${input}")
+  execute_process(COMMAND "${BENCH_REPORT}" --section=${section}
+    INPUT_FILE "${WORK_DIR}/${name}.in" RESULT_VARIABLE rc
+    OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(SEND_ERROR "${name}: bench_report exited ${rc}: ${err}")
+  elseif(NOT out MATCHES "${regex}")
+    message(SEND_ERROR "${name}: expected /${regex}/ in:\n${out}")
+  else()
+    message(STATUS "${name}: ok")
+  endif()
+endfunction()
+# Two rounds of the four arms (the second in reverse, as bench.sh runs
+# them), callback API, 32 in flight: refused / served 12/20 and 14/25,
+# refused / gRPC's error 12/16 and 14/20.
+set(refusal_txt "")
+foreach(arm_cpu_cs "1;plain;echo;20;1.00" "1;plain;error;16;0.90" "1;budget-only;echo;22;1.10"
+        "1;budget-only;refuse;12;0.40" "2;budget-only;refuse;14;0.60" "2;budget-only;echo;27.5;1.30"
+        "2;plain;error;20;1.00" "2;plain;echo;25;1.20")
+  list(GET arm_cpu_cs 0 round)
+  list(GET arm_cpu_cs 1 mode)
+  list(GET arm_cpu_cs 2 answer)
+  list(GET arm_cpu_cs 3 cpu)
+  list(GET arm_cpu_cs 4 cs)
+  string(APPEND refusal_txt
+    "RESULT bench=refusal api=callback mode=${mode} inflight=32 round=${round} qps=0.0 p50_us=0.0 p99_us=0.0 calls=0 errors=5000 cpu_us_per_call=40.00 client_cpu_us=20.00 server_cpu_us=${cpu} budget_header=1 server_cs_per_call=${cs} answer=${answer}${nl}")
+endforeach()
+rendered(refusal_table refusal "${refusal_txt}"
+  "\\| callback \\| 32 \\| plain/echo \\(served\\) \\| 2 \\| 22.50 \\(20.00..25.00\\) \\| 1.10 \\| reference \\|.*\\| callback \\| 32 \\| plain/error \\(gRPC's error answer\\) \\| 2 \\| 18.00 \\(16.00..20.00\\) \\| 0.95 \\| 0.800 \\(0.800..0.800\\) \\|.*\\| callback \\| 32 \\| budget-only/echo \\(served, hopbudget\\) \\| 2 \\| 24.75 \\(22.00..27.50\\) \\| 1.20 \\| 1.100 \\(1.100..1.100\\) \\|.*\\| callback \\| 32 \\| budget-only/refuse \\(hopbudget's refusal\\) \\| 2 \\| 13.00 \\(12.00..14.00\\) \\| 0.50 \\| 0.580 \\(0.560..0.600\\) \\|.*- callback API, 32 in flight: hopbudget's refusal costs 13.00 us of server CPU, 0.580x \\(0.560..0.600\\) of a served call and 0.725x \\(0.700..0.750\\) of gRPC's own error answer.")
+# Without gRPC's error arm the second figure is not measured; the overhead
+# section never takes the refusal runs for its own.
+string(REGEX REPLACE "RESULT [^\n]*answer=error\n" "" refusal_no_error "${refusal_txt}")
+rendered(refusal_no_error refusal "${refusal_no_error}"
+  "refusal costs 13.00 us of server CPU, 0.580x \\(0.560..0.600\\) of a served call and - \\(not measured\\) of gRPC's own error answer.")
+rendered(refusal_not_overhead overhead "${refusal_txt}" "^_No results for this section")
+rendered(refusal_none refusal "" "^_No results for this section")

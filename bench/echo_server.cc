@@ -19,28 +19,50 @@
 ABSL_FLAG(std::string, api, "callback", "sync or callback: the gRPC server API");
 ABSL_FLAG(std::string, mode, "plain", "what the server installs (bench_modes.h)");
 ABSL_FLAG(int, port, 0, "port, 0..65535 (0 = any free port)");
+ABSL_FLAG(std::string, answer, "echo",
+          "echo (serve), error (the handler answers RESOURCE_EXHAUSTED at once) or refuse "
+          "(hopbudget refuses every call on arrival as cannot-finish; hopbudget modes only)");
 HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG();
 
 namespace hopbudget {
 namespace bench {
 namespace {
 
+// What a handler answers: OK with the echo, or an error of its own, or (a
+// call hopbudget refused) nothing but returning.
+grpc::Status Answer(const grpc::ServerContextBase& ctx, bool error, const echo::RelayRequest& req,
+                    echo::RelayReply& reply) {
+  const InboundBudget* budget = InboundBudget::Of(ctx);
+  if (budget != nullptr && budget->refused()) return grpc::Status::CANCELLED;
+  if (error) return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "echo: no room");
+  reply.set_payload(req.payload());
+  return grpc::Status::OK;
+}
+
 class SyncEcho final : public echo::Relay::Service {
-  grpc::Status Call(grpc::ServerContext* /*ctx*/, const echo::RelayRequest* req,
+ public:
+  explicit SyncEcho(bool error) : error_(error) {}
+  grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest* req,
                     echo::RelayReply* reply) override {
-    reply->set_payload(req->payload());
-    return grpc::Status::OK;
+    return Answer(*ctx, error_, *req, *reply);
   }
+
+ private:
+  const bool error_;
 };
 
 class CallbackEcho final : public echo::Relay::CallbackService {
+ public:
+  explicit CallbackEcho(bool error) : error_(error) {}
   grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* ctx, const echo::RelayRequest* req,
                                  echo::RelayReply* reply) override {
-    reply->set_payload(req->payload());
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
+    reactor->Finish(Answer(*ctx, error_, *req, *reply));
     return reactor;
   }
+
+ private:
+  const bool error_;
 };
 
 int Main(int argc, char** argv) {
@@ -50,11 +72,17 @@ int Main(int argc, char** argv) {
   const std::string api = absl::GetFlag(FLAGS_api);
   const std::string mode = absl::GetFlag(FLAGS_mode);
   const int port_flag = absl::GetFlag(FLAGS_port);
+  const std::string answer = absl::GetFlag(FLAGS_answer);
   cli::ExitIfBad(
       "echo_server",
       cli::FirstError({ApplyDeadlockDetectionFlag(absl::GetFlag(FLAGS_deadlock_detection)),
                        cli::OneOf("api", api, {"sync", "callback"}), CheckMode(mode),
-                       cli::InRange("port", port_flag, 0, 65535)}));
+                       cli::InRange("port", port_flag, 0, 65535),
+                       cli::OneOf("answer", answer, {"echo", "error", "refuse"})}));
+  if (answer == "refuse" && !ServerHasHopbudget(mode)) {
+    cli::ExitIfBad("echo_server", absl::InvalidArgumentError(absl::StrCat(
+                                      "--answer=refuse needs a hopbudget --mode, not ", mode)));
+  }
 
   // Block the stop signals before gRPC starts threads, so that they inherit
   // the mask and only sigwait() below receives them.
@@ -66,9 +94,9 @@ int Main(int argc, char** argv) {
 
   std::unique_ptr<grpc::Service> service;
   if (api == "sync") {
-    service = std::make_unique<SyncEcho>();
+    service = std::make_unique<SyncEcho>(answer == "error");
   } else {
-    service = std::make_unique<CallbackEcho>();
+    service = std::make_unique<CallbackEcho>(answer == "error");
   }
   grpc::ServerBuilder builder;
   // A --port another process holds is refused, not shared (SO_REUSEPORT
@@ -78,7 +106,11 @@ int Main(int argc, char** argv) {
   builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_flag), grpc::InsecureServerCredentials(),
                            &port);
   builder.RegisterService(service.get());
-  InstallServerMode(mode, builder, "echo", BenchServerPolicy());
+  BudgetPolicy policy = BenchServerPolicy();
+  // Above any client deadline (load_gen's is 1 s): every call is refused on
+  // arrival as one that cannot finish.
+  if (answer == "refuse") policy.min_attempt_budget = absl::Seconds(2);
+  InstallServerMode(mode, builder, "echo", policy);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) Die("could not start the server");
   std::printf("PORT %d\n", port);

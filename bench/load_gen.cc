@@ -9,10 +9,14 @@
 // count. With --server-pid it also reports CPU time per call (user + sys of
 // this process and of the server, over the window, divided by the calls that
 // ended in it): far less sensitive to other load on the machine than QPS and
-// latency. Prints a table row and a RESULT line:
+// latency; and the server's context switches per call (every thread's, from
+// /proc/PID/task/*/status, same window and divisor). `--answer` says what
+// echo_server was told to answer (its --answer): every call must get that
+// answer (OK, RESOURCE_EXHAUSTED, or DEADLINE_EXCEEDED for a hopbudget
+// refusal), else the exit status is 1. Prints a table row and a RESULT line:
 //
 //   load_gen --target=127.0.0.1:PORT --mode=plain --inflight=32 --duration=5s
-//            [--warmup=1s] [--server-pid=PID] [--api=callback --round=1]
+//            [--warmup=1s] [--server-pid=PID] [--api=callback --round=1] [--answer=echo]
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -38,7 +42,11 @@ ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "how long to measure");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "how long to call before measuring");
 ABSL_FLAG(std::string, api, "?", "the server's API, for the RESULT line only");
 ABSL_FLAG(int, round, 1, "the round, for the RESULT line, 0..1000");
-ABSL_FLAG(int, server_pid, 0, "the server's pid: its CPU time is measured too (0 = not)");
+ABSL_FLAG(int, server_pid, 0,
+          "the server's pid: its CPU time and context switches are measured too (0 = not)");
+ABSL_FLAG(std::string, answer, "echo",
+          "what the server answers (echo_server --answer): echo, error or refuse; for the RESULT "
+          "line, and the answer every call must get");
 ABSL_FLAG(bool, budget_header, true,
           "hopbudget modes: send hopbudget-budget-us (ClientOptions::send_budget_header)");
 HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG();
@@ -68,6 +76,42 @@ double ProcCpu(int pid) {
   return static_cast<double>(ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// Context switches (voluntary + nonvoluntary) of every thread of process
+// `pid` so far, summed over /proc/PID/task/*/status; -1 if the process is
+// unreadable. A thread that ends between two readings takes its switches
+// with it (gRPC's pools keep theirs for the process's life).
+int64_t ProcContextSwitches(int pid) {
+  const std::string dir_path = absl::StrCat("/proc/", pid, "/task");
+  DIR* dir = opendir(dir_path.c_str());
+  if (dir == nullptr) return -1;
+  int64_t total = 0;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(absl::StrCat(dir_path, "/", e->d_name, "/status"));  // gone if it ended
+    std::string line;
+    while (std::getline(in, line)) {
+      for (const std::string key : {"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"}) {
+        int64_t n = 0;
+        if (line.rfind(key, 0) == 0 && absl::SimpleAtoi(line.substr(key.size()), &n)) total += n;
+      }
+    }
+  }
+  closedir(dir);
+  return total;
+}
+
+// The status every call gets from echo_server --answer=`answer`, and its name.
+grpc::StatusCode ExpectedCode(const std::string& answer) {
+  if (answer == "error") return grpc::StatusCode::RESOURCE_EXHAUSTED;
+  if (answer == "refuse") return grpc::StatusCode::DEADLINE_EXCEEDED;  // hopbudget's refusal
+  return grpc::StatusCode::OK;
+}
+const char* ExpectedName(const std::string& answer) {
+  if (answer == "error") return "RESOURCE_EXHAUSTED";
+  if (answer == "refuse") return "DEADLINE_EXCEEDED";
+  return "OK";
+}
+
 // Sleeps until MonoSeconds() >= t.
 void SleepUntil(double t) {
   const double d = t - MonoSeconds();
@@ -77,11 +121,12 @@ void SleepUntil(double t) {
 class ClosedLoop {
  public:
   // `loop`: make every call through this RetryLoop (mode retry-loop), or
-  // nullptr.
+  // nullptr. `expected`: the status every call must end with.
   ClosedLoop(echo::Relay::Stub* stub, RetryLoop* loop, int inflight, double measure_start,
-             double measure_end)
+             double measure_end, grpc::StatusCode expected)
       : stub_(stub),
         loop_(loop),
+        expected_(expected),
         slots_(inflight),
         measure_start_(measure_start),
         measure_end_(measure_end) {
@@ -115,6 +160,7 @@ class ClosedLoop {
     return all;
   }
   int64_t errors() const { return errors_.load(); }
+  int64_t unexpected() const { return unexpected_.load(); }
   int64_t ended_in_window() const { return ended_in_window_.load(); }
 
  private:
@@ -148,6 +194,7 @@ class ClosedLoop {
   void Done(Slot* s, const grpc::Status& status) {
     const double now = MonoSeconds();
     if (now >= measure_start_ && now <= measure_end_) ended_in_window_++;
+    if (status.error_code() != expected_) unexpected_++;
     if (!status.ok()) {
       errors_++;
     } else if (s->start >= measure_start_ && now <= measure_end_) {
@@ -163,10 +210,12 @@ class ClosedLoop {
 
   echo::Relay::Stub* stub_;
   RetryLoop* loop_;
+  const grpc::StatusCode expected_;
   std::vector<Slot> slots_;
   const double measure_start_;
   const double measure_end_;
   std::atomic<int64_t> errors_{0};
+  std::atomic<int64_t> unexpected_{0};  // not answered expected_
   std::atomic<int64_t> ended_in_window_{0};
   absl::Mutex mu_;
   int active_ ABSL_GUARDED_BY(mu_) = 0;
@@ -176,7 +225,7 @@ int Main(int argc, char** argv) {
   cli::ParseOrExit(argc, argv, "load_gen",
                    "load_gen: closed-loop load on the echo server; prints a RESULT line.\n\n"
                    "  load_gen --target=HOST:PORT [--mode=MODE] [--inflight=1] [--duration=5s] "
-                   "[--warmup=1s]");
+                   "[--warmup=1s] [--answer=echo]");
   const std::string target = absl::GetFlag(FLAGS_target);
   const std::string mode = absl::GetFlag(FLAGS_mode);
   const int inflight = absl::GetFlag(FLAGS_inflight);
@@ -185,6 +234,7 @@ int Main(int argc, char** argv) {
   const std::string api = absl::GetFlag(FLAGS_api);
   const int round = absl::GetFlag(FLAGS_round);
   const int server_pid = absl::GetFlag(FLAGS_server_pid);
+  const std::string answer = absl::GetFlag(FLAGS_answer);
   cli::ExitIfBad(
       "load_gen",
       cli::FirstError({ApplyDeadlockDetectionFlag(absl::GetFlag(FLAGS_deadlock_detection)),
@@ -192,9 +242,13 @@ int Main(int argc, char** argv) {
                        cli::InRange("inflight", inflight, 1, 10000),
                        cli::Positive("duration", duration), cli::Positive("warmup", warmup),
                        cli::InRange("round", round, 0, 1000),
-                       cli::InRange("server-pid", server_pid, 0, 1 << 30)}));
+                       cli::InRange("server-pid", server_pid, 0, 1 << 30),
+                       cli::OneOf("answer", answer, {"echo", "error", "refuse"})}));
   if (server_pid > 0 && ProcCpu(server_pid) < 0) {
     Die(absl::StrCat("--server-pid=", server_pid, ": cannot read /proc/", server_pid, "/stat"));
+  }
+  if (server_pid > 0 && ProcContextSwitches(server_pid) < 0) {
+    Die(absl::StrCat("--server-pid=", server_pid, ": cannot read /proc/", server_pid, "/task"));
   }
 
   BenchClientOptions client;
@@ -208,38 +262,51 @@ int Main(int argc, char** argv) {
 
   const double start = MonoSeconds() + absl::ToDoubleSeconds(warmup);
   const double end = start + absl::ToDoubleSeconds(duration);
-  ClosedLoop loop(stub.get(), retry_loop.get(), inflight, start, end);
+  ClosedLoop loop(stub.get(), retry_loop.get(), inflight, start, end, ExpectedCode(answer));
   double self0 = 0, self1 = 0, server0 = 0, server1 = 0;
+  int64_t cs0 = 0, cs1 = 0;
   loop.Run(
       [&] {
         self0 = SelfCpu();
-        if (server_pid > 0) server0 = ProcCpu(server_pid);
+        if (server_pid > 0) {
+          server0 = ProcCpu(server_pid);
+          cs0 = ProcContextSwitches(server_pid);
+        }
       },
       [&] {
         self1 = SelfCpu();
-        if (server_pid > 0) server1 = ProcCpu(server_pid);
+        if (server_pid > 0) {
+          server1 = ProcCpu(server_pid);
+          cs1 = ProcContextSwitches(server_pid);
+        }
       });
   const double ended = static_cast<double>(std::max<int64_t>(1, loop.ended_in_window()));
   const double client_cpu_us = (self1 - self0) * 1e6 / ended;
   const double server_cpu_us = server_pid > 0 ? (server1 - server0) * 1e6 / ended : 0;
+  const double server_cs_per_call =
+      server_pid > 0 ? static_cast<double>(std::max<int64_t>(0, cs1 - cs0)) / ended : 0;
 
   std::vector<double> lat = loop.Latencies();
   const Stats s = Summarize(lat);
   const double qps = static_cast<double>(s.n) / absl::ToDoubleSeconds(duration);
   std::printf(
       "%-9s %-10s inflight=%-3d round=%-2d qps=%9.0f p50=%7.1fus p99=%7.1fus "
-      "cpu/call=%6.1fus (client %.1f + server %.1f) errors=%lld\n",
+      "cpu/call=%6.1fus (client %.1f + server %.1f) errors=%lld server cs/call=%.2f\n",
       api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6,
       client_cpu_us + server_cpu_us, client_cpu_us, server_cpu_us,
-      static_cast<long long>(loop.errors()));
+      static_cast<long long>(loop.errors()), server_cs_per_call);
   std::printf(
       "RESULT bench=overhead api=%s mode=%s inflight=%d round=%d qps=%.1f p50_us=%.1f "
       "p99_us=%.1f calls=%zu errors=%lld cpu_us_per_call=%.2f client_cpu_us=%.2f "
-      "server_cpu_us=%.2f budget_header=%d\n",
+      "server_cpu_us=%.2f budget_header=%d server_cs_per_call=%.2f answer=%s\n",
       api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6, s.n,
       static_cast<long long>(loop.errors()), client_cpu_us + server_cpu_us, client_cpu_us,
-      server_cpu_us, client.send_budget_header ? 1 : 0);
-  return loop.errors() == 0 ? 0 : 1;
+      server_cpu_us, client.send_budget_header ? 1 : 0, server_cs_per_call, answer.c_str());
+  if (loop.unexpected() > 0) {
+    std::fprintf(stderr, "load_gen: %lld calls not answered %s (--answer=%s)\n",
+                 static_cast<long long>(loop.unexpected()), ExpectedName(answer), answer.c_str());
+  }
+  return loop.unexpected() == 0 ? 0 : 1;
 }
 
 }  // namespace

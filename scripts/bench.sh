@@ -2,12 +2,12 @@
 # Builds the benchmarks (build/bench, RelWithDebInfo), runs them all and
 # writes a markdown report and a PNG chart; prints the tables at the end.
 #
-#   ./scripts/bench.sh              # full run (about 17 min on 2 cores once built)
-#   ./scripts/bench.sh --quick      # smoke run, about 2 minutes once built
+#   ./scripts/bench.sh              # full run (about 23 min on 2 cores once built)
+#   ./scripts/bench.sh --quick      # smoke run, about 3 minutes once built
 #   ./scripts/bench.sh --out DIR    # report directory (default: bench/results for a
 #                                    # full run, whose report.md and chart.png are kept in
 #                                    # the repository; build/bench-report for --quick or --only)
-#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload
+#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload,refusal
 #   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
 #   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
 #                                    # in the overhead processes (see bench/bench_util.h)
@@ -28,7 +28,7 @@ usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=""
-all_sections="overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload"
+all_sections="overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload,refusal"
 only="$all_sections"
 build_dir=build/bench
 while [ $# -gt 0 ]; do
@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 for s in ${only//,/ }; do
-  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge|admission|slots|overload) ;;
+  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge|admission|slots|overload|refusal) ;;
     *) echo "error: --only: unknown section '$s' ($all_sections)" >&2
        exit 2 ;;
   esac
@@ -79,6 +79,7 @@ if [ "$quick" = 1 ]; then
   chain_duration=2s; chain_ramp_step=1500ms; chain_gap=1; chain_ramp_start=100
   chain_rounds=1
   overload_duration=2s; overload_rounds=1; overload_gap=1
+  refusal_duration=1s; refusal_warmup=300ms   # rounds: $rounds, as the overhead section
 else
   rounds=5; duration=3s; warmup=1s
   precision_calls=500; cancel_calls=500; hedge_calls=4000; hedge_races=300
@@ -90,6 +91,7 @@ else
   chain_duration=8s; chain_ramp_step=3s; chain_gap=2; chain_ramp_start=50
   chain_rounds=3
   overload_duration=6s; overload_rounds=3; overload_gap=3
+  refusal_duration=3s; refusal_warmup=1s
 fi
 scale_levels=(1 100 1000 10000)
 deadlock="${BENCH_DEADLOCK_DETECTION:-default}"
@@ -102,7 +104,7 @@ ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" gnuplot-nox jq
 cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOPBUDGET_BUILD_TESTS=OFF
             -DHOPBUDGET_BUILD_EXAMPLES=OFF -DHOPBUDGET_BUILD_BENCHMARKS=ON)
 bench_targets=(bench_report)
-wants overhead && bench_targets+=(echo_server load_gen)
+if wants overhead || wants refusal; then bench_targets+=(echo_server load_gen); fi
 wants precision && bench_targets+=(precision_bench)
 wants cancel && bench_targets+=(cancel_bench)
 wants scale && bench_targets+=(scale_bench)
@@ -193,6 +195,24 @@ overhead_pin() {  # overhead_pin server|client: the taskset prefix, or none
   if [ "$(nproc)" -lt 2 ] || ! command -v taskset >/dev/null; then return; fi
   case "$1" in server) echo "taskset -c 0" ;; client) echo "taskset -c 1" ;; esac
 }
+# start_echo_server OUT ARGS...: an echo_server with ARGS under
+# ${pin_server[@]}, its output in OUT (a file per server: the previous one
+# may still be exiting; the run of 13:19 read an empty port twice from a
+# shared file); sets the caller's spid and port (bash's dynamic scope).
+start_echo_server() {
+  local sout=$1
+  shift
+  "${pin_server[@]}" "$bin/echo_server" "$@" --deadlock-detection="$deadlock" >"$sout" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  if ! wait_for_line "$sout" '^PORT [0-9]+$' 10; then
+    echo "error: echo_server did not start:" >&2
+    cat "$sout" >&2
+    exit 1
+  fi
+  port="$(awk '/^PORT [0-9]+$/{print $2; exit}' "$sout")"
+  [ -n "$port" ] || { echo "error: echo_server printed no port:" >&2; cat "$sout" >&2; exit 1; }
+}
 run_overhead() {
   local round api mode modes inflight port spid log="$raw/overhead.txt"
   local -a pin_server pin_client
@@ -204,20 +224,7 @@ run_overhead() {
     [ $((round % 2)) = 0 ] && modes="retrying-channel retry-loop budget-only noop plain"
     for api in sync callback; do
       for mode in $modes; do
-        # A file per server: the previous one may still be exiting (the
-        # run of 13:19 read an empty port twice from a shared file).
-        local sout="$raw/echo_server-$api-$mode-$round.out"
-        "${pin_server[@]}" "$bin/echo_server" --api="$api" --mode="$mode" --deadlock-detection="$deadlock" \
-          >"$sout" 2>&1 &
-        spid=$!
-        pids+=("$spid")
-        if ! wait_for_line "$sout" '^PORT [0-9]+$' 10; then
-          echo "error: echo_server did not start:" >&2
-          cat "$sout" >&2
-          exit 1
-        fi
-        port="$(awk '/^PORT [0-9]+$/{print $2; exit}' "$sout")"
-        [ -n "$port" ] || { echo "error: echo_server printed no port:" >&2; cat "$sout" >&2; exit 1; }
+        start_echo_server "$raw/echo_server-$api-$mode-$round.out" --api="$api" --mode="$mode"
         for inflight in 1 32; do
           run_bench "$log" "load_gen api=$api mode=$mode inflight=$inflight round=$round" \
             "${pin_client[@]}" "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$mode" \
@@ -228,6 +235,47 @@ run_overhead() {
       done
     done
   done
+}
+
+# ---------------------------------------------------------------- 11. refusal
+# (Here, beside the overhead section whose processes and helpers it uses.)
+# What a refused call costs the server against a served one, on the
+# overhead section's processes, pinned as there: echo_server is told what to
+# answer (--answer), the arms being MODE/ANSWER: plain/echo (served, the
+# reference), plain/error (the handler answers RESOURCE_EXHAUSTED itself:
+# gRPC's own error answer), budget-only/echo (served through hopbudget) and
+# budget-only/refuse (hopbudget's server interceptor refuses every call on
+# arrival as one that cannot finish). Each round runs the arms in that order
+# for each API (reversed in even rounds), each at 1 and 32 in flight;
+# ratios are taken within a round. load_gen's lines say bench=overhead: in
+# refusal.txt they are renamed bench=refusal, so that the overhead section
+# never takes these runs (same api, mode, in flight and round) for its own.
+run_refusal() {
+  local round api arm arms mode answer inflight port spid log="$raw/refusal.txt"
+  local -a pin_server pin_client
+  read -ra pin_server <<<"$(overhead_pin server)"
+  read -ra pin_client <<<"$(overhead_pin client)"
+  : >"$log"
+  for ((round = 1; round <= rounds; round++)); do
+    arms="plain/echo plain/error budget-only/echo budget-only/refuse"
+    [ $((round % 2)) = 0 ] && arms="budget-only/refuse budget-only/echo plain/error plain/echo"
+    for api in sync callback; do
+      for arm in $arms; do
+        mode="${arm%/*}" answer="${arm#*/}"
+        start_echo_server "$raw/echo_server-refusal-$api-$mode-$answer-$round.out" --api="$api" \
+          --mode="$mode" --answer="$answer"
+        for inflight in 1 32; do
+          run_bench "$log" "load_gen api=$api mode=$mode answer=$answer inflight=$inflight round=$round" \
+            "${pin_client[@]}" "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$mode" \
+            --answer="$answer" --inflight="$inflight" --duration="$refusal_duration" \
+            --warmup="$refusal_warmup" --round="$round" --server-pid="$spid" \
+            --deadlock-detection="$deadlock"
+        done
+        stop_pids
+      done
+    done
+  done
+  sed -i 's/^RESULT bench=overhead /RESULT bench=refusal /' "$log"
 }
 
 # ---------------------------------------------------------------- 2..5
@@ -684,6 +732,7 @@ if wants hedge; then section "hedged requests and races"; run_hedge; fi
 if wants admission; then section "admission: queued calls and the common path"; run_admission; fi
 if wants slots; then section "slots: callers waiting for a downstream's slots"; run_slots; fi
 if wants overload; then section "overload: the hopbudget chain at multiples of its capacity"; run_overload; fi
+if wants refusal; then section "refusal: what a refused call costs the server"; run_refusal; fi
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 elapsed=$((SECONDS - t_start))
 
@@ -699,7 +748,7 @@ results() { cat "$raw"/*.txt 2>/dev/null | grep '^RESULT' || true; }
 # verdict" on bench_report's stderr) for the summary at the top.
 verdicts="$raw/verdicts.log"
 : >"$verdicts"
-for s in overhead precision cancel scale hedge admission slots overload; do
+for s in overhead precision cancel scale hedge admission slots overload refusal; do
   results | "$bin/bench_report" --section="$s" >"$raw/$s.md" 2>>"$verdicts"
 done
 cat "$chain_verdicts" >>"$verdicts"
@@ -872,6 +921,23 @@ micro_table() {
   echo "without work, on arrival or shed)."
   echo
   cat "$raw/overload.md"
+  echo
+  echo "## 11. Refusal cost"
+  echo
+  echo "What a call refused on arrival costs a gRPC server against one it serves: the overhead"
+  echo "section's processes, pinned as there, each arm its own server told what to answer"
+  echo "(\`echo_server --answer\`). Arms (mode/answer): plain/echo, served without interceptors"
+  echo "(the reference); plain/error, the handler answers RESOURCE_EXHAUSTED at once (gRPC's own"
+  echo "error answer); budget-only/echo, served through hopbudget's interceptors; budget-only/refuse,"
+  echo "hopbudget's server interceptor refuses every call on arrival as one that cannot finish"
+  echo "(\`min_attempt_budget\` 2 s above the 1 s client deadline; the handler only returns)."
+  echo "$rounds rounds x (sync, callback) x the four arms, in that order (reversed in even rounds),"
+  echo "$refusal_duration per run after $refusal_warmup warm-up, 1 and 32 in flight. Server CPU per call and"
+  echo "context switches per call (every server thread's, \`/proc/PID/task/*/status\`) count every"
+  echo "call that ended in the window, answered OK or not; the ratio is to the same round's"
+  echo "plain/echo run."
+  echo
+  cat "$raw/refusal.md"
   echo
   echo "## Raw data"
   echo
