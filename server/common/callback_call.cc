@@ -69,7 +69,7 @@ void DemoUnaryCall::AfterWait(bool waited) {
     in_work_ = false;
     deferred.swap(deferred_);
   }
-  if (deferred.has_value()) Finish(*std::move(deferred));
+  if (deferred.has_value()) Send(*std::move(deferred));
 }
 
 void DemoUnaryCall::Proceed() {
@@ -128,6 +128,15 @@ void DemoUnaryCall::Answer(grpc::Status status) {
       return;
     }
   }
+  Send(std::move(status));
+}
+
+void DemoUnaryCall::Send(grpc::Status status) {
+  // The handler's work ends with its answer, as a sync handler's ends when
+  // it returns; what gRPC then takes to deliver it (a caller that reads
+  // slowly, a full connection) is not work of this hop. Copies handed to
+  // shielded work keep counting until they end.
+  start_.work.reset();
   Finish(std::move(status));
 }
 

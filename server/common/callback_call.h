@@ -118,12 +118,14 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   // After the latency: AfterLatency(), then a hang, or Work().
   void Proceed();
   void Stop() { Answer(DemoProcess::StoppedStatus(*ctx_)); }
+  // Ends this call's accounting and answers; only where Work() cannot run.
+  void Send(grpc::Status status);
   void OnCancel() override;
   void OnDone() override { delete this; }
 
   DemoProcess& process_;
   grpc::CallbackServerContext* const ctx_;
-  CallStart start_;  // holds the call's accounting until the call is done
+  CallStart start_;  // holds the call's accounting until the call answers
   // Made only for a call with latency to wait: constructing a grpc::Alarm
   // calls grpc_init(), which takes gRPC's global init lock.
   std::unique_ptr<grpc::Alarm> alarm_;  // guarded by mu_ until set
