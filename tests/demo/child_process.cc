@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -72,6 +73,10 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     for (std::string& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
     execv(binary.c_str(), argv.data());
+    // Said on the child's stderr, or a failed exec looks like a child that
+    // exited without a word (dprintf only formats: safe after fork).
+    const int e = errno;
+    dprintf(STDERR_FILENO, "execv %s failed: errno %d\n", binary.c_str(), e);
     _exit(127);
   }
   close(fds[1]);
@@ -139,7 +144,12 @@ absl::Status ChildProcess::WaitReady(absl::Duration timeout) {
     char buf[512];
     const ssize_t n = read(stdout_fd_, buf, sizeof(buf));
     if (n <= 0) {
-      return absl::UnavailableError(absl::StrCat("exited before it was ready; stderr: ", Stderr()));
+      // Its exit status, if it exits within a second of closing stdout.
+      absl::StatusOr<int> exit = WaitExit(absl::Seconds(1));
+      const std::string how =
+          exit.ok() ? absl::StrCat("exit status ", *exit) : std::string("stdout closed");
+      return absl::UnavailableError(
+          absl::StrCat("exited before it was ready (", how, "); stderr: ", Stderr()));
     }
     stdout_buffer_.append(buf, static_cast<size_t>(n));
   }
