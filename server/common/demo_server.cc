@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/descriptor.h"
 #include "hopbudget/server.h"
@@ -18,7 +19,11 @@ DemoProcess::DemoProcess(CommonFlags common, const FaultConfig& faults, FaultSup
       faults_(static_cast<uint64_t>(common_.seed), faults),
       stats_(common_.name, common_.mode, &accounting_, &faults_),
       admin_(&stats_, &faults_, AdminOptions{common_.name, common_.verbose, support}),
-      outgoing_(common_.mode, common_.baseline_timeout) {}
+      outgoing_(common_.mode, common_.baseline_timeout) {
+  if (!common_.mutex_deadlock_detection) {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
+}
 
 std::vector<std::string> AdmittedMethods() {
   std::vector<std::string> methods;

@@ -100,7 +100,8 @@ grpc::Status CheckOrderKey(const std::string& key);
 class DemoProcess {
  public:
   // `support`: the faults this hop can inject (LedgerFaultSupport() for the
-  // ledger); the Admin service refuses others.
+  // ledger); the Admin service refuses others. Turns absl::Mutex deadlock
+  // detection off for the whole process unless `common` asks for it.
   DemoProcess(CommonFlags common, const FaultConfig& faults, FaultSupport support = {});
 
   const CommonFlags& flags() const { return common_; }

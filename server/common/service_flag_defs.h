@@ -46,6 +46,7 @@ ABSL_DECLARE_FLAG(absl::Duration, lame_duck);
 ABSL_DECLARE_FLAG(absl::Duration, shutdown_grace);
 ABSL_DECLARE_FLAG(int, max_threads);
 ABSL_DECLARE_FLAG(bool, verbose);
+ABSL_DECLARE_FLAG(bool, mutex_deadlock_detection);
 ABSL_DECLARE_FLAG(bool, admission);
 ABSL_DECLARE_FLAG(int, admission_limit);
 ABSL_DECLARE_FLAG(bool, admission_adaptive);
@@ -91,6 +92,9 @@ ABSL_DECLARE_FLAG(std::string, peers);
             "most gRPC server threads (4..100000); a call beyond them is answered "            \
             "RESOURCE_EXHAUSTED");                                                             \
   ABSL_FLAG(bool, verbose, false, "log every call's outcome to stderr");                       \
+  ABSL_FLAG(bool, mutex_deadlock_detection, false,                                             \
+            "absl::Mutex deadlock detection, which Debian's abseil runs on every lock "        \
+            "(gRPC's too) unless a process turns it off");                                     \
   ABSL_FLAG(bool, admission, true,                                                             \
             "hopbudget mode: deadline-aware admission (a limit of calls in progress, a "       \
             "queue that holds no thread, refusal of what cannot finish)");                     \
@@ -135,6 +139,7 @@ inline CommonFlags CommonFlagsFromCommandLine() {
   c.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   c.max_threads = absl::GetFlag(FLAGS_max_threads);
   c.verbose = absl::GetFlag(FLAGS_verbose);
+  c.mutex_deadlock_detection = absl::GetFlag(FLAGS_mutex_deadlock_detection);
   c.admission = absl::GetFlag(FLAGS_admission);
   c.admission_limit = absl::GetFlag(FLAGS_admission_limit);
   c.admission_adaptive = absl::GetFlag(FLAGS_admission_adaptive);

@@ -73,6 +73,12 @@ struct CommonFlags {
   // instead of starting one more thread. server/README.md says why 256.
   int max_threads = 256;
   bool verbose = false;
+  // absl::Mutex's lock-order graph (deadlock detection). Debian's abseil is
+  // built without NDEBUG, so it checks every acquisition, gRPC's own locks
+  // included, unless a process turns it off, as a release build of abseil
+  // does. Off by default: the services run as they would be deployed; the
+  // library's tests and the TSan build check lock order.
+  bool mutex_deadlock_detection = false;
   // hopbudget mode: deadline-aware admission (hopbudget/admission.h).
   bool admission = true;
   int admission_limit = 32;

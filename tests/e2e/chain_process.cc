@@ -86,8 +86,10 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Dur
 
 absl::StatusOr<std::unique_ptr<ChainProcess>> ChainProcess::Start(
     const std::string& binary, const std::vector<std::string>& args, absl::Duration ready_timeout) {
+  std::vector<std::string> checked = args;
+  checked.push_back("--mutex-deadlock-detection");
   absl::StatusOr<std::unique_ptr<demo::ChildProcess>> child =
-      demo::ChildProcess::Spawn(binary, args);
+      demo::ChildProcess::Spawn(binary, checked);
   if (!child.ok()) return child.status();
   if (absl::Status ready = (*child)->WaitReady(ready_timeout); !ready.ok()) {
     return absl::Status(ready.code(), absl::StrCat(binary, ": ", ready.message()));

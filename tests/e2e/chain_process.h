@@ -24,8 +24,11 @@ namespace hopbudget::e2e {
 
 class ChainProcess {
  public:
-  // Starts `binary` with `args` and waits (up to `ready_timeout`) for its
-  // ready line. The error names the binary and what it printed.
+  // Starts `binary` (a demo service) with `args` and waits (up to
+  // `ready_timeout`) for its ready line. The error names the binary and what
+  // it printed. The service checks absl::Mutex lock order, which it does not
+  // by default (`--mutex-deadlock-detection`): a test run is where a lock
+  // cycle should abort.
   static absl::StatusOr<std::unique_ptr<ChainProcess>> Start(
       const std::string& binary, const std::vector<std::string>& args,
       absl::Duration ready_timeout = absl::Seconds(60));
