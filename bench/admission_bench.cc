@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -142,6 +143,7 @@ Server StartServer(const std::string& api, Parking* parking, bool admission, int
   options.admission.enabled = admission;
   options.admission.policy.max_in_flight = limit;
   options.admission.policy.max_queue = queue;
+  options.admission.policy.queue_per_limit = std::numeric_limits<double>::infinity();
   options.admission.policy.max_wait = absl::Hours(1);
   // The queue stays full for the whole measurement: overload_wait would
   // turn every waiter away 100 ms in (sustained overload), and the bench

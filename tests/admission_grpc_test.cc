@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -198,6 +199,7 @@ AdmissionOptions Limit(int in_flight, int queue) {
   o.enabled = true;
   o.policy.max_in_flight = in_flight;
   o.policy.max_queue = queue;
+  o.policy.queue_per_limit = std::numeric_limits<double>::infinity();  // the queue asked for
   o.policy.predict = false;
   return o;
 }

@@ -4,6 +4,7 @@
 // FakeClock: limit, queue order, expiry while queued, prediction. No sleeps.
 #include "hopbudget/admission.h"
 
+#include <limits>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -54,6 +55,29 @@ TEST(DecideArrivalTest, Table) {
   };
   for (const ArrivalCase& c : cases) {
     EXPECT_EQ(DecideArrival(c.state, c.remaining, c.predicted), c.want) << c.name;
+  }
+}
+
+TEST(QueueBoundTest, Table) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const struct {
+    const char* name;
+    int max_queue;
+    double per_limit;
+    int limit;
+    int want;
+  } cases[] = {
+      {"the limit bounds a deep queue", 1024, 1, 40, 40},
+      {"max_queue bounds a high limit", 16, 1, 40, 16},
+      {"a multiple of the limit", 1024, 2, 40, 80},
+      {"a fraction rounds up", 1024, 0.5, 3, 2},
+      {"no queue stays no queue", 0, 1, 40, 0},
+      {"a limit of 0 still lets one wait", 1024, 1, 0, 1},
+      {"infinite per_limit: max_queue alone", 1024, kInf, 40, 1024},
+      {"a huge per_limit does not overflow", 1024, 1e300, 40, 1024},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(QueueBound(c.max_queue, c.per_limit, c.limit), c.want) << c.name;
   }
 }
 
@@ -126,6 +150,9 @@ TEST(ValidateAdmissionPolicyTest, NamesTheBadField) {
       {"max_in_flight (0)", [](AdmissionPolicy& p) { p.max_in_flight = 0; }},
       {"max_in_flight (-3)", [](AdmissionPolicy& p) { p.max_in_flight = -3; }},
       {"max_queue (-1)", [](AdmissionPolicy& p) { p.max_queue = -1; }},
+      {"queue_per_limit (0)", [](AdmissionPolicy& p) { p.queue_per_limit = 0; }},
+      {"queue_per_limit (-1)", [](AdmissionPolicy& p) { p.queue_per_limit = -1; }},
+      {"queue_per_limit (nan)", [](AdmissionPolicy& p) { p.queue_per_limit = std::nan(""); }},
       {"quantile (0)", [](AdmissionPolicy& p) { p.quantile = 0; }},
       {"quantile (1)", [](AdmissionPolicy& p) { p.quantile = 1; }},
       {"quantile (1.5)", [](AdmissionPolicy& p) { p.quantile = 1.5; }},
@@ -247,6 +274,7 @@ class AdmissionTest : public ::testing::Test {
     AdmissionPolicy p;
     p.max_in_flight = limit;
     p.max_queue = queue;
+    p.queue_per_limit = std::numeric_limits<double>::infinity();  // the queue asked for
     p.lifo_after = absl::Seconds(1);
     return p;
   }
@@ -289,6 +317,23 @@ TEST_F(AdmissionTest, AdmitsUpToTheLimitThenQueuesThenShedsWhenFull) {
   EXPECT_EQ(s.queued, 1);
   EXPECT_EQ(s.admitted, 2u);
   EXPECT_EQ(s.shed[static_cast<int>(ArrivalDecision::kShedQueueFull)], 1u);
+}
+
+TEST_F(AdmissionTest, NoMoreWaitThanTheLimitLetsInByDefault) {
+  AdmissionPolicy p;  // queue_per_limit 1
+  p.max_in_flight = 2;
+  p.max_queue = 100;
+  auto a = Make(p);
+  Admission::Waiter w[5];
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kAdmit);
+  }
+  for (int i = 2; i < 4; ++i) {
+    EXPECT_EQ(a->Arrive(&w[i], In(absl::Seconds(1)), nullptr, &others_), ArrivalDecision::kQueue);
+  }
+  EXPECT_EQ(a->Arrive(&w[4], In(absl::Seconds(1)), nullptr, &others_),
+            ArrivalDecision::kShedQueueFull);
+  EXPECT_EQ(a->Stats().queued, 2);
 }
 
 TEST_F(AdmissionTest, ReleaseHandsThePlaceToTheEarliestDeadline) {

@@ -24,6 +24,9 @@ absl::Status Bad(absl::string_view field, absl::string_view why, const T& value)
 absl::Status ValidateAdmissionPolicy(const AdmissionPolicy& p) {
   if (p.max_in_flight <= 0) return Bad("max_in_flight", "must be > 0", p.max_in_flight);
   if (p.max_queue < 0) return Bad("max_queue", "must be >= 0", p.max_queue);
+  if (!(p.queue_per_limit > 0.0)) {
+    return Bad("queue_per_limit", "must be > 0 (infinity: no such bound)", p.queue_per_limit);
+  }
   if (p.lifo_after < absl::ZeroDuration()) {
     return Bad("lifo_after", "must be >= 0", absl::FormatDuration(p.lifo_after));
   }
@@ -106,6 +109,13 @@ absl::string_view QueueOrderName(QueueOrder order) {
       return "newest_first";
   }
   return "unknown";
+}
+
+int QueueBound(int max_queue, double queue_per_limit, int limit) {
+  if (max_queue <= 0) return 0;
+  const double per_limit = std::ceil(queue_per_limit * std::max(limit, 0));
+  if (!(per_limit < static_cast<double>(max_queue))) return max_queue;  // also inf, nan
+  return std::max(1, static_cast<int>(per_limit));
 }
 
 ArrivalDecision DecideArrival(const AdmissionState& s, absl::Duration remaining,
@@ -327,7 +337,7 @@ ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline, const LatencyP
   state.in_flight = in_flight_.load(std::memory_order_seq_cst);
   state.limit = limit_.load(std::memory_order_relaxed);
   state.queued = queued_.load(std::memory_order_relaxed);
-  state.max_queue = policy_.max_queue;
+  state.max_queue = QueueBound(policy_.max_queue, policy_.queue_per_limit, state.limit);
   const ArrivalDecision d = DecideArrival(state, remaining, predicted);
   switch (d) {
     case ArrivalDecision::kAdmit:
@@ -341,7 +351,7 @@ ArrivalDecision Admission::Arrive(Waiter* w, absl::Time deadline, const LatencyP
     default:
       return shed(d);
   }
-  if (queued_.load(std::memory_order_relaxed) >= policy_.max_queue) {
+  if (queued_.load(std::memory_order_relaxed) >= state.max_queue) {
     return shed(policy_.max_queue == 0 ? ArrivalDecision::kShedOverLimit
                                        : ArrivalDecision::kShedQueueFull);
   }

@@ -51,6 +51,7 @@ ABSL_DECLARE_FLAG(bool, admission);
 ABSL_DECLARE_FLAG(int, admission_limit);
 ABSL_DECLARE_FLAG(bool, admission_adaptive);
 ABSL_DECLARE_FLAG(int, admission_queue);
+ABSL_DECLARE_FLAG(double, admission_queue_per_limit);
 ABSL_DECLARE_FLAG(absl::Duration, admission_overload_wait);
 ABSL_DECLARE_FLAG(std::string, peers);
 
@@ -105,6 +106,9 @@ ABSL_DECLARE_FLAG(std::string, peers);
             "hopbudget mode: the limit follows measured handler time (Gradient2)");            \
   ABSL_FLAG(int, admission_queue, 2048,                                                        \
             "hopbudget mode: calls waiting for admission at most, 0..1000000");                \
+  ABSL_FLAG(double, admission_queue_per_limit, 1,                                              \
+            "hopbudget mode: and at most this many per call the limit admits at once "         \
+            "(0.01..inf; inf: --admission-queue alone)");                                      \
   ABSL_FLAG(absl::Duration, admission_overload_wait, absl::Milliseconds(10),                   \
             "hopbudget mode: the longest a call waits for admission once the queue has not "   \
             "been empty for 100 ms (sustained overload); inf: no such bound");                 \
@@ -144,6 +148,7 @@ inline CommonFlags CommonFlagsFromCommandLine() {
   c.admission_limit = absl::GetFlag(FLAGS_admission_limit);
   c.admission_adaptive = absl::GetFlag(FLAGS_admission_adaptive);
   c.admission_queue = absl::GetFlag(FLAGS_admission_queue);
+  c.admission_queue_per_limit = absl::GetFlag(FLAGS_admission_queue_per_limit);
   c.admission_overload_wait = absl::GetFlag(FLAGS_admission_overload_wait);
   c.peers_text = absl::GetFlag(FLAGS_peers);
   return c;

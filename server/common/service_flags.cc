@@ -2,6 +2,7 @@
 #include "service_flags.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -43,6 +44,8 @@ absl::Status FinishCommonFlags(CommonFlags* c, FaultConfig* faults) {
           cli::InRange("max-threads", c->max_threads, 4, 100000),
           cli::InRange("admission-limit", c->admission_limit, 1, 10000),
           cli::InRange("admission-queue", c->admission_queue, 0, 1000000),
+          cli::InRange("admission-queue-per-limit", c->admission_queue_per_limit, 0.01,
+                       std::numeric_limits<double>::infinity()),
           cli::PositiveOrInfinite("admission-overload-wait", c->admission_overload_wait),
           cli::NonNegative("slow-commit", c->slow_commit),
           cli::Positive("request-cap", c->request_cap),
@@ -97,6 +100,7 @@ AdmissionPolicy AdmissionPolicyOf(const CommonFlags& c) {
   p.min_limit = std::max(1, c.admission_limit / 4);
   p.max_limit = std::max(c.admission_limit, c.admission_limit * 4);
   p.max_queue = c.admission_queue;
+  p.queue_per_limit = c.admission_queue_per_limit;
   p.overload_wait = c.admission_overload_wait;
   return p;
 }

@@ -84,6 +84,9 @@ struct CommonFlags {
   int admission_limit = 32;
   bool admission_adaptive = true;
   int admission_queue = 2048;
+  // At most this many waiters per call the limit admits
+  // (AdmissionPolicy::queue_per_limit); inf: --admission-queue alone.
+  double admission_queue_per_limit = 1;
   absl::Duration admission_overload_wait = absl::Milliseconds(10);
   // /deadlinez links to other hops, "name=url,...", and parsed.
   std::string peers_text;

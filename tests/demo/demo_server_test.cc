@@ -5,6 +5,8 @@
 // itself is exercised end to end in tests/e2e/.)
 #include "server/common/demo_server.h"
 
+#include <limits>
+
 #include "absl/flags/reflection.h"
 #include "client/cli/cli_flags.h"
 #include "server/common/service_flag_defs.h"
@@ -59,6 +61,10 @@ TEST(CommonFlagsTest, ParsesModeFaultsAndPolicy) {
   EXPECT_EQ(p.request_cap, absl::Seconds(2));
   EXPECT_EQ(p.attempt_cap, absl::Milliseconds(300));
   EXPECT_EQ(PolicyOf(CommonFlags()).attempt_cap, absl::InfiniteDuration());
+  CommonFlags q;
+  ASSERT_TRUE(Finish({"--admission-queue-per-limit=inf"}, &q, &f).ok());
+  EXPECT_EQ(AdmissionPolicyOf(q).queue_per_limit, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(AdmissionPolicyOf(CommonFlags()).queue_per_limit, 1);
 }
 
 TEST(CommonFlagsTest, BadInputIsAClearError) {
@@ -79,6 +85,8 @@ TEST(CommonFlagsTest, BadInputIsAClearError) {
       {{"--metrics-port", "70000"}, "--metrics-port=70000"},
       {{"--hang-next=-2"}, "--hang-next=-2"},
       {{"--max-threads=3"}, "--max-threads=3"},
+      {{"--admission-queue-per-limit=0"}, "--admission-queue-per-limit=0: must be in [0.01, inf]"},
+      {{"--admission-queue-per-limit=nan"}, "--admission-queue-per-limit=nan"},
       {{"--request-cap=-1s"}, "--request-cap=-1s: must be > 0"},
       {{"--hop-reserve=inf"}, "--hop-reserve=inf: must be finite"},
       {{"--shutdown-grace=3"}, "--shutdown-grace=3"},

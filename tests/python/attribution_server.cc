@@ -24,6 +24,7 @@
 // Every front hop keeps 50 ms of reserve, so that its answer beats the
 // Python caller's own deadline on a loaded machine.
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,7 @@ AdmissionOptions Admit(int in_flight, int queue, bool predict) {
   o.enabled = true;
   o.policy.max_in_flight = in_flight;
   o.policy.max_queue = queue;
+  o.policy.queue_per_limit = std::numeric_limits<double>::infinity();  // the queue asked for
   // A blocker hangs for the whole test: nothing should reach max_wait, and
   // the queue is never empty, so overload_wait would turn every waiter away
   // as overload after 100 ms; the queue-wait answers are the point here.

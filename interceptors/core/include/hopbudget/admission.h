@@ -12,7 +12,9 @@
 //     fixed, or adaptive (AdaptiveLimit below: the limit follows measured
 //     handler time, the way Netflix's Gradient2 and Envoy's adaptive
 //     concurrency filter do);
-//   - calls over the limit wait in a bounded queue, earliest deadline first;
+//   - calls over the limit wait in a bounded queue, earliest deadline first,
+//     never more of them than `queue_per_limit` times the current limit
+//     (QueueBound);
 //     when the queue has not been empty for `lifo_after` (sustained
 //     overload), newest first, so that the calls most likely to still finish
 //     are served ("Fail at Scale", ACM Queue 2015);
@@ -100,6 +102,13 @@ struct AdmissionPolicy {
 
   // Calls waiting for admission at most; 0: over the limit is shed at once.
   int max_queue = 1024;
+  // And at most this many per call the limit lets in at once, > 0;
+  // std::numeric_limits<double>::infinity(): max_queue alone bounds it. A
+  // waiter behind `limit` others waits at least one handler time of each
+  // call in progress; a queue much deeper than the limit holds calls that
+  // cannot be reached in time, and the work of turning them away comes on
+  // top of the overload itself. See QueueBound().
+  double queue_per_limit = 1;
   // A queue that has not been empty for this long is sustained overload:
   // serve newest first instead of earliest deadline first.
   absl::Duration lifo_after = absl::Milliseconds(100);
@@ -139,8 +148,9 @@ struct AdmissionPolicy {
 
 // OK, or InvalidArgument naming the first bad field and its value:
 // non-positive limits or windows, min_limit > max_limit, a start outside
-// [min_limit, max_limit] (adaptive), negative max_queue, lifo_after or
-// pushback, a quantile outside (0, 1), latency_tolerance <= 1.
+// [min_limit, max_limit] (adaptive), negative max_queue, a queue_per_limit
+// that is not > 0, negative lifo_after or pushback, a quantile outside (0, 1), latency_tolerance
+// <= 1.
 absl::Status ValidateAdmissionPolicy(const AdmissionPolicy& policy);
 
 // What happens to a call that arrives (or leaves the queue).
@@ -173,8 +183,14 @@ struct AdmissionState {
   int in_flight = 0;
   int limit = 0;
   int queued = 0;
-  int max_queue = 0;
+  int max_queue = 0;  // the queue's bound at this limit: QueueBound()
 };
+
+// How many calls may wait for admission under `limit`:
+// min(max_queue, ceil(queue_per_limit * limit)), and at least 1 unless
+// max_queue is 0 (a limit that has fallen to 0 still lets one wait). An
+// infinite queue_per_limit gives max_queue.
+int QueueBound(int max_queue, double queue_per_limit, int limit);
 
 // Decides one arrival with `remaining` budget (InfiniteDuration() when
 // unbounded) and the method's `predicted` handler time (nullopt while
