@@ -5,20 +5,31 @@
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(failures 0)
 
-# verdict(NAME SECTION INPUT REGEX): the VERDICT lines of SECTION for INPUT
-# must match REGEX.
-function(verdict name section input regex)
+# report_matches(STREAM NAME SECTION INPUT REGEX): what bench_report
+# --section=SECTION prints on STREAM (stdout: its tables; stderr: its
+# VERDICT lines) for INPUT must match REGEX.
+function(report_matches stream name section input regex)
   file(WRITE "${WORK_DIR}/${name}.in" "${input}")
   execute_process(COMMAND "${BENCH_REPORT}" --section=${section}
     INPUT_FILE "${WORK_DIR}/${name}.in" RESULT_VARIABLE rc
     OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(stream STREQUAL "stdout")
+    set(text "${out}")
+  else()
+    set(text "${err}")
+  endif()
   if(NOT rc EQUAL 0)
     message(SEND_ERROR "${name}: bench_report exited ${rc}: ${err}")
-  elseif(NOT err MATCHES "${regex}")
-    message(SEND_ERROR "${name}: expected /${regex}/ in:\n${err}")
+  elseif(NOT text MATCHES "${regex}")
+    message(SEND_ERROR "${name}: expected /${regex}/ on ${stream}:\n${text}")
   else()
     message(STATUS "${name}: ok")
   endif()
+endfunction()
+# verdict(NAME SECTION INPUT REGEX): the VERDICT lines of SECTION for INPUT
+# must match REGEX.
+function(verdict name section input regex)
+  report_matches(stderr "${name}" "${section}" "${input}" "${regex}")
 endfunction()
 
 set(nl "\n")
@@ -175,17 +186,7 @@ verdict(overload_client_bound overload "${ov_busy_client}"
 # Refusal: no target, so its table is checked. rendered(NAME SECTION INPUT
 # REGEX): the tables bench_report prints for INPUT must match REGEX.
 function(rendered name section input regex)
-  file(WRITE "${WORK_DIR}/${name}.in" "${input}")
-  execute_process(COMMAND "${BENCH_REPORT}" --section=${section}
-    INPUT_FILE "${WORK_DIR}/${name}.in" RESULT_VARIABLE rc
-    OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(SEND_ERROR "${name}: bench_report exited ${rc}: ${err}")
-  elseif(NOT out MATCHES "${regex}")
-    message(SEND_ERROR "${name}: expected /${regex}/ in:\n${out}")
-  else()
-    message(STATUS "${name}: ok")
-  endif()
+  report_matches(stdout "${name}" "${section}" "${input}" "${regex}")
 endfunction()
 # Two rounds of the four arms (the second in reverse, as bench.sh runs
 # them), callback API, 32 in flight: refused / served 12/20 and 14/25,
