@@ -722,8 +722,9 @@ void SlotsSection(const std::vector<Record>& rs) {
 // The hopbudget chain alone at multiples of its own capacity (scripts/bench.sh
 // run_overload): one "kind=setup" line, then one "kind=round" line per round
 // with the chain's counts and, per hop, <hop>_calls, <hop>_refused and
-// <hop>_cpu_ms. Every round is judged: a target about "every round" is missed
-// by its worst one.
+// <hop>_cpu_ms (and, from bench.sh, <hop>_shed: admission's shed reasons
+// with their counts in the round, and <hop>_limit). Every round is judged: a target about "every
+// round" is missed by its worst one.
 constexpr char kOverloadUnthrottledTarget[] =
     "overload, client that does not back off: goodput >= 80 % of the chain's capacity at 2x, "
     "4x, 8x, 16x, every round";
@@ -894,6 +895,33 @@ void OverloadSection(const std::vector<Record>& rs) {
                 p.us[0] > 0 && p.us[1] >= 0 ? Fixed(p.us[1] / p.us[0], 3).c_str() : "-", p.rounds);
   }
   std::printf("\n");
+  // Rounds below their target, and which hop's admission refused in them.
+  std::vector<const Record*> short_rounds;
+  for (const Record* r : rounds) {
+    const bool throttled = Str(*r, "client") == "throttled";
+    if (!throttled && Num(*r, "factor") < 2) continue;  // the target starts at 2x
+    if (judged(*r) && share(*r) < (throttled ? 90 : 80)) short_rounds.push_back(r);
+  }
+  if (!short_rounds.empty()) {
+    std::printf(
+        "Judged rounds below their target, and what each hop's admission shed in them "
+        "(reason:calls, and its limit at the end of the round):\n\n| load | client | round | "
+        "of capacity | gateway | orders | ledger |\n| --- | --- | --- | --- | --- | --- | --- "
+        "|\n");
+    for (const Record* r : short_rounds) {
+      std::string cells;
+      for (const std::string& h : OverloadHops()) {
+        cells += Has(*r, h + "_shed")
+                     ? Str(*r, h + "_shed") + " (limit " + Str(*r, h + "_limit") + ") |"
+                     : std::string("- |");
+        if (&h != &OverloadHops().back()) cells += " ";
+      }
+      std::printf("| %sx | %s | %s | %s %% | %s\n", Str(*r, "factor").c_str(),
+                  Str(*r, "client").c_str(), Str(*r, "round").c_str(), Fixed(share(*r), 0).c_str(),
+                  cells.c_str());
+    }
+    std::printf("\n");
+  }
   // The verdicts, each on its worst round.
   auto judge_share = [&](const char* target, const std::string& client, double floor,
                          double min_factor) {

@@ -31,6 +31,11 @@ endfunction()
 function(verdict name section input regex)
   report_matches(stderr "${name}" "${section}" "${input}" "${regex}")
 endfunction()
+# rendered(NAME SECTION INPUT REGEX): the tables bench_report prints for
+# INPUT must match REGEX.
+function(rendered name section input regex)
+  report_matches(stdout "${name}" "${section}" "${input}" "${regex}")
+endfunction()
 
 set(nl "\n")
 # Cancel: met; every call lost; a few lost; no results at all.
@@ -183,11 +188,13 @@ string(REPLACE "ok_p99_ms=520 work_after_deadline_ms=4500"
   "ok_p99_ms=520 total_s=2.1 client_cpu_s=2.05 work_after_deadline_ms=4500" ov_busy_client "${ov_bad}")
 verdict(overload_client_bound overload "${ov_busy_client}"
   "does not back off: [^|]*\\| -; 1 round\\(s\\) the load generator could not drive, not judged \\| not measured.*0 ms of work after the deadline")
-# Refusal: no target, so its table is checked. rendered(NAME SECTION INPUT
-# REGEX): the tables bench_report prints for INPUT must match REGEX.
-function(rendered name section input regex)
-  report_matches(stdout "${name}" "${section}" "${input}" "${regex}")
-endfunction()
+# A round below its target lists what each hop's admission shed in it.
+string(REPLACE "ledger_cpu_ms=200${nl}RESULT"
+  "ledger_cpu_ms=200 gateway_shed=none gateway_limit=40 orders_shed=none orders_limit=32 ledger_shed=queue_full:700,cannot_finish:3 ledger_limit=8${nl}RESULT"
+  ov_shed "${ov_bad}")
+rendered(overload_short_round_sheds overload "${ov_shed}"
+  "\\| 2x \\| unthrottled \\| 1 \\| 15 % \\| none \\(limit 40\\) \\| none \\(limit 32\\) \\| queue_full:700,cannot_finish:3 \\(limit 8\\) \\|${nl}")
+# Refusal: no target, so its table is checked.
 # Two rounds of the four arms (the second in reverse, as bench.sh runs
 # them), callback API, 32 in flight: refused / served 12/20 and 14/25,
 # refused / gRPC's error 12/16 and 14/20.

@@ -100,7 +100,7 @@ case "$deadlock" in default|off) ;; *)
 esac
 
 # ---------------------------------------------------------------- build
-ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" gnuplot-nox jq
+ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" gnuplot-nox jq curl
 cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOPBUDGET_BUILD_TESTS=OFF
             -DHOPBUDGET_BUILD_EXAMPLES=OFF -DHOPBUDGET_BUILD_BENCHMARKS=ON)
 bench_targets=(bench_report)
@@ -349,8 +349,9 @@ run_micro() {
 
 # start_service LABEL BINARY ARGS...: a demo service on free ports, its
 # output in $work/LABEL.{out,err}, started under ${service_cpu[@]} (a taskset
-# prefix, or nothing); sets P[LABEL] to its gRPC port. Reads the caller's
-# sbin, work, service_cpu and P (bash's dynamic scope).
+# prefix, or nothing); sets P[LABEL] to its gRPC port and M[LABEL] to its
+# HTTP (/metrics) port when the caller declared M. Reads the caller's sbin,
+# work, service_cpu, P and M (bash's dynamic scope).
 start_service() {
   local label=$1 binary=$2 line
   shift 2
@@ -364,6 +365,25 @@ start_service() {
   fi
   line="$(grep -m1 " listening on " "$work/$label.out")"
   P[$label]="$(awk '{print $4}' <<<"$line")"
+  if declare -p M >/dev/null 2>&1; then M[$label]="$(awk '{print $7}' <<<"$line")"; fi
+}
+
+# admission_counts PORT: a hop's admission sheds so far, one "reason count"
+# per line, and "limit N" (its admission limit now), from its /metrics.
+admission_counts() {
+  curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk '
+    /^hopbudget_admission_shed_total\{/ {
+      r = $1; sub(/.*reason="/, "", r); sub(/".*/, "", r); print r, $2 }
+    /^hopbudget_admission_limit / { print "limit", $2 }'
+}
+# shed_fields HOP BEFORE AFTER: " HOP_shed=reason:n,..." (the reasons whose
+# count grew; "none") and " HOP_limit=N" from two admission_counts outputs.
+shed_fields() {
+  awk -v hop="$1" 'NR == FNR { before[$1] = $2; next }
+    $1 == "limit" { limit = $2; next }
+    { d = $2 - before[$1]; if (d > 0) list = list (list == "" ? "" : ",") $1 ":" d }
+    END { printf " %s_shed=%s %s_limit=%s", hop, (list == "" ? "none" : list), hop,
+          (limit == "" ? "?" : limit) }' <(printf '%s\n' "$2") <(printf '%s\n' "$3")
 }
 
 # ok_share FILE: OK / calls the application made (sent, and refused by the
@@ -586,7 +606,7 @@ run_overload() {
   else
     placement="unpinned (fewer than 2 CPUs, or no taskset)"
   fi
-  local -A P
+  local -A P M
   local service_cpu=("${chain_cpu[@]+"${chain_cpu[@]}"}")
   start_service ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
     --latency="$chain_latency_ledger"
@@ -617,6 +637,11 @@ run_overload() {
     echo "RESULT bench=overload kind=setup capacity=$capacity duration_s=$d_s" \
       "budget_ms=${chain_budget%ms} rounds=$overload_rounds placement=${placement// /_}"
   } >"$raw/overload.txt"
+  # Each hop's admission sheds, read before and after every round (the ramp
+  # left out): which hop refused, and why, in a round that falls short.
+  local -A sheds
+  local hop
+  for hop in gateway orders ledger; do sheds[$hop]="$(admission_counts "${M[$hop]}")"; done
   for factor in "${overload_levels[@]}"; do
     rate=$((capacity * factor))
     for round in $(seq 1 "$overload_rounds"); do
@@ -626,14 +651,21 @@ run_overload() {
       for client in $clients; do
         f="$work/load-$factor-$client-$round.json"
         one "$client" "$rate" "$overload_duration" "$f"
-        jq -r --arg c "$client" --arg f "$factor" --arg r "$round" --arg rate "$rate" '
+        local shed_text="" now
+        for hop in gateway orders ledger; do
+          now="$(admission_counts "${M[$hop]}")"
+          shed_text+="$(shed_fields "$hop" "${sheds[$hop]}" "$now")"
+          sheds[$hop]="$now"
+        done
+        jq -r --arg c "$client" --arg f "$factor" --arg r "$round" --arg rate "$rate" \
+          --arg sheds "$shed_text" '
           "RESULT bench=overload kind=round client=\($c) factor=\($f) round=\($r) rate=\($rate)" +
           " sent=\(.sent) ok=\(.ok) client_throttled=\(.client_throttled // 0)" +
           " ok_p99_ms=\(.ok_latency_ms.p99 // 0) total_s=\(.total_s) client_cpu_s=\(.client_cpu_s)" +
           " work_after_deadline_ms=\(.work_after_deadline_ms)" +
           " calls_started_after_deadline=\(.calls_started_after_deadline) " +
           ([.per_hop[] | "\(.hop)_calls=\(.calls) \(.hop)_refused=\(.refused) \(.hop)_cpu_ms=\(.cpu_ms)"]
-           | join(" "))' "$f" | tee -a "$raw/overload.txt"
+           | join(" ")) + $sheds' "$f" | tee -a "$raw/overload.txt"
         sleep "$overload_gap"
       done
     done
@@ -918,7 +950,9 @@ micro_table() {
   echo "judged on every round. The CPU per call at each hop is a least-squares fit of each"
   echo "round's CPU (Admin Stats \`cpu_us\`, read before and 1.5 s after the round) to its served"
   echo "calls (\`calls\`: handlers that did work) and refused calls (\`refused\`: answered"
-  echo "without work, on arrival or shed)."
+  echo "without work, on arrival or shed). A judged round below its target is listed again"
+  echo "with what each hop's admission shed in it (\`hopbudget_admission_shed_total\` by"
+  echo "reason, read from each hop's /metrics before and after the round)."
   echo
   cat "$raw/overload.md"
   echo
