@@ -12,12 +12,11 @@
 //     fixed, or adaptive (AdaptiveLimit below: the limit follows measured
 //     handler time, the way Netflix's Gradient2 and Envoy's adaptive
 //     concurrency filter do);
-//   - calls over the limit wait in a bounded queue, earliest deadline first,
-//     never more of them than `queue_per_limit` times the current limit
-//     (QueueBound);
-//     when the queue has not been empty for `lifo_after` (sustained
-//     overload), newest first, so that the calls most likely to still finish
-//     are served ("Fail at Scale", ACM Queue 2015);
+//   - calls over the limit wait in a bounded queue (never more of them than
+//     `queue_per_limit` times the current limit: QueueBound), earliest
+//     deadline first; when the queue has not been empty for `lifo_after`
+//     (sustained overload), newest first, so that the calls most likely to
+//     still finish are served ("Fail at Scale", ACM Queue 2015);
 //   - a waiting call whose remaining budget falls below `min_attempt_budget`
 //     leaves the queue at once and is answered without starting
 //     (Expire()); so does one that waited `max_wait`, or, under sustained
@@ -149,8 +148,8 @@ struct AdmissionPolicy {
 // OK, or InvalidArgument naming the first bad field and its value:
 // non-positive limits or windows, min_limit > max_limit, a start outside
 // [min_limit, max_limit] (adaptive), negative max_queue, a queue_per_limit
-// that is not > 0, negative lifo_after or pushback, a quantile outside (0, 1), latency_tolerance
-// <= 1.
+// that is not > 0, negative lifo_after or pushback, a quantile outside
+// (0, 1), latency_tolerance <= 1.
 absl::Status ValidateAdmissionPolicy(const AdmissionPolicy& policy);
 
 // What happens to a call that arrives (or leaves the queue).
