@@ -9,8 +9,8 @@
 # order at most once, by key and by content; every acknowledged one exactly
 # once), reads orders back through two ledger replicas (one slow 5 % of the
 # time) with and without hedging, bounds orders' calls to a slow ledger,
-# watches an order through both chains while the ledger goes silent, and
-# shows where to look.
+# watches an order through both chains while the ledger goes silent, floods
+# each chain from a client that does not back off, and shows where to look.
 #
 #   ./scripts/demo.sh          # report, then keeps both chains up until Ctrl-C
 #   ./scripts/demo.sh --once   # exits after the report: 0 if every check passed
@@ -397,6 +397,40 @@ check '[ "$(w_by "$wh-silent.out" | cut -d, -f1)" = "idle at orders" ]' \
   "hopbudget: the silent ledger was cut at orders' idle budget (source idle, hop orders)"
 check '[ "$(w_by "$wb-silent.out" | cut -d, -f1)" = "client at chainctl" ]' \
   "baseline: the silent watch waited for the client's own deadline (no idle budget)"
+
+# flood LABEL GATEWAY ADMIN: 2 s of orders at $flood_rps/s, open loop, from
+# a client that does not back off (no throttle, no retries), budget 500 ms.
+flood_rps=8000
+flood() {
+  "$chainctl" load --gateway "$2" --rps "$flood_rps" --duration 2s --budget 500ms \
+    --concurrency 100000 --admin "$3" --json "$work/flood-$1.json" --key-prefix "flood-$1" \
+    --max-error-rate=1 --quiet >/dev/null || echo "   !!   $1: the flood failed"
+}
+# okp LABEL Q: a quantile of the OK calls' latency in a flood's summary.
+okp() { grep -o "\"ok_latency_ms\":{[^}]*}" "$work/flood-$1.json" | grep -o "\"$2\":[0-9.]*" | cut -d: -f2; }
+echo
+echo "==> overload: $flood_rps orders/s for 2 s from a client that does not back off,"
+echo "    client budget 500 ms, one chain at a time (more than either serves here: see ok/s)"
+echo "    why: a hop that starts every call it is sent works for callers that have left; one"
+echo "    that refuses what it cannot finish keeps serving some, and does no work after them"
+step flood baseline "127.0.0.1:${P[bl-gateway]}" "$bl" || true
+sleep 2
+step flood hopbudget "127.0.0.1:${P[hb-gateway]}" "$hb" || true
+if [ -f "$work/flood-baseline.json" ] && [ -f "$work/flood-hopbudget.json" ]; then
+  fb="$work/flood-baseline.json" fh="$work/flood-hopbudget.json"
+  printf "   %-42s %-12s %s\n" "" baseline hopbudget
+  printf "   %-42s %-12s %s\n" "ok / sent" "$(key "$fb" ok) / $(key "$fb" sent)" \
+    "$(key "$fh" ok) / $(key "$fh" sent)"
+  printf "   %-42s %-12s %s\n" "goodput (ok/s)" "$(awk -v n="$(key "$fb" ok)" 'BEGIN{print int(n/2)}')" \
+    "$(awk -v n="$(key "$fh" ok)" 'BEGIN{print int(n/2)}')"
+  printf "   %-42s %-12s %s\n" "p99 of ok calls (ms)" "$(okp baseline p99)" "$(okp hopbudget p99)"
+  printf "   %-42s %-12s %s\n" "calls started after the client deadline" \
+    "$(key "$fb" calls_started_after_deadline)" "$(key "$fh" calls_started_after_deadline)"
+  printf "   %-42s %-12s %s\n" "work after the client deadline (ms)" \
+    "$(key "$fb" work_after_deadline_ms)" "$(key "$fh" work_after_deadline_ms)"
+else
+  failures=$((failures + 1))
+fi
 
 echo
 echo "where to look:"
