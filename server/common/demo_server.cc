@@ -19,11 +19,7 @@ DemoProcess::DemoProcess(CommonFlags common, const FaultConfig& faults, FaultSup
       faults_(static_cast<uint64_t>(common_.seed), faults),
       stats_(common_.name, common_.mode, &accounting_, &faults_),
       admin_(&stats_, &faults_, AdminOptions{common_.name, common_.verbose, support}),
-      outgoing_(common_.mode, common_.baseline_timeout) {
-  if (!common_.mutex_deadlock_detection) {
-    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  }
-}
+      outgoing_(common_.mode, common_.baseline_timeout) {}
 
 std::vector<std::string> AdmittedMethods() {
   std::vector<std::string> methods;
@@ -175,6 +171,11 @@ CallStart DemoProcess::Begin(grpc::ServerContext& ctx) {
 }
 
 int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shield) {
+  // A process-wide switch, so here, where a service's main runs its server,
+  // not in the constructor a test may use in process.
+  if (!common_.mutex_deadlock_detection) {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
   ServerRunOptions run;
   run.name = common_.name;
   run.mode_name = std::string(ModeName(common_.mode));

@@ -100,8 +100,7 @@ grpc::Status CheckOrderKey(const std::string& key);
 class DemoProcess {
  public:
   // `support`: the faults this hop can inject (LedgerFaultSupport() for the
-  // ledger); the Admin service refuses others. Turns absl::Mutex deadlock
-  // detection off for the whole process unless `common` asks for it.
+  // ledger); the Admin service refuses others.
   DemoProcess(CommonFlags common, const FaultConfig& faults, FaultSupport support = {});
 
   const CommonFlags& flags() const { return common_; }
@@ -145,8 +144,10 @@ class DemoProcess {
 
   // Runs the server with `services` (not owned) and the Admin service until
   // SIGINT/SIGTERM (RunServer), draining `shield` (may be null) at
-  // shutdown. Admission (hopbudget mode, --admission) covers the unary
-  // methods of demo.proto only: see AdmittedMethods(). Returns the exit code.
+  // shutdown. First turns absl::Mutex deadlock detection off for the whole
+  // process, unless the flags ask for it (--mutex-deadlock-detection).
+  // Admission (hopbudget mode, --admission) covers the unary methods of
+  // demo.proto only: see AdmittedMethods(). Returns the exit code.
   int Serve(const std::vector<grpc::Service*>& services, Shield* shield);
   // The retry policy of this hop's downstream calls, shown on /deadlinez.
   void SetRetryPolicy(const RetryPolicy& policy) { retry_policy_ = policy; }
