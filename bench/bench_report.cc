@@ -723,8 +723,8 @@ void SlotsSection(const std::vector<Record>& rs) {
 // run_overload): one "kind=setup" line, then one "kind=round" line per round
 // with the chain's counts and, per hop, <hop>_calls, <hop>_refused and
 // <hop>_cpu_ms (and, from bench.sh, <hop>_shed: admission's shed reasons
-// with their counts in the round, and <hop>_limit). Every round is judged: a target about "every
-// round" is missed by its worst one.
+// with their counts in the round, and <hop>_limit). Every round is judged:
+// a target about "every round" is missed by its worst one.
 constexpr char kOverloadUnthrottledTarget[] =
     "overload, client that does not back off: goodput >= 80 % of the chain's capacity at 2x, "
     "4x, 8x, 16x, every round";

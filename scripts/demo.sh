@@ -261,8 +261,11 @@ both_reads() {
   reads hopbudget "127.0.0.1:${P[hb-gateway]}" "127.0.0.1:${P[hb-orders]}" &
   wait
 }
-# A p-quantile of a load summary JSON's latency_ms.
-lat() { grep -o "\"latency_ms\":{[^}]*}" "$1" | grep -o "\"$2\":[0-9.]*" | cut -d: -f2; }
+# lat FILE Q [OBJECT]: a quantile of a load summary JSON's latency_ms (or
+# of OBJECT, e.g. ok_latency_ms: the OK calls' latency).
+lat() {
+  grep -o "\"${3:-latency_ms}\":{[^}]*}" "$1" | grep -o "\"$2\":[0-9.]*" | cut -d: -f2
+}
 echo
 echo "==> hedged reads: the replica answers 5 % of its reads in 1 s (spike:5%:1s);"
 echo "    reads take turns on replica and primary, 100 calls/s for 2 s, client budget 2 s"
@@ -406,8 +409,6 @@ flood() {
     --concurrency 100000 --admin "$3" --json "$work/flood-$1.json" --key-prefix "flood-$1" \
     --max-error-rate=1 --quiet >/dev/null || echo "   !!   $1: the flood failed"
 }
-# okp LABEL Q: a quantile of the OK calls' latency in a flood's summary.
-okp() { grep -o "\"ok_latency_ms\":{[^}]*}" "$work/flood-$1.json" | grep -o "\"$2\":[0-9.]*" | cut -d: -f2; }
 echo
 echo "==> overload: $flood_rps orders/s for 2 s from a client that does not back off,"
 echo "    client budget 500 ms, one chain at a time (more than either serves here: see ok/s)"
@@ -423,7 +424,8 @@ if [ -f "$work/flood-baseline.json" ] && [ -f "$work/flood-hopbudget.json" ]; th
     "$(key "$fh" ok) / $(key "$fh" sent)"
   printf "   %-42s %-12s %s\n" "goodput (ok/s)" "$(awk -v n="$(key "$fb" ok)" 'BEGIN{print int(n/2)}')" \
     "$(awk -v n="$(key "$fh" ok)" 'BEGIN{print int(n/2)}')"
-  printf "   %-42s %-12s %s\n" "p99 of ok calls (ms)" "$(okp baseline p99)" "$(okp hopbudget p99)"
+  printf "   %-42s %-12s %s\n" "p99 of ok calls (ms)" "$(lat "$fb" p99 ok_latency_ms)" \
+    "$(lat "$fh" p99 ok_latency_ms)"
   printf "   %-42s %-12s %s\n" "calls started after the client deadline" \
     "$(key "$fb" calls_started_after_deadline)" "$(key "$fh" calls_started_after_deadline)"
   printf "   %-42s %-12s %s\n" "work after the client deadline (ms)" \
