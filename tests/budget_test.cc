@@ -292,8 +292,63 @@ TEST(FormatBudgetTest, FormatsCommonValues) {
   EXPECT_EQ(FormatBudget(absl::ZeroDuration()), "0ms");
 }
 
+// DecideBackendWait, table-style on a FakeClock: the give-up time is the
+// deadline minus min_call_budget, and only a channel with nothing ready, a
+// deadline and time before the give-up time waits.
+TEST(DecideBackendWaitTest, WaitsUntilOnlyTheMinimumIsLeftAndNoLonger) {
+  FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  const absl::Duration ms = absl::Milliseconds(1);
+  struct Case {
+    const char* name;
+    BackendState state;
+    absl::Duration deadline_in;  // InfiniteDuration(): no deadline
+    absl::Duration min_call_budget;
+    absl::Duration now_in;
+    BackendWaitOutcome outcome;
+    absl::Duration until_in;  // kWait and kGiveUp: the give-up time
+  };
+  const absl::Duration inf = absl::InfiniteDuration();
+  const Case cases[] = {
+      {"ready goes", BackendState::kReady, 800 * ms, ms, 0 * ms, BackendWaitOutcome::kGo, inf},
+      {"ready goes even at the give-up time", BackendState::kReady, 800 * ms, ms, 799 * ms,
+       BackendWaitOutcome::kGo, inf},
+      {"shutdown goes (nothing to wait for)", BackendState::kShutdown, 800 * ms, ms, 0 * ms,
+       BackendWaitOutcome::kGo, inf},
+      {"no deadline goes, as gRPC's fail-fast", BackendState::kTransientFailure, inf, ms, 0 * ms,
+       BackendWaitOutcome::kGo, inf},
+      {"transient failure waits", BackendState::kTransientFailure, 800 * ms, ms, 0 * ms,
+       BackendWaitOutcome::kWait, 799 * ms},
+      {"connecting waits", BackendState::kConnecting, 800 * ms, 20 * ms, 100 * ms,
+       BackendWaitOutcome::kWait, 780 * ms},
+      {"idle waits (the watch asks it to connect)", BackendState::kIdle, 800 * ms, ms, 0 * ms,
+       BackendWaitOutcome::kWait, 799 * ms},
+      {"just before the give-up time waits", BackendState::kTransientFailure, 800 * ms, ms,
+       absl::Microseconds(798999), BackendWaitOutcome::kWait, 799 * ms},
+      {"at the give-up time gives up", BackendState::kTransientFailure, 800 * ms, ms, 799 * ms,
+       BackendWaitOutcome::kGiveUp, 799 * ms},
+      {"after it gives up", BackendState::kConnecting, 800 * ms, ms, 900 * ms,
+       BackendWaitOutcome::kGiveUp, 799 * ms},
+      {"zero minimum waits to the deadline", BackendState::kTransientFailure, 800 * ms, 0 * ms,
+       0 * ms, BackendWaitOutcome::kWait, 800 * ms},
+      {"negative minimum counts as zero", BackendState::kTransientFailure, 800 * ms, -5 * ms,
+       0 * ms, BackendWaitOutcome::kWait, 800 * ms},
+      {"an expired deadline gives up", BackendState::kTransientFailure, -1 * ms, ms, 0 * ms,
+       BackendWaitOutcome::kGiveUp, -2 * ms},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const absl::Time deadline = c.deadline_in == inf ? absl::InfiniteFuture() : t0 + c.deadline_in;
+    const BackendWaitStep step =
+        DecideBackendWait(c.state, deadline, c.min_call_budget, t0 + c.now_in);
+    EXPECT_EQ(step.outcome, c.outcome);
+    if (c.outcome != BackendWaitOutcome::kGo) EXPECT_EQ(step.until, t0 + c.until_in);
+  }
+}
+
 // Test failures name the value, not its integer.
 TEST(BudgetNamesTest, OutcomesPrintByName) {
+  EXPECT_EQ(::testing::PrintToString(BackendWaitOutcome::kGiveUp), "give_up");
   EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kBelowMinimum), "below_minimum");
   EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kShedQueueExpired), "shed_queue_expired");
   EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kExpired), "expired");

@@ -272,6 +272,7 @@ MetricsSnapshot EveryScalarAtADistinctValue() {
   m.CountLeak(LeakKind::kNoDeadline);
   for (int j = 0; j < 3; ++j) m.CountLeak(LeakKind::kLaterThanInbound);
   for (int j = 0; j < 4; ++j) m.CountTimerArmed();
+  m.ObserveBackendWait(absl::Milliseconds(30));
   for (int o = 0; o < kRetryOutcomeCount; ++o) {
     for (int j = 0; j <= o; ++j) m.CountRetryDecision(static_cast<RetryOutcome>(o));
   }
@@ -354,6 +355,10 @@ hopbudget_trace_dropped_total{reason="oversized"} 2
 # HELP hopbudget_timers_armed_total Calls that needed hopbudget's shared timer (request caps, leaks, idle budgets).
 # TYPE hopbudget_timers_armed_total counter
 hopbudget_timers_armed_total 4
+# HELP hopbudget_backend_wait_seconds Time a call that found no ready backend waited for one (until sent, or until it gave up with source no-backend).
+# TYPE hopbudget_backend_wait_seconds histogram
+hopbudget_backend_wait_seconds_sum 0.03
+hopbudget_backend_wait_seconds_count 1
 # HELP hopbudget_shield_started_total Shielded operations accepted.
 # TYPE hopbudget_shield_started_total counter
 hopbudget_shield_started_total 11

@@ -1,6 +1,8 @@
 // Copyright hopbudget authors.
 #include "hopbudget/budget.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -14,6 +16,17 @@ absl::Status Invalid(absl::string_view what) {
 }
 
 }  // namespace
+
+BackendWaitStep DecideBackendWait(BackendState state, absl::Time deadline,
+                                  absl::Duration min_call_budget, absl::Time now) {
+  if (state == BackendState::kReady || state == BackendState::kShutdown ||
+      deadline == absl::InfiniteFuture()) {
+    return {};
+  }
+  const absl::Time give_up = deadline - std::max(min_call_budget, absl::ZeroDuration());
+  if (now >= give_up) return {BackendWaitOutcome::kGiveUp, give_up};
+  return {BackendWaitOutcome::kWait, give_up};
+}
 
 std::string FormatBudget(absl::Duration d) {
   if (d == absl::InfiniteDuration()) return "inf";

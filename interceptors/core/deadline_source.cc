@@ -23,6 +23,7 @@ constexpr SourceNames kNames[kDeadlineSourceCount] = {
     {DeadlineSource::kSlotWait, "slot-wait", "SLOT_WAIT_EXHAUSTED"},
     {DeadlineSource::kQueueWait, "queue-wait", "ADMISSION_QUEUE_EXHAUSTED"},
     {DeadlineSource::kCannotFinish, "cannot-finish", "PREDICTED_TO_MISS_DEADLINE"},
+    {DeadlineSource::kNoBackend, "no-backend", "NO_READY_BACKEND_IN_BUDGET"},
 };
 
 }  // namespace

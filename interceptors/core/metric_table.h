@@ -227,6 +227,7 @@ enum class PropagationMetric : int {
   kBadAttribution,
   kTraceDropped,
   kTimersArmed,
+  kBackendWait,
 };
 inline constexpr MetricRow kPropagationMetrics[] = {
     Counter<&S::deadline_leaks, LeakKind, LeakKindName>(
@@ -246,6 +247,10 @@ inline constexpr MetricRow kPropagationMetrics[] = {
     Counter<&S::timers_armed>(
         "hopbudget_timers_armed_total",
         "Calls that needed hopbudget's shared timer (request caps, leaks, idle budgets)."),
+    Histogram("hopbudget_backend_wait_seconds",
+              "Time a call that found no ready backend waited for one (until sent, or until it "
+              "gave up with source no-backend).",
+              &S::backend_wait, &MetricsOptions::budget_remaining),
 };
 
 // Shielded work (shield.h). ShieldEvent values are split over four families.
@@ -378,7 +383,7 @@ struct TableOf<RetryMetric> {
 template <>
 struct TableOf<PropagationMetric> {
   static constexpr int kIndex = 1;
-  static constexpr int kRows = static_cast<int>(PropagationMetric::kTimersArmed) + 1;
+  static constexpr int kRows = static_cast<int>(PropagationMetric::kBackendWait) + 1;
 };
 template <>
 struct TableOf<ShieldMetric> {

@@ -640,6 +640,9 @@ void Metrics::CountLeak(LeakKind kind) {
   cells_->Add<PropagationMetric::kLeaks>(static_cast<int>(kind));
 }
 void Metrics::CountTimerArmed() { cells_->Add<PropagationMetric::kTimersArmed>(0); }
+void Metrics::ObserveBackendWait(absl::Duration waited) {
+  cells_->Observe<PropagationMetric::kBackendWait>(waited);
+}
 void Metrics::CountRetryDecision(RetryOutcome o) {
   cells_->AddToRowOf<RetryMetric::kDecisionsNotSkipped, RetryMetric::kSkipped>(static_cast<int>(o));
 }

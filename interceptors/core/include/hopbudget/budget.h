@@ -176,6 +176,53 @@ struct CallDeadline {
 CallDeadline DeriveCallDeadline(const BudgetPolicy& policy, absl::Time parent_deadline,
                                 DeadlineSource parent_source, absl::Time now);
 
+// Waiting for a ready backend (ClientOptions::backend_wait, client.h).
+//
+// What a channel can say of its backends, as gRPC's connectivity states.
+enum class BackendState { kIdle, kConnecting, kReady, kTransientFailure, kShutdown };
+enum class BackendWaitOutcome {
+  kGo,      // send the call now
+  kWait,    // hold it until the channel's state changes, at most until `until`
+  kGiveUp,  // end it: DEADLINE_EXCEEDED, source no-backend
+};
+// Stable names for logs and test failures: "go", "wait", "give_up".
+// AbslStringify and operator<< print them (GoogleTest, streams).
+inline absl::string_view BackendWaitOutcomeName(BackendWaitOutcome value) {
+  switch (value) {
+    case BackendWaitOutcome::kGo:
+      return "go";
+    case BackendWaitOutcome::kWait:
+      return "wait";
+    case BackendWaitOutcome::kGiveUp:
+      return "give_up";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, BackendWaitOutcome value) {
+  sink.Append(BackendWaitOutcomeName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, BackendWaitOutcome value) {
+  return os << BackendWaitOutcomeName(value);
+}
+
+struct BackendWaitStep {
+  BackendWaitOutcome outcome = BackendWaitOutcome::kGo;
+  // kWait: the give-up time, deadline - min_call_budget.
+  absl::Time until = absl::InfiniteFuture();
+};
+
+// Decides, for a call with `deadline` that may start with `min_call_budget`
+// left, at `now`, with the channel in `state`:
+//   - kReady: kGo. kShutdown: kGo too (nothing will come; gRPC fails it);
+//   - no deadline (InfiniteFuture()): kGo, as gRPC would (no budget to wait
+//     in: such a call fails fast with UNAVAILABLE);
+//   - otherwise, before the give-up time (deadline - min_call_budget): kWait
+//     until then; at or after it: kGiveUp.
+// Called again on every state change of the channel while the call waits.
+BackendWaitStep DecideBackendWait(BackendState state, absl::Time deadline,
+                                  absl::Duration min_call_budget, absl::Time now);
+
 // Renders a duration for messages and logs: "250ms", "1.5s", "inf".
 std::string FormatBudget(absl::Duration d);
 

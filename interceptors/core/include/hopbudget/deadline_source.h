@@ -19,6 +19,7 @@
 //   kSlotWait               slot-wait               SLOT_WAIT_EXHAUSTED
 //   kQueueWait              queue-wait              ADMISSION_QUEUE_EXHAUSTED
 //   kCannotFinish           cannot-finish           PREDICTED_TO_MISS_DEADLINE
+//   kNoBackend              no-backend              NO_READY_BACKEND_IN_BUDGET
 //
 // kDownstream is a hop's local view ("it fired further down"); attribution
 // that travels upstream always names the origin source and hop instead, except
@@ -49,9 +50,10 @@ enum class DeadlineSource : uint8_t {
   kSlotWait,             // no concurrency slot towards a downstream in time (slots.h)
   kQueueWait,            // waited for admission until the budget ran out (admission.h)
   kCannotFinish,         // less budget than the predicted handler time (admission.h)
+  kNoBackend,            // no ready backend before the budget ran out (client.h)
 };
 
-inline constexpr int kDeadlineSourceCount = 12;
+inline constexpr int kDeadlineSourceCount = 13;
 
 // "client", "request", ... ; "none" for kNone.
 absl::string_view DeadlineSourceName(DeadlineSource source);

@@ -36,6 +36,7 @@
 //   hopbudget_hedges_won_total, hopbudget_hedges_skipped_total{reason},
 //   hopbudget_hedge_losers_cancelled_total, hopbudget_hedge_extra_load_ratio
 //   (gauge), hopbudget_slot_wait_seconds (histogram),
+//   hopbudget_backend_wait_seconds (histogram),
 //   hopbudget_slot_refusals_total{reason}
 //
 // Thread safety: the functions are pure.

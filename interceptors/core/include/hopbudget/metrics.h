@@ -226,7 +226,8 @@ struct MetricsSnapshot {
   std::array<uint64_t, kHeaderParseCount> bad_budget_header{};  // index: HeaderParse
   uint64_t bad_attribution = 0;  // inbound attribution detail refused
   std::array<uint64_t, kLeakKindCount> deadline_leaks{};
-  uint64_t timers_armed = 0;  // calls that needed hopbudget's own timer
+  uint64_t timers_armed = 0;       // calls that needed hopbudget's own timer
+  HistogramSnapshot backend_wait;  // seconds a call waited for a ready backend
   // Retrying channels: one decision per ended attempt, by outcome; attempts
   // per logical call (index = attempts - 1).
   std::array<uint64_t, kRetryOutcomeCount> retry_decisions{};
@@ -376,6 +377,9 @@ class Metrics {
   void CountBadAttribution();
   void CountLeak(LeakKind kind);
   void CountTimerArmed();
+  // A call that found no ready backend waited `waited`, until one was ready
+  // or it gave up (ClientOptions::backend_wait).
+  void ObserveBackendWait(absl::Duration waited);
   void CountRetryDecision(RetryOutcome o);
   // A retry started after an attempt of `method` failed with `failed_code`.
   void CountRetry(MethodId method, absl::StatusCode failed_code);
