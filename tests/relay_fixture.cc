@@ -1,6 +1,8 @@
 // Copyright hopbudget authors.
 #include "relay_fixture.h"
 
+#include <grpcpp/health_check_service_interface.h>
+
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -195,9 +197,13 @@ RelayHop::RelayHop(HopConfig config) : config_(std::move(config)), rng_(config_.
   } else {
     metrics_ = config_.metrics;
   }
+  // Read by every server built from here on; one that does not ask for
+  // health never calls SetServing().
+  if (config_.health) grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(absl::StrCat("127.0.0.1:", config_.port),
+                           grpc::InsecureServerCredentials(), &port);
   switch (config_.api) {
     case Api::kSync:
       service_ = std::make_unique<SyncService>(this);
@@ -233,6 +239,12 @@ RelayHop::RelayHop(HopConfig config) : config_(std::move(config)), rng_(config_.
 }
 
 RelayHop::~RelayHop() { Shutdown(); }
+
+void RelayHop::SetServing(bool serving) {
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  ASSERT_NE(health, nullptr) << "HopConfig::health is off";
+  health->SetServingStatus(serving);
+}
 
 void RelayHop::Shutdown() {
   if (server_ == nullptr) return;

@@ -41,6 +41,8 @@ struct Faults {
 
 struct HopConfig {
   std::string hop = "hop";
+  int port = 0;         // 0: any free port
+  bool health = false;  // serve grpc.health.v1 (SetServing)
   BudgetPolicy policy;
   Api api = Api::kSync;
   bool install_interceptors = true;  // false: a plain gRPC server and client
@@ -65,6 +67,9 @@ class RelayHop {
   void SetNext(const std::string& target, const RetryOptions* retry = nullptr);
 
   const std::string& address() const { return address_; }
+  // With HopConfig::health: what the health service reports for every
+  // service ("" included). Starts SERVING.
+  void SetServing(bool serving);
   Metrics& metrics() { return *metrics_; }
   int calls() const { return calls_.load(); }
   int refused() const { return refused_.load(); }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
 #include "attributed_status.h"
+#include "backend_watch.h"
 #include "call_mutex.h"
 #include "channel_defaults.h"
 #include "grpc_glue.h"
@@ -54,6 +56,7 @@ struct ClientShared {
   absl::Duration min_call_budget;
   bool send_budget_header;
   absl::Duration stream_idle_budget;
+  BackendWait backend_wait;
   Clock* clock;
   Metrics* metrics;
   internal::TimerService* timers;
@@ -69,15 +72,17 @@ bool IsStreaming(grpc::experimental::ClientRpcInfo::Type type) {
 // read and removed, and any budget header, removed (ours alone decides what
 // the server is told).
 struct OwnMetadata {
-  absl::optional<std::string> source;  // kInternalSourceKey
-  absl::optional<std::string> idle;    // kInternalIdleKey
+  absl::optional<std::string> source;        // kInternalSourceKey
+  absl::optional<std::string> idle;          // kInternalIdleKey
+  absl::optional<std::string> backend_wait;  // kInternalBackendWaitKey
 };
 
 // All our keys start with kKeyPrefix: one descent of the sorted map finds
 // them, and a call that set none (the common one) builds no key string to
 // look them up, as find() and erase() with a literal would, three times.
 static_assert(HasKeyPrefix(internal::kInternalSourceKey) &&
-              HasKeyPrefix(internal::kInternalIdleKey) && HasKeyPrefix(kBudgetHeader));
+              HasKeyPrefix(internal::kInternalIdleKey) &&
+              HasKeyPrefix(internal::kInternalBackendWaitKey) && HasKeyPrefix(kBudgetHeader));
 OwnMetadata TakeOwnMetadata(std::multimap<std::string, std::string>& md) {
   static const std::string* const kPrefix = new std::string(kKeyPrefix);
   OwnMetadata own;
@@ -88,6 +93,8 @@ OwnMetadata TakeOwnMetadata(std::multimap<std::string, std::string>& md) {
       if (!own.source.has_value()) own.source = std::move(it->second);
     } else if (key == internal::kInternalIdleKey) {
       if (!own.idle.has_value()) own.idle = std::move(it->second);
+    } else if (key == internal::kInternalBackendWaitKey) {
+      if (!own.backend_wait.has_value()) own.backend_wait = std::move(it->second);
     } else if (key != kBudgetHeader) {
       ++it;  // not ours to remove (the trace request, say)
       continue;
@@ -116,11 +123,18 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       return;
     }
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
-      if (!OnStart(m)) {
+      const BackendCheck check = OnStart(m) ? CheckBackend(m) : BackendCheck::kFailed;
+      if (check == BackendCheck::kFailed) {
         hijacked_ = true;
         m->Hijack();
         return;
       }
+      // Held until a backend is ready: the watch (or a cancel) proceeds it,
+      // and may have already; nothing of this call may be touched here.
+      if (check == BackendCheck::kHeld) return;
+    }
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_CANCEL)) {
+      ReleaseOnCancel();
     }
     if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE) ||
         m->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
@@ -155,6 +169,12 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       if (p.result == HeaderParse::kOk && p.budget > absl::ZeroDuration()) idle = p.budget;
       if (p.result == HeaderParse::kEmpty) idle = absl::InfiniteDuration();
     }
+    backend_wait_ = shared_.backend_wait;
+    if (own.backend_wait.has_value()) {
+      backend_wait_ = *own.backend_wait == BackendWaitName(BackendWait::kFailFast)
+                          ? BackendWait::kFailFast
+                          : BackendWait::kWithinBudget;
+    }
     if (from_helper && tagged.inbound_key != 0) {
       inbound_key_ = tagged.inbound_key;
       inbound_id_ = tagged.inbound_id;
@@ -177,6 +197,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     absl::Time enforce = absl::InfiniteFuture();
     if (!from_helper) CheckLeak(now, &enforce);
     const absl::Time effective = std::min(deadline_, enforce);
+    effective_deadline_ = effective;
     const absl::Duration remaining = effective - now;
 
     if (deadline_source_ == DeadlineSource::kExhaustedBeforeCall ||
@@ -196,6 +217,117 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       ArmTimer(NextTimerAt());
     }
     return true;
+  }
+
+  // What a held call needs, shared by the interceptor and the watch: the
+  // watch may still fire after a cancel released the call and the call
+  // ended. Only the thread that clears `held` touches `self` and `batch`.
+  struct BackendHold {
+    std::atomic<bool> held{true};
+    ClientBudgetInterceptor* self = nullptr;
+    InterceptorBatchMethods* batch = nullptr;
+    std::shared_ptr<grpc::Channel> channel;
+    absl::Time deadline;
+    absl::Duration min_call_budget;
+    Clock* clock = nullptr;
+    absl::Time since;  // when the wait began
+  };
+
+  enum class BackendCheck { kGo, kHeld, kFailed };
+
+  // Decides with DecideBackendWait whether the call goes now, waits for a
+  // ready backend (held) or ends with no-backend at once (failed: hijacked).
+  BackendCheck CheckBackend(InterceptorBatchMethods* m) {
+    if (backend_wait_ != BackendWait::kWithinBudget) return BackendCheck::kGo;
+    grpc::ChannelInterface* channel = info_->channel();
+    grpc_connectivity_state state = channel->GetState(false);
+    // An idle channel connects for a call that is sent; one that is held
+    // must ask it to.
+    if (state == GRPC_CHANNEL_IDLE) state = channel->GetState(true);
+    const absl::Time now = shared_.clock->Now();
+    const BackendWaitStep step = DecideBackendWait(
+        internal::BackendStateOf(state), effective_deadline_, shared_.min_call_budget, now);
+    if (step.outcome == BackendWaitOutcome::kGo) return BackendCheck::kGo;
+    if (step.outcome == BackendWaitOutcome::kGiveUp) {
+      shared_.metrics->ObserveBackendWait(absl::ZeroDuration());
+      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kNoBackend,
+                                             shared_.hop);
+      shared_.metrics->EndClientAttempt(method_, absl::StatusCode::kDeadlineExceeded,
+                                        absl::ZeroDuration(), call_kind_);
+      SetHijackAttribution(
+          {DeadlineSource::kNoBackend, shared_.hop, deadline_budget_, now - budget_start_});
+      return BackendCheck::kFailed;
+    }
+    auto* concrete = dynamic_cast<grpc::Channel*>(channel);
+    std::shared_ptr<grpc::Channel> owned =
+        concrete != nullptr ? concrete->weak_from_this().lock() : nullptr;
+    if (owned == nullptr) return BackendCheck::kGo;  // not one we can watch: gRPC decides
+    auto hold = std::make_shared<BackendHold>();
+    hold->self = this;
+    hold->batch = m;
+    hold->channel = std::move(owned);
+    hold->deadline = effective_deadline_;
+    hold->min_call_budget = shared_.min_call_budget;
+    hold->clock = shared_.clock;
+    hold->since = now;
+    hold_ = hold;
+    hold_ptr_.store(hold.get(), std::memory_order_release);
+    WatchBackend(std::move(hold), state, step.until - now);
+    return BackendCheck::kHeld;
+  }
+
+  static void WatchBackend(std::shared_ptr<BackendHold> hold, grpc_connectivity_state last,
+                           absl::Duration timeout) {
+    std::shared_ptr<grpc::Channel> channel = hold->channel;
+    internal::BackendWatch::Shared().Watch(
+        std::move(channel), last, timeout,
+        [hold = std::move(hold)](bool) mutable { OnBackendChange(std::move(hold)); });
+  }
+
+  // On the watch thread: the state changed, or the give-up time came.
+  static void OnBackendChange(std::shared_ptr<BackendHold> hold) {
+    if (!hold->held.load(std::memory_order_acquire)) return;  // a cancel released it
+    const grpc_connectivity_state state = hold->channel->GetState(true);
+    const absl::Time now = hold->clock->Now();
+    const BackendWaitStep step = DecideBackendWait(internal::BackendStateOf(state), hold->deadline,
+                                                   hold->min_call_budget, now);
+    if (step.outcome == BackendWaitOutcome::kWait) {
+      WatchBackend(std::move(hold), state, step.until - now);
+      return;
+    }
+    if (!hold->held.exchange(false, std::memory_order_acq_rel)) return;
+    hold->self->EndHold(step.outcome == BackendWaitOutcome::kGiveUp, now - hold->since,
+                        hold->batch);
+  }
+
+  // Sends the held call, or ends it as no-backend: our own cancel, turned
+  // into DEADLINE_EXCEEDED by Classify(). Proceed() is the last touch: the
+  // call may end and free this at once.
+  void EndHold(bool give_up, absl::Duration waited, InterceptorBatchMethods* batch) {
+    shared_.metrics->ObserveBackendWait(waited);
+    if (give_up) {
+      const absl::Time now = shared_.clock->Now();
+      fired_elapsed_ns_.store(absl::ToInt64Nanoseconds(now - budget_start_),
+                              std::memory_order_relaxed);
+      fired_.store(DeadlineSource::kNoBackend, std::memory_order_release);
+      info_->client_context()->TryCancel();
+    }
+    batch->Proceed();
+  }
+
+  // A cancel (the caller's TryCancel, or our own timer's) ends the wait at
+  // once: the held batch goes on to fail, and Classify() reports CANCELLED
+  // (or our timer's budget) whatever gRPC answers a call sent with no ready
+  // backend. The batch is proceeded from the shared timer's thread, not
+  // here: this runs inside ClientContext::TryCancel(), under its lock, and
+  // a completion run inline from Proceed() may call TryCancel() again.
+  void ReleaseOnCancel() {
+    BackendHold* hold = hold_ptr_.load(std::memory_order_acquire);
+    if (hold == nullptr || !hold->held.exchange(false, std::memory_order_acq_rel)) return;
+    released_by_cancel_.store(true, std::memory_order_release);
+    shared_.metrics->ObserveBackendWait(shared_.clock->Now() - hold->since);
+    InterceptorBatchMethods* batch = hold->batch;
+    internal::TimerService::Shared().Schedule(absl::InfinitePast(), [batch] { batch->Proceed(); });
   }
 
   // A plain ClientContext used inside an InboundScope must not outlive the
@@ -233,8 +365,11 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
                                            shared_.hop);
     shared_.metrics->EndClientAttempt(method_, absl::StatusCode::kDeadlineExceeded,
                                       shared_.clock->Now() - start_, call_kind_);
-    Attribution a{DeadlineSource::kExhaustedBeforeCall, shared_.hop,
-                  std::max(remaining, absl::ZeroDuration()), absl::ZeroDuration()};
+    SetHijackAttribution({DeadlineSource::kExhaustedBeforeCall, shared_.hop,
+                          std::max(remaining, absl::ZeroDuration()), absl::ZeroDuration()});
+  }
+
+  void SetHijackAttribution(const Attribution& a) {
     hijack_status_ = internal::AttributedStatus(a);
     for (internal::TrailerPair& p : internal::AttributionTrailerPairs(a)) {
       hijack_trailers_.emplace_back(p.key, std::move(p.value));
@@ -345,12 +480,28 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     grpc::Status* status = m->GetRecvStatus();
     const absl::Time now = shared_.clock->Now();
     const DeadlineSource fired = fired_.load(std::memory_order_acquire);
-    if (fired != DeadlineSource::kNone && status->error_code() == grpc::StatusCode::CANCELLED) {
+    if (released_by_cancel_.load(std::memory_order_acquire) &&
+        status->error_code() != grpc::StatusCode::CANCELLED) {
+      // Sent with no ready backend because a cancel ended its wait: gRPC may
+      // answer UNAVAILABLE before the cancel lands.
+      *status =
+          grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while waiting for a ready backend");
+    }
+    // A give-up that came late (the watch's timer is coarser than the 1 ms
+    // of min_call_budget it leaves) finds gRPC's own deadline answering:
+    // still ours.
+    const bool own_end = status->error_code() == grpc::StatusCode::CANCELLED ||
+                         (fired == DeadlineSource::kNoBackend &&
+                          status->error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+    if (fired != DeadlineSource::kNone && own_end) {
       // Our own cancel: convert it. Budget = the one that fired, elapsed
       // from its start (the last stream activity for an idle budget) until
       // it fired. gRPC's "CANCELLED" says nothing the callee said: dropped.
       *status = internal::AttributedStatus(
-          {fired, shared_.hop, fired == DeadlineSource::kIdle ? idle_ : enforce_budget_,
+          {fired, shared_.hop,
+           fired == DeadlineSource::kIdle        ? idle_
+           : fired == DeadlineSource::kNoBackend ? deadline_budget_
+                                                 : enforce_budget_,
            absl::Nanoseconds(fired_elapsed_ns_.load(std::memory_order_relaxed))});
       shared_.metrics->CountDeadlineExceeded(Side::kClient, fired, shared_.hop);
       return;
@@ -408,6 +559,13 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   DeadlineSource enforce_source_ = DeadlineSource::kNone;
   absl::Duration enforce_budget_ = absl::ZeroDuration();
   absl::Duration idle_ = absl::InfiniteDuration();
+  absl::Time effective_deadline_ = absl::InfiniteFuture();  // min(deadline_, enforce)
+  BackendWait backend_wait_ = BackendWait::kWithinBudget;   // the channel's, or the call's
+
+  // Set while the call waits for a ready backend (CheckBackend).
+  std::shared_ptr<BackendHold> hold_;
+  std::atomic<BackendHold*> hold_ptr_{nullptr};  // for a cancel on another thread
+  std::atomic<bool> released_by_cancel_{false};
 
   std::atomic<int64_t> last_activity_ns_{0};
   internal::CallMutex timer_mu_;
@@ -464,6 +622,7 @@ MakeClientInterceptorFactory(ClientOptions options) {
                       options.min_call_budget,
                       options.send_budget_header,
                       options.stream_idle_budget,
+                      options.backend_wait,
                       options.clock != nullptr ? options.clock : &Clock::Real(),
                       options.metrics != nullptr ? options.metrics : &Metrics::Default(),
                       nullptr};
@@ -479,6 +638,20 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
   creators.push_back(*std::move(factory));
   return grpc::experimental::CreateCustomChannelWithInterceptors(
       target, creds, internal::WithChannelDefaults(args), std::move(creators));
+}
+
+absl::string_view BackendWaitName(BackendWait value) {
+  switch (value) {
+    case BackendWait::kWithinBudget:
+      return "within_budget";
+    case BackendWait::kFailFast:
+      return "fail_fast";
+  }
+  return "unknown";
+}
+
+void SetBackendWait(grpc::ClientContext& ctx, BackendWait wait) {
+  ctx.AddMetadata(internal::kInternalBackendWaitKey, std::string(BackendWaitName(wait)));
 }
 
 void SetStreamIdleBudget(grpc::ClientContext& ctx, absl::Duration idle) {

@@ -105,6 +105,8 @@ class ScopedAttemptTag {
 const SourceTag* HandedAttemptTag(const grpc::ClientContext* ctx);
 // Per-call stream idle budget in microseconds (SetStreamIdleBudget()).
 inline constexpr char kInternalIdleKey[] = "hopbudget-internal-idle-us";
+// Per-call backend wait (SetBackendWait()): BackendWaitName's value.
+inline constexpr char kInternalBackendWaitKey[] = "hopbudget-internal-backend-wait";
 
 // gRPC reports "no deadline" as time_point::max(); absl::FromChrono would turn
 // that into a finite year-2262 time.

@@ -7,7 +7,10 @@
 // for the test to read:
 //
 //   start <unix_us>                          when the run began
-//   call <start_ms> <elapsed_ms> <code>      one per call, when it ends
+//   call <start_ms> <elapsed_ms> <code> <source>
+//                                            one per call, when it ends;
+//                                            source: the attribution of a
+//                                            DEADLINE_EXCEEDED ("-": none)
 //   inflight <hop> <t_ms> <in_flight>        that hop's calls in handlers
 //
 //   partition_load --gateway=127.0.0.1:P
@@ -33,6 +36,7 @@
 #include "absl/time/clock.h"
 #include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
+#include "hopbudget/attribution.h"
 
 ABSL_FLAG(std::string, gateway, "", "gateway HOST:PORT (required)");
 ABSL_FLAG(std::string, admin, "", "HOP=HOST:PORT,... whose Admin stats to poll (required)");
@@ -102,9 +106,12 @@ int Main(int argc, char** argv) {
       std::unique_ptr<Call> c(static_cast<Call*>(tag));
       const absl::Time end = absl::Now();
       absl::MutexLock lock(&out_mu);
-      std::fprintf(out, "call %.1f %.1f %d\n", ms(c->start),
+      absl::optional<hopbudget::Attribution> a =
+          hopbudget::DecodeStatusDetails(c->status.error_details());
+      const std::string source(a.has_value() ? hopbudget::DeadlineSourceName(a->source) : "-");
+      std::fprintf(out, "call %.1f %.1f %d %s\n", ms(c->start),
                    absl::ToDoubleMilliseconds(end - c->start),
-                   static_cast<int>(c->status.error_code()));
+                   static_cast<int>(c->status.error_code()), source.c_str());
       std::fflush(out);
     }
   });

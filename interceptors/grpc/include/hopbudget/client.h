@@ -19,6 +19,12 @@
 //     `min_call_budget` or NewDownstreamContext() found it exhausted: the call
 //     ends with DEADLINE_EXCEEDED, source exhausted-before-call (it hijacks
 //     the call; no connection is made);
+//   - when the channel has no ready backend (connecting, reconnecting to a
+//     restarting server, every backend's health NOT_SERVING) and
+//     `backend_wait` is kWithinBudget, holds the call, without a thread,
+//     until one is ready, and ends it with DEADLINE_EXCEEDED, source
+//     no-backend, when only `min_call_budget` is left (the wait is spent from
+//     the call's budget and observed in hopbudget_backend_wait_seconds);
 //   - sends the exact remaining budget in `hopbudget-budget-us` (unless
 //     `send_budget_header` is off);
 //   - when it must enforce a budget tighter than the context's deadline (a
@@ -48,9 +54,11 @@
 #include <grpcpp/support/status.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "hopbudget/attribution.h"
@@ -59,6 +67,27 @@
 #include "hopbudget/trace.h"
 
 namespace hopbudget {
+
+// What a call does when its channel has no ready backend.
+enum class BackendWait {
+  // Waits for one inside its budget (see the top of this file). A call
+  // without a deadline does not wait (it has no budget to wait in). A
+  // cancel ends the wait at once.
+  kWithinBudget,
+  // gRPC's default for a call without wait_for_ready: UNAVAILABLE at once
+  // once the channel is in TRANSIENT_FAILURE.
+  kFailFast,
+};
+// Stable names: "within_budget", "fail_fast". AbslStringify and operator<<
+// print them (GoogleTest, streams).
+absl::string_view BackendWaitName(BackendWait value);
+template <typename Sink>
+void AbslStringify(Sink& sink, BackendWait value) {
+  sink.Append(BackendWaitName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, BackendWait value) {
+  return os << BackendWaitName(value);
+}
 
 struct ClientOptions {
   // Name of the calling service in attribution and metrics. Required; 1..64
@@ -81,6 +110,8 @@ struct ClientOptions {
   // interceptor pair) and 2 500 at the client, because gRPC parses an
   // unknown header's name literally on every call.
   bool send_budget_header = true;
+  // No ready backend: wait for one inside the budget, or fail fast.
+  BackendWait backend_wait = BackendWait::kWithinBudget;
   // Not owned; each must outlive every channel made with these options (and
   // every call on them). Defaults (nullptr): Clock::Real(), Metrics::Default().
   Clock* clock = nullptr;
@@ -124,6 +155,11 @@ MakeClientInterceptorFactory(ClientOptions options);
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
     ClientOptions options, const grpc::ChannelArguments& args = grpc::ChannelArguments());
+
+// Overrides ClientOptions::backend_wait for the call made with `ctx` (a
+// method that must fail fast on a channel that waits, or the reverse). Call
+// before the call starts; the value never reaches the network.
+void SetBackendWait(grpc::ClientContext& ctx, BackendWait wait);
 
 // Overrides ClientOptions::stream_idle_budget for the call made with `ctx`.
 // `idle` must be > 0; InfiniteDuration() turns the idle budget off.

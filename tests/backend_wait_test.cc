@@ -1,0 +1,223 @@
+// Copyright hopbudget authors.
+//
+// Waiting for a ready backend inside the budget (ClientOptions::backend_wait)
+// against real gRPC on loopback: a hop that starts late, one whose health
+// says NOT_SERVING and then SERVING, one that never comes, a cancel during
+// the wait, and gRPC's fail-fast kept when asked for.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "eventually.h"
+#include "hopbudget/client.h"
+#include "relay_fixture.h"
+#include "sync.h"
+
+namespace hopbudget {
+namespace {
+
+using testing::Eventually;
+using testing::HopConfig;
+using testing::RelayHop;
+using testing::Request;
+using testing::SetBudget;
+using testing::Work;
+
+// A loopback port nothing listens on now (the kernel's next free one).
+int UnusedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ADD_FAILURE() << "no free port";
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct Client {
+  Metrics metrics;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<echo::Relay::Stub> stub;
+
+  explicit Client(const std::string& target, BackendWait wait = BackendWait::kWithinBudget,
+                  const grpc::ChannelArguments& args = grpc::ChannelArguments()) {
+    ClientOptions options;
+    options.hop = "client";
+    options.metrics = &metrics;
+    options.backend_wait = wait;
+    auto c = CreateChannel(target, grpc::InsecureChannelCredentials(), options, args);
+    EXPECT_TRUE(c.ok()) << c.status();
+    channel = *c;
+    stub = echo::Relay::NewStub(channel);
+  }
+};
+
+// One call on the callback API, so that the test can act while it waits.
+struct PendingCall {
+  grpc::ClientContext ctx;
+  echo::RelayRequest request = Request({Work(0)});
+  echo::RelayReply reply;
+  absl::Notification done;
+  grpc::Status status;
+  absl::Time started;
+  absl::Time ended;
+
+  void Start(echo::Relay::Stub& stub, absl::Duration budget) {
+    SetBudget(ctx, budget);
+    started = absl::Now();
+    stub.async()->Call(&ctx, &request, &reply, [this](grpc::Status s) {
+      status = std::move(s);
+      ended = absl::Now();
+      done.Notify();
+    });
+  }
+  bool Wait() { return done.WaitForNotificationWithTimeout(absl::Seconds(20)); }
+};
+
+// gRPC gave up connecting once at least: a fail-fast call would fail now.
+bool InTransientFailure(grpc::Channel& channel) {
+  return channel.GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE;
+}
+
+TEST(BackendWaitTest, HopThatStartsLateIsWaitedForAndAnswersInsideTheBudget) {
+  const int port = UnusedPort();
+  Client client(absl::StrCat("127.0.0.1:", port));
+  PendingCall call;
+  call.Start(*client.stub, absl::Seconds(10));
+  ASSERT_TRUE(Eventually([&] { return InTransientFailure(*client.channel); }));
+  EXPECT_FALSE(call.done.HasBeenNotified()) << call.status.error_message();
+
+  HopConfig config;
+  config.hop = "late";
+  config.port = port;
+  RelayHop hop(config);
+  ASSERT_TRUE(call.Wait());
+  EXPECT_TRUE(call.status.ok()) << call.status.error_message();
+  EXPECT_EQ(hop.calls(), 1);
+  EXPECT_EQ(client.metrics.Snapshot().backend_wait.count, 1u);
+}
+
+TEST(BackendWaitTest, HopThatNeverComesEndsAtItsBudgetAsNoBackend) {
+  Client client(absl::StrCat("127.0.0.1:", UnusedPort()));
+  PendingCall call;
+  const absl::Duration budget = absl::Milliseconds(400);
+  call.Start(*client.stub, budget);
+  ASSERT_TRUE(call.Wait());
+  EXPECT_EQ(call.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << call.status.error_message();
+  absl::optional<Attribution> a = AttributionOf(call.status);
+  ASSERT_TRUE(a.has_value()) << call.status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kNoBackend);
+  EXPECT_EQ(a->hop, "client");
+  // Not earlier than the give-up time: the budget less min_call_budget (1 ms).
+  EXPECT_GE(call.ended - call.started, budget - absl::Milliseconds(1));
+  const MetricsSnapshot m = client.metrics.Snapshot();
+  EXPECT_EQ(m.deadline_exceeded(Side::kClient, DeadlineSource::kNoBackend), 1u);
+  EXPECT_EQ(m.backend_wait.count, 1u);
+}
+
+TEST(BackendWaitTest, NotServingThenServingIsWaitedFor) {
+  HopConfig config;
+  config.hop = "draining";
+  config.health = true;
+  RelayHop hop(config);
+  hop.SetServing(false);
+  grpc::ChannelArguments args;
+  // Health checking needs a policy that reads it (round_robin), as the
+  // demo's channels have (server/common/outgoing.cc).
+  args.SetServiceConfigJSON(
+      R"({"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}})");
+  Client client(hop.address(), BackendWait::kWithinBudget, args);
+  PendingCall call;
+  call.Start(*client.stub, absl::Seconds(10));
+  ASSERT_TRUE(Eventually([&] { return InTransientFailure(*client.channel); }));
+  EXPECT_FALSE(call.done.HasBeenNotified()) << call.status.error_message();
+  EXPECT_EQ(hop.calls(), 0);
+
+  hop.SetServing(true);
+  ASSERT_TRUE(call.Wait());
+  EXPECT_TRUE(call.status.ok()) << call.status.error_message();
+  EXPECT_EQ(hop.calls(), 1);
+}
+
+TEST(BackendWaitTest, CancelEndsTheWaitAtOnce) {
+  Client client(absl::StrCat("127.0.0.1:", UnusedPort()));
+  PendingCall call;
+  call.Start(*client.stub, absl::Seconds(60));
+  ASSERT_TRUE(Eventually([&] { return InTransientFailure(*client.channel); }));
+  call.ctx.TryCancel();
+  // Bounded well below the 60 s budget: the wait did not run to its end.
+  ASSERT_TRUE(call.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(call.status.error_code(), grpc::StatusCode::CANCELLED) << call.status.error_message();
+  EXPECT_EQ(client.metrics.Snapshot().backend_wait.count, 1u);
+}
+
+TEST(BackendWaitTest, FailFastKeepsGrpcsUnavailable) {
+  Client client(absl::StrCat("127.0.0.1:", UnusedPort()), BackendWait::kFailFast);
+  PendingCall call;
+  call.Start(*client.stub, absl::Seconds(60));
+  ASSERT_TRUE(call.Wait());
+  EXPECT_EQ(call.status.error_code(), grpc::StatusCode::UNAVAILABLE) << call.status.error_message();
+  EXPECT_EQ(client.metrics.Snapshot().backend_wait.count, 0u);
+}
+
+TEST(BackendWaitTest, OneCallCanAskToFailFastOnAChannelThatWaits) {
+  Client client(absl::StrCat("127.0.0.1:", UnusedPort()));
+  ASSERT_TRUE(Eventually([&] {
+    client.channel->GetState(true);
+    return InTransientFailure(*client.channel);
+  }));
+  PendingCall call;
+  SetBackendWait(call.ctx, BackendWait::kFailFast);
+  call.Start(*client.stub, absl::Seconds(60));
+  ASSERT_TRUE(call.Wait());
+  EXPECT_EQ(call.status.error_code(), grpc::StatusCode::UNAVAILABLE) << call.status.error_message();
+  EXPECT_EQ(client.metrics.Snapshot().backend_wait.count, 0u);
+}
+
+TEST(BackendWaitTest, OneCallCanAskToWaitOnAChannelThatFailsFast) {
+  Client client(absl::StrCat("127.0.0.1:", UnusedPort()), BackendWait::kFailFast);
+  PendingCall call;
+  SetBackendWait(call.ctx, BackendWait::kWithinBudget);
+  call.Start(*client.stub, absl::Milliseconds(200));
+  ASSERT_TRUE(call.Wait());
+  absl::optional<Attribution> a = AttributionOf(call.status);
+  ASSERT_TRUE(a.has_value()) << call.status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kNoBackend);
+}
+
+TEST(BackendWaitTest, ReadyBackendIsNotWaitedFor) {
+  RelayHop hop(HopConfig{});
+  Client client(hop.address());
+  for (int i = 0; i < 3; ++i) {
+    PendingCall call;
+    call.Start(*client.stub, absl::Seconds(10));
+    ASSERT_TRUE(call.Wait());
+    EXPECT_TRUE(call.status.ok()) << call.status.error_message();
+  }
+  // The first call found the channel idle and waited for its connection;
+  // the others found it ready.
+  EXPECT_LE(client.metrics.Snapshot().backend_wait.count, 1u);
+}
+
+TEST(BackendWaitTest, NamesPrint) {
+  EXPECT_EQ(::testing::PrintToString(BackendWait::kWithinBudget), "within_budget");
+  EXPECT_EQ(::testing::PrintToString(BackendWait::kFailFast), "fail_fast");
+  EXPECT_EQ(DeadlineSourceName(DeadlineSource::kNoBackend), "no-backend");
+  EXPECT_EQ(ParseDeadlineSource("no-backend"), DeadlineSource::kNoBackend);
+}
+
+}  // namespace
+}  // namespace hopbudget
