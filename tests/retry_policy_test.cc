@@ -485,6 +485,16 @@ TEST_F(DecideRetryTest, AttemptBudgetTimeoutIsRetriedThoughDeadlineExceededIsNot
   EXPECT_EQ(Decide(1, AttemptTimeout()).outcome, RetryOutcome::kRetry);
 }
 
+// The attempt waited for a ready backend until its cap and sent nothing.
+TEST_F(DecideRetryTest, AttemptThatFoundNoBackendIsRetriedLikeAnAttemptTimeout) {
+  EXPECT_EQ(
+      Decide(1, Failed(absl::StatusCode::kDeadlineExceeded, DeadlineSource::kNoBackend)).outcome,
+      RetryOutcome::kRetry);
+  EXPECT_EQ(
+      Decide(1, Failed(absl::StatusCode::kDeadlineExceeded, DeadlineSource::kRequest)).outcome,
+      RetryOutcome::kBudgetFired);
+}
+
 TEST_F(DecideRetryTest, UnlistedCodeIsNotRetryableBeforePushbackIsLookedAt) {
   AttemptResult r = WithPushback(Failed(absl::StatusCode::kInvalidArgument), DoNotRetry());
   EXPECT_EQ(Decide(1, r).outcome, RetryOutcome::kNotRetryableCode);

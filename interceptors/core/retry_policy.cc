@@ -39,9 +39,11 @@ absl::Duration LongestWait(const BudgetPolicy& budget, absl::Duration left) {
 }
 
 // Retryable in the sense of DecideRetry step 4 (steps 1 and 3 excluded).
+// An attempt that waited its whole budget for a ready backend sent nothing:
+// another attempt is as safe as it is after its own cap fired.
 bool IsAttemptTimeout(const AttemptResult& result) {
   return result.code == absl::StatusCode::kDeadlineExceeded &&
-         result.fired == DeadlineSource::kAttempt;
+         (result.fired == DeadlineSource::kAttempt || result.fired == DeadlineSource::kNoBackend);
 }
 
 bool IsListed(const RetryPolicy& retry, absl::StatusCode code) {

@@ -13,9 +13,10 @@ AttemptResult AttemptResultOf(const grpc::Status& status,
   result.code = static_cast<absl::StatusCode>(status.error_code());
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     absl::optional<Attribution> a = AttributionOf(status);
-    result.fired = a.has_value() && a->source == DeadlineSource::kAttempt && a->hop == hop
-                       ? DeadlineSource::kAttempt
-                       : DeadlineSource::kDownstream;
+    const bool ours =
+        a.has_value() && a->hop == hop &&
+        (a->source == DeadlineSource::kAttempt || a->source == DeadlineSource::kNoBackend);
+    result.fired = ours ? a->source : DeadlineSource::kDownstream;
   }
   if (auto it = trailers.find(kPushbackHeader); it != trailers.end()) {
     result.pushback = ParsePushback(absl::string_view(it->second.data(), it->second.size()));

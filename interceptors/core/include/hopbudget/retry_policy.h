@@ -26,8 +26,10 @@
 //
 // Differences from gRFC A6 (client retries):
 //   - a DEADLINE_EXCEEDED is retried only when this attempt's own cap fired
-//     (DeadlineSource::kAttempt), whatever `retryable_codes` says: when the
-//     request or client budget fired, a retry cannot finish in time either;
+//     (DeadlineSource::kAttempt) or it waited for a ready backend until its
+//     cap (kNoBackend: nothing was sent), whatever `retryable_codes` says:
+//     when the request or client budget fired, a retry cannot finish in time
+//     either;
 //   - a pushback delay is the server asking to wait at least that long
 //     (gRFC A6): it is never shortened; when it does not fit before the
 //     deadline the retries end (kNoRoom). Only our own backoff is clipped;
@@ -202,8 +204,10 @@ Pushback ParsePushback(absl::optional<absl::string_view> value);
 struct AttemptResult {
   absl::StatusCode code = absl::StatusCode::kOk;
   // For DEADLINE_EXCEEDED: which budget fired. kAttempt means this attempt's
-  // own cap (CallDeadline::source was kAttempt); anything else (the request
-  // or client budget, a budget further down, unknown) is not retryable.
+  // own cap (CallDeadline::source was kAttempt), kNoBackend that it waited
+  // for a ready backend until then and sent nothing; anything else (the
+  // request or client budget, a budget further down, unknown) is not
+  // retryable.
   DeadlineSource fired = DeadlineSource::kNone;
   Pushback pushback;
   // A streaming response already delivered a message to the application:
@@ -258,9 +262,9 @@ struct RetryDecision {
 // Checks, in this order; the first that applies wins:
 //   1. code OK -> kSucceeded;
 //   2. result.committed -> kCommitted;
-//   3. DEADLINE_EXCEEDED with fired != kAttempt -> kBudgetFired;
+//   3. DEADLINE_EXCEEDED with fired not kAttempt or kNoBackend -> kBudgetFired;
 //   4. code not in retryable_codes, and not an attempt-budget timeout
-//      (DEADLINE_EXCEEDED with fired == kAttempt) -> kNotRetryableCode;
+//      (DEADLINE_EXCEEDED with fired kAttempt or kNoBackend) -> kNotRetryableCode;
 //   5. pushback kDoNotRetry -> kPushbackDoNotRetry;
 //   6. attempt >= max_attempts -> kAttemptsExhausted;
 //   7. !throttle_allows -> kThrottled (pass RetryThrottle::RetryAllowed(),
