@@ -45,6 +45,7 @@ ABSL_DECLARE_FLAG(absl::Duration, baseline_timeout);
 ABSL_DECLARE_FLAG(absl::Duration, lame_duck);
 ABSL_DECLARE_FLAG(absl::Duration, shutdown_grace);
 ABSL_DECLARE_FLAG(int, max_threads);
+ABSL_DECLARE_FLAG(bool, fail_fast_without_backend);
 ABSL_DECLARE_FLAG(bool, verbose);
 ABSL_DECLARE_FLAG(bool, mutex_deadlock_detection);
 ABSL_DECLARE_FLAG(bool, admission);
@@ -92,6 +93,9 @@ ABSL_DECLARE_FLAG(std::string, peers);
   ABSL_FLAG(int, max_threads, 256,                                                             \
             "most gRPC server threads (4..100000); a call beyond them is answered "            \
             "RESOURCE_EXHAUSTED");                                                             \
+  ABSL_FLAG(bool, fail_fast_without_backend, false,                                            \
+            "hopbudget mode: a downstream call with no ready backend fails at once "           \
+            "(UNAVAILABLE) instead of waiting for one inside its budget");                     \
   ABSL_FLAG(bool, verbose, false, "log every call's outcome to stderr");                       \
   ABSL_FLAG(bool, mutex_deadlock_detection, false,                                             \
             "absl::Mutex deadlock detection, which Debian's abseil runs on every lock "        \
@@ -142,6 +146,7 @@ inline CommonFlags CommonFlagsFromCommandLine() {
   c.lame_duck = absl::GetFlag(FLAGS_lame_duck);
   c.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   c.max_threads = absl::GetFlag(FLAGS_max_threads);
+  c.fail_fast_without_backend = absl::GetFlag(FLAGS_fail_fast_without_backend);
   c.verbose = absl::GetFlag(FLAGS_verbose);
   c.mutex_deadlock_detection = absl::GetFlag(FLAGS_mutex_deadlock_detection);
   c.admission = absl::GetFlag(FLAGS_admission);

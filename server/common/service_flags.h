@@ -72,6 +72,10 @@ struct CommonFlags {
   // call that finds them all busy is answered RESOURCE_EXHAUSTED at once
   // instead of starting one more thread. server/README.md says why 256.
   int max_threads = 256;
+  // hopbudget mode: a downstream call that finds no ready backend fails at
+  // once (gRPC's default) instead of waiting for one inside its budget
+  // (ClientOptions::backend_wait).
+  bool fail_fast_without_backend = false;
   bool verbose = false;
   // absl::Mutex's lock-order graph (deadlock detection). Debian's abseil is
   // built without NDEBUG, so it checks every acquisition, gRPC's own locks

@@ -147,6 +147,7 @@ int Main(int argc, char** argv) {
   if (common.mode == Mode::kHopbudget) {
     ClientOptions options;
     options.hop = common.name;
+    if (common.fail_fast_without_backend) options.backend_wait = BackendWait::kFailFast;
     if (stream_idle > absl::ZeroDuration()) options.stream_idle_budget = stream_idle;
     auto c = CreateChannel(orders_target, grpc::InsecureChannelCredentials(), options,
                            DownstreamChannelArguments());

@@ -385,6 +385,7 @@ int Main(int argc, char** argv) {
     retry = *std::move(loop);
     ClientOptions client;
     client.hop = common.name;
+    if (common.fail_fast_without_backend) client.backend_wait = BackendWait::kFailFast;
     // The primary's channel carries the watches: their idle budget (the
     // replicas' channels carry unary reads only).
     ClientOptions primary = client;
