@@ -72,7 +72,12 @@ namespace hopbudget {
 enum class BackendWait {
   // Waits for one inside its budget (see the top of this file). A call
   // without a deadline does not wait (it has no budget to wait in). A
-  // cancel ends the wait at once.
+  // cancel through ClientContext::TryCancel() ends the wait at once; a
+  // cancel that reaches the call only through gRPC core (a parent server
+  // call's) ends it at the give-up time. A call that waited goes on, and
+  // may complete, on hopbudget's one watch thread or its timer thread:
+  // completion callbacks must not block, as on gRPC's own threads. Each
+  // call reads the channel's state once (an atomic load in gRPC).
   kWithinBudget,
   // gRPC's default for a call without wait_for_ready: UNAVAILABLE at once
   // once the channel is in TRANSIENT_FAILURE.
