@@ -13,6 +13,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -150,6 +151,37 @@ TEST(BackendWaitTest, NotServingThenServingIsWaitedFor) {
   ASSERT_TRUE(call.Wait());
   EXPECT_TRUE(call.status.ok()) << call.status.error_message();
   EXPECT_EQ(hop.calls(), 1);
+}
+
+// The idle budget of a stream counts from when it is sent, not while it
+// waits for a backend.
+TEST(BackendWaitTest, StreamHeldLongerThanItsIdleBudgetIsNotIdle) {
+  const int port = UnusedPort();
+  Client client(absl::StrCat("127.0.0.1:", port));
+  grpc::ClientContext ctx;
+  SetBudget(ctx, absl::Seconds(20));
+  SetStreamIdleBudget(ctx, absl::Milliseconds(100));
+  std::unique_ptr<grpc::ClientReader<echo::RelayReply>> reader;
+  absl::Notification started;
+  std::thread caller([&] {
+    // The sync stream's constructor blocks until its first batch is sent.
+    reader = client.stub->Watch(&ctx, Request({Work(0)}));
+    started.Notify();
+  });
+  ASSERT_TRUE(Eventually([&] { return InTransientFailure(*client.channel); }));
+  // Held past its idle budget: a budget counting the wait would fire now.
+  ASSERT_FALSE(started.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
+  HopConfig config;
+  config.hop = "late";
+  config.port = port;
+  RelayHop hop(config);
+  caller.join();
+  echo::RelayReply msg;
+  while (reader->Read(&msg)) {
+  }
+  const grpc::Status s = reader->Finish();
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(client.metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kIdle), 0u);
 }
 
 TEST(BackendWaitTest, CancelEndsTheWaitAtOnce) {

@@ -305,6 +305,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   // call may end and free this at once.
   void EndHold(bool give_up, absl::Duration waited, InterceptorBatchMethods* batch) {
     shared_.metrics->ObserveBackendWait(waited);
+    // A stream's idle budget counts from when it is sent.
+    last_activity_ns_.store(absl::ToUnixNanos(shared_.clock->Now()), std::memory_order_relaxed);
     if (give_up) {
       const absl::Time now = shared_.clock->Now();
       fired_elapsed_ns_.store(absl::ToInt64Nanoseconds(now - budget_start_),
@@ -313,6 +315,11 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       info_->client_context()->TryCancel();
     }
     batch->Proceed();
+  }
+
+  bool WaitingForBackend() const {
+    const BackendHold* hold = hold_ptr_.load(std::memory_order_acquire);
+    return hold != nullptr && hold->held.load(std::memory_order_acquire);
   }
 
   // A cancel (the caller's TryCancel, or our own timer's) ends the wait at
@@ -416,6 +423,9 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     DeadlineSource fire = DeadlineSource::kNone;
     if (now >= enforce_deadline_) {
       fire = enforce_source_;
+    } else if (idle_ != absl::InfiniteDuration() && WaitingForBackend()) {
+      // A stream held for a backend has not started: it cannot be idle.
+      last_activity_ns_.store(absl::ToUnixNanos(now), std::memory_order_relaxed);
     } else if (idle_ != absl::InfiniteDuration() &&
                now - absl::FromUnixNanos(last_activity_ns_.load(std::memory_order_relaxed)) >=
                    idle_) {
