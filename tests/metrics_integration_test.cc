@@ -109,7 +109,7 @@ TEST(MetricsIntegrationTest, ArrivedExpiredIsCountedAtTheRefusingHop) {
   HopConfig config = Hop("ledger");
   config.policy.min_attempt_budget = absl::Milliseconds(500);
   RelayHop ledger(config);
-  auto stub = testing::NewStub(ledger.address(), true);
+  auto stub = ConnectedStub(ledger.address());
   EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(300), {Work(0)}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   ledger.Shutdown();
@@ -123,7 +123,7 @@ TEST(MetricsIntegrationTest, RequestCapIsCountedAtItsHopAndAsDownstreamAbove) {
   ledger_config.policy.request_cap = absl::Milliseconds(100);
   RelayHop orders(Hop("orders")), ledger(ledger_config);
   orders.SetNext(ledger.address());
-  auto stub = testing::NewStub(orders.address(), true);
+  auto stub = ConnectedStub(orders.address());
   EXPECT_EQ(CallWithBudget(*stub, absl::Seconds(5), {Work(0), testing::Hang()}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   orders.Shutdown();
@@ -148,7 +148,7 @@ TEST(MetricsIntegrationTest, AttemptBudgetAndRetryAreCountedAtTheRetryingHop) {
   retry.retry.initial_backoff = absl::Milliseconds(1);
   retry.retry.max_backoff = absl::Milliseconds(2);
   orders.SetNext(ledger.address(), &retry);
-  auto stub = testing::NewStub(orders.address(), true);
+  auto stub = ConnectedStub(orders.address());
   ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(10), {Work(0), Work(0)}).ok());
   orders.Shutdown();
   ledger.Shutdown();
@@ -175,7 +175,7 @@ TEST(MetricsIntegrationTest, RetryWithoutRoomIsCountedAsSkippedForLackOfBudget) 
   retry.retry.max_backoff = absl::Milliseconds(2);
   retry.budget.min_attempt_budget = absl::Milliseconds(200);
   orders.SetNext(ledger.address(), &retry);
-  auto stub = testing::NewStub(orders.address(), true);
+  auto stub = ConnectedStub(orders.address());
   // 400 ms: the first attempt takes 250, the 150 left are below 200.
   EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(400), {Work(0), Work(0)}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
@@ -195,7 +195,7 @@ TEST(MetricsIntegrationTest, ExhaustedBeforeCallIsCountedWithoutTouchingTheNetwo
   orders_config.policy.min_attempt_budget = absl::Milliseconds(100);
   RelayHop orders(orders_config), ledger(Hop("ledger"));
   orders.SetNext(ledger.address());
-  auto stub = testing::NewStub(orders.address(), true);
+  auto stub = ConnectedStub(orders.address());
   // orders works 250 ms of a 300 ms budget: less than 100 ms left for ledger.
   EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(300), {Work(250), Work(0)}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
@@ -213,7 +213,7 @@ TEST(MetricsIntegrationTest, ExhaustedBeforeCallIsCountedWithoutTouchingTheNetwo
 TEST(MetricsIntegrationTest, ClientDeadlineIsCountedByTheCallerAndTheHopThatSawItPass) {
   RelayHop ledger(Hop("ledger"));
   Metrics client_metrics;
-  auto stub = testing::NewStub(ledger.address(), true, &client_metrics);
+  auto stub = ConnectedStub(ledger.address(), &client_metrics);
   // The ledger's deadline is later than the caller's by the time the call
   // took to arrive, and the caller's expiry reaches it as a cancel: it takes
   // a cancel within the last tenth of its budget for its deadline
@@ -244,7 +244,7 @@ TEST(MetricsIntegrationTest, LatencyIsObservedPerAttemptPerLogicalCallAndPerServ
   retry.retry.max_backoff = absl::Milliseconds(2);
   orders.SetNext(ledger.address(), &retry);
   Metrics client_metrics;
-  auto stub = testing::NewStub(orders.address(), true, &client_metrics);
+  auto stub = ConnectedStub(orders.address(), &client_metrics);
   ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(10), {Work(0), Work(0)}).ok());
   orders.Shutdown();
   ledger.Shutdown();
@@ -418,7 +418,7 @@ TEST(MetricsIntegrationTest, DocumentedSelectorCountsEachExpiryOnceAcrossTheChai
     gateway.SetNext(orders.address());
     orders.SetNext(ledger.address(), i == 1 ? &retry : nullptr);
     Metrics client_metrics;
-    auto stub = testing::NewStub(gateway.address(), true, &client_metrics);
+    auto stub = ConnectedStub(gateway.address(), &client_metrics);
     std::vector<echo::Step> steps = {Work(0), Work(0), Work(300)};
     if (i == 1) steps = {Work(0), Work(0), testing::Hang()};
     if (i == 2) steps = {testing::Hang()};
