@@ -77,7 +77,7 @@ enum class BackendWait {
   // call's) ends it at the give-up time. A call that waited goes on, and
   // may complete, on hopbudget's one watch thread or its timer thread:
   // completion callbacks must not block, as on gRPC's own threads. Each
-  // call reads the channel's state once (an atomic load in gRPC).
+  // call reads the channel's state once.
   kWithinBudget,
   // gRPC's default for a call without wait_for_ready: UNAVAILABLE at once
   // once the channel is in TRANSIENT_FAILURE.
@@ -144,7 +144,8 @@ MakeClientInterceptorFactory(ClientOptions options);
 // Why: without keepalive a call sent on a connection whose peer vanished
 // (a blackholed link, a frozen host) waits for the kernel's retransmissions,
 // not for gRPC; with it the dead connection is dropped within ~3 s of
-// unanswered traffic (~13 s when idle) and calls fail fast with UNAVAILABLE.
+// unanswered traffic (~13 s when idle) and calls wait for a ready backend
+// (`backend_wait`) instead of on it.
 // gRPC's reconnect backoff (1 s x1.6 up to 120 s, 20 s per connect attempt)
 // leaves a healed partition unused for up to minutes; with these values the
 // next attempt starts within ~2.4 s and an attempt lost in the partition
