@@ -485,14 +485,38 @@ TEST_F(DecideRetryTest, AttemptBudgetTimeoutIsRetriedThoughDeadlineExceededIsNot
   EXPECT_EQ(Decide(1, AttemptTimeout()).outcome, RetryOutcome::kRetry);
 }
 
-// The attempt waited for a ready backend until its cap and sent nothing.
-TEST_F(DecideRetryTest, AttemptThatFoundNoBackendIsRetriedLikeAnAttemptTimeout) {
-  EXPECT_EQ(
-      Decide(1, Failed(absl::StatusCode::kDeadlineExceeded, DeadlineSource::kNoBackend)).outcome,
-      RetryOutcome::kRetry);
+// The attempt waited for a ready backend until its cap and sent nothing: the
+// call goes on waiting at once, past max_attempts and a throttle that would
+// stop a retry, until the budget has no room for an attempt.
+TEST_F(DecideRetryTest, AttemptThatFoundNoBackendGoesOnWaitingWhileTheBudgetHasRoom) {
+  const AttemptResult no_backend =
+      Failed(absl::StatusCode::kDeadlineExceeded, DeadlineSource::kNoBackend);
+  struct Row {
+    int attempt;
+    bool throttle_allows;
+    absl::Duration left;
+    RetryOutcome want;
+  };
+  const Row rows[] = {
+      {1, true, absl::Seconds(1), RetryOutcome::kRetry},
+      {3, true, absl::Seconds(1), RetryOutcome::kRetry},  // max_attempts is 3
+      {40, false, absl::Seconds(1), RetryOutcome::kRetry},
+      // reserve 5 ms + minimum 10 ms: room while 15 ms are left, not after
+      {7, true, absl::Milliseconds(15), RetryOutcome::kRetry},
+      {7, true, absl::Milliseconds(15) - absl::Nanoseconds(1), RetryOutcome::kNoRoom},
+      {7, true, absl::ZeroDuration(), RetryOutcome::kNoRoom},
+  };
+  for (const Row& r : rows) {
+    const RetryDecision d = Decide(r.attempt, no_backend, r.throttle_allows, r.left);
+    EXPECT_EQ(d.outcome, r.want) << "attempt " << r.attempt << ", left " << r.left;
+    EXPECT_EQ(d.backoff, absl::ZeroDuration()) << "attempt " << r.attempt;
+  }
+  // Any other budget that fired is still final.
   EXPECT_EQ(
       Decide(1, Failed(absl::StatusCode::kDeadlineExceeded, DeadlineSource::kRequest)).outcome,
       RetryOutcome::kBudgetFired);
+  // An attempt timeout (it reached a server) still stops at max_attempts.
+  EXPECT_EQ(Decide(3, AttemptTimeout()).outcome, RetryOutcome::kAttemptsExhausted);
 }
 
 TEST_F(DecideRetryTest, UnlistedCodeIsNotRetryableBeforePushbackIsLookedAt) {
@@ -743,6 +767,13 @@ TEST(ThrottleEffectOfTest, OnlySuccessesAndRetryableFailuresCount) {
             ThrottleEffect::kNone);
   EXPECT_EQ(ThrottleEffectOf(retry,
                              Failed(absl::StatusCode::kDeadlineExceeded, DeadlineSource::kRequest)),
+            ThrottleEffect::kNone);
+}
+
+// It waited for a backend and reached no server: nothing to count.
+TEST(ThrottleEffectOfTest, AnAttemptThatFoundNoBackendIsNotCounted) {
+  EXPECT_EQ(ThrottleEffectOf(RetryPolicy(), Failed(absl::StatusCode::kDeadlineExceeded,
+                                                   DeadlineSource::kNoBackend)),
             ThrottleEffect::kNone);
 }
 

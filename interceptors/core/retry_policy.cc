@@ -46,6 +46,11 @@ bool IsAttemptTimeout(const AttemptResult& result) {
          (result.fired == DeadlineSource::kAttempt || result.fired == DeadlineSource::kNoBackend);
 }
 
+bool IsNoBackend(const AttemptResult& result) {
+  return result.code == absl::StatusCode::kDeadlineExceeded &&
+         result.fired == DeadlineSource::kNoBackend;
+}
+
 bool IsListed(const RetryPolicy& retry, absl::StatusCode code) {
   return std::find(retry.retryable_codes.begin(), retry.retryable_codes.end(), code) !=
          retry.retryable_codes.end();
@@ -229,12 +234,18 @@ RetryDecision DecideRetry(const BudgetPolicy& budget, const RetryPolicy& retry, 
   if (result.pushback.kind == PushbackKind::kDoNotRetry) {
     return stop(RetryOutcome::kPushbackDoNotRetry);
   }
-  if (attempt >= retry.max_attempts) return stop(RetryOutcome::kAttemptsExhausted);
-  if (!throttle_allows) return stop(RetryOutcome::kThrottled);
+  // An attempt that waited for a ready backend until its cap reached no
+  // server and added no load: the next one goes on waiting at once, and
+  // neither max_attempts nor the throttle (which protect servers) stop it.
+  const bool no_backend = IsNoBackend(result);
+  if (!no_backend && attempt >= retry.max_attempts) {
+    return stop(RetryOutcome::kAttemptsExhausted);
+  }
+  if (!no_backend && !throttle_allows) return stop(RetryOutcome::kThrottled);
 
-  absl::Duration wait = result.pushback.kind == PushbackKind::kDelay
-                            ? result.pushback.delay
-                            : JitteredBackoff(retry, attempt - 1, unit_random);
+  absl::Duration wait = result.pushback.kind == PushbackKind::kDelay ? result.pushback.delay
+                        : no_backend                                 ? absl::ZeroDuration()
+                                     : JitteredBackoff(retry, attempt - 1, unit_random);
   wait = std::max(wait, absl::ZeroDuration());
 
   // Time - Time saturates: InfiniteFuture() gives InfiniteDuration() (no
@@ -259,6 +270,8 @@ RetryDecision DecideRetry(const BudgetPolicy& budget, const RetryPolicy& retry, 
 
 ThrottleEffect ThrottleEffectOf(const RetryPolicy& retry, const AttemptResult& result) {
   if (result.code == absl::StatusCode::kOk) return ThrottleEffect::kSuccess;
+  // Nothing reached a server: no failure of a target to count.
+  if (IsNoBackend(result)) return ThrottleEffect::kNone;
   if (IsRetryableFailure(retry, result)) return ThrottleEffect::kFailure;
   // Any pushback is the server saying it is overloaded (an admission shed
   // carries one): a hop that sheds load is not retried into harder.

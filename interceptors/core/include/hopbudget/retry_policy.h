@@ -271,6 +271,10 @@ struct RetryDecision {
 //      read after recording this attempt);
 //   8. wait = pushback delay if kDelay, else
 //      JitteredBackoff(retry, attempt - 1, unit_random);
+//   (An attempt that found no backend, DEADLINE_EXCEEDED with fired
+//   kNoBackend, reached no server: steps 6 and 7 do not apply to it and its
+//   wait is zero, so that the call goes on waiting for a backend as long as
+//   step 9 finds room. It still counts in `attempt`.)
 //   9. if even a zero wait would leave less than min_attempt_budget (or
 //      nothing at all, when it is zero) before parent_deadline - hop_reserve
 //      -> kNoRoom: the next attempt's DeriveCallDeadline would be kExhausted;
@@ -295,7 +299,8 @@ enum class ThrottleEffect {
   kFailure,  // RecordFailure(): a code DecideRetry treats as retryable (step 4
              // above: listed, or an attempt-budget timeout), or any answer
              // carrying a pushback (the server is overloaded: an admission
-             // shed, server.h, carries one)
+             // shed, server.h, carries one). An attempt that found no backend
+             // is kNone: it reached no server.
 };
 // Stable names for logs and test failures: "none", "success", "failure".
 // AbslStringify and operator<< print them (GoogleTest, streams).
