@@ -49,6 +49,10 @@ ABSL_FLAG(std::string, answer, "echo",
           "line, and the answer every call must get");
 ABSL_FLAG(bool, budget_header, true,
           "hopbudget modes: send hopbudget-budget-us (ClientOptions::send_budget_header)");
+ABSL_FLAG(bool, core_retries, true,
+          "gRPC core retries on the client channel (GRPC_ARG_ENABLE_RETRIES; gRPC's default, and "
+          "hopbudget's, is on: its transparent retries); off spares every call core's retry "
+          "filter");
 HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG();
 
 namespace hopbudget {
@@ -253,7 +257,10 @@ int Main(int argc, char** argv) {
 
   BenchClientOptions client;
   client.send_budget_header = absl::GetFlag(FLAGS_budget_header);
-  std::shared_ptr<grpc::Channel> channel = MakeClientChannel(mode, target, {}, client);
+  const bool core_retries = absl::GetFlag(FLAGS_core_retries);
+  grpc::ChannelArguments args;
+  if (!core_retries) args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  std::shared_ptr<grpc::Channel> channel = MakeClientChannel(mode, target, args, client);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
     Die(absl::StrCat("could not connect to ", target));
   }
@@ -298,10 +305,11 @@ int Main(int argc, char** argv) {
   std::printf(
       "RESULT bench=overhead api=%s mode=%s inflight=%d round=%d qps=%.1f p50_us=%.1f "
       "p99_us=%.1f calls=%zu errors=%lld cpu_us_per_call=%.2f client_cpu_us=%.2f "
-      "server_cpu_us=%.2f budget_header=%d server_cs_per_call=%.2f answer=%s\n",
+      "server_cpu_us=%.2f budget_header=%d server_cs_per_call=%.2f answer=%s core_retries=%d\n",
       api.c_str(), mode.c_str(), inflight, round, qps, s.p50 * 1e6, s.p99 * 1e6, s.n,
       static_cast<long long>(loop.errors()), client_cpu_us + server_cpu_us, client_cpu_us,
-      server_cpu_us, client.send_budget_header ? 1 : 0, server_cs_per_call, answer.c_str());
+      server_cpu_us, client.send_budget_header ? 1 : 0, server_cs_per_call, answer.c_str(),
+      core_retries ? 1 : 0);
   if (loop.unexpected() > 0) {
     std::fprintf(stderr, "load_gen: %lld calls not answered %s (--answer=%s)\n",
                  static_cast<long long>(loop.unexpected()), ExpectedName(answer), answer.c_str());

@@ -8,7 +8,14 @@
 //     abandoned after the 2 s connect timeout (gRPC's default: 20 s);
 //   - reconnection attempts to a peer that keeps failing start at 200 ms
 //     apart and are never more than the 2 s backoff cap (+20 % jitter) apart
-//     (gRPC's default: 1, 1.6, 2.6, 4.1, 6.6 s ... up to 120 s).
+//     (gRPC's default: 1, 1.6, 2.6, 4.1, 6.6 s ... up to 120 s);
+//   - gRPC core's transparent retries are on, seen from an HTTP/2 peer
+//     (python/h2_peer.py) that answers a stream with a GOAWAY saying it was
+//     not processed: gRPC sends it again; core retries no answer on its own,
+//     and each attempt of hopbudget's carries its count in a header core
+//     leaves alone;
+//   - a service config given to a hopbudget channel loses what would make
+//     core retry answers (retryPolicy, hedgingPolicy, retryThrottling).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
@@ -24,9 +31,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "channel_defaults.h"
+#include "child_process.h"
+#include "echo/relay.grpc.pb.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hopbudget/client.h"
 #include "hopbudget/retry.h"
@@ -49,7 +61,7 @@ int IntArg(const grpc::ChannelArguments& args, const char* key) {
 }
 
 TEST(ChannelDefaultsTest, EveryDefaultIsSetUnlessTheCallerSetIt) {
-  const grpc::ChannelArguments none = internal::WithChannelDefaults(grpc::ChannelArguments());
+  const grpc::ChannelArguments none = *internal::WithChannelDefaults(grpc::ChannelArguments());
   for (const internal::ChannelDefault& d : kChannelDefaults) {
     EXPECT_EQ(IntArg(none, d.key), d.value) << d.key;
   }
@@ -60,7 +72,7 @@ TEST(ChannelDefaultsTest, EveryDefaultIsSetUnlessTheCallerSetIt) {
   user.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
   user.SetString(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, "odd");  // the caller's, whatever its type
   user.SetInt("x.other", 3);
-  const grpc::ChannelArguments merged = internal::WithChannelDefaults(user);
+  const grpc::ChannelArguments merged = *internal::WithChannelDefaults(user);
   EXPECT_EQ(IntArg(merged, GRPC_ARG_KEEPALIVE_TIME_MS), 60000);
   EXPECT_EQ(IntArg(merged, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS), -2);
   EXPECT_EQ(IntArg(merged, "x.other"), 3);
@@ -204,6 +216,160 @@ TEST(ChannelDefaultsTest, ReconnectionAttemptsAreNeverMoreThanTheCapApart) {
     // The first gaps are the short initial backoff, not the 2 s cap.
     EXPECT_LT(t[2] - t[0], absl::Milliseconds(1500)) << "gaps:" << gaps;
   }
+}
+
+// python/h2_peer.py with `args`, ready; nullptr (and a test failure) if not.
+std::unique_ptr<demo::ChildProcess> StartH2Peer(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {HOPBUDGET_H2_PEER};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto peer = demo::ChildProcess::Spawn(HOPBUDGET_PYTHON3, argv);
+  EXPECT_TRUE(peer.ok()) << peer.status();
+  if (!peer.ok()) return nullptr;
+  const absl::Status ready = (*peer)->WaitReady(absl::Seconds(30));
+  EXPECT_TRUE(ready.ok()) << ready;
+  return ready.ok() ? *std::move(peer) : nullptr;
+}
+
+// The peer's one line per stream it saw (see h2_peer.py).
+std::vector<std::string> StreamsSeen(const demo::ChildProcess& peer) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(peer.Stderr(), '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "stream ")) lines.emplace_back(line);
+  }
+  return lines;
+}
+
+grpc::Status CallOnce(const std::shared_ptr<grpc::Channel>& channel) {
+  auto stub = echo::Relay::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  echo::RelayRequest request;
+  echo::RelayReply reply;
+  return stub->Call(&ctx, request, &reply);
+}
+
+using ::testing::ElementsAre;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(ChannelDefaultsTest, ACallThatRacedAGoawayIsSentAgainByGrpc) {
+  // What a server shutting down does to a stream it had not read yet.
+  auto peer = StartH2Peer({"--refuse-first=1", "--goaway"});
+  ASSERT_NE(peer, nullptr);
+  auto plain = HopbudgetChannel(peer->address());
+  const grpc::Status s = CallOnce(plain);
+  EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+  EXPECT_THAT(StreamsSeen(*peer), ElementsAre(EndsWith(" goaway"), EndsWith(" answered")));
+
+  auto peer2 = StartH2Peer({"--refuse-first=1", "--goaway"});
+  ASSERT_NE(peer2, nullptr);
+  auto retrying = RetryingChannel(peer2->address());
+  const grpc::Status r = CallOnce(retrying);
+  EXPECT_TRUE(r.ok()) << r.error_code() << " " << r.error_message();
+  EXPECT_THAT(StreamsSeen(*peer2), ElementsAre(EndsWith(" goaway"), EndsWith(" answered")));
+}
+
+TEST(ChannelDefaultsTest, WithCoreRetriesSwitchedOffTheSameCallFails) {
+  // The caller's value wins: this is what every hopbudget channel did
+  // before core retries were left on.
+  auto peer = StartH2Peer({"--refuse-first=1", "--goaway"});
+  ASSERT_NE(peer, nullptr);
+  grpc::ChannelArguments off;
+  off.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  auto channel = HopbudgetChannel(peer->address(), off);
+  const grpc::Status s = CallOnce(channel);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_THAT(StreamsSeen(*peer), ElementsAre(EndsWith(" goaway")));
+}
+
+TEST(ChannelDefaultsTest, CoreRetriesNoAnswerAndHopbudgetsAttemptsCarryTheirCount) {
+  // UNAVAILABLE is retryable for hopbudget (RetryPolicy's default), never
+  // for core without a retryPolicy: a plain channel sends one stream, the
+  // retrying channel its 3 attempts and no more. gRPC core removes
+  // grpc-previous-rpc-attempts from every attempt; hopbudget's copy arrives.
+  auto peer = StartH2Peer({"--status=14"});
+  ASSERT_NE(peer, nullptr);
+  auto plain = HopbudgetChannel(peer->address());
+  EXPECT_EQ(CallOnce(plain).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(StreamsSeen(*peer), ElementsAre(HasSubstr(" grpc=- hopbudget=- answered")));
+
+  auto peer2 = StartH2Peer({"--status=14"});
+  ASSERT_NE(peer2, nullptr);
+  auto retrying = RetryingChannel(peer2->address());
+  EXPECT_EQ(CallOnce(retrying).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(StreamsSeen(*peer2), ElementsAre(HasSubstr(" grpc=- hopbudget=- answered"),
+                                               HasSubstr(" grpc=- hopbudget=1 answered"),
+                                               HasSubstr(" grpc=- hopbudget=2 answered")));
+}
+
+// A service config asking gRPC core to retry UNAVAILABLE 5 times, beside
+// settings that are not about retries.
+constexpr char kCoreRetryConfig[] = R"({
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
+  "methodConfig": [{
+    "name": [{"service": "hopbudget.echo.Relay"}],
+    "timeout": "5s",
+    "waitForReady": false,
+    "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.01s", "maxBackoff": "0.01s",
+                    "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]},
+    "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.1s"}}]})";
+
+TEST(ChannelDefaultsTest, AServiceConfigLosesWhatMakesCoreRetryAndKeepsTheRest) {
+  const absl::StatusOr<std::string> json = internal::WithoutCoreRetries(kCoreRetryConfig);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(*json, Not(HasSubstr("retryPolicy")));
+  EXPECT_THAT(*json, Not(HasSubstr("hedgingPolicy")));
+  EXPECT_THAT(*json, Not(HasSubstr("retryThrottling")));
+  EXPECT_THAT(*json, HasSubstr(R"("loadBalancingConfig":[{"round_robin":{}}])"));
+  EXPECT_THAT(*json, HasSubstr(R"("timeout":"5s")"));
+  EXPECT_THAT(*json, HasSubstr(R"("waitForReady":false)"));
+  EXPECT_THAT(*json, HasSubstr(R"("service":"hopbudget.echo.Relay")"));
+}
+
+TEST(ChannelDefaultsTest, AServiceConfigThatIsNotAJsonObjectIsAClearError) {
+  for (const char* bad : {"{\"methodConfig\": [", "[1, 2]", "", "retryPolicy"}) {
+    grpc::ChannelArguments args;
+    args.SetServiceConfigJSON(bad);
+    ClientOptions options;
+    options.hop = "test";
+    auto channel = CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials(), options, args);
+    ASSERT_FALSE(channel.ok()) << bad;
+    EXPECT_EQ(channel.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(channel.status().message(), HasSubstr("service config")) << bad;
+    RetryOptions retry;
+    retry.client.hop = "test";
+    auto retrying =
+        CreateRetryingChannel("127.0.0.1:1", grpc::InsecureChannelCredentials(), retry, args);
+    ASSERT_FALSE(retrying.ok()) << bad;
+    EXPECT_THAT(retrying.status().message(), HasSubstr("service config")) << bad;
+  }
+}
+
+TEST(ChannelDefaultsTest, CoreDoesNotRetryWhatAServiceConfigAsksOnAHopbudgetChannel) {
+  grpc::ChannelArguments args;
+  args.SetServiceConfigJSON(kCoreRetryConfig);
+  // The precondition: on a plain gRPC channel core sends the call 5 times.
+  auto peer = StartH2Peer({"--status=14"});
+  ASSERT_NE(peer, nullptr);
+  EXPECT_EQ(
+      CallOnce(grpc::CreateCustomChannel(peer->address(), grpc::InsecureChannelCredentials(), args))
+          .error_code(),
+      grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(StreamsSeen(*peer).size(), 5u);
+  // hopbudget's channel keeps the rest of the config (round_robin) and sends
+  // it once; the retrying channel sends its own 3 attempts.
+  auto peer2 = StartH2Peer({"--status=14"});
+  ASSERT_NE(peer2, nullptr);
+  EXPECT_EQ(CallOnce(HopbudgetChannel(peer2->address(), args)).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(StreamsSeen(*peer2).size(), 1u);
+  auto peer3 = StartH2Peer({"--status=14"});
+  ASSERT_NE(peer3, nullptr);
+  EXPECT_EQ(CallOnce(RetryingChannel(peer3->address(), args)).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(StreamsSeen(*peer3).size(), 3u);
 }
 
 }  // namespace

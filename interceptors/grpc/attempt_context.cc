@@ -75,7 +75,7 @@ std::unique_ptr<grpc::ClientContext> LogicalBudget::NewAttemptContext(int attemp
     ctx->set_deadline(absl::ToChronoTime(call.deadline));
   }
   if (attempt > 1) {
-    ctx->AddMetadata(kPreviousAttemptsHeader, absl::StrCat(attempt - 1));
+    ctx->AddMetadata(kGrpcPreviousAttemptsHeader, absl::StrCat(attempt - 1));
   }
   if (handed_tag != nullptr) {
     *handed_tag = AttemptTag(call, now, kind);

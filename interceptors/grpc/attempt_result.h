@@ -17,7 +17,9 @@
 namespace hopbudget {
 namespace internal {
 
-inline constexpr char kPreviousAttemptsHeader[] = "grpc-previous-rpc-attempts";
+// gRFC A6's attempt count. gRPC core removes it from a call while core
+// retries are on; hopbudget's own copy is wire.h's kPreviousAttemptsHeader.
+inline constexpr char kGrpcPreviousAttemptsHeader[] = "grpc-previous-rpc-attempts";
 
 // `status` and `trailers` are one attempt's answer as the budget interceptor
 // of hop `hop` left them. Only this hop's own attempt budget makes a

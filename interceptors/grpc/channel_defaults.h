@@ -6,11 +6,16 @@
 // their documentation (client.h) and the tests cannot drift apart.
 //
 // Why each value (see also README, "Keepalive and reconnection"):
-//   - gRPC core retries off: hopbudget's retries (RetryLoop, the retrying
-//     channel) derive every attempt from the one shrinking deadline; a second
-//     retry layer under them would stack attempts, and core's retry filter
-//     rewrites grpc-previous-rpc-attempts. It also spares every call the
-//     retry filter's buffering.
+//   - gRPC core retries are left on (gRPC's default), for its transparent
+//     retries: a call that raced a GOAWAY (a server shutting down) and never
+//     reached it is sent again by core, where without them it fails
+//     UNAVAILABLE "GOAWAY received" with its budget left. Core retries
+//     nothing else unless a service config gives a retryPolicy or a
+//     hedgingPolicy: with none, hopbudget's retries are the one layer that
+//     retries answers: a service config the caller gives loses those fields
+//     (WithoutCoreRetries). Core removes grpc-previous-rpc-attempts
+//     while its retries are on; the budget interceptor also sends the count
+//     as hopbudget-previous-attempts (wire.h).
 //   - keepalive every 10 s, 3 s to answer, also without calls, and no cap on
 //     pings between data frames: a peer behind a blackholed link is found
 //     dead in at most ~13 s even on an idle channel, and in ~3 s once a call
@@ -37,6 +42,10 @@
 #include <grpc/grpc.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <string>
+
+#include "absl/status/statusor.h"
+
 namespace hopbudget::internal {
 
 inline constexpr int kKeepaliveTimeMs = 10000;
@@ -51,7 +60,6 @@ struct ChannelDefault {
 };
 
 inline constexpr ChannelDefault kChannelDefaults[] = {
-    {GRPC_ARG_ENABLE_RETRIES, 0},
     {GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs},
     {GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs},
     {GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1},
@@ -61,9 +69,19 @@ inline constexpr ChannelDefault kChannelDefaults[] = {
     {GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs},
 };
 
-// `user` plus every default whose key `user` does not set. The caller's value
-// always wins, whatever its type.
-grpc::ChannelArguments WithChannelDefaults(const grpc::ChannelArguments& user);
+// `user` plus every default whose key `user` does not set (the caller's
+// value always wins, whatever its type), and the service config `user` gives
+// (GRPC_ARG_SERVICE_CONFIG) without what would make gRPC core retry answers
+// (WithoutCoreRetries). InvalidArgument when that service config is not a
+// JSON object.
+absl::StatusOr<grpc::ChannelArguments> WithChannelDefaults(const grpc::ChannelArguments& user);
+
+// `service_config_json` without `retryPolicy` and `hedgingPolicy` in any
+// `methodConfig` entry and without `retryThrottling`: hopbudget retries and
+// hedges, and gRPC core's retries under its attempts would stack. Read with
+// protobuf's JSON parser (as a google.protobuf.Struct: the rest is gRPC's to
+// judge, and it still does). InvalidArgument when it is not a JSON object.
+absl::StatusOr<std::string> WithoutCoreRetries(const std::string& service_config_json);
 
 }  // namespace hopbudget::internal
 

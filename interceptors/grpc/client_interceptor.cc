@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
+#include "attempt_result.h"
 #include "attributed_status.h"
 #include "backend_watch.h"
 #include "call_mutex.h"
@@ -69,8 +70,8 @@ bool IsStreaming(grpc::experimental::ClientRpcInfo::Type type) {
 }
 
 // What the caller's metadata held of ours: the helpers' in-process keys,
-// read and removed, and any budget header, removed (ours alone decides what
-// the server is told).
+// read and removed, and any budget or attempt header, removed (ours alone
+// decides what the server is told).
 struct OwnMetadata {
   absl::optional<std::string> source;        // kInternalSourceKey
   absl::optional<std::string> idle;          // kInternalIdleKey
@@ -82,7 +83,8 @@ struct OwnMetadata {
 // look them up, as find() and erase() with a literal would, three times.
 static_assert(HasKeyPrefix(internal::kInternalSourceKey) &&
               HasKeyPrefix(internal::kInternalIdleKey) &&
-              HasKeyPrefix(internal::kInternalBackendWaitKey) && HasKeyPrefix(kBudgetHeader));
+              HasKeyPrefix(internal::kInternalBackendWaitKey) && HasKeyPrefix(kBudgetHeader) &&
+              HasKeyPrefix(kPreviousAttemptsHeader));
 OwnMetadata TakeOwnMetadata(std::multimap<std::string, std::string>& md) {
   static const std::string* const kPrefix = new std::string(kKeyPrefix);
   OwnMetadata own;
@@ -95,13 +97,22 @@ OwnMetadata TakeOwnMetadata(std::multimap<std::string, std::string>& md) {
       if (!own.idle.has_value()) own.idle = std::move(it->second);
     } else if (key == internal::kInternalBackendWaitKey) {
       if (!own.backend_wait.has_value()) own.backend_wait = std::move(it->second);
-    } else if (key != kBudgetHeader) {
+    } else if (key != kBudgetHeader && key != kPreviousAttemptsHeader) {
       ++it;  // not ours to remove (the trace request, say)
       continue;
     }
     it = md.erase(it);
   }
   return own;
+}
+
+// gRPC core removes grpc-previous-rpc-attempts from every call below the
+// interceptors while its retries are on, as they are for its transparent
+// retries: the count also goes out under our own name (wire.h), which a
+// hopbudget server puts back. Only attempts after the first carry it.
+void CopyAttemptCount(std::multimap<std::string, std::string>& md) {
+  static const std::string* const kGrpcKey = new std::string(internal::kGrpcPreviousAttemptsHeader);
+  if (auto it = md.find(*kGrpcKey); it != md.end()) md.emplace(kPreviousAttemptsHeader, it->second);
 }
 
 class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
@@ -151,6 +162,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   bool OnStart(InterceptorBatchMethods* m) {
     auto* md = m->GetSendInitialMetadata();
     const OwnMetadata own = TakeOwnMetadata(*md);
+    CopyAttemptCount(*md);
     internal::SourceTag tagged;
     bool from_helper = false;
     if (handed_tag_.has_value()) {
@@ -644,10 +656,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     ClientOptions options, const grpc::ChannelArguments& args) {
   auto factory = MakeClientInterceptorFactory(std::move(options));
   if (!factory.ok()) return factory.status();
+  absl::StatusOr<grpc::ChannelArguments> channel_args = internal::WithChannelDefaults(args);
+  if (!channel_args.ok()) return channel_args.status();
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
   creators.push_back(*std::move(factory));
-  return grpc::experimental::CreateCustomChannelWithInterceptors(
-      target, creds, internal::WithChannelDefaults(args), std::move(creators));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, *channel_args,
+                                                                 std::move(creators));
 }
 
 absl::string_view BackendWaitName(BackendWait value) {

@@ -36,7 +36,7 @@ namespace {
 using grpc::experimental::InterceptionHookPoints;
 using grpc::experimental::InterceptorBatchMethods;
 
-using internal::kPreviousAttemptsHeader;
+using internal::kGrpcPreviousAttemptsHeader;
 
 struct RetryShared {
   explicit RetryShared(RetryThrottleOptions throttle_options) : throttle(throttle_options) {}
@@ -45,6 +45,9 @@ struct RetryShared {
   BudgetPolicy budget;  // hop_reserve 0: the logical deadline already has it
   RetryPolicy retry;
   bool unfit = false;
+  // ClientOptions::backend_wait is kWithinBudget: attempts wait for a ready
+  // backend, gRPC's pick included (wait_for_ready, see PrepareAttemptLocked).
+  bool wait_for_backend = true;
   Clock* clock;
   Metrics* metrics;
   internal::TimerService* timers;
@@ -212,7 +215,11 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     }
     metadata_ = *md;
     metadata_.erase(internal::kInternalSourceKey);
-    metadata_.erase(kPreviousAttemptsHeader);
+    metadata_.erase(kGrpcPreviousAttemptsHeader);
+    wait_for_backend_ = shared_.wait_for_backend;
+    if (auto it = metadata_.find(internal::kInternalBackendWaitKey); it != metadata_.end()) {
+      wait_for_backend_ = it->second != BackendWaitName(BackendWait::kFailFast);
+    }
     logical_.emplace(shared_.budget, tag, internal::ToAbslTime(info_->client_context()->deadline()),
                      shared_.clock->Now());
     step_.emplace(logical_->attempt_policy(), shared_.retry, shared_.throttle, *shared_.metrics,
@@ -263,6 +270,10 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     std::unique_ptr<grpc::ClientContext> ctx =
         logical_->NewAttemptContext(attempt_, shared_.clock->Now(), ClientCallKind::kRetryAttempt);
     for (const auto& [key, value] : metadata_) ctx->AddMetadata(key, value);
+    // The budget interceptor holds an attempt while the channel has no ready
+    // backend; one it lets go a moment before the backend turns unhealthy (a
+    // lame duck) would otherwise be failed fast by gRPC's pick.
+    if (wait_for_backend_) ctx->set_wait_for_ready(true);
     attempts_.push_back(std::move(ctx));  // kept until the logical call ends
     return attempts_.back().get();
   }
@@ -467,6 +478,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
 
   // Set before the first attempt; read-only afterwards.
   std::multimap<std::string, std::string> metadata_;
+  bool wait_for_backend_ = true;  // the channel's backend_wait, or the call's (SetBackendWait)
   grpc::ByteBuffer request_;
   absl::optional<internal::LogicalBudget> logical_;
   std::shared_ptr<grpc::ChannelInterface> channel_;
@@ -528,6 +540,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
   }
   auto budget_factory = MakeClientInterceptorFactory(options.client);
   if (!budget_factory.ok()) return budget_factory.status();
+  absl::StatusOr<grpc::ChannelArguments> channel_args = internal::WithChannelDefaults(args);
+  if (!channel_args.ok()) return channel_args.status();
 
   auto shared = std::make_unique<RetryShared>(options.throttle);
   shared->hop = options.client.hop;
@@ -535,6 +549,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
   shared->budget.hop_reserve = absl::ZeroDuration();
   shared->retry = options.retry;
   shared->unfit = unfit;
+  shared->wait_for_backend = options.client.backend_wait == BackendWait::kWithinBudget;
   shared->clock = options.client.clock != nullptr ? options.client.clock : &Clock::Real();
   shared->metrics =
       options.client.metrics != nullptr ? options.client.metrics : &Metrics::Default();
@@ -546,9 +561,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
   creators.push_back(std::make_unique<RetryFactory>(std::move(shared), std::move(own)));
   creators.push_back(*std::move(budget_factory));
-  grpc::ChannelArguments channel_args = internal::WithChannelDefaults(args);
-  channel_args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // one retry layer, not two
-  return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, channel_args,
+  return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, *channel_args,
                                                                  std::move(creators));
 }
 

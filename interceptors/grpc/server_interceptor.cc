@@ -16,6 +16,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "admission_gate.h"
+#include "attempt_result.h"
 #include "attributed_status.h"
 #include "call_mutex.h"
 #include "grpc_glue.h"
@@ -202,13 +203,15 @@ absl::Duration NonNegative(absl::Duration d) { return std::max(d, absl::ZeroDura
 
 // The headers of ours that a call brought.
 struct OwnHeaders {
-  const grpc::string_ref* budget = nullptr;  // the first kBudgetHeader; points into the map
-  bool trace_requested = false;              // kTraceRequestHeader, whatever its value
+  const grpc::string_ref* budget = nullptr;    // the first kBudgetHeader; points into the map
+  const grpc::string_ref* attempts = nullptr;  // the first kPreviousAttemptsHeader; likewise
+  bool trace_requested = false;                // kTraceRequestHeader, whatever its value
 };
 
 // All our headers start with kKeyPrefix: one descent of the sorted map
 // finds them, where a find() per header compared every key on its path.
-static_assert(HasKeyPrefix(kBudgetHeader) && HasKeyPrefix(kTraceRequestHeader));
+static_assert(HasKeyPrefix(kBudgetHeader) && HasKeyPrefix(kTraceRequestHeader) &&
+              HasKeyPrefix(kPreviousAttemptsHeader));
 OwnHeaders FindOwnHeaders(const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
   static const grpc::string_ref kPrefix(kKeyPrefix);
   OwnHeaders own;
@@ -217,9 +220,20 @@ OwnHeaders FindOwnHeaders(const std::multimap<grpc::string_ref, grpc::string_ref
     // memcmp().
     const absl::string_view key(it->first.data(), it->first.size());
     if (own.budget == nullptr && key == kBudgetHeader) own.budget = &it->second;
+    if (own.attempts == nullptr && key == kPreviousAttemptsHeader) own.attempts = &it->second;
     if (key == kTraceRequestHeader) own.trace_requested = true;
   }
   return own;
+}
+
+// A hopbudget caller's gRPC core drops grpc-previous-rpc-attempts while its
+// retries are on; the count came under our own name too (wire.h). The
+// handler reads it where gRFC A6 puts it. The map holds views into the
+// call's own metadata, which outlives it.
+void RestoreAttemptCount(std::multimap<grpc::string_ref, grpc::string_ref>& md,
+                         const grpc::string_ref& attempts) {
+  static const grpc::string_ref kGrpcKey(internal::kGrpcPreviousAttemptsHeader);
+  if (md.find(kGrpcKey) == md.end()) md.emplace(kGrpcKey, attempts);
 }
 
 class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
@@ -265,11 +279,12 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
  private:
   enum class Arrival { kGoOn, kWaiting };
 
-  Arrival OnArrival(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
+  Arrival OnArrival(std::multimap<grpc::string_ref, grpc::string_ref>& md,
                     grpc::experimental::InterceptorBatchMethods* m) {
     if (budget_.has_value()) return Arrival::kGoOn;
     absl::Time inbound = internal::DeadlineOf(ctx_->raw_deadline(), arrival_);
     const OwnHeaders own = FindOwnHeaders(md);
+    if (own.attempts != nullptr) RestoreAttemptCount(md, *own.attempts);
     if (own.budget != nullptr) {
       ParsedBudget parsed =
           ParseBudgetHeader(absl::string_view(own.budget->data(), own.budget->size()));

@@ -100,7 +100,8 @@ std::string HopStats::ExtraMetrics() const {
                   absl::StrFormat("%.6f", absl::ToDoubleSeconds(a.work_after_deadline)), "\n");
   absl::StrAppend(&out,
                   "# HELP demo_retries_received_total Calls that arrived as a retry "
-                  "(grpc-previous-rpc-attempts).\n"
+                  "(grpc-previous-rpc-attempts, hopbudget-previous-attempts or the baseline's "
+                  "header).\n"
                   "# TYPE demo_retries_received_total counter\n"
                   "demo_retries_received_total",
                   labels, " ", retries_received_.load(), "\n");

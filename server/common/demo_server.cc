@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/descriptor.h"
 #include "hopbudget/server.h"
+#include "hopbudget/wire.h"
 
 namespace hopbudget::demo {
 
@@ -19,7 +20,7 @@ DemoProcess::DemoProcess(CommonFlags common, const FaultConfig& faults, FaultSup
       faults_(static_cast<uint64_t>(common_.seed), faults),
       stats_(common_.name, common_.mode, &accounting_, &faults_),
       admin_(&stats_, &faults_, AdminOptions{common_.name, common_.verbose, support}),
-      outgoing_(common_.mode, common_.baseline_timeout) {}
+      outgoing_(common_.mode, common_.baseline_timeout, !common_.fail_fast_without_backend) {}
 
 std::vector<std::string> AdmittedMethods() {
   std::vector<std::string> methods;
@@ -130,7 +131,10 @@ CallStart DemoProcess::Start(const grpc::ServerContextBase& ctx) {
                                 absl::StrCat(common_.name, " is shutting down"));
     return start;
   }
+  // A hopbudget server has grpc-previous-rpc-attempts back in its metadata;
+  // a baseline one sees only hopbudget's own copy (wire.h).
   if (!InboundMetadata(ctx, "grpc-previous-rpc-attempts").empty() ||
+      !InboundMetadata(ctx, kPreviousAttemptsHeader).empty() ||
       !InboundMetadata(ctx, kBaselineAttemptHeader).empty()) {
     stats_.CountRetryReceived();
   }

@@ -9,6 +9,14 @@
 //                         reused from an earlier, larger value). The server
 //                         takes min(grpc deadline, arrival + this): the header
 //                         can only shrink a budget, never widen it.
+//   hopbudget-previous-attempts
+//                         On every attempt of a logical call after its first:
+//                         how many went before (1, 2, ...), the value of
+//                         grpc-previous-rpc-attempts. gRPC core removes that
+//                         header from every call while its retries are on
+//                         (they are, for its transparent retries), so
+//                         hopbudget sends it under its own name too, and a
+//                         hopbudget server puts it back for its handlers.
 //
 // Response trailers (server -> client), on DEADLINE_EXCEEDED only:
 //   hopbudget-source      Origin source name ("attempt", "request", ...).
@@ -50,6 +58,7 @@ constexpr bool HasKeyPrefix(const char (&key)[N]) {
 }
 
 inline constexpr char kBudgetHeader[] = "hopbudget-budget-us";
+inline constexpr char kPreviousAttemptsHeader[] = "hopbudget-previous-attempts";
 inline constexpr char kSourceTrailer[] = "hopbudget-source";
 inline constexpr char kHopTrailer[] = "hopbudget-hop";
 inline constexpr char kBudgetTrailer[] = "hopbudget-budget-ms";

@@ -77,7 +77,11 @@ enum class BackendWait {
   // call's) ends it at the give-up time. A call that waited goes on, and
   // may complete, on hopbudget's one watch thread or its timer thread:
   // completion callbacks must not block, as on gRPC's own threads. Each
-  // call reads the channel's state once.
+  // call reads the channel's state once: one it lets go a moment before
+  // the backend turns unhealthy (a server's lame duck) is still failed fast
+  // by gRPC's pick (UNAVAILABLE "backend unhealthy") unless its context has
+  // set_wait_for_ready(true), which the retrying channel sets on its
+  // attempts; the budget bounds that wait too.
   kWithinBudget,
   // gRPC's default for a call without wait_for_ready: UNAVAILABLE at once
   // once the channel is in TRANSIENT_FAILURE.
@@ -158,6 +162,10 @@ MakeClientInterceptorFactory(ClientOptions options);
 // GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS <= 10000 and
 // GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS = 1 on them (the demo's servers
 // do), or pass a longer GRPC_ARG_KEEPALIVE_TIME_MS here.
+// gRPC core retries stay on (gRPC's default) for its transparent retries: a
+// call that raced a server's GOAWAY and never reached it is sent again. Keep
+// retryPolicy and hedgingPolicy out of a service config given in `args`:
+// core would then retry answers too, under hopbudget's attempts.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
     ClientOptions options, const grpc::ChannelArguments& args = grpc::ChannelArguments());

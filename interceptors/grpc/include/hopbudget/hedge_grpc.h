@@ -30,10 +30,11 @@
 // skipped by reason (hedge.h HedgeOutcome), and cancelled losers.
 //
 // The stubs' channels should carry hopbudget's client interceptor with
-// ClientOptions::hop == HedgerOptions::hop, and gRPC core retries off
-// (GRPC_ARG_ENABLE_RETRIES = 0: its retry filter replaces
-// grpc-previous-rpc-attempts). Only hedge methods that are idempotent: a
-// hedge runs the method twice whenever both copies reach a server.
+// ClientOptions::hop == HedgerOptions::hop (CreateChannel): it also sends
+// the hedge's count as hopbudget-previous-attempts, which gRPC core's
+// transparent retries leave alone (wire.h). Only hedge methods that are
+// idempotent: a hedge runs the method twice whenever both copies reach a
+// server.
 //
 // Thread safety: a Hedger may be used from any number of threads at once.
 //

@@ -25,8 +25,8 @@
 // serialized request, and issues the attempts through the rest of the
 // interceptor chain (hopbudget's budget interceptor, so each attempt fails
 // fast, sends its exact budget and is attributed like any call). gRPC core
-// retries are switched off on the channel (grpc.enable_retries=0) so that
-// two retry layers never stack.
+// keeps only its transparent retries (a stream that never reached the
+// server is sent again), as on CreateChannel: one layer retries answers.
 //
 // What is retried: codes in RetryPolicy::retryable_codes (default
 // UNAVAILABLE), and DEADLINE_EXCEEDED when the attempt's own attempt budget

@@ -24,10 +24,9 @@
 // RetryLoopOptions::hop): it attributes each attempt's DEADLINE_EXCEEDED,
 // which is how the loop tells its own attempt budget (retried) from any other
 // (never retried), and it fails an attempt that cannot start with
-// min_attempt_budget without touching the network. CreateChannel turns gRPC
-// core retries off (GRPC_ARG_ENABLE_RETRIES = 0) unless its caller's
-// ChannelArguments set them: keep them off, or core's retry filter replaces
-// `grpc-previous-rpc-attempts` and two retry layers stack.
+// min_attempt_budget without touching the network. It also sends each
+// attempt's count as `hopbudget-previous-attempts`, which survives gRPC
+// core's transparent retries (wire.h).
 //
 // Edge cases: a logical call with no deadline gives attempts no deadline
 // beyond attempt_cap (infinite attempt_cap: none at all); a logical deadline
