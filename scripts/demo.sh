@@ -9,8 +9,9 @@
 # order at most once, by key and by content; every acknowledged one exactly
 # once), reads orders back through two ledger replicas (one slow 5 % of the
 # time) with and without hedging, bounds orders' calls to a slow ledger,
-# watches an order through both chains while the ledger goes silent, floods
-# each chain from a client that does not back off, and shows where to look.
+# watches an order through both chains while the ledger goes silent,
+# restarts each chain's ledger under load, floods each chain from a client
+# that does not back off, and shows where to look.
 #
 #   ./scripts/demo.sh          # report, then keeps both chains up until Ctrl-C
 #   ./scripts/demo.sh --once   # exits after the report: 0 if every check passed
@@ -77,14 +78,18 @@ step() {
   return $rc
 }
 
-# start LABEL BINARY ARGS...: starts a service on free ports, waits for its
+# start LABEL BINARY ARGS...: starts a service on free ports (on
+# $want_port and $want_mport when they are set: restart), waits for its
 # ready line; sets $port and $mport.
+declare -A PID ARGS
 start() {
   local label=$1 binary=$2
   shift 2
-  "$bin/$binary" --port=0 --metrics-port=0 --seed=42 "$@" \
+  ARGS[$label]="$binary $*"
+  "$bin/$binary" --port="${want_port:-0}" --metrics-port="${want_mport:-0}" --seed=42 "$@" \
     >"$work/$label.out" 2>"$work/$label.err" &
   pids+=($!)
+  PID[$label]=$!
   local line=""
   for _ in $(seq 1 200); do
     line=$(grep -m1 " listening on " "$work/$label.out" 2>/dev/null || true)
@@ -400,6 +405,54 @@ check '[ "$(w_by "$wh-silent.out" | cut -d, -f1)" = "idle at orders" ]' \
   "hopbudget: the silent ledger was cut at orders' idle budget (source idle, hop orders)"
 check '[ "$(w_by "$wb-silent.out" | cut -d, -f1)" = "client at chainctl" ]' \
   "baseline: the silent watch waited for the client's own deadline (no idle budget)"
+
+# restart LABEL: stops a service with SIGTERM (its lame duck, then shutdown),
+# waits for it to exit, and starts it again with its arguments on its ports.
+restart() {
+  local label=$1
+  kill -TERM "${PID[$label]}"
+  wait "${PID[$label]}" 2>/dev/null || true
+  # shellcheck disable=SC2086  # ARGS holds the binary and its arguments, word by word
+  want_port=${P[$label]} want_mport=${M[$label]} start "$label" ${ARGS[$label]}
+}
+# restarted LABEL GATEWAY ADMIN LEDGER: 3 s of orders at 40/s, budget 800 ms;
+# the ledger restarted 1 s in. Not a step: the restarted service must be a
+# child of this shell (cleanup stops it); the load is the step (current).
+restarted() {
+  "$chainctl" load --gateway "$2" --rps 40 --duration 3s --budget 800ms --admin "$3" \
+    --json "$work/restart-$1.json" --key-prefix "restart-$1" --max-error-rate=1 --quiet \
+    >/dev/null &
+  current=$!
+  sleep 1
+  restart "$4"
+  wait "$current" || echo "   !!   $1: the load failed"
+  current=""
+}
+# errors FILE: a load summary JSON's errors by code, "none" when there were none.
+errors() {
+  local e
+  e=$(grep -o '"errors_by_code":{[^}]*}' "$1" | sed 's/"errors_by_code"://; s/[{}"]//g; s/,/ /g')
+  echo "${e:-none}"
+}
+echo
+echo "==> a deploy: the ledger restarted (SIGTERM, 250 ms lame duck, shutdown, started again"
+echo "    on its port, ~0.5 s) under 40 orders/s, client budget 800 ms, one chain at a time"
+echo "    why: a caller with one backend that fails fast while the backend restarts turns a"
+echo "    deploy into errors; hopbudget's callers wait for it inside their budgets"
+restarted baseline "127.0.0.1:${P[bl-gateway]}" "$bl" bl-ledger
+restarted hopbudget "127.0.0.1:${P[hb-gateway]}" "$hb" hb-ledger
+if [ -f "$work/restart-baseline.json" ] && [ -f "$work/restart-hopbudget.json" ]; then
+  rb="$work/restart-baseline.json" rh="$work/restart-hopbudget.json"
+  printf "   %-42s %-12s %s\n" "" baseline hopbudget
+  printf "   %-42s %-12s %s\n" "ok / sent" "$(key "$rb" ok) / $(key "$rb" sent)" \
+    "$(key "$rh" ok) / $(key "$rh" sent)"
+  printf "   %-42s %-12s %s\n" "errors the client saw" "$(errors "$rb")" "$(errors "$rh")"
+  printf "   %-42s %-12s %s\n" "latency p99 (ms)" "$(lat "$rb" p99)" "$(lat "$rh" p99)"
+  check '[ "$(key "$rh" ok)" = "$(key "$rh" sent)" ]' \
+    "hopbudget: no call failed while the ledger restarted"
+else
+  failures=$((failures + 1))
+fi
 
 # flood LABEL GATEWAY ADMIN: 2 s of orders at $flood_rps/s, open loop, from
 # a client that does not back off (no throttle, no retries), budget 500 ms.

@@ -25,7 +25,14 @@ namespace hopbudget::chainctl {
 std::shared_ptr<grpc::Channel> EdgeChannel(const std::string& target) {
   ClientOptions options;
   options.hop = "chainctl";
-  auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options);
+  // Watches the edge's health, as the hops watch each other's: a gateway
+  // restarting says NOT_SERVING first (its lame duck), and this channel
+  // holds its calls for the new process instead of sending them until the
+  // old one's Shutdown() answers them CANCELLED (gRPC 1.51).
+  grpc::ChannelArguments args;
+  args.SetServiceConfigJSON(
+      R"({"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}})");
+  auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options, args);
   if (!channel.ok()) {  // only for invalid options, which are constant here
     std::cerr << "chainctl: " << channel.status() << "\n";
     return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());

@@ -30,7 +30,8 @@
 
 namespace hopbudget::chainctl {
 
-// The edge channel to a gateway (hopbudget's client interceptor, hop "chainctl").
+// The edge channel to a gateway (hopbudget's client interceptor, hop
+// "chainctl"), watching the gateway's health.
 std::shared_ptr<grpc::Channel> EdgeChannel(const std::string& target);
 
 struct OrderOutcome {

@@ -18,7 +18,7 @@ std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewContext(
     const grpc::ServerContextBase& inbound) const {
   if (mode_ == Mode::kBaseline) return NewBaselineContext(inbound, 0);
   std::unique_ptr<grpc::ClientContext> out = NewDownstreamContext(inbound);
-  ForwardDemoHeader(inbound, *out);
+  PrepareCall(inbound, *out);
   return out;
 }
 
@@ -28,8 +28,14 @@ std::unique_ptr<grpc::ClientContext> OutgoingContexts::NewStreamContext(
   DownstreamOptions options;
   options.scope = DownstreamScope::kRequest;
   std::unique_ptr<grpc::ClientContext> out = NewDownstreamContext(inbound, options);
-  ForwardDemoHeader(inbound, *out);
+  PrepareCall(inbound, *out);
   return out;
+}
+
+void OutgoingContexts::PrepareCall(const grpc::ServerContextBase& inbound,
+                                   grpc::ClientContext& out) const {
+  ForwardDemoHeader(inbound, out);
+  if (mode_ == Mode::kHopbudget && wait_for_backend_) out.set_wait_for_ready(true);
 }
 
 void OutgoingContexts::ForwardDemoHeader(const grpc::ServerContextBase& inbound,

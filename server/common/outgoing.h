@@ -40,8 +40,10 @@ std::string InboundMetadata(const grpc::ServerContextBase& ctx, absl::string_vie
 
 class OutgoingContexts {
  public:
-  OutgoingContexts(Mode mode, absl::Duration baseline_timeout)
-      : mode_(mode), baseline_timeout_(baseline_timeout) {}
+  // `wait_for_backend`: hopbudget mode's calls wait for a ready backend
+  // inside their budgets (not --fail-fast-without-backend).
+  OutgoingContexts(Mode mode, absl::Duration baseline_timeout, bool wait_for_backend)
+      : mode_(mode), baseline_timeout_(baseline_timeout), wait_for_backend_(wait_for_backend) {}
 
   // The context of an outgoing call made while serving `inbound`, with the
   // demo header forwarded. Hopbudget: NewDownstreamContext(inbound);
@@ -58,9 +60,14 @@ class OutgoingContexts {
   // ClientOptions::stream_idle_budget).
   std::unique_ptr<grpc::ClientContext> NewStreamContext(
       const grpc::ServerContextBase& inbound) const;
-  // Adds the demo header of `inbound` to `out`: for contexts made by
-  // someone else (each attempt of orders' RetryLoop).
-  void ForwardDemoHeader(const grpc::ServerContextBase& inbound, grpc::ClientContext& out) const;
+  // Adds the demo header of `inbound` to `out`, and in hopbudget mode, when
+  // calls wait for a ready backend, sets wait_for_ready: for contexts made by
+  // someone else (each attempt of orders' RetryLoop) and by NewContext.
+  // hopbudget's channel holds a call while it has no ready backend; a call
+  // it lets go a moment before the backend turns unhealthy (a lame duck)
+  // would otherwise be failed fast by gRPC's pick (UNAVAILABLE "backend
+  // unhealthy"). The budget still bounds the wait.
+  void PrepareCall(const grpc::ServerContextBase& inbound, grpc::ClientContext& out) const;
   // Baseline contexts for a hand-written retry loop: one per attempt,
   // deadline now + baseline_timeout; `previous_attempts` > 0 is said in
   // kBaselineAttemptHeader.
@@ -68,8 +75,11 @@ class OutgoingContexts {
                                                           int previous_attempts) const;
 
  private:
+  void ForwardDemoHeader(const grpc::ServerContextBase& inbound, grpc::ClientContext& out) const;
+
   Mode mode_;
   absl::Duration baseline_timeout_;
+  bool wait_for_backend_;
 };
 
 // The arguments of the channels a demo hop calls downstream on (orders ->

@@ -134,7 +134,7 @@ class OrdersService final : public Orders::Service {
       HedgeResult r = hedger_->Call(
           LogicalCall::Of(*ctx),
           [&](int i, grpc::ClientContext* attempt, std::function<void(grpc::Status)> done) {
-            process_.outgoing().ForwardDemoHeader(*ctx, *attempt);
+            process_.outgoing().PrepareCall(*ctx, *attempt);
             replicas_[(first + i) % replicas_.size()]->async()->GetOrder(
                 attempt, request, &replies[i], std::move(done));
           });
@@ -167,7 +167,7 @@ class OrdersService final : public Orders::Service {
     if (process_.mode() == Mode::kHopbudget) {
       status = WithLedgerSlot(*ctx, [&] {
         return retry_->Call(LogicalCall::Of(*ctx), [&](grpc::ClientContext* attempt) {
-          process_.outgoing().ForwardDemoHeader(*ctx, *attempt);
+          process_.outgoing().PrepareCall(*ctx, *attempt);
           return ledger_->Commit(attempt, *request, reply);
         });
       });
@@ -221,7 +221,7 @@ class OrdersService final : public Orders::Service {
       Track(service_.retry_->Start(
           LogicalCall::Of(*ctx()),
           [this](grpc::ClientContext* attempt, std::function<void(grpc::Status)> attempt_done) {
-            process().outgoing().ForwardDemoHeader(*ctx(), *attempt);
+            process().outgoing().PrepareCall(*ctx(), *attempt);
             service_.ledger_->async()->Commit(attempt, request_, reply_, std::move(attempt_done));
           },
           std::move(done)));
