@@ -37,11 +37,16 @@ demo::Faults SetFaults(const ChainProcess& p, const demo::Faults& faults) {
   return st.ok() ? now : demo::Faults();
 }
 
-std::unique_ptr<demo::Gateway::Stub> GatewayStub(const ChainProcess& gateway) {
+std::unique_ptr<demo::Gateway::Stub> GatewayStub(const ChainProcess& gateway, bool watch_health) {
   ClientOptions client;
   client.hop = "e2e";
+  grpc::ChannelArguments args;
+  if (watch_health) {
+    args.SetServiceConfigJSON(
+        R"({"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}})");
+  }
   return demo::Gateway::NewStub(
-      *CreateChannel(gateway.address(), grpc::InsecureChannelCredentials(), client));
+      *CreateChannel(gateway.address(), grpc::InsecureChannelCredentials(), client, args));
 }
 
 grpc::Status PlaceOneItem(demo::Gateway::Stub& gateway, const std::string& key,

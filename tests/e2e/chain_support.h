@@ -32,8 +32,13 @@ demo::Faults SetFaults(const ChainProcess& p, const demo::Faults& faults);
 
 // A stub for the chain's edge, `gateway`, calling through hopbudget's client
 // interceptors as hop "e2e" (so that an error names "e2e" when the test's
-// own deadline fired).
-std::unique_ptr<demo::Gateway::Stub> GatewayStub(const ChainProcess& gateway);
+// own deadline fired). With `watch_health` the channel watches the
+// gateway's health (round_robin with healthCheckConfig, as the demo's hops
+// call each other): it stops sending when a restarting gateway says
+// NOT_SERVING, before the gateway's Shutdown() answers what still arrives
+// CANCELLED.
+std::unique_ptr<demo::Gateway::Stub> GatewayStub(const ChainProcess& gateway,
+                                                 bool watch_health = false);
 
 // Places order `key`, one item (sku-1 x1), through `gateway` with a deadline
 // `budget` from now; the gateway's status, its answer in `reply`.
