@@ -50,7 +50,7 @@ std::unique_ptr<demo::Gateway::Stub> GatewayStub(const ChainProcess& gateway, bo
 }
 
 grpc::Status PlaceOneItem(demo::Gateway::Stub& gateway, const std::string& key,
-                          absl::Duration budget, demo::OrderResult* reply) {
+                          absl::Duration budget, demo::OrderResult* reply, bool wait_for_ready) {
   demo::Order order;
   order.set_key(key);
   demo::Item* item = order.add_items();
@@ -58,6 +58,7 @@ grpc::Status PlaceOneItem(demo::Gateway::Stub& gateway, const std::string& key,
   item->set_quantity(1);
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + budget));
+  if (wait_for_ready) ctx.set_wait_for_ready(true);
   return gateway.PlaceOrder(&ctx, order, reply);
 }
 

@@ -41,9 +41,13 @@ std::unique_ptr<demo::Gateway::Stub> GatewayStub(const ChainProcess& gateway,
                                                  bool watch_health = false);
 
 // Places order `key`, one item (sku-1 x1), through `gateway` with a deadline
-// `budget` from now; the gateway's status, its answer in `reply`.
+// `budget` from now; the gateway's status, its answer in `reply`. With
+// `wait_for_ready` gRPC's pick queues the call rather than failing it fast
+// when the gateway turns unhealthy just after hopbudget let the call go
+// (client.h, BackendWait::kWithinBudget).
 grpc::Status PlaceOneItem(demo::Gateway::Stub& gateway, const std::string& key,
-                          absl::Duration budget, demo::OrderResult* reply);
+                          absl::Duration budget, demo::OrderResult* reply,
+                          bool wait_for_ready = false);
 
 // Waits (really, but bounded and without a tolerance window) until `pred`
 // holds, asking every 20 ms; false if it still does not after `max`.

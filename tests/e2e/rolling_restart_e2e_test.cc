@@ -81,18 +81,10 @@ class Load {
           const std::string key = absl::StrCat("rr-", t, "-", i);
           demo::OrderResult reply;
           const absl::Time start = absl::Now();
-          demo::Order order;
-          order.set_key(key);
-          demo::Item* item = order.add_items();
-          item->set_sku("sku-1");
-          item->set_quantity(1);
-          grpc::ClientContext ctx;
-          ctx.set_deadline(absl::ToChronoTime(start + kBudget));
-          // hopbudget holds the call while the gateway is not ready; this
-          // keeps gRPC's pick from failing it fast when the gateway turns
-          // NOT_SERVING just after hopbudget let it go (client.h).
-          ctx.set_wait_for_ready(true);
-          const grpc::Status s = stub->PlaceOrder(&ctx, order, &reply);
+          // hopbudget holds the call while the gateway is not ready;
+          // wait_for_ready keeps gRPC's pick from failing it fast when the
+          // gateway turns NOT_SERVING just after hopbudget let it go.
+          const grpc::Status s = PlaceOneItem(*stub, key, kBudget, &reply, /*wait_for_ready=*/true);
           const absl::Duration took = absl::Now() - start;
           {
             absl::MutexLock lock(&mu_);
