@@ -274,7 +274,9 @@ struct RetryDecision {
 //   (An attempt that found no backend, DEADLINE_EXCEEDED with fired
 //   kNoBackend, reached no server: steps 6 and 7 do not apply to it and its
 //   wait is zero, so that the call goes on waiting for a backend as long as
-//   step 9 finds room. It still counts in `attempt`.)
+//   step 9 finds room. It still counts in `attempt`. With an
+//   InfiniteFuture() parent deadline that is until the call is cancelled,
+//   as with gRPC's wait_for_ready.)
 //   9. if even a zero wait would leave less than min_attempt_budget (or
 //      nothing at all, when it is zero) before parent_deadline - hop_reserve
 //      -> kNoRoom: the next attempt's DeriveCallDeadline would be kExhausted;
