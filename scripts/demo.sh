@@ -15,6 +15,7 @@
 #
 #   ./scripts/demo.sh          # report, then keeps both chains up until Ctrl-C
 #   ./scripts/demo.sh --once   # exits after the report: 0 if every check passed
+#                              # and every service stopped cleanly on SIGTERM
 #
 # HOPBUDGET_DEMO_BUILD_DIR overrides the build directory (default build/demo).
 set -euo pipefail
@@ -41,6 +42,8 @@ bin="$build/server"
 chainctl="$build/client/chainctl/chainctl"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hopbudget-demo.XXXXXX")
 pids=()     # the services
+checked=0   # the services check ran (see cleanup)
+declare -A PID ARGS  # a service's process and its command line, by label (start)
 current=""  # the step running now (see step)
 # tree PID: PID and every process below it.
 tree() {
@@ -49,7 +52,17 @@ tree() {
   for c in $(pgrep -P "$1" 2>/dev/null); do tree "$c"; done
 }
 cleanup() {
-  local p
+  local p s
+  # A step that failed ends the script (set -e) before the services check:
+  # one that failed because a service died says which.
+  if [ "$checked" = 0 ]; then
+    for s in "${!PID[@]}"; do
+      if ! kill -0 "${PID[$s]}" 2>/dev/null; then
+        echo "demo: $s died during the demo; the end of its stderr:" >&2
+        tail -n 40 "$work/$s.err" | sed 's/^/        /' >&2
+      fi
+    done
+  fi
   if [ -n "$current" ]; then
     # The step first, all of it at once (its chainctl too): stopped before
     # the services, it never reports a service that went away.
@@ -81,7 +94,6 @@ step() {
 # start LABEL BINARY ARGS...: starts a service on free ports (on
 # $want_port and $want_mport when they are set: restart), waits for its
 # ready line; sets $port and $mport.
-declare -A PID ARGS
 start() {
   local label=$1 binary=$2
   shift 2
@@ -104,6 +116,23 @@ start() {
   fi
   port=$(awk '{print $4}' <<<"$line")
   mport=$(awk '{print $7}' <<<"$line")
+}
+# stopped LABEL STATUS: a service that was sent SIGTERM exits 0, and its
+# stderr holds no sanitizer report (a sanitizer build in
+# HOPBUDGET_DEMO_BUILD_DIR: scripts/soak.sh --sanitize); otherwise says so,
+# with the end of its stderr, and counts it in $crashed. Its stderr is kept
+# as LABEL.err.N, the file a restart starts afresh.
+crashed=0
+stopped() {
+  local label=$1 rc=$2 report
+  report=$(grep -m1 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:|WARNING: ThreadSanitizer' \
+    "$work/$label.err" 2>/dev/null || true)
+  if [ "$rc" != 0 ] || [ -n "$report" ]; then
+    echo "   !!   $label did not stop cleanly (exit status $rc)${report:+: $report}"
+    tail -n 40 "$work/$label.err" | sed 's/^/        /'
+    crashed=$((crashed + 1))
+  fi
+  mv "$work/$label.err" "$work/$label.err.$(ls "$work/$label".err* | wc -l)" 2>/dev/null || true
 }
 
 declare -A P M
@@ -409,9 +438,10 @@ check '[ "$(w_by "$wb-silent.out" | cut -d, -f1)" = "client at chainctl" ]' \
 # restart LABEL: stops a service with SIGTERM (its lame duck, then shutdown),
 # waits for it to exit, and starts it again with its arguments on its ports.
 restart() {
-  local label=$1
+  local label=$1 rc=0
   kill -TERM "${PID[$label]}"
-  wait "${PID[$label]}" 2>/dev/null || true
+  wait "${PID[$label]}" 2>/dev/null || rc=$?
+  stopped "$label" "$rc"
   # shellcheck disable=SC2086  # ARGS holds the binary and its arguments, word by word
   want_port=${P[$label]} want_mport=${M[$label]} start "$label" ${ARGS[$label]}
 }
@@ -488,6 +518,44 @@ else
 fi
 
 echo
+# --once stops them as a deploy does (SIGTERM): each must exit 0.
+echo "==> the services"
+running=()
+for s in "${!PID[@]}"; do
+  if kill -0 "${PID[$s]}" 2>/dev/null; then
+    running+=("$s")
+  else
+    rc=0
+    wait "${PID[$s]}" 2>/dev/null || rc=$?
+    echo "   !!   $s died during the demo (exit status $rc)"
+    tail -n 40 "$work/$s.err" | sed 's/^/        /'
+    crashed=$((crashed + 1))
+  fi
+done
+if [ $once -eq 1 ]; then
+  for s in "${running[@]}"; do kill -TERM "${PID[$s]}"; done
+  for s in "${running[@]}"; do
+    rc=0
+    wait "${PID[$s]}" 2>/dev/null || rc=$?
+    stopped "$s" "$rc"
+  done
+fi
+if [ "$crashed" = 0 ]; then
+  echo "   ok   every service ran to the end$([ $once -eq 1 ] && echo " and stopped cleanly")"
+fi
+failures=$((failures + crashed))
+checked=1
+
+if [ $once -eq 1 ]; then
+  echo
+  if [ $failures -eq 0 ]; then
+    echo "demo: the chain behaved as expected"
+    exit 0
+  fi
+  echo "demo: $failures check(s) did not behave as expected"
+  exit 1
+fi
+echo
 echo "where to look:"
 for s in hb-gateway hb-orders hb-ledger hb-replica bl-gateway bl-orders bl-ledger bl-replica; do
   if [ "${M[$s]}" != 0 ]; then
@@ -511,10 +579,6 @@ if [ $failures -eq 0 ]; then
   echo "demo: the chain behaved as expected"
 else
   echo "demo: $failures check(s) did not behave as expected"
-fi
-if [ $once -eq 1 ]; then
-  [ $failures -eq 0 ]
-  exit
 fi
 echo "The chains keep running; Ctrl-C stops them."
 while true; do

@@ -11,14 +11,11 @@ source "$(dirname "$0")/lib/common.sh"
 cd "$(hopbudget_root)"
 
 build_dir=build/test
-cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+cmake_args=("${HOPBUDGET_RELEASE_CMAKE_ARGS[@]}")
 if [ "${1:-}" = "--sanitize" ]; then
   build_dir=build/asan
-  cmake_args=(-DCMAKE_BUILD_TYPE=Debug -DHOPBUDGET_SANITIZE=ON -DHOPBUDGET_BUILD_BENCHMARKS=OFF)
-  # gRPC's own globals outlive main(); leaks are checked on our code in the
-  # unit tests, where no gRPC runtime is involved.
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
-  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+  cmake_args=("${HOPBUDGET_ASAN_CMAKE_ARGS[@]}")
+  export_sanitizer_options
 fi
 
 if [ "${1:-}" = "--tsan" ]; then

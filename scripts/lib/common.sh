@@ -21,6 +21,20 @@ HOPBUDGET_TEST_PACKAGES=(prometheus chromium python3-grpcio python3-grpc-tools
 # The libFuzzer targets and the sanitizer runtime of clang.
 HOPBUDGET_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
+# How scripts/test.sh configures its release tree (build/test) and its
+# AddressSanitizer + UBSan tree (build/asan); scripts/soak.sh runs the demo
+# in the same trees.
+HOPBUDGET_RELEASE_CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+HOPBUDGET_ASAN_CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Debug -DHOPBUDGET_SANITIZE=ON
+  -DHOPBUDGET_BUILD_BENCHMARKS=OFF)
+# export_sanitizer_options: what an ASan + UBSan process runs with. gRPC's
+# own globals outlive main(); leaks are checked on our code in the unit
+# tests, where no gRPC runtime is involved.
+export_sanitizer_options() {
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+}
+
 hopbudget_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
 
 # ensure_packages PKG...: installs those not installed yet.

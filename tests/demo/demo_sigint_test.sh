@@ -12,20 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$1
 dir=$(mktemp -d "${TMPDIR:-/tmp}/hopbudget-demo-sigint.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-fail() {
-  echo "FAIL: $*"
-  echo "--- stdout"; cat "$dir/out"; echo "--- stderr"; cat "$dir/err"
-  exit 1
-}
-# wait_for SECONDS CONDITION...: until the condition holds, polling.
-wait_for() {
-  local end=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    [ $SECONDS -lt $end ] || return 1
-    sleep 0.1
-  done
-}
+source "$(dirname "$0")/demo_test_lib.sh"
 
 # As a supervisor would start it: in a session of its own, no terminal, and
 # SIGINT at its default (a job started with & by a shell without job
