@@ -19,6 +19,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "echo/relay.grpc.pb.h"
+#include "eventually.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hopbudget/client.h"
@@ -29,6 +30,7 @@ namespace hopbudget {
 namespace {
 
 using ::hopbudget::testing::Api;
+using ::hopbudget::testing::Eventually;
 using ::hopbudget::testing::Request;
 using ::hopbudget::testing::SetBudget;
 using ::hopbudget::testing::Work;
@@ -289,7 +291,8 @@ TEST_P(AdmissionGrpcTest, CallWhoseBudgetRunsOutInTheQueueIsAnsweredAtOnceUnstar
   o.policy.overload_wait = absl::InfiniteDuration();  // the deadline path, not overload's
   Start(o, policy);
   std::thread blocker([&] { CallOnce(absl::Seconds(5), 2500); });
-  while (counters_.started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(Eventually([&] { return counters_.started.load() > 0; }, absl::Seconds(20),
+                         absl::Milliseconds(1)));
   const Answer a = CallOnce(absl::Seconds(1), 0);
   blocker.join();  // before any ASSERT can return
   EXPECT_EQ(a.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
@@ -311,7 +314,8 @@ TEST_P(AdmissionGrpcTest, SustainedOverloadTurnsAWaiterAwayWithPushbackLongBefor
   // max_wait (1 s), its deadline, nor when the blocker ends.
   Start(Limit(1, 10));
   std::thread blocker([&] { CallOnce(absl::Seconds(5), 2000); });
-  while (counters_.started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(Eventually([&] { return counters_.started.load() > 0; }, absl::Seconds(20),
+                         absl::Milliseconds(1)));
   const Answer a = CallOnce(absl::Seconds(5), 0);
   blocker.join();
   EXPECT_EQ(a.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
@@ -334,7 +338,8 @@ TEST_P(AdmissionGrpcTest, OverLimitWithoutQueueIsShedWithPushback) {
   // A 2 s blocker: "at once, not after the blocker" with room for a
   // sanitizer's slowdown.
   std::thread blocker([&] { CallOnce(absl::Seconds(5), 2000); });
-  while (counters_.started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(Eventually([&] { return counters_.started.load() > 0; }, absl::Seconds(20),
+                         absl::Milliseconds(1)));
   const Answer a = CallOnce(absl::Seconds(2), 0);
   blocker.join();
   EXPECT_EQ(a.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
@@ -390,7 +395,8 @@ TEST_P(AdmissionGrpcTest, WaitingCallsHoldNoThread) {
   // The callers: one channel, async calls, no thread per call.
   grpc::CompletionQueue cq;
   std::thread blocker([&] { CallOnce(absl::Seconds(20), 1500); });
-  while (counters_.started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(Eventually([&] { return counters_.started.load() > 0; }, absl::Seconds(20),
+                         absl::Milliseconds(1)));
   const int before = threads_now();
   constexpr int kWaiting = 200;
   struct Pending {

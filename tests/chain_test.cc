@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "eventually.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
@@ -18,6 +19,7 @@ namespace hopbudget {
 namespace {
 
 using testing::Api;
+using testing::Eventually;
 using testing::HopConfig;
 using testing::RelayHop;
 using testing::Request;
@@ -259,7 +261,8 @@ TEST(ChainTest, ClientCancelReachesTheLastHop) {
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(20));
   std::thread canceller([&] {
-    while (chain.ledger_.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_TRUE(Eventually([&] { return chain.ledger_.calls() > 0; }, absl::Seconds(20),
+                           absl::Milliseconds(1)));
     ctx.TryCancel();
   });
   echo::RelayReply reply;

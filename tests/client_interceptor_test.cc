@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "eventually.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 #include "hopbudget/wire.h"
@@ -23,6 +24,7 @@
 namespace hopbudget {
 namespace {
 
+using testing::Eventually;
 using testing::HopConfig;
 using testing::RelayHop;
 using testing::Request;
@@ -210,7 +212,8 @@ TEST(ClientInterceptorTest, CancelNotIssuedByHopbudgetStaysCancelled) {
   grpc::ClientContext ctx;
   SetBudget(ctx, absl::Seconds(20));
   std::thread canceller([&ctx, &hop] {
-    while (hop.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_TRUE(
+        Eventually([&hop] { return hop.calls() > 0; }, absl::Seconds(20), absl::Milliseconds(1)));
     ctx.TryCancel();
   });
   echo::RelayReply reply;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "eventually.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
@@ -26,6 +27,7 @@ namespace hopbudget {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::Eventually;
 using testing::Faults;
 using testing::HopConfig;
 using testing::RelayHop;
@@ -251,9 +253,11 @@ TEST(RetryLoopCallbackTest, CancellingTheLogicalCallStopsEveryAttempt) {
   LoopRig rig(faults, LoopOptions(&metrics, absl::Seconds(5), absl::Seconds(1)));
   std::shared_ptr<RetryingCall> handle;
   std::thread canceller([&] {
-    while (rig.ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_TRUE(Eventually([&] { return rig.ledger.calls() > 0; }, absl::Seconds(20),
+                           absl::Milliseconds(1)));
     // The handle is published before the first attempt can have ended.
-    while (std::atomic_load(&handle) == nullptr) absl::SleepFor(absl::Milliseconds(1));
+    ASSERT_TRUE(Eventually([&] { return std::atomic_load(&handle) != nullptr; }, absl::Seconds(20),
+                           absl::Milliseconds(1)));
     std::atomic_load(&handle)->TryCancel();
   });
   const absl::Time start = absl::Now();
@@ -317,7 +321,8 @@ TEST(RetryLoopSyncTest, InboundCancelStopsTheAttemptsOfTheHandlersLoop) {
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(5));
   std::thread canceller([&] {
-    while (rig.ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_TRUE(Eventually([&] { return rig.ledger.calls() > 0; }, absl::Seconds(20),
+                           absl::Milliseconds(1)));
     ctx.TryCancel();
   });
   echo::RelayReply reply;

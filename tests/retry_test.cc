@@ -16,6 +16,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/time/clock.h"
+#include "eventually.h"
 #include "hopbudget/client.h"
 #include "hopbudget/exposition.h"
 #include "hopbudget/server.h"
@@ -25,6 +26,7 @@
 namespace hopbudget {
 namespace {
 
+using testing::Eventually;
 using testing::Faults;
 using testing::HopConfig;
 using testing::RelayHop;
@@ -214,7 +216,8 @@ TEST(RetryTest, CancellingTheLogicalCallStopsAllAttempts) {
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(5));
   std::thread canceller([&] {
-    while (rig.ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_TRUE(Eventually([&] { return rig.ledger.calls() > 0; }, absl::Seconds(20),
+                           absl::Milliseconds(1)));
     ctx.TryCancel();
   });
   echo::RelayReply reply;
@@ -314,7 +317,8 @@ TEST(RetryTest, InboundCancelReachesTheAttemptsOfARetryingHop) {
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(20));
   std::thread canceller([&] {
-    while (ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_TRUE(
+        Eventually([&] { return ledger.calls() > 0; }, absl::Seconds(20), absl::Milliseconds(1)));
     ctx.TryCancel();
   });
   echo::RelayReply reply;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "eventually.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
@@ -19,6 +20,7 @@
 namespace hopbudget {
 namespace {
 
+using testing::Eventually;
 using testing::HopConfig;
 using testing::RelayHop;
 using testing::Request;
@@ -132,7 +134,8 @@ TEST(ShieldGrpcTest, InboundCancelDoesNotCancelTheShieldedDownstreamCall) {
   grpc::ClientContext ctx;
   testing::SetBudget(ctx, absl::Seconds(10));
   std::thread canceller([&] {
-    while (ledger.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_TRUE(
+        Eventually([&] { return ledger.calls() > 0; }, absl::Seconds(20), absl::Milliseconds(1)));
     ctx.TryCancel();
   });
   echo::RelayReply reply;

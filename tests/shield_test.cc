@@ -11,12 +11,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "eventually.h"
 #include "hopbudget/attribution.h"
 #include "sync.h"
 
 namespace hopbudget {
 namespace {
 
+using ::hopbudget::testing::Eventually;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -538,7 +540,8 @@ TEST_F(ShieldTest, DrainCountsWhatEndsWhileItWaitsThenRefusesRun) {
   DrainReport report;
   std::thread drainer([&] { report = shield.Drain(absl::InfiniteDuration()); });
   // Only the ordering matters here (end after the drain began), not how long.
-  while (!shield.stats().draining) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_TRUE(Eventually([&] { return shield.stats().draining; }, absl::Seconds(20),
+                         absl::Milliseconds(1)));
   release_quick.Open();
   clock_.Advance(absl::Milliseconds(100));
   EXPECT_EQ(shield.RunDueTimers(), 1);
