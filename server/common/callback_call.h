@@ -13,8 +13,9 @@
 // method's Work(), which answers through Answer().
 //
 // Ownership: gRPC owns a reactor from the handler's return until OnDone();
-// DemoUnaryCall deletes itself there. The DemoProcess must outlive it
-// (services outlive their server).
+// DemoUnaryCall deletes itself there, or when its last Ref goes, if that
+// is later. The DemoProcess must outlive it (services outlive their
+// server).
 //
 // Thread safety: Begin() on the handler's thread; Work(), Answer() and the
 // cancel may run on gRPC's threads, concurrently with each other. Answer()
@@ -29,7 +30,11 @@
 // primitive holds its `on_done`, and with it this call's answer, until the
 // attempt function has returned; or a completion that ends with Answer().
 // The handle of what a call starts goes to Track(), from either place, so
-// that no member is written after the start for a cancel to find.
+// that no member is written after the start for a cancel to find. Work that
+// may end after something else answered the call (a job on a thread of its
+// own, beside a CancelWork() that answers) holds a Ref: the call object
+// stays alive until the last Ref goes, and the Ref's Answer() is ignored
+// once the call was answered.
 //
 // Example (the gateway's PlaceOrder):
 //   class PlaceOrderCall final : public DemoUnaryCall {
@@ -50,6 +55,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
@@ -74,6 +80,31 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   // AfterLatency() and Work(). Returns this, for the method handler to
   // return to gRPC.
   grpc::ServerUnaryReactor* Begin();
+
+  // Keeps the call object (not the RPC) alive while held, for work that may
+  // end after the call was answered elsewhere, or after gRPC is done with
+  // it. Copyable; any thread. Through a Ref, only Answer() and the call
+  // class's own members may be used, never ctx(), the request or the reply:
+  // gRPC frees those with the RPC.
+  class Ref {
+   public:
+    Ref(const Ref& other) : call_(other.call_) {
+      if (call_ != nullptr) call_->refs_.fetch_add(1);
+    }
+    Ref(Ref&& other) noexcept : call_(std::exchange(other.call_, nullptr)) {}
+    Ref& operator=(const Ref&) = delete;
+    Ref& operator=(Ref&&) = delete;
+    ~Ref() {
+      if (call_ != nullptr) call_->Release();
+    }
+    // The call's Answer(): the first answer of the call wins.
+    void Answer(grpc::Status status) const { call_->Answer(std::move(status)); }
+
+   private:
+    friend class DemoUnaryCall;
+    explicit Ref(DemoUnaryCall* call) : call_(call) { call_->refs_.fetch_add(1); }
+    DemoUnaryCall* call_;
+  };
 
  protected:
   ~DemoUnaryCall() override = default;
@@ -104,6 +135,9 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   }
   // Finishes the call with `status`, the first time only.
   void Answer(grpc::Status status);
+  // A Ref to this call. Take it where the call cannot be deleted (Work(),
+  // an attempt function, CancelWork()) or copy another.
+  Ref Hold() { return Ref(this); }
 
   DemoProcess& process() { return process_; }
   grpc::CallbackServerContext* ctx() const { return ctx_; }
@@ -121,7 +155,10 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   // Ends this call's accounting and answers; only where Work() cannot run.
   void Send(grpc::Status status);
   void OnCancel() override;
-  void OnDone() override { delete this; }
+  void OnDone() override { Release(); }
+  void Release() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
 
   DemoProcess& process_;
   grpc::CallbackServerContext* const ctx_;
@@ -139,6 +176,7 @@ class DemoUnaryCall : public grpc::ServerUnaryReactor {
   bool in_work_ = false;                   // guarded by mu_
   absl::optional<grpc::Status> deferred_;  // guarded by mu_
   std::atomic<bool> answered_{false};
+  std::atomic<int> refs_{1};  // gRPC's, released at OnDone(), and each Ref's
   // What Track() was given; one shared_ptr fits std::function's own storage.
   absl::InlinedVector<std::function<void()>, 2> tracked_;  // guarded by mu_
 };
