@@ -17,7 +17,7 @@ HOPBUDGET_TEST_PACKAGES=(prometheus chromium python3-grpcio python3-grpc-tools
   python3-h2  # an HTTP/2 peer that refuses streams (tests/python/h2_peer.py)
   golang-go golang-google-grpc-dev golang-google-genproto-dev  # a grpc-go peer (tests/python/)
   fonts-dejavu-core  # the only fonts of the /deadlinez layout tests (tests/browser/testdata/fonts.conf)
-  nftables)  # the partition test drops and resets packets with nft (tests/partition/)
+  nftables iproute2)  # the partition test's namespaces (ip netns) and faults (nft) (tests/partition/)
 # The libFuzzer targets and the sanitizer runtime of clang.
 HOPBUDGET_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
