@@ -14,6 +14,7 @@ HOPBUDGET_BUILD_PACKAGES=(
 # exposition, headless Chromium renders /deadlinez, Python grpcio calls the
 # servers as a client we did not write (tests/python/).
 HOPBUDGET_TEST_PACKAGES=(prometheus chromium python3-grpcio python3-grpc-tools
+  python3-pkg-resources  # grpc_tools imports it, and Debian's package does not pull it in
   python3-h2  # an HTTP/2 peer that refuses streams (tests/python/h2_peer.py)
   golang-go golang-google-grpc-dev golang-google-genproto-dev  # a grpc-go peer (tests/python/)
   fonts-dejavu-core  # the only fonts of the /deadlinez layout tests (tests/browser/testdata/fonts.conf)
