@@ -13,14 +13,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -29,58 +25,17 @@
 #include "gtest/gtest.h"
 #include "hopbudget/server.h"
 #include "tests/eventually.h"
+#include "timer_service.h"
 
 namespace hopbudget::demo {
 namespace {
-
-// Answers calls handed to it, on its own thread: an answer that can come
-// while the call's Work() still runs, or just after it returned.
-class Answerer {
- public:
-  Answerer() : thread_([this] { Run(); }) {}
-  ~Answerer() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  void Post(std::function<void()> fn) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(std::move(fn));
-    }
-    cv_.notify_one();
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      std::function<void()> fn = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      fn();
-      lock.lock();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stop_ = false;
-  std::thread thread_;
-};
 
 // A Ledger whose Commit is a DemoUnaryCall; the order's item count picks
 // how Work() ends the call. Every call's cancel answers it too (CancelWork).
 // Calls are counted as made and deleted: the object, not the RPC.
 enum WorkEnd : int {
   kAnswerInWork = 0,     // Answer() before Work() returns
-  kAnswerElsewhere = 1,  // Answer() from the Answerer's thread
+  kAnswerElsewhere = 1,  // Answer() from the timer thread, through a Ref
   kUntilCancelled = 2,   // nothing but the call's cancel (CancelWork) answers
   kWorkEnds = 3,
 };
@@ -113,9 +68,11 @@ class StressLedger final : public Ledger::Service {
           Answer(grpc::Status::OK);
           break;
         case kAnswerElsewhere:
-          // The Ref keeps the call alive for the Answerer, whose answer
-          // may come after CancelWork() answered and gRPC was done.
-          service_.answerer_.Post([ref = Hold()] { ref.Answer(grpc::Status::OK); });
+          // On the timer thread, at once: the answer may come while Work()
+          // still runs, or after CancelWork() answered and gRPC was done,
+          // which the Ref keeps the call alive for.
+          service_.timers_.Schedule(absl::InfinitePast(),
+                                    [ref = Hold()] { ref.Answer(grpc::Status::OK); });
           // Still inside Work(): the answer above may already have come.
           reply_->set_order_id(1);
           break;
@@ -124,12 +81,12 @@ class StressLedger final : public Ledger::Service {
           break;
       }
     }
-    // Races the Answerer for kAnswerElsewhere calls: the first answer wins.
+    // Races the timer thread for kAnswerElsewhere calls: the first answer wins.
     void CancelWork() override { Answer(grpc::Status::CANCELLED); }
   };
 
   DemoProcess& process_;
-  Answerer answerer_;
+  internal::TimerService timers_{Clock::Real()};
 };
 
 CommonFlags StressFlags() {
