@@ -131,7 +131,8 @@ TEST(ClientInterceptorTest, SendsTheExactRemainingBudget) {
 // call is treated as untagged: the context's own deadline is the client's.
 TEST(ClientInterceptorTest, ForeignValueUnderTheInternalTagKeyIsIgnored) {
   RelayHop hop(HopConfig{});
-  auto stub = testing::NewStub(hop.address());
+  auto stub = testing::ConnectedStub(hop.address());
+  ASSERT_NE(stub, nullptr);
   for (const std::string& foreign :
        {std::string("attempt/100000"), std::string(59, '\xff'), std::string()}) {
     SCOPED_TRACE(foreign.size());
@@ -157,7 +158,8 @@ TEST(ClientInterceptorTest, ForeignValueUnderTheInternalTagKeyIsIgnored) {
 // one we do not know) goes through.
 TEST(ClientInterceptorTest, CallersOwnKeysAreReplacedOrKeptNeverLeaked) {
   RelayHop hop(HopConfig{});
-  auto stub = testing::NewStub(hop.address());
+  auto stub = testing::ConnectedStub(hop.address());
+  ASSERT_NE(stub, nullptr);
   grpc::ClientContext ctx;
   SetBudget(ctx, absl::Milliseconds(300));
   ctx.AddMetadata(kBudgetHeader, "999999999");
@@ -318,6 +320,13 @@ class LeakyOrders final : public echo::Relay::Service {
     if (channel.ok()) channel_ = *channel;
   }
 
+  // Connects the downstream channel first, for a test whose short budget
+  // must measure the leaking call, not the channel's first connection.
+  bool WaitForConnected(absl::Duration timeout) {
+    return channel_ != nullptr &&
+           channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout));
+  }
+
   grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest*,
                     echo::RelayReply*) override {
     if (channel_ == nullptr) return grpc::Status(grpc::StatusCode::INTERNAL, "no channel");
@@ -360,7 +369,9 @@ TEST(ClientInterceptorTest, LaterDeadlineLeakIsCountedAndStillBounded) {
   std::string address;
   std::unique_ptr<grpc::Server> orders = testing::ServeBehindHopbudget(&service, options, &address);
   ASSERT_NE(orders, nullptr);
-  auto stub = testing::NewStub(address, false);
+  ASSERT_TRUE(service.WaitForConnected(absl::Seconds(20)));
+  auto stub = testing::ConnectedStub(address, false);
+  ASSERT_NE(stub, nullptr);
   grpc::ClientContext ctx;
   SetBudget(ctx, absl::Milliseconds(600));
   echo::RelayReply reply;

@@ -44,25 +44,10 @@ grpc::Status CallWithBudget(echo::Relay::Stub& stub, absl::Duration budget,
   return stub.Call(&ctx, Request(std::move(steps)), &reply);
 }
 
-// A stub on a hopbudget channel already connected to `target`: the first
-// call on a new channel waits for its connection (ClientOptions::
-// backend_wait), which under TSan takes a few hundred ms of its budget.
-std::unique_ptr<echo::Relay::Stub> ConnectedStub(const std::string& target,
-                                                 Metrics* metrics = nullptr) {
-  ClientOptions options;
-  options.hop = "client";
-  options.metrics = metrics;
-  auto channel = CreateChannel(target, grpc::InsecureChannelCredentials(), options);
-  EXPECT_TRUE(channel.ok()) << channel.status();
-  if (!channel.ok()) return nullptr;
-  EXPECT_TRUE((*channel)->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(20))));
-  return echo::Relay::NewStub(*channel);
-}
-
 TEST(MetricsIntegrationTest, SuccessfulCallsAreCountedByMethodCodeAndBudget) {
   RelayHop ledger(Hop("ledger"));
   Metrics client_metrics;
-  auto stub = ConnectedStub(ledger.address(), &client_metrics);
+  auto stub = testing::ConnectedStub(ledger.address(), true, &client_metrics);
   ASSERT_NE(stub, nullptr);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(2), {Work(0)}).ok());
   ledger.Shutdown();
@@ -84,7 +69,7 @@ TEST(MetricsIntegrationTest, ArrivalMetricsSayWhatTheCallerBroughtBeforeTheCap) 
   HopConfig config = Hop("ledger");
   config.policy.request_cap = absl::Milliseconds(300);
   RelayHop ledger(config);
-  auto stub = ConnectedStub(ledger.address());
+  auto stub = testing::ConnectedStub(ledger.address());
   ASSERT_NE(stub, nullptr);
   ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(2), {Work(0)}).ok());
   {
@@ -109,7 +94,7 @@ TEST(MetricsIntegrationTest, ArrivedExpiredIsCountedAtTheRefusingHop) {
   HopConfig config = Hop("ledger");
   config.policy.min_attempt_budget = absl::Milliseconds(500);
   RelayHop ledger(config);
-  auto stub = ConnectedStub(ledger.address());
+  auto stub = testing::ConnectedStub(ledger.address());
   EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(300), {Work(0)}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   ledger.Shutdown();
@@ -123,7 +108,7 @@ TEST(MetricsIntegrationTest, RequestCapIsCountedAtItsHopAndAsDownstreamAbove) {
   ledger_config.policy.request_cap = absl::Milliseconds(100);
   RelayHop orders(Hop("orders")), ledger(ledger_config);
   orders.SetNext(ledger.address());
-  auto stub = ConnectedStub(orders.address());
+  auto stub = testing::ConnectedStub(orders.address());
   EXPECT_EQ(CallWithBudget(*stub, absl::Seconds(5), {Work(0), testing::Hang()}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   orders.Shutdown();
@@ -148,7 +133,7 @@ TEST(MetricsIntegrationTest, AttemptBudgetAndRetryAreCountedAtTheRetryingHop) {
   retry.retry.initial_backoff = absl::Milliseconds(1);
   retry.retry.max_backoff = absl::Milliseconds(2);
   orders.SetNext(ledger.address(), &retry);
-  auto stub = ConnectedStub(orders.address());
+  auto stub = testing::ConnectedStub(orders.address());
   ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(10), {Work(0), Work(0)}).ok());
   orders.Shutdown();
   ledger.Shutdown();
@@ -175,7 +160,7 @@ TEST(MetricsIntegrationTest, RetryWithoutRoomIsCountedAsSkippedForLackOfBudget) 
   retry.retry.max_backoff = absl::Milliseconds(2);
   retry.budget.min_attempt_budget = absl::Milliseconds(200);
   orders.SetNext(ledger.address(), &retry);
-  auto stub = ConnectedStub(orders.address());
+  auto stub = testing::ConnectedStub(orders.address());
   // 400 ms: the first attempt takes 250, the 150 left are below 200.
   EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(400), {Work(0), Work(0)}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
@@ -195,7 +180,7 @@ TEST(MetricsIntegrationTest, ExhaustedBeforeCallIsCountedWithoutTouchingTheNetwo
   orders_config.policy.min_attempt_budget = absl::Milliseconds(100);
   RelayHop orders(orders_config), ledger(Hop("ledger"));
   orders.SetNext(ledger.address());
-  auto stub = ConnectedStub(orders.address());
+  auto stub = testing::ConnectedStub(orders.address());
   // orders works 250 ms of a 300 ms budget: less than 100 ms left for ledger.
   EXPECT_EQ(CallWithBudget(*stub, absl::Milliseconds(300), {Work(250), Work(0)}).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
@@ -213,7 +198,7 @@ TEST(MetricsIntegrationTest, ExhaustedBeforeCallIsCountedWithoutTouchingTheNetwo
 TEST(MetricsIntegrationTest, ClientDeadlineIsCountedByTheCallerAndTheHopThatSawItPass) {
   RelayHop ledger(Hop("ledger"));
   Metrics client_metrics;
-  auto stub = ConnectedStub(ledger.address(), &client_metrics);
+  auto stub = testing::ConnectedStub(ledger.address(), true, &client_metrics);
   // The ledger's deadline is later than the caller's by the time the call
   // took to arrive, and the caller's expiry reaches it as a cancel: it takes
   // a cancel within the last tenth of its budget for its deadline
@@ -244,7 +229,7 @@ TEST(MetricsIntegrationTest, LatencyIsObservedPerAttemptPerLogicalCallAndPerServ
   retry.retry.max_backoff = absl::Milliseconds(2);
   orders.SetNext(ledger.address(), &retry);
   Metrics client_metrics;
-  auto stub = ConnectedStub(orders.address(), &client_metrics);
+  auto stub = testing::ConnectedStub(orders.address(), true, &client_metrics);
   ASSERT_TRUE(CallWithBudget(*stub, absl::Seconds(10), {Work(0), Work(0)}).ok());
   orders.Shutdown();
   ledger.Shutdown();
@@ -418,7 +403,7 @@ TEST(MetricsIntegrationTest, DocumentedSelectorCountsEachExpiryOnceAcrossTheChai
     gateway.SetNext(orders.address());
     orders.SetNext(ledger.address(), i == 1 ? &retry : nullptr);
     Metrics client_metrics;
-    auto stub = ConnectedStub(gateway.address(), &client_metrics);
+    auto stub = testing::ConnectedStub(gateway.address(), true, &client_metrics);
     std::vector<echo::Step> steps = {Work(0), Work(0), Work(300)};
     if (i == 1) steps = {Work(0), Work(0), testing::Hang()};
     if (i == 2) steps = {testing::Hang()};

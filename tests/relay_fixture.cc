@@ -469,11 +469,11 @@ std::unique_ptr<grpc::Server> ServeBehindHopbudget(grpc::Service* service,
   return server;
 }
 
-std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target, bool with_interceptor,
-                                           Metrics* metrics) {
-  if (!with_interceptor) {
-    return echo::Relay::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
-  }
+namespace {
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& target, bool with_interceptor,
+                                          Metrics* metrics) {
+  if (!with_interceptor) return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   ClientOptions options;
   options.hop = "client";
   options.metrics = metrics;
@@ -482,7 +482,27 @@ std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target, bool with_
     ADD_FAILURE() << channel.status();
     return nullptr;
   }
-  return echo::Relay::NewStub(*channel);
+  return *std::move(channel);
+}
+
+}  // namespace
+
+std::unique_ptr<echo::Relay::Stub> NewStub(const std::string& target, bool with_interceptor,
+                                           Metrics* metrics) {
+  std::shared_ptr<grpc::Channel> channel = NewChannel(target, with_interceptor, metrics);
+  if (channel == nullptr) return nullptr;
+  return echo::Relay::NewStub(channel);
+}
+
+std::unique_ptr<echo::Relay::Stub> ConnectedStub(const std::string& target, bool with_interceptor,
+                                                 Metrics* metrics) {
+  std::shared_ptr<grpc::Channel> channel = NewChannel(target, with_interceptor, metrics);
+  if (channel == nullptr) return nullptr;
+  if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(20)))) {
+    ADD_FAILURE() << "no connection to " << target << " within 20 s";
+    return nullptr;
+  }
+  return echo::Relay::NewStub(channel);
 }
 
 void SetBudget(grpc::ClientContext& ctx, absl::Duration budget) {
