@@ -6,6 +6,7 @@ HOPBUDGET_BUILD_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   grpc-proto libgtest-dev libgmock-dev libbenchmark-dev
+  golang-google-grpc-dev  # google/rpc/code.proto, which grpc-proto's service_config.proto imports
   libcpp-httplib-dev      # hopbudget::http serves /metrics and /deadlinez
   libsqlite3-dev sqlite3  # the demo chain's ledger
   prometheus-cpp-dev      # hopbudget::prometheus, hopbudget's series in a prometheus-cpp registry

@@ -1,0 +1,180 @@
+#include "hopbudget/policy_table.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hopbudget {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+MethodPolicy WithRequestCap(absl::Duration cap) {
+  MethodPolicy p;
+  p.budget.request_cap = cap;
+  return p;
+}
+
+TEST(PolicyTableTest, ResolvesMethodThenServiceThenDefault) {
+  absl::StatusOr<PolicyTable> table =
+      PolicyTable::Create(WithRequestCap(absl::Seconds(9)),
+                          {{"demo.Orders/*", WithRequestCap(absl::Seconds(2))},
+                           {"demo.Orders/Get", WithRequestCap(absl::Milliseconds(50))},
+                           {"demo.Ledger/Commit", WithRequestCap(absl::Seconds(1))}});
+  ASSERT_TRUE(table.ok()) << table.status();
+  struct Case {
+    const char* full_method;
+    absl::Duration request_cap;
+    PolicyScope scope;
+  };
+  const Case cases[] = {
+      {"/demo.Orders/Get", absl::Milliseconds(50), PolicyScope::kMethod},
+      {"/demo.Orders/Create", absl::Seconds(2), PolicyScope::kService},
+      {"/demo.Ledger/Commit", absl::Seconds(1), PolicyScope::kMethod},
+      {"/demo.Ledger/Read", absl::Seconds(9), PolicyScope::kDefault},
+      {"/other.Svc/M", absl::Seconds(9), PolicyScope::kDefault},
+      // Not "/service/method": the default, never a crash.
+      {"", absl::Seconds(9), PolicyScope::kDefault},
+      {"demo.Orders/Get", absl::Seconds(9), PolicyScope::kDefault},
+      {"/demo.Orders", absl::Seconds(9), PolicyScope::kDefault},
+      {"/demo.Orders/", absl::Seconds(9), PolicyScope::kDefault},
+      {"//Get", absl::Seconds(9), PolicyScope::kDefault},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(table->Resolve(c.full_method).budget.request_cap, c.request_cap) << c.full_method;
+    EXPECT_EQ(table->ScopeOf(c.full_method), c.scope) << c.full_method;
+  }
+}
+
+TEST(PolicyTableTest, StarEntryReplacesTheDefaultPolicy) {
+  absl::StatusOr<PolicyTable> table = PolicyTable::Create(
+      WithRequestCap(absl::Seconds(9)), {{"*", WithRequestCap(absl::Seconds(3))}});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->Resolve("/a.B/C").budget.request_cap, absl::Seconds(3));
+}
+
+TEST(PolicyTableTest, EmptyTableResolvesEverythingToTheDefault) {
+  absl::StatusOr<PolicyTable> table = PolicyTable::Create(MethodPolicy{}, {});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->Resolve("/a.B/C").budget.request_cap, absl::InfiniteDuration());
+  EXPECT_TRUE(table->Keys().empty());
+}
+
+TEST(PolicyTableTest, KeysAreListedDefaultThenServicesThenMethods) {
+  absl::StatusOr<PolicyTable> table =
+      PolicyTable::Create(MethodPolicy{}, {{"b.S/M", MethodPolicy{}},
+                                           {"a.S/*", MethodPolicy{}},
+                                           {"*", MethodPolicy{}},
+                                           {"a.S/M", MethodPolicy{}}});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->Keys(), ElementsAre("*", "a.S/*", "a.S/M", "b.S/M"));
+  EXPECT_NE(table->Find("a.S/*"), nullptr);
+  EXPECT_EQ(table->Find("a.S/X"), nullptr);
+}
+
+TEST(PolicyTableTest, MalformedKeysAreRefusedByName) {
+  for (const char* key : {"", "/", "a.S", "/a.S/M", "a.S/", "/M", "a.S/M/x", "a*/M", "a.S/M*"}) {
+    absl::StatusOr<PolicyTable> table =
+        PolicyTable::Create(MethodPolicy{}, {{key, MethodPolicy{}}});
+    ASSERT_FALSE(table.ok()) << key;
+    EXPECT_THAT(table.status().message(), HasSubstr(absl::StrCat("\"", key, "\""))) << key;
+  }
+}
+
+TEST(PolicyTableTest, DuplicateKeyIsRefused) {
+  absl::StatusOr<PolicyTable> table =
+      PolicyTable::Create(MethodPolicy{}, {{"a.S/M", MethodPolicy{}}, {"a.S/M", MethodPolicy{}}});
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().message(), "policy table: method a.S/M is given twice");
+}
+
+TEST(PolicyTableTest, EveryEntryIsValidatedAndNamed) {
+  MethodPolicy incident;  // the seeds' incident: 5 s around three 10 s attempts
+  incident.budget.request_cap = absl::Seconds(5);
+  incident.budget.attempt_cap = absl::Seconds(10);
+  incident.retry = RetryPolicy{};
+  absl::StatusOr<PolicyTable> table =
+      PolicyTable::Create(MethodPolicy{}, {{"demo.Orders/Create", incident}});
+  ASSERT_FALSE(table.ok());
+  EXPECT_THAT(table.status().message(), HasSubstr("method demo.Orders/Create: retry policy: "));
+  EXPECT_THAT(table.status().message(), HasSubstr("at most 1 of 3 attempts can run"));
+
+  MethodPolicy bad_default;
+  bad_default.budget.hop_reserve = -absl::Milliseconds(1);
+  table = PolicyTable::Create(bad_default, {});
+  ASSERT_FALSE(table.ok());
+  EXPECT_THAT(table.status().message(), HasSubstr("default: "));
+
+  table = PolicyTable::Create(MethodPolicy{}, {{"demo.Orders/*", bad_default}});
+  ASSERT_FALSE(table.ok());
+  EXPECT_THAT(table.status().message(), HasSubstr("service demo.Orders: "));
+}
+
+TEST(PolicyTableTest, ValidateMethodPolicyTable) {
+  MethodPolicy hedged;
+  hedged.hedge = HedgePolicy{};
+  hedged.idempotent = true;
+  MethodPolicy hedged_write = hedged;
+  hedged_write.idempotent = false;
+  MethodPolicy both = hedged;
+  both.retry = RetryPolicy{};
+  MethodPolicy idle_zero;
+  idle_zero.stream_idle_budget = absl::ZeroDuration();
+  MethodPolicy bad_hedge = hedged;
+  bad_hedge.hedge->max_attempts = 4;
+  struct Case {
+    const char* name;
+    MethodPolicy policy;
+    const char* error;  // "" for OK
+  };
+  const Case cases[] = {
+      {"defaults", MethodPolicy{}, ""},
+      {"hedged idempotent", hedged, ""},
+      {"hedged write", hedged_write, "must be idempotent"},
+      {"retried and hedged", both, "not both"},
+      {"idle zero", idle_zero, "stream_idle_budget must be > 0"},
+      {"hedge of 4", bad_hedge, "hedge policy: max_attempts must be 1..3, got 4"},
+  };
+  for (const Case& c : cases) {
+    const absl::Status s = ValidateMethodPolicy(c.policy);
+    if (*c.error == '\0') {
+      EXPECT_TRUE(s.ok()) << c.name << ": " << s;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.name;
+      EXPECT_THAT(s.message(), HasSubstr(c.error)) << c.name;
+    }
+  }
+}
+
+TEST(PolicyTableTest, NamesThatMatchNoRegisteredMethodAreListed) {
+  absl::StatusOr<PolicyTable> table =
+      PolicyTable::Create(MethodPolicy{}, {{"*", MethodPolicy{}},
+                                           {"demo.Orders/*", MethodPolicy{}},
+                                           {"demo.Orders/Get", MethodPolicy{}},
+                                           {"demo.Orders/Gte", MethodPolicy{}},
+                                           {"demo.Ordres/*", MethodPolicy{}}});
+  ASSERT_TRUE(table.ok()) << table.status();
+  const std::vector<std::string> registered = {"/demo.Orders/Get", "/demo.Orders/Create"};
+  const absl::Status s = table->CheckNamesExist(registered);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "policy table names what this server does not serve: service demo.Ordres, method "
+            "demo.Orders/Gte");
+  absl::StatusOr<PolicyTable> good = PolicyTable::Create(
+      MethodPolicy{}, {{"demo.Orders/*", MethodPolicy{}}, {"demo.Orders/Get", MethodPolicy{}}});
+  ASSERT_TRUE(good.ok());
+  EXPECT_TRUE(good->CheckNamesExist(registered).ok());
+}
+
+TEST(PolicyTableTest, ScopeNamesAreStable) {
+  EXPECT_EQ(PolicyScopeName(PolicyScope::kDefault), "default");
+  EXPECT_EQ(PolicyScopeName(PolicyScope::kService), "service");
+  EXPECT_EQ(PolicyScopeName(PolicyScope::kMethod), "method");
+  EXPECT_EQ(::testing::PrintToString(PolicyScope::kService), "service");
+}
+
+}  // namespace
+}  // namespace hopbudget
