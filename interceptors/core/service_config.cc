@@ -303,8 +303,8 @@ int MostSpecific(const Map& by_key, const std::string& key) {
 
 }  // namespace
 
-absl::StatusOr<ServiceConfigPolicies> PolicyTableFromServiceConfig(absl::string_view json,
-                                                                   const MethodPolicy& defaults) {
+absl::StatusOr<ServiceConfigEntries> ReadServiceConfig(absl::string_view json,
+                                                       const MethodPolicy& defaults) {
   // First parse: JSON syntax, into a Struct, so that the fields Debian's
   // ServiceConfig lacks can be taken out before the strict parse.
   pb::Value root;
@@ -379,9 +379,7 @@ absl::StatusOr<ServiceConfigPolicies> PolicyTableFromServiceConfig(absl::string_
     }
     entries.emplace_back(key, std::move(p));
   }
-  absl::StatusOr<PolicyTable> table = PolicyTable::Create(defaults, std::move(entries));
-  if (!table.ok()) return Bad("", table.status().message());
-  ServiceConfigPolicies out{*std::move(table), absl::nullopt, "", std::move(notes)};
+  ServiceConfigEntries out{std::move(entries), absl::nullopt, "", std::move(notes)};
 
   if (config.has_retry_throttling()) {
     RetryThrottleOptions t;
@@ -406,6 +404,16 @@ absl::StatusOr<ServiceConfigPolicies> PolicyTableFromServiceConfig(absl::string_
     return absl::InternalError(absl::StrCat("service config: ", s.message().as_string()));
   }
   return out;
+}
+
+absl::StatusOr<ServiceConfigPolicies> PolicyTableFromServiceConfig(absl::string_view json,
+                                                                   const MethodPolicy& defaults) {
+  absl::StatusOr<ServiceConfigEntries> read = ReadServiceConfig(json, defaults);
+  if (!read.ok()) return read.status();
+  absl::StatusOr<PolicyTable> table = PolicyTable::Create(defaults, std::move(read->entries));
+  if (!table.ok()) return Bad("", table.status().message());
+  return ServiceConfigPolicies{*std::move(table), read->retry_throttling,
+                               std::move(read->core_json), std::move(read->notes)};
 }
 
 }  // namespace hopbudget

@@ -81,6 +81,20 @@ struct ServiceConfigPolicies {
 [[nodiscard]] absl::StatusOr<ServiceConfigPolicies> PolicyTableFromServiceConfig(
     absl::string_view json, const MethodPolicy& defaults);
 
+// The same config read but not yet validated: each named key's policy
+// (PolicyTable::Entry, in the order the config names them), for a tool
+// that reports on every method rather than stop at the first that does not
+// nest (hopbudget-lint). Fails as PolicyTableFromServiceConfig does, except
+// for ValidateMethodPolicy's checks.
+struct ServiceConfigEntries {
+  std::vector<PolicyTable::Entry> entries;
+  absl::optional<RetryThrottleOptions> retry_throttling;
+  std::string core_json;
+  std::vector<std::string> notes;
+};
+[[nodiscard]] absl::StatusOr<ServiceConfigEntries> ReadServiceConfig(absl::string_view json,
+                                                                     const MethodPolicy& defaults);
+
 }  // namespace hopbudget
 
 #endif  // HOPBUDGET_SERVICE_CONFIG_H_
