@@ -1,0 +1,81 @@
+#include "hopbudget/hop.h"
+
+#include <array>
+#include <utility>
+
+#include "hopbudget/attribution.h"
+#include "hopbudget/service_config.h"
+
+namespace hopbudget {
+
+// One table and the resolutions made in it, per method label.
+struct Hop::Table {
+  Table(ServiceConfigPolicies c, uint64_t g) : config(std::move(c)), generation(g) {}
+  const ServiceConfigPolicies config;
+  const uint64_t generation;
+  // by_method[i]: the policy of the method labelled i, once resolved.
+  // Two threads may resolve the same method at once; both store the same
+  // pointer.
+  mutable std::array<std::atomic<const MethodPolicy*>, kMaxMethodLabels> by_method{};
+};
+
+namespace {
+
+absl::StatusOr<ServiceConfigPolicies> Read(absl::string_view json, const MethodPolicy& defaults) {
+  return PolicyTableFromServiceConfig(json.empty() ? absl::string_view("{}") : json, defaults);
+}
+
+}  // namespace
+
+Hop::Hop(std::string name, Clock* clock, Metrics* metrics, MethodPolicy defaults)
+    : name_(std::move(name)), clock_(clock), metrics_(metrics), defaults_(std::move(defaults)) {}
+
+Hop::~Hop() = default;
+
+absl::StatusOr<std::unique_ptr<Hop>> Hop::Create(HopOptions options) {
+  if (absl::Status s = ValidateHopName(options.name); !s.ok()) return s;
+  absl::StatusOr<ServiceConfigPolicies> config = Read(options.service_config, options.defaults);
+  if (!config.ok()) return config.status();
+  std::unique_ptr<Hop> hop(
+      new Hop(std::move(options.name), options.clock != nullptr ? options.clock : &Clock::Real(),
+              options.metrics != nullptr ? options.metrics : &Metrics::Default(),
+              std::move(options.defaults)));
+  absl::MutexLock lock(&hop->reload_mu_);
+  hop->tables_.push_back(std::make_unique<Table>(*std::move(config), 1));
+  hop->current_.store(hop->tables_.back().get(), std::memory_order_release);
+  return hop;
+}
+
+const Hop::Table& Hop::Current() const { return *current_.load(std::memory_order_acquire); }
+
+const MethodPolicy& Hop::PolicyFor(MethodId method, absl::string_view full_method) const {
+  const Table& t = Current();
+  if (method.index <= 0 || method.index >= kMaxMethodLabels) {
+    return t.config.table.Resolve(full_method);
+  }
+  std::atomic<const MethodPolicy*>& slot = t.by_method[method.index];
+  const MethodPolicy* p = slot.load(std::memory_order_acquire);
+  if (p == nullptr) {
+    p = &t.config.table.Resolve(full_method);
+    slot.store(p, std::memory_order_release);
+  }
+  return *p;
+}
+
+const PolicyTable& Hop::policies() const { return Current().config.table; }
+const absl::optional<RetryThrottleOptions>& Hop::retry_throttling() const {
+  return Current().config.retry_throttling;
+}
+const std::string& Hop::core_service_config() const { return Current().config.core_json; }
+uint64_t Hop::generation() const { return Current().generation; }
+
+absl::Status Hop::ReloadServiceConfig(absl::string_view json) {
+  absl::StatusOr<ServiceConfigPolicies> config = Read(json, defaults_);
+  if (!config.ok()) return config.status();
+  absl::MutexLock lock(&reload_mu_);
+  tables_.push_back(std::make_unique<Table>(*std::move(config), Current().generation + 1));
+  current_.store(tables_.back().get(), std::memory_order_release);
+  return absl::OkStatus();
+}
+
+}  // namespace hopbudget

@@ -1,0 +1,121 @@
+// Copyright hopbudget authors.
+//
+// hop.h: one object per process that says who this hop is to hopbudget.
+//
+// A `Hop` holds the hop's name (in every attribution and metric), its
+// clock, its metrics and its policy table: each method's budgets, read from
+// the gRPC service config the team already has (service_config.h). Every
+// hopbudget part made from one Hop uses the same name, clock and table, so
+// they cannot disagree.
+//
+// The table can be replaced while the process serves
+// (ReloadServiceConfig): a config that does not read or does not validate is
+// refused and the table in force is kept. A call resolves its method's
+// policy once (PolicyFor) and keeps it, so it sees the old table or the new
+// one, never a mix. Every table a Hop has used stays alive until the Hop is
+// destroyed (tables are small; reloads are rare), so the references
+// PolicyFor returns stay valid as long as the Hop.
+//
+// Edge cases: an empty service config ("", or "{}") gives every method
+// HopOptions::defaults. A method the table does not name gets the table's
+// default entry, else HopOptions::defaults.
+//
+// Ownership: `clock` and `metrics` are not owned and must outlive the Hop;
+// the Hop must outlive everything made from it (servers, channels, loops).
+//
+// Thread safety: every method may be called concurrently. PolicyFor takes
+// no lock and allocates nothing once a method has been resolved;
+// ReloadServiceConfig serializes with itself.
+//
+// Example:
+//   hopbudget::HopOptions options;
+//   options.name = "orders";
+//   options.service_config = ReadFile("orders_service_config.json");
+//   absl::StatusOr<std::unique_ptr<hopbudget::Hop>> hop =
+//       hopbudget::Hop::Create(std::move(options));
+//   if (!hop.ok()) return hop.status();  // names the method and the numbers
+#ifndef HOPBUDGET_HOP_H_
+#define HOPBUDGET_HOP_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/optional.h"
+#include "hopbudget/clock.h"
+#include "hopbudget/metrics.h"
+#include "hopbudget/policy_table.h"
+#include "hopbudget/retry_policy.h"
+
+namespace hopbudget {
+
+struct HopOptions {
+  // This hop's name in attribution and metrics: 1..64 characters of
+  // [A-Za-z0-9._-]. Required.
+  std::string name;
+  // Not owned. Defaults (nullptr): Clock::Real(), Metrics::Default().
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;
+  // The policy of every method the service config does not set.
+  MethodPolicy defaults;
+  // A gRPC service config's JSON (with hopbudget's section, if any); "" for
+  // none.
+  std::string service_config;
+};
+
+class Hop {
+ public:
+  // Validates the name and reads the service config (PolicyTableFromServiceConfig:
+  // InvalidArgument naming the method and the numbers).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Hop>> Create(HopOptions options);
+
+  ~Hop();
+  Hop(const Hop&) = delete;
+  Hop& operator=(const Hop&) = delete;
+
+  const std::string& name() const { return name_; }
+  Clock& clock() const { return *clock_; }
+  Metrics& metrics() const { return *metrics_; }
+
+  // The policy of `full_method` ("/pkg.Service/Method") in the table in
+  // force. `method` is metrics().Method(full_method): its resolution is kept
+  // per table, so later calls of the method take one atomic load. A method
+  // without a label of its own ("other") is resolved by name every time.
+  const MethodPolicy& PolicyFor(MethodId method, absl::string_view full_method) const;
+
+  // The table in force, the config's retryThrottling, and the service config
+  // to hand gRPC core (ServiceConfigPolicies). Valid until the next reload.
+  const PolicyTable& policies() const;
+  const absl::optional<RetryThrottleOptions>& retry_throttling() const;
+  const std::string& core_service_config() const;
+  // 1 for the table Create made, one more per successful reload.
+  uint64_t generation() const;
+
+  // Replaces the table with the one `json` gives (with the same defaults).
+  // On an error (as Create's) the table in force is kept.
+  absl::Status ReloadServiceConfig(absl::string_view json);
+
+ private:
+  struct Table;
+  Hop(std::string name, Clock* clock, Metrics* metrics, MethodPolicy defaults);
+  const Table& Current() const;
+
+  const std::string name_;
+  Clock* const clock_;
+  Metrics* const metrics_;
+  const MethodPolicy defaults_;
+  absl::Mutex reload_mu_;
+  std::vector<std::unique_ptr<Table>> tables_ ABSL_GUARDED_BY(reload_mu_);
+  std::atomic<const Table*> current_{nullptr};
+};
+
+}  // namespace hopbudget
+
+#endif  // HOPBUDGET_HOP_H_

@@ -1,0 +1,169 @@
+#include "hopbudget/hop.h"
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hopbudget {
+namespace {
+
+using ::testing::HasSubstr;
+
+// demo.Orders/Get with its own timeout and reserve; every other method the
+// default entry's.
+std::string Config(absl::Duration get_timeout, absl::Duration get_reserve) {
+  return absl::StrCat(R"({"methodConfig": [{"name": [{"service": "demo.Orders", "method": "Get"}],
+                           "timeout": ")",
+                      absl::ToDoubleSeconds(get_timeout), R"(s"},
+                          {"name": [{}], "timeout": "9s"}],
+      "hopbudget": {"methodPolicy": [{"name": [{"service": "demo.Orders", "method": "Get"}],
+                                      "hopReserve": ")",
+                      absl::ToDoubleSeconds(get_reserve), R"(s"}]}})");
+}
+
+std::unique_ptr<Hop> MakeHop(Metrics* metrics, std::string config) {
+  HopOptions options;
+  options.name = "orders";
+  options.metrics = metrics;
+  options.service_config = std::move(config);
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  EXPECT_TRUE(hop.ok()) << hop.status();
+  return hop.ok() ? *std::move(hop) : nullptr;
+}
+
+TEST(HopTest, WithoutAServiceConfigEveryMethodGetsTheDefaults) {
+  Metrics metrics;
+  HopOptions options;
+  options.name = "orders";
+  options.metrics = &metrics;
+  options.defaults.budget.request_cap = absl::Seconds(3);
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  ASSERT_TRUE(hop.ok()) << hop.status();
+  EXPECT_EQ((*hop)->name(), "orders");
+  EXPECT_EQ(&(*hop)->metrics(), &metrics);
+  EXPECT_EQ(&(*hop)->clock(), &Clock::Real());
+  const char* kGet = "/demo.Orders/Get";
+  EXPECT_EQ((*hop)->PolicyFor(metrics.Method(kGet), kGet).budget.request_cap, absl::Seconds(3));
+  EXPECT_EQ((*hop)->generation(), 1u);
+  EXPECT_EQ((*hop)->core_service_config(), "{}");
+  EXPECT_FALSE((*hop)->retry_throttling().has_value());
+}
+
+TEST(HopTest, BadNameOrConfigIsRefusedAtCreate) {
+  HopOptions bad_name;
+  bad_name.name = "orders service";
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(bad_name);
+  ASSERT_FALSE(hop.ok());
+  EXPECT_THAT(std::string(hop.status().message()), HasSubstr("orders service"));
+
+  HopOptions bad_config;
+  bad_config.name = "orders";
+  bad_config.service_config = R"({"methodConfig": [{"name": [{}], "timeout": "-1s"}]})";
+  hop = Hop::Create(bad_config);
+  ASSERT_FALSE(hop.ok());
+  EXPECT_THAT(std::string(hop.status().message()), HasSubstr("timeout must be > 0"));
+
+  HopOptions bad_defaults;
+  bad_defaults.name = "orders";
+  bad_defaults.defaults.budget.request_cap = absl::ZeroDuration();
+  hop = Hop::Create(bad_defaults);
+  ASSERT_FALSE(hop.ok());
+  EXPECT_THAT(std::string(hop.status().message()), HasSubstr("default: "));
+}
+
+TEST(HopTest, EachMethodGetsItsOwnPolicyAndKeepsItsResolution) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop =
+      MakeHop(&metrics, Config(absl::Milliseconds(50), absl::Milliseconds(2)));
+  ASSERT_NE(hop, nullptr);
+  const char* kGet = "/demo.Orders/Get";
+  const char* kCreate = "/demo.Orders/Create";
+  const MethodPolicy& get = hop->PolicyFor(metrics.Method(kGet), kGet);
+  EXPECT_EQ(get.budget.request_cap, absl::Milliseconds(50));
+  EXPECT_EQ(get.budget.hop_reserve, absl::Milliseconds(2));
+  const MethodPolicy& create = hop->PolicyFor(metrics.Method(kCreate), kCreate);
+  EXPECT_EQ(create.budget.request_cap, absl::Seconds(9));
+  // The second call of a method gets the very same policy object.
+  EXPECT_EQ(&hop->PolicyFor(metrics.Method(kGet), kGet), &get);
+  // A method without a label of its own ("other", index 0) by name.
+  EXPECT_EQ(hop->PolicyFor(MethodId{}, kGet).budget.request_cap, absl::Milliseconds(50));
+  EXPECT_EQ(hop->PolicyFor(MethodId{}, kCreate).budget.request_cap, absl::Seconds(9));
+}
+
+TEST(HopTest, ReloadReplacesTheTableAndOldPoliciesStayValid) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop =
+      MakeHop(&metrics, Config(absl::Milliseconds(50), absl::Milliseconds(2)));
+  ASSERT_NE(hop, nullptr);
+  const char* kGet = "/demo.Orders/Get";
+  const MethodId id = metrics.Method(kGet);
+  const MethodPolicy& before = hop->PolicyFor(id, kGet);
+  ASSERT_TRUE(hop->ReloadServiceConfig(Config(absl::Milliseconds(80), absl::Milliseconds(3))).ok());
+  EXPECT_EQ(hop->generation(), 2u);
+  EXPECT_EQ(hop->PolicyFor(id, kGet).budget.request_cap, absl::Milliseconds(80));
+  // A call that resolved before the reload keeps its policy, still alive.
+  EXPECT_EQ(before.budget.request_cap, absl::Milliseconds(50));
+  EXPECT_EQ(before.budget.hop_reserve, absl::Milliseconds(2));
+}
+
+TEST(HopTest, ReloadThatDoesNotValidateKeepsTheTableInForce) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop =
+      MakeHop(&metrics, Config(absl::Milliseconds(50), absl::Milliseconds(2)));
+  ASSERT_NE(hop, nullptr);
+  const char* kGet = "/demo.Orders/Get";
+  // A reserve larger than the timeout: no downstream call could start.
+  const absl::Status s =
+      hop->ReloadServiceConfig(Config(absl::Milliseconds(5), absl::Milliseconds(9)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("method demo.Orders/Get"));
+  EXPECT_EQ(hop->ReloadServiceConfig("{").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(hop->generation(), 1u);
+  EXPECT_EQ(hop->PolicyFor(metrics.Method(kGet), kGet).budget.request_cap, absl::Milliseconds(50));
+}
+
+// Readers resolve while a writer reloads two tables in turn: every policy a
+// reader gets is wholly one table's (the timeout and the reserve agree).
+TEST(HopTest, ReadersSeeOneTableOrTheOtherNeverAMix) {
+  Metrics metrics;
+  const std::string a = Config(absl::Milliseconds(100), absl::Milliseconds(1));
+  const std::string b = Config(absl::Milliseconds(200), absl::Milliseconds(2));
+  std::unique_ptr<Hop> hop = MakeHop(&metrics, a);
+  ASSERT_NE(hop, nullptr);
+  const char* kGet = "/demo.Orders/Get";
+  const MethodId id = metrics.Method(kGet);
+  std::atomic<bool> stop{false};
+  std::atomic<int> mixed{0}, seen_a{0}, seen_b{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        const MethodPolicy& p = hop->PolicyFor(id, kGet);
+        if (p.budget.request_cap == absl::Milliseconds(100) &&
+            p.budget.hop_reserve == absl::Milliseconds(1)) {
+          seen_a.fetch_add(1);
+        } else if (p.budget.request_cap == absl::Milliseconds(200) &&
+                   p.budget.hop_reserve == absl::Milliseconds(2)) {
+          seen_b.fetch_add(1);
+        } else {
+          mixed.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(hop->ReloadServiceConfig(i % 2 == 0 ? b : a).ok());
+  }
+  stop.store(true);
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(mixed.load(), 0);
+  EXPECT_GT(seen_a.load() + seen_b.load(), 0);
+  EXPECT_EQ(hop->generation(), 201u);
+}
+
+}  // namespace
+}  // namespace hopbudget
