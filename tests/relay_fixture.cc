@@ -41,6 +41,10 @@ class RelayHop::SyncService final : public echo::Relay::Service {
                     echo::RelayReply* reply) override {
     return hop_->Handle(*ctx, *req, reply);
   }
+  grpc::Status Write(grpc::ServerContext* ctx, const echo::RelayRequest* req,
+                     echo::RelayReply* reply) override {
+    return hop_->Handle(*ctx, *req, reply);
+  }
   grpc::Status Watch(grpc::ServerContext* ctx, const echo::RelayRequest* req,
                      grpc::ServerWriter<echo::RelayReply>* writer) override {
     const int call = ++hop_->calls_;
@@ -75,12 +79,16 @@ class RelayHop::CallbackService final : public echo::Relay::CallbackService {
     }).detach();
     return reactor;
   }
+  grpc::ServerUnaryReactor* Write(grpc::CallbackServerContext* ctx, const echo::RelayRequest* req,
+                                  echo::RelayReply* reply) override {
+    return Call(ctx, req, reply);
+  }
 
  private:
   RelayHop* hop_;
 };
 
-// The async API: one completion-queue thread serves Call; each call's
+// The async API: one completion-queue thread serves Call and Write; each call's
 // handler runs on a short-lived thread so that a hanging step does not
 // block the queue (test code only).
 class RelayHop::AsyncLoop {
@@ -89,7 +97,8 @@ class RelayHop::AsyncLoop {
     cq_ = builder.AddCompletionQueue();
   }
   void Start() {
-    new CallData(this);
+    new CallData(this, /*write=*/false);
+    new CallData(this, /*write=*/true);
     thread_ = std::thread([this] {
       void* tag;
       bool ok;
@@ -127,10 +136,15 @@ class RelayHop::AsyncLoop {
     bool done_tag;
   };
   struct CallData {
-    explicit CallData(AsyncLoop* loop) : loop(loop), responder(&ctx) {
+    CallData(AsyncLoop* loop, bool write) : loop(loop), write(write), responder(&ctx) {
       ctx.AsyncNotifyWhenDone(&done);
-      loop->service.RequestCall(&ctx, &request, &responder, loop->cq_.get(), loop->cq_.get(),
-                                &main);
+      if (write) {
+        loop->service.RequestWrite(&ctx, &request, &responder, loop->cq_.get(), loop->cq_.get(),
+                                   &main);
+      } else {
+        loop->service.RequestCall(&ctx, &request, &responder, loop->cq_.get(), loop->cq_.get(),
+                                  &main);
+      }
     }
     void Proceed(bool ok, bool done_tag) {
       if (done_tag) {
@@ -142,7 +156,7 @@ class RelayHop::AsyncLoop {
           delete this;
           return;
         }
-        loop->RequestNext();
+        loop->RequestNext(write);
         state = kFinishing;
         loop->HandlerStarted();
         std::thread([this] {
@@ -161,6 +175,7 @@ class RelayHop::AsyncLoop {
     enum { kWaiting, kFinishing } state = kWaiting;
     int refs = 2;  // only touched on the completion-queue thread
     AsyncLoop* loop;
+    const bool write;  // serves Write, else Call
     Tag main{this, false};
     Tag done{this, true};
     grpc::ServerContext ctx;
@@ -177,9 +192,9 @@ class RelayHop::AsyncLoop {
     hopbudget::internal::MutexLock lock(&mu_);
     --active_handlers_;
   }
-  void RequestNext() {
+  void RequestNext(bool write) {
     hopbudget::internal::MutexLock lock(&mu_);
-    if (!stopping_) new CallData(this);
+    if (!stopping_) new CallData(this, write);
   }
 
   RelayHop* hop_;
@@ -191,7 +206,10 @@ class RelayHop::AsyncLoop {
 };
 
 RelayHop::RelayHop(HopConfig config) : config_(std::move(config)), rng_(config_.faults.seed) {
-  if (config_.metrics == nullptr) {
+  if (config_.hop_config != nullptr) {
+    config_.hop = config_.hop_config->name();  // its channels too: one name
+    metrics_ = &config_.hop_config->metrics();
+  } else if (config_.metrics == nullptr) {
     own_metrics_ = std::make_unique<Metrics>();
     metrics_ = own_metrics_.get();
   } else {
@@ -224,7 +242,9 @@ RelayHop::RelayHop(HopConfig config) : config_(std::move(config)), rng_(config_.
     options.policy = config_.policy;
     options.admission = config_.admission;
     options.metrics = metrics_;
-    auto factory = MakeServerInterceptorFactory(options);
+    auto factory = config_.hop_config != nullptr
+                       ? MakeServerInterceptorFactory(*config_.hop_config, config_.admission)
+                       : MakeServerInterceptorFactory(options);
     if (!factory.ok()) {
       ADD_FAILURE() << factory.status();
       return;

@@ -52,6 +52,10 @@ struct HopConfig {
   // callback and async services run each on a thread of its own), so
   // HandlerThreads::kNonBlocking suits those two APIs, kBlocking the sync one.
   AdmissionOptions admission;
+  // When set, the server interceptor is this Hop's (per-method budgets from
+  // its table): `hop`, `policy` and `metrics` above are then the Hop's.
+  // Not owned; must outlive the RelayHop.
+  const Hop* hop_config = nullptr;
 };
 
 class RelayHop {

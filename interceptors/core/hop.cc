@@ -2,9 +2,11 @@
 
 #include <array>
 #include <utility>
+#include <vector>
 
 #include "hopbudget/attribution.h"
 #include "hopbudget/service_config.h"
+#include "sync.h"
 
 namespace hopbudget {
 
@@ -19,6 +21,11 @@ struct Hop::Table {
   mutable std::array<std::atomic<const MethodPolicy*>, kMaxMethodLabels> by_method{};
 };
 
+struct Hop::Tables {
+  internal::Mutex mu;  // serializes reloads
+  std::vector<std::unique_ptr<Table>> all ABSL_GUARDED_BY(mu);
+};
+
 namespace {
 
 absl::StatusOr<ServiceConfigPolicies> Read(absl::string_view json, const MethodPolicy& defaults) {
@@ -28,7 +35,11 @@ absl::StatusOr<ServiceConfigPolicies> Read(absl::string_view json, const MethodP
 }  // namespace
 
 Hop::Hop(std::string name, Clock* clock, Metrics* metrics, MethodPolicy defaults)
-    : name_(std::move(name)), clock_(clock), metrics_(metrics), defaults_(std::move(defaults)) {}
+    : name_(std::move(name)),
+      clock_(clock),
+      metrics_(metrics),
+      defaults_(std::move(defaults)),
+      tables_(std::make_unique<Tables>()) {}
 
 Hop::~Hop() = default;
 
@@ -40,9 +51,9 @@ absl::StatusOr<std::unique_ptr<Hop>> Hop::Create(HopOptions options) {
       new Hop(std::move(options.name), options.clock != nullptr ? options.clock : &Clock::Real(),
               options.metrics != nullptr ? options.metrics : &Metrics::Default(),
               std::move(options.defaults)));
-  absl::MutexLock lock(&hop->reload_mu_);
-  hop->tables_.push_back(std::make_unique<Table>(*std::move(config), 1));
-  hop->current_.store(hop->tables_.back().get(), std::memory_order_release);
+  internal::MutexLock lock(&hop->tables_->mu);
+  hop->tables_->all.push_back(std::make_unique<Table>(*std::move(config), 1));
+  hop->current_.store(hop->tables_->all.back().get(), std::memory_order_release);
   return hop;
 }
 
@@ -72,9 +83,9 @@ uint64_t Hop::generation() const { return Current().generation; }
 absl::Status Hop::ReloadServiceConfig(absl::string_view json) {
   absl::StatusOr<ServiceConfigPolicies> config = Read(json, defaults_);
   if (!config.ok()) return config.status();
-  absl::MutexLock lock(&reload_mu_);
-  tables_.push_back(std::make_unique<Table>(*std::move(config), Current().generation + 1));
-  current_.store(tables_.back().get(), std::memory_order_release);
+  internal::MutexLock lock(&tables_->mu);
+  tables_->all.push_back(std::make_unique<Table>(*std::move(config), Current().generation + 1));
+  current_.store(tables_->all.back().get(), std::memory_order_release);
   return absl::OkStatus();
 }
 

@@ -164,6 +164,8 @@ const MethodPolicy& PolicyTable::Resolve(absl::string_view full_method) const {
   return rep_->default_policy;
 }
 
+const MethodPolicy& PolicyTable::Default() const { return rep_->default_policy; }
+
 PolicyScope PolicyTable::ScopeOf(absl::string_view full_method) const {
   absl::string_view service, method;
   if (!SplitFullMethod(full_method, &service, &method)) return PolicyScope::kDefault;

@@ -134,4 +134,14 @@ absl::StatusOr<grpc::ChannelArguments> WithChannelDefaults(const grpc::ChannelAr
   return merged;
 }
 
+grpc::ChannelArguments WithHopServiceConfig(const Hop& hop, const grpc::ChannelArguments& args) {
+  grpc::ChannelArguments out = args;
+  const grpc_channel_args set = out.c_channel_args();
+  for (size_t i = 0; i < set.num_args; ++i) {
+    if (std::strcmp(set.args[i].key, GRPC_ARG_SERVICE_CONFIG) == 0) return out;  // the caller's
+  }
+  if (hop.core_service_config() != "{}") out.SetServiceConfigJSON(hop.core_service_config());
+  return out;
+}
+
 }  // namespace hopbudget::internal

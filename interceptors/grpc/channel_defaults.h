@@ -45,6 +45,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "hopbudget/hop.h"
 
 namespace hopbudget::internal {
 
@@ -82,6 +83,10 @@ absl::StatusOr<grpc::ChannelArguments> WithChannelDefaults(const grpc::ChannelAr
 // protobuf's JSON parser (as a google.protobuf.Struct: the rest is gRPC's to
 // judge, and it still does). InvalidArgument when it is not a JSON object.
 absl::StatusOr<std::string> WithoutCoreRetries(const std::string& service_config_json);
+
+// `args` with the service config of `hop` (Hop::core_service_config()),
+// unless `args` sets one or the Hop has none.
+grpc::ChannelArguments WithHopServiceConfig(const Hop& hop, const grpc::ChannelArguments& args);
 
 }  // namespace hopbudget::internal
 

@@ -664,6 +664,28 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
                                                                  std::move(creators));
 }
 
+ClientOptions ClientOptionsFor(const Hop& hop) {
+  ClientOptions options;
+  options.hop = hop.name();
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
+  options.min_call_budget = hop.policies().Default().budget.min_attempt_budget;
+  return options;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
+    const Hop& hop, const std::string& target,
+    const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
+  return CreateChannel(hop, ClientOptionsFor(hop), target, creds, args);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
+    const Hop& hop, ClientOptions options, const std::string& target,
+    const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
+  return CreateChannel(target, creds, std::move(options),
+                       internal::WithHopServiceConfig(hop, args));
+}
+
 absl::string_view BackendWaitName(BackendWait value) {
   switch (value) {
     case BackendWait::kWithinBudget:

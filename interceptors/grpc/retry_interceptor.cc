@@ -44,6 +44,9 @@ struct RetryShared {
   std::string hop;
   BudgetPolicy budget;  // hop_reserve 0: the logical deadline already has it
   RetryPolicy retry;
+  // When set, each method's entry says whether and how its calls are retried
+  // (budget and retry above are then unused).
+  const Hop* hop_config = nullptr;
   bool unfit = false;
   // ClientOptions::backend_wait is kWithinBudget: attempts wait for a ready
   // backend, gRPC's pick included (wait_for_ready, see PrepareAttemptLocked).
@@ -195,8 +198,14 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
 
   // Unary and server-streaming calls of protobuf methods are retried; the
   // rest passes through untouched.
-  RetryShared::Mode ModeOfCall() const {
+  RetryShared::Mode ModeOfCall() {
     using Type = grpc::experimental::ClientRpcInfo::Type;
+    if (shared_.hop_config != nullptr) {
+      // Only a method the service config gives a retryPolicy is retried: a
+      // write without one is sent once.
+      method_policy_ = &shared_.hop_config->PolicyFor(method_, info_->method());
+      if (!method_policy_->retry.has_value()) return RetryShared::Mode::kPassThrough;
+    }
     const RetryShared::Mode mode = shared_.ModeOf(info_->method());
     const Type expected =
         mode == RetryShared::Mode::kServerStreaming ? Type::SERVER_STREAMING : Type::UNARY;
@@ -220,10 +229,18 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     if (auto it = metadata_.find(internal::kInternalBackendWaitKey); it != metadata_.end()) {
       wait_for_backend_ = it->second != BackendWaitName(BackendWait::kFailFast);
     }
-    logical_.emplace(shared_.budget, tag, internal::ToAbslTime(info_->client_context()->deadline()),
+    BudgetPolicy budget = shared_.budget;
+    if (method_policy_ != nullptr) {
+      budget = method_policy_->budget;
+      budget.hop_reserve = absl::ZeroDuration();  // the logical deadline already has it
+    }
+    logical_.emplace(budget, tag, internal::ToAbslTime(info_->client_context()->deadline()),
                      shared_.clock->Now());
-    step_.emplace(logical_->attempt_policy(), shared_.retry, shared_.throttle, *shared_.metrics,
-                  method_, *shared_.clock);
+    // The method's RetryPolicy lives in its Hop's table, which outlives the
+    // channel.
+    step_.emplace(logical_->attempt_policy(),
+                  method_policy_ != nullptr ? *method_policy_->retry : shared_.retry,
+                  shared_.throttle, *shared_.metrics, method_, *shared_.clock);
     request_ = *m->GetSerializedSendMessage();
   }
 
@@ -477,6 +494,9 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
   RetryShared::Mode mode_ = RetryShared::Mode::kUnary;  // decided on the first batch
 
   // Set before the first attempt; read-only afterwards.
+  // The method's entry in the channel's Hop (nullptr: no Hop); resolved
+  // once, when the call starts.
+  const MethodPolicy* method_policy_ = nullptr;
   std::multimap<std::string, std::string> metadata_;
   bool wait_for_backend_ = true;  // the channel's backend_wait, or the call's (SetBackendWait)
   grpc::ByteBuffer request_;
@@ -553,6 +573,41 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
   shared->clock = options.client.clock != nullptr ? options.client.clock : &Clock::Real();
   shared->metrics =
       options.client.metrics != nullptr ? options.client.metrics : &Metrics::Default();
+  std::unique_ptr<internal::TimerService> own;
+  if (shared->clock != &Clock::Real())
+    own = std::make_unique<internal::TimerService>(*shared->clock);
+  shared->timers = own != nullptr ? own.get() : &internal::TimerService::Shared();
+
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
+  creators.push_back(std::make_unique<RetryFactory>(std::move(shared), std::move(own)));
+  creators.push_back(*std::move(budget_factory));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, *channel_args,
+                                                                 std::move(creators));
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
+    const Hop& hop, const std::string& target,
+    const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
+  return CreateRetryingChannel(hop, ClientOptionsFor(hop), target, creds, args);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
+    const Hop& hop, ClientOptions client, const std::string& target,
+    const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
+  auto budget_factory = MakeClientInterceptorFactory(client);
+  if (!budget_factory.ok()) return budget_factory.status();
+  absl::StatusOr<grpc::ChannelArguments> channel_args =
+      internal::WithChannelDefaults(internal::WithHopServiceConfig(hop, args));
+  if (!channel_args.ok()) return channel_args.status();
+
+  // Every entry was validated when the Hop read its config: none is unfit.
+  auto shared =
+      std::make_unique<RetryShared>(hop.retry_throttling().value_or(RetryThrottleOptions{}));
+  shared->hop = hop.name();
+  shared->hop_config = &hop;
+  shared->wait_for_backend = client.backend_wait == BackendWait::kWithinBudget;
+  shared->clock = &hop.clock();
+  shared->metrics = &hop.metrics();
   std::unique_ptr<internal::TimerService> own;
   if (shared->clock != &Clock::Real())
     own = std::make_unique<internal::TimerService>(*shared->clock);

@@ -173,13 +173,26 @@ class InboundRegistry {
 
 struct ServerShared {
   std::string hop;
-  BudgetPolicy policy;
+  BudgetPolicy policy;  // every call's, unless `hop_config` resolves it per method
+  const Hop* hop_config = nullptr;
   TraceMode trace;
   Clock* clock;
   Metrics* metrics;
   internal::TimerService* timers;
   internal::AdmissionGate* gate;  // nullptr: admission off
 };
+
+// The budgets of a call of `full_method`: the server's one policy, or its
+// Hop's entry for the method, whose timeout caps the request. Downstream
+// attempts take the attempt cap of the table's default entry: the entry of
+// a method describes calls of that method, and a downstream call is a call
+// of another one.
+BudgetPolicy PolicyOf(const ServerShared& shared, MethodId method, const char* full_method) {
+  if (shared.hop_config == nullptr) return shared.policy;
+  BudgetPolicy p = shared.hop_config->PolicyFor(method, full_method).budget;
+  p.attempt_cap = shared.hop_config->policies().Default().budget.attempt_cap;
+  return p;
+}
 
 // A waiting call gives up with this much left: no downstream attempt could
 // start in less (min_attempt_budget after the hop's reserve), and the
@@ -244,6 +257,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
         ctx_(info->server_context()),
         method_name_(info->method()),
         method_(shared->metrics->Method(method_name_)),
+        policy_(PolicyOf(*shared, method_, method_name_)),
         arrival_(shared->clock->Now()) {}
 
   ~ServerBudgetInterceptor() override {
@@ -294,14 +308,14 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
         shared_.metrics->CountBadBudgetHeader(parsed.result);
       }
     }
-    const RequestBudget rb = DeriveRequestBudget(shared_.policy, inbound, arrival_);
+    const RequestBudget rb = DeriveRequestBudget(policy_, inbound, arrival_);
     const bool caller_wants_trace = own.trace_requested;
     send_trace_ = caller_wants_trace || shared_.trace == TraceMode::kAlways;
     // A call kept for /deadlinez asks its downstream calls for their traces,
     // so that its waterfall is whole.
     sampled_ = shared_.metrics->SampleOnArrival(arrival_);
-    budget_.emplace(internal::InboundBudgetAccess::Make(
-        rb, &shared_.hop, &shared_.policy, shared_.clock, ctx_, caller_wants_trace || sampled_));
+    budget_.emplace(internal::InboundBudgetAccess::Make(rb, &shared_.hop, &policy_, shared_.clock,
+                                                        ctx_, caller_wants_trace || sampled_));
     InboundRegistry::Get().Insert(ctx_, InboundEntry{&*budget_, &downstream_});
     // What the caller brought, before this hop's caps; then what this hop
     // allows itself.
@@ -575,6 +589,9 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   grpc::ServerContextBase* const ctx_;
   const char* const method_name_;  // owned by the server's method table
   const MethodId method_;
+  // This call's budgets, resolved once: the call keeps them through a
+  // reload of its Hop's table.
+  const BudgetPolicy policy_;
   const absl::Time arrival_;
   absl::optional<InboundBudget> budget_;
   DownstreamLog downstream_;
@@ -643,12 +660,28 @@ MakeServerInterceptorFactory(ServerOptions options) {
   }
   ServerShared shared{std::move(options.hop),
                       options.policy,
+                      nullptr,
                       options.trace,
                       options.clock != nullptr ? options.clock : &Clock::Real(),
                       options.metrics != nullptr ? options.metrics : &Metrics::Default(),
                       nullptr,
                       nullptr};
   return std::make_unique<ServerFactory>(std::move(shared), options.admission);
+}
+
+absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+MakeServerInterceptorFactory(const Hop& hop, const AdmissionOptions& admission, TraceMode trace) {
+  // Admission's give-up margin is the hop's default entry's (one gate for
+  // every method).
+  const BudgetPolicy& defaults = hop.policies().Default().budget;
+  if (admission.enabled) {
+    auto gate = internal::AdmissionGate::Create(admission, GiveUpMargin(defaults), &Clock::Real(),
+                                                &internal::TimerService::Shared());
+    if (!gate.ok()) return gate.status();
+  }
+  ServerShared shared{hop.name(),   defaults,       &hop,    trace,
+                      &hop.clock(), &hop.metrics(), nullptr, nullptr};
+  return std::make_unique<ServerFactory>(std::move(shared), admission);
 }
 
 namespace internal {

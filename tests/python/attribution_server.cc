@@ -21,6 +21,8 @@
 //                                                         cannot-finish
 //   no-queue    admission: 1 call in progress, no queue  overload shed
 //               (RESOURCE_EXHAUSTED, pushback 100 ms)
+//   per-method  a hopbudget::Hop whose service config gives Call 300 ms
+//               and Write 500 ms   request, each at its own cap
 // Every front hop keeps 50 ms of reserve, so that its answer beats the
 // Python caller's own deadline on a loaded machine.
 #include <iostream>
@@ -32,6 +34,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "hopbudget/hop.h"
 #include "relay_fixture.h"
 
 namespace hopbudget {
@@ -44,6 +47,9 @@ struct FrontSpec {
   bool retrying = false;
   bool to_capped_back = false;
   AdmissionOptions admission;  // off unless set
+  // When set, the front is made from a Hop with this service config (its
+  // own reserve in the config's hopbudget section), and `policy` is unused.
+  std::string service_config;
 };
 
 AdmissionOptions Admit(int in_flight, int queue, bool predict) {
@@ -84,6 +90,11 @@ std::vector<FrontSpec> FrontSpecs() {
   specs.push_back({"queued", base, false, false, Admit(1, 10, /*predict=*/false)});
   specs.push_back({"predicting", base, false, false, Admit(4, 10, /*predict=*/true)});
   specs.push_back({"no-queue", base, false, false, Admit(1, 0, /*predict=*/false)});
+  specs.push_back({"per-method", base, false, false, AdmissionOptions{}, R"({
+      "methodConfig": [
+        {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "0.3s"},
+        {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "0.5s"}],
+      "hopbudget": {"methodPolicy": [{"name": [{}], "hopReserve": "0.05s"}]}})"});
   return specs;
 }
 
@@ -106,6 +117,7 @@ int Run() {
 
   const std::pair<const char*, Api> apis[] = {
       {"sync", Api::kSync}, {"callback", Api::kCallback}, {"async", Api::kAsync}};
+  std::vector<std::unique_ptr<Hop>> hops;  // outlive the fronts made from them
   std::vector<std::unique_ptr<RelayHop>> fronts;
   std::vector<std::string> by_api;
   for (const auto& [api_name, api] : apis) {
@@ -118,6 +130,18 @@ int Run() {
       config.admission = spec.admission;
       config.admission.handlers =
           api == Api::kSync ? HandlerThreads::kBlocking : HandlerThreads::kNonBlocking;
+      if (!spec.service_config.empty()) {
+        HopOptions options;
+        options.name = "front";
+        options.service_config = spec.service_config;
+        absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+        if (!hop.ok()) {
+          std::cerr << "attribution_server: " << hop.status() << std::endl;
+          return 1;
+        }
+        hops.push_back(*std::move(hop));
+        config.hop_config = hops.back().get();
+      }
       fronts.push_back(std::make_unique<RelayHop>(config));
       fronts.back()->SetNext(spec.to_capped_back ? capped_back.address() : back.address(),
                              spec.retrying ? &retry : nullptr);

@@ -53,13 +53,14 @@ def step(**fields):
     return PB["relay"].Step(**fields)
 
 
-def call(api, front, steps, timeout):
-    """The answer of one Relay.Call as the caller sees it: (code, message, trailers)."""
+def call(api, front, steps, timeout, method="Call"):
+    """The answer of one Relay call (Call, or Write) as the caller sees it:
+    (code, message, trailers)."""
     with grpc.insecure_channel(FRONTS[api][front]) as channel:
         stub = PB["relay_grpc"].RelayStub(channel)
         request = PB["relay"].RelayRequest(payload="p", steps=steps)
         try:
-            stub.Call(request, timeout=timeout)
+            getattr(stub, method)(request, timeout=timeout)
             return grpc.StatusCode.OK, "", {}
         except grpc.RpcError as e:
             return e.code(), e.details() or "", dict(e.trailing_metadata() or ())
@@ -120,6 +121,12 @@ def scenarios():
     # to keep a reserve: the caller's gRPC library answers first, bare.
     "client-at-the-last-hop": ("plain", [step(work_ms=2000)], 0.3,
                                Expect(None, None, None, None, forms="none")),
+    # Two methods of one server, each with its own timeout from the Hop's
+    # service config (Call 300 ms, Write 500 ms).
+    "per-method-call": ("per-method", [step(), step(hang=True)], 10.0,
+                        Expect("request", "front", (300, 300), (240, 450)), "Call"),
+    "per-method-write": ("per-method", [step(), step(hang=True)], 10.0,
+                         Expect("request", "front", (500, 500), (440, 700)), "Write"),
   }
 
 
@@ -129,8 +136,8 @@ SCENARIOS = {}
 class AttributionWireTest(unittest.TestCase):
 
     def check(self, api, name):
-        front, steps, timeout, want = SCENARIOS[name]
-        code, message, trailers = call(api, front, steps, timeout)
+        front, steps, timeout, want, *method = SCENARIOS[name]
+        code, message, trailers = call(api, front, steps, timeout, *method)
         self.check_answer(code, message, trailers, want)
 
     def check_answer(self, code, message, trailers, want):

@@ -41,13 +41,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/optional.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/metrics.h"
@@ -107,12 +104,13 @@ class Hop {
   Hop(std::string name, Clock* clock, Metrics* metrics, MethodPolicy defaults);
   const Table& Current() const;
 
+  struct Tables;  // every table made, and the lock reloads take
+
   const std::string name_;
   Clock* const clock_;
   Metrics* const metrics_;
   const MethodPolicy defaults_;
-  absl::Mutex reload_mu_;
-  std::vector<std::unique_ptr<Table>> tables_ ABSL_GUARDED_BY(reload_mu_);
+  const std::unique_ptr<Tables> tables_;
   std::atomic<const Table*> current_{nullptr};
 };
 

@@ -116,6 +116,10 @@ class PolicyTable {
   // its method entry, else its service entry, else the default.
   const MethodPolicy& Resolve(absl::string_view full_method) const;
 
+  // The policy of every method no entry names ("*", else the default policy
+  // given to Create).
+  const MethodPolicy& Default() const;
+
   // Which entry Resolve(full_method) uses: kMethod, kService or kDefault.
   PolicyScope ScopeOf(absl::string_view full_method) const;
 

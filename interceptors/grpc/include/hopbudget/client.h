@@ -63,6 +63,7 @@
 #include "absl/types/optional.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/clock.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/trace.h"
 
@@ -169,6 +170,27 @@ MakeClientInterceptorFactory(ClientOptions options);
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
     ClientOptions options, const grpc::ChannelArguments& args = grpc::ChannelArguments());
+
+// The ClientOptions of `hop` (hop.h): its name, clock and metrics, and its
+// default entry's minimum budget as min_call_budget; the other fields keep
+// their defaults, for the caller to change.
+ClientOptions ClientOptionsFor(const Hop& hop);
+
+// A channel to `target` for `hop`: CreateChannel with `options` (make them
+// with ClientOptionsFor(hop), which the one-argument form does), and the
+// Hop's service config handed to gRPC core without retryPolicy,
+// hedgingPolicy and retryThrottling (Hop::core_service_config(): core applies
+// each method's timeout to a call made without a deadline, and its
+// waitForReady) unless `args` sets a service config of its own. `hop` is not
+// owned and must outlive the channel.
+[[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
+    const Hop& hop, const std::string& target,
+    const std::shared_ptr<grpc::ChannelCredentials>& creds,
+    const grpc::ChannelArguments& args = grpc::ChannelArguments());
+[[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
+    const Hop& hop, ClientOptions options, const std::string& target,
+    const std::shared_ptr<grpc::ChannelCredentials>& creds,
+    const grpc::ChannelArguments& args = grpc::ChannelArguments());
 
 // Overrides ClientOptions::backend_wait for the call made with `ctx` (a
 // method that must fail fast on a channel that waits, or the reverse). Call

@@ -69,6 +69,7 @@
 #include "absl/status/statusor.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/client.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/retry_policy.h"
 
 namespace hopbudget {
@@ -95,6 +96,25 @@ struct RetryOptions {
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
     RetryOptions options, const grpc::ChannelArguments& args = grpc::ChannelArguments());
+
+// A retrying channel to `target` for `hop` (hop.h): each call's method
+// takes its entry in the Hop's table. A method with a retry policy (a
+// service config's retryPolicy) is retried under it, each attempt capped by
+// the entry's attempt cap (perAttemptRecvTimeout); a method without one is
+// sent once, never retried (a write the config does not call retryable).
+// The retry throttle is the config's retryThrottling (gRFC A6; its default
+// without one), one per channel. The table in force when a call starts
+// serves the whole call. `client` defaults to ClientOptionsFor(hop); the
+// service config goes to gRPC core as CreateChannel(hop, ...) hands it.
+// `hop` is not owned and must outlive the channel.
+[[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
+    const Hop& hop, const std::string& target,
+    const std::shared_ptr<grpc::ChannelCredentials>& creds,
+    const grpc::ChannelArguments& args = grpc::ChannelArguments());
+[[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
+    const Hop& hop, ClientOptions client, const std::string& target,
+    const std::shared_ptr<grpc::ChannelCredentials>& creds,
+    const grpc::ChannelArguments& args = grpc::ChannelArguments());
 
 }  // namespace hopbudget
 

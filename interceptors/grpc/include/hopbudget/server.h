@@ -71,6 +71,7 @@
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/metrics.h"
 
 namespace hopbudget {
@@ -166,6 +167,20 @@ struct ServerOptions {
 // ServerBuilder::experimental().SetInterceptorCreators().
 [[nodiscard]] absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 MakeServerInterceptorFactory(ServerOptions options);
+
+// The server interceptor of `hop` (hop.h): its name, clock and metrics, and
+// each method's own budgets from its policy table. A call of a method takes
+// that method's entry (its service config `timeout` is the request cap, its
+// hopReserve, minBudget and maxInboundBudget apply), resolved once when the
+// call arrives: a reload of the table reaches calls that arrive after it.
+// Downstream calls take the attempt cap of the table's default entry (an
+// entry describes calls of its method; a downstream call is a call of
+// another one). Admission, when `admission.enabled`, is one gate for the
+// server, with the default entry's give-up margin. `hop` is not owned and
+// must outlive the server.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+MakeServerInterceptorFactory(const Hop& hop, const AdmissionOptions& admission = {},
+                             TraceMode trace = TraceMode::kOnFailureOrRequest);
 
 // The admission counters of a factory made by MakeServerInterceptorFactory,
 // or nullopt when admission is off (or `factory` is not hopbudget's).

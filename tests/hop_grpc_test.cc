@@ -1,0 +1,253 @@
+// A server interceptor made from a hopbudget::Hop: each method is cut at
+// its own budget from the Hop's service config, and a reload reaches the
+// calls that arrive after it.
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "eventually.h"
+#include "gtest/gtest.h"
+#include "hopbudget/client.h"
+#include "hopbudget/hop.h"
+#include "hopbudget/retry.h"
+#include "relay_fixture.h"
+
+namespace hopbudget {
+namespace {
+
+using testing::Api;
+using testing::Hang;
+using testing::HopConfig;
+using testing::RelayHop;
+using testing::Request;
+using testing::Work;
+
+// Every method of echo.Relay gets `service_timeout`; Call its own.
+std::string Config(absl::Duration call_timeout, absl::Duration service_timeout) {
+  return absl::StrCat(R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": ")",
+                      absl::ToDoubleSeconds(call_timeout), R"(s"},
+      {"name": [{"service": "hopbudget.echo.Relay"}], "timeout": ")",
+                      absl::ToDoubleSeconds(service_timeout), R"(s"}],
+    "hopbudget": {"methodPolicy": [{"name": [{}], "hopReserve": "0.02s"}]}})");
+}
+
+std::unique_ptr<Hop> FrontHop(Metrics* metrics, std::string config) {
+  HopOptions options;
+  options.name = "front";
+  options.metrics = metrics;
+  options.service_config = std::move(config);
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  EXPECT_TRUE(hop.ok()) << hop.status();
+  return hop.ok() ? *std::move(hop) : nullptr;
+}
+
+enum class Method { kCall, kWrite };
+
+// One call of `method` through a plain gRPC stub with a 10 s deadline: the
+// front relays to a back hop that hangs, so only the front's budget can end
+// it.
+grpc::Status CallHanging(echo::Relay::Stub& stub, Method method) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  const echo::RelayRequest req = Request({Work(0), Hang()});
+  echo::RelayReply reply;
+  return method == Method::kCall ? stub.Call(&ctx, req, &reply) : stub.Write(&ctx, req, &reply);
+}
+
+class HopGrpcTest : public ::testing::TestWithParam<Api> {};
+
+TEST_P(HopGrpcTest, EachMethodIsCutAtItsOwnTimeoutWithItsOwnAttribution) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop =
+      FrontHop(&metrics, Config(absl::Milliseconds(200), absl::Milliseconds(400)));
+  ASSERT_NE(hop, nullptr);
+  HopConfig back_config;
+  back_config.hop = "back";
+  RelayHop back(back_config);
+  HopConfig front_config;
+  front_config.api = GetParam();
+  front_config.hop_config = hop.get();
+  RelayHop front(front_config);
+  front.SetNext(back.address());
+  auto stub = testing::ConnectedStub(front.address(), /*with_interceptor=*/false);
+
+  struct Case {
+    Method method;
+    absl::Duration cap;
+  };
+  for (const Case& c : {Case{Method::kCall, absl::Milliseconds(200)},
+                        Case{Method::kWrite, absl::Milliseconds(400)}}) {
+    const absl::Time start = absl::Now();
+    const grpc::Status s = CallHanging(*stub, c.method);
+    const absl::Duration took = absl::Now() - start;
+    const std::string name = c.method == Method::kCall ? "Call" : "Write";
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+        << name << ": " << s.error_message();
+    const absl::optional<Attribution> a = AttributionOf(s);
+    ASSERT_TRUE(a.has_value()) << name << ": " << s.error_message();
+    EXPECT_EQ(a->source, DeadlineSource::kRequest) << name;
+    EXPECT_EQ(a->hop, "front") << name;
+    EXPECT_EQ(a->budget, c.cap) << name;
+    // The front's downstream call had the cap less the 20 ms reserve.
+    EXPECT_GE(took, c.cap - absl::Milliseconds(20)) << name;
+  }
+}
+
+TEST_P(HopGrpcTest, ReloadReachesNewCallsAndSparesTheCallsInFlight) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop =
+      FrontHop(&metrics, Config(absl::Milliseconds(200), absl::Milliseconds(600)));
+  ASSERT_NE(hop, nullptr);
+  HopConfig back_config;
+  back_config.hop = "back";
+  RelayHop back(back_config);
+  HopConfig front_config;
+  front_config.api = GetParam();
+  front_config.hop_config = hop.get();
+  RelayHop front(front_config);
+  front.SetNext(back.address());
+  auto stub = testing::ConnectedStub(front.address(), /*with_interceptor=*/false);
+
+  // A Write in flight under the first table: its relay has reached the back
+  // hop, so the front resolved its budget before the reload.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  const echo::RelayRequest req = Request({Work(0), Hang()});
+  echo::RelayReply reply;
+  grpc::Status in_flight;
+  hopbudget::internal::Notification done;
+  stub->async()->Write(&ctx, &req, &reply, [&](grpc::Status s) {
+    in_flight = std::move(s);
+    done.Notify();
+  });
+  ASSERT_TRUE(testing::Eventually([&] { return back.calls() >= 1; }));
+  ASSERT_TRUE(
+      hop->ReloadServiceConfig(Config(absl::Milliseconds(200), absl::Milliseconds(300))).ok());
+
+  // A Write that arrives after the reload: the new 300 ms.
+  const grpc::Status after = CallHanging(*stub, Method::kWrite);
+  ASSERT_EQ(after.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << after.error_message();
+  ASSERT_TRUE(AttributionOf(after).has_value()) << after.error_message();
+  EXPECT_EQ(AttributionOf(after)->budget, absl::Milliseconds(300));
+
+  // The one in flight keeps the 600 ms it arrived with.
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  ASSERT_EQ(in_flight.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << in_flight.error_message();
+  ASSERT_TRUE(AttributionOf(in_flight).has_value()) << in_flight.error_message();
+  EXPECT_EQ(AttributionOf(in_flight)->budget, absl::Milliseconds(600));
+  EXPECT_EQ(hop->generation(), 2u);
+}
+
+TEST(HopGrpcReloadTest, AReloadThatDoesNotValidateLeavesTheServerOnItsTable) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop =
+      FrontHop(&metrics, Config(absl::Milliseconds(200), absl::Milliseconds(400)));
+  ASSERT_NE(hop, nullptr);
+  HopConfig back_config;
+  back_config.hop = "back";
+  RelayHop back(back_config);
+  HopConfig front_config;
+  front_config.hop_config = hop.get();
+  RelayHop front(front_config);
+  front.SetNext(back.address());
+  auto stub = testing::ConnectedStub(front.address(), /*with_interceptor=*/false);
+  // 10 ms of timeout under a 20 ms reserve: refused, naming the method.
+  const absl::Status s =
+      hop->ReloadServiceConfig(Config(absl::Milliseconds(10), absl::Milliseconds(400)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("method hopbudget.echo.Relay/Call"), absl::string_view::npos) << s;
+  const grpc::Status call = CallHanging(*stub, Method::kCall);
+  ASSERT_TRUE(AttributionOf(call).has_value()) << call.error_message();
+  EXPECT_EQ(AttributionOf(call)->budget, absl::Milliseconds(200));
+}
+
+// Call may be retried (its service config gives a retryPolicy); Write, a
+// write, has none: a retrying channel from the Hop sends it once.
+TEST(HopGrpcChannelTest, TheRetryingChannelRetriesOnlyWhatTheConfigSaysMayBeRetried) {
+  Metrics metrics;
+  HopOptions options;
+  options.name = "orders";
+  options.metrics = &metrics;
+  options.service_config = R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
+       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"],
+                       "perAttemptRecvTimeout": "1s"}},
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}]})";
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  ASSERT_TRUE(hop.ok()) << hop.status();
+
+  struct Case {
+    Method method;
+    grpc::StatusCode code;
+    int calls;  // the server saw
+  };
+  for (const Case& c : {Case{Method::kCall, grpc::StatusCode::OK, 3},
+                        Case{Method::kWrite, grpc::StatusCode::UNAVAILABLE, 1}}) {
+    const std::string name = c.method == Method::kCall ? "Call" : "Write";
+    HopConfig ledger_config;
+    ledger_config.hop = "ledger";
+    ledger_config.faults.unavailable_first = 2;
+    RelayHop ledger(ledger_config);
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        CreateRetryingChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    auto stub = echo::Relay::NewStub(*channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    const echo::RelayRequest req = Request({Work(0)});
+    echo::RelayReply reply;
+    const grpc::Status s =
+        c.method == Method::kCall ? stub->Call(&ctx, req, &reply) : stub->Write(&ctx, req, &reply);
+    EXPECT_EQ(s.error_code(), c.code) << name << ": " << s.error_message();
+    EXPECT_EQ(ledger.calls(), c.calls) << name;
+  }
+}
+
+// The Hop's service config reaches gRPC core without what makes core retry:
+// Write's retryPolicy there would have core re-send an UNAVAILABLE.
+TEST(HopGrpcChannelTest, APlainChannelFromTheHopLeavesRetriesToHopbudget) {
+  HopOptions options;
+  options.name = "orders";
+  options.service_config = R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay"}], "timeout": "5s",
+       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  ASSERT_TRUE(hop.ok()) << hop.status();
+  EXPECT_EQ((*hop)->core_service_config(),
+            R"({"methodConfig":[{"name":[{"service":"hopbudget.echo.Relay"}],"timeout":"5s"}]})");
+  HopConfig ledger_config;
+  ledger_config.hop = "ledger";
+  ledger_config.faults.unavailable_first = 1;
+  RelayHop ledger(ledger_config);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      CreateChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto stub = echo::Relay::NewStub(*channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  echo::RelayReply reply;
+  const grpc::Status s = stub->Write(&ctx, Request({Work(0)}), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_EQ(ledger.calls(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Apis, HopGrpcTest,
+                         ::testing::Values(Api::kSync, Api::kCallback, Api::kAsync),
+                         [](const ::testing::TestParamInfo<Api>& info) {
+                           switch (info.param) {
+                             case Api::kSync:
+                               return "Sync";
+                             case Api::kCallback:
+                               return "Callback";
+                             case Api::kAsync:
+                               return "Async";
+                           }
+                           return "Unknown";
+                         });
+
+}  // namespace
+}  // namespace hopbudget
