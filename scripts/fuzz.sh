@@ -16,7 +16,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=cl
   -DHOPBUDGET_BUILD_FUZZERS=ON -DHOPBUDGET_SANITIZE=ON -DHOPBUDGET_BUILD_TESTS=OFF \
   -DHOPBUDGET_BUILD_EXAMPLES=OFF -DHOPBUDGET_BUILD_BENCHMARKS=OFF
 targets=(budget_header_fuzzer attribution_message_fuzzer status_details_fuzzer
-         trace_trailer_fuzzer retry_pushback_fuzzer)
+         trace_trailer_fuzzer retry_pushback_fuzzer service_config_fuzzer)
 cmake --build "$build" -j "$(jobs)" --target "${targets[@]}"
 
 # Seeds: the checked-in corpus (tests/fuzz/corpus/<target>, also replayed by

@@ -335,6 +335,8 @@ TEST(ServiceConfigTest, MalformedInputsGetClearErrors) {
        "service config: retryThrottling: "},
       {"throttle without ratio", R"({"retryThrottling": {"maxTokens": 10}})",
        "service config: retryThrottling: "},
+      {"newline in an unknown key", "{\"methodConfig\": [{\"na\nme\": []}]}",
+       "na\\nme: Cannot find field."},
       {"hopbudget not an object", R"({"hopbudget": [1]})",
        "service config: hopbudget must be a JSON object"},
   };

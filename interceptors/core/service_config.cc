@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/struct.pb.h"
@@ -20,8 +21,27 @@ namespace pb = ::google::protobuf;
 using ::grpc::service_config::MethodConfig;
 using ::grpc::service_config::ServiceConfig;
 
+// `what` with its control characters escaped ("\\n", "\\x01"): an error is
+// one line, though protobuf's messages quote the input's own keys.
+std::string OneLine(absl::string_view what) {
+  std::string out;
+  for (char c : what) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
+    }
+  }
+  return out;
+}
+
 absl::Status Bad(absl::string_view where, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat("service config: ", where, what));
+  return absl::InvalidArgumentError(absl::StrCat("service config: ", where, OneLine(what)));
 }
 
 // protobuf 3.21 reports a JSON syntax error as "<message>\n<up to 20 bytes
