@@ -1,10 +1,11 @@
 // Copyright hopbudget authors.
 //
-// Every C++ snippet of the top-level README, in code that compiles against
+// Every C++ snippet of the top-level README and of the pages in docs/, in
+// code that compiles against
 // the demo's protos (proto/demo/demo.proto): the README's blocks are the
 // regions between `// [START name]` and `// [END name]` here, and the ctest
 // readme.snippets_match_compiled_code fails when the two differ. Edit a
-// snippet here, build, then paste the region into the README.
+// snippet here, build, then paste the region into the page.
 //
 // Built, never run: it is there to keep the README's code true.
 #include <grpcpp/grpcpp.h>
@@ -19,6 +20,7 @@
 #include "demo/demo.grpc.pb.h"
 #include "hopbudget/client.h"
 #include "hopbudget/client_throttle.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/http_exporter.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/race_grpc.h"
@@ -297,6 +299,31 @@ void Waterfall(Gateway::Stub* stub, const Order& request) {
   // ledger   budget   150.0 ms  spent   150.3 ms  attempts 0  DEADLINE_EXCEEDED (attempt)
   // ledger   budget   638.7 ms  spent     3.0 ms  attempts 0  OK
   // [END trace]
+}
+
+std::string ReadFile(const std::string& path);
+
+absl::Status HopSetup(grpc::ServerBuilder& builder) {
+  // [START hop]
+  hopbudget::HopOptions options;
+  options.name = "orders";
+  options.service_config = ReadFile("orders_service_config.json");  // methodConfig, hopbudget
+  absl::StatusOr<std::unique_ptr<hopbudget::Hop>> hop = hopbudget::Hop::Create(options);
+  if (!hop.ok()) return hop.status();  // names the method and the numbers
+  // Inbound calls: each method cut at its own timeout.
+  auto factory = hopbudget::MakeServerInterceptorFactory(**hop);
+  if (!factory.ok()) return factory.status();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  // Outbound calls: retried only where the config has a retryPolicy.
+  auto ledger = hopbudget::CreateRetryingChannel(**hop, "ledger:50051",
+                                                 grpc::InsecureChannelCredentials());
+  if (!ledger.ok()) return ledger.status();
+  // On SIGHUP: a config that does not nest is refused, the old one kept.
+  absl::Status reloaded = (*hop)->ReloadServiceConfig(ReadFile("orders_service_config.json"));
+  // [END hop]
+  return reloaded;
 }
 
 }  // namespace readme

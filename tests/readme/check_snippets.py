@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""The README's C++ code compiles: every ```cpp block of README.md must be
-preceded by a line `<!-- snippet: NAME -->` and equal, line for line, the
-region between `// [START NAME]` and `// [END NAME]` of
-examples/readme_snippets.cc (which every build compiles), with the region's
-common indentation removed.
+"""The README's and the docs pages' C++ code compiles: every ```cpp block of
+README.md and docs/*.md must be preceded by a line `<!-- snippet: NAME -->`
+and equal, line for line, the region between `// [START NAME]` and
+`// [END NAME]` of examples/readme_snippets.cc (which every build
+compiles), with the region's common indentation removed.
 
   python3 check_snippets.py ROOT            # check (ctest)
   python3 check_snippets.py ROOT --update   # rewrite the README's blocks
                                             # from the compiled code
 """
+import glob
 import re
 import sys
 import textwrap
@@ -41,7 +42,7 @@ def blocks(readme):
     return out
 
 
-def update(root, readme, code):
+def update(path, readme, code):
     """Replaces every named block whose region exists with the region."""
     lines = readme.split("\n")
     out = []
@@ -56,33 +57,41 @@ def update(root, readme, code):
             out.append("```")
             i = end
         i += 1
-    with open(f"{root}/README.md", "w", encoding="utf-8") as f:
+    with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(out))
 
 
 def main():
     root = sys.argv[1]
-    readme = open(f"{root}/README.md", encoding="utf-8").read()
     code = regions(open(f"{root}/examples/readme_snippets.cc", encoding="utf-8").read())
-    if len(sys.argv) > 2 and sys.argv[2] == "--update":
-        update(root, readme, code)
-        readme = open(f"{root}/README.md", encoding="utf-8").read()
+    pages = [f"{root}/README.md"] + sorted(glob.glob(f"{root}/docs/*.md"))
     errors = []
-    found = blocks(readme)
-    for name, text in found:
-        if name is None:
-            errors.append(f"a ```cpp block without <!-- snippet: NAME --> right before it:\n{text}")
-        elif name not in code:
-            errors.append(f"snippet '{name}': examples/readme_snippets.cc has no such region")
-        elif text != code[name]:
-            errors.append(f"snippet '{name}' differs from examples/readme_snippets.cc\n"
-                          f"--- README\n{text}--- compiled code\n{code[name]}")
-    if not found:
-        errors.append("no ```cpp block in README.md")
+    total = 0
+    for path in pages:
+        page = path[len(root) + 1:]
+        text = open(path, encoding="utf-8").read()
+        if len(sys.argv) > 2 and sys.argv[2] == "--update":
+            update(path, text, code)
+            text = open(path, encoding="utf-8").read()
+        found = blocks(text)
+        total += len(found)
+        for name, block in found:
+            if name is None:
+                errors.append(f"{page}: a ```cpp block without <!-- snippet: NAME --> right "
+                              f"before it:\n{block}")
+            elif name not in code:
+                errors.append(f"{page}: snippet '{name}': examples/readme_snippets.cc has no "
+                              "such region")
+            elif block != code[name]:
+                errors.append(f"{page}: snippet '{name}' differs from examples/readme_snippets.cc\n"
+                              f"--- {page}\n{block}--- compiled code\n{code[name]}")
+        if page == "README.md" and not found:
+            errors.append("no ```cpp block in README.md")
     for e in errors:
         print(e, file=sys.stderr)
-    print(f"{len(found) - len(errors)} of {len(found)} README C++ snippets match the compiled code")
-    print(f"{len(found) - len(errors)} passed, {len(errors)} failed")
+    print(f"{total - len(errors)} of {total} C++ snippets of {len(pages)} pages match the "
+          "compiled code")
+    print(f"{total - len(errors)} passed, {len(errors)} failed")
     sys.exit(1 if errors else 0)
 
 
