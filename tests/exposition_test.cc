@@ -307,11 +307,14 @@ MetricsSnapshot EveryScalarAtADistinctValue() {
   m.SetAdmissionState(7, 8, 9);
   m.ObserveAdmittedHandler(absl::Milliseconds(20), absl::Milliseconds(25));
   m.ObserveAdmittedHandler(absl::Milliseconds(30), absl::nullopt);
+  for (int j = 0; j < 3; ++j) m.CountConfigReload(ConfigReload::kApplied);
+  m.CountConfigReload(ConfigReload::kRefused);
+  m.SetConfigGeneration(4);
   return m.Snapshot();
 }
 
 // The process-wide families as they were written before they came from
-// tables, and the admission families added since (buckets left out:
+// tables, and the admission and config families added since (buckets left out:
 // HistogramBucketsAreCumulativeWithSumAndCount), in the order of
 // kMetricTables. A change here is a change of what
 // Prometheus, the rules and the dashboards see.
@@ -453,6 +456,13 @@ hopbudget_admission_handler_seconds_count 2
 # TYPE hopbudget_admission_predicted_seconds histogram
 hopbudget_admission_predicted_seconds_sum 0.025
 hopbudget_admission_predicted_seconds_count 1
+# HELP hopbudget_config_reloads_total Service config reloads, by result (refused: did not read or validate; the table in force kept).
+# TYPE hopbudget_config_reloads_total counter
+hopbudget_config_reloads_total{result="applied"} 3
+hopbudget_config_reloads_total{result="refused"} 1
+# HELP hopbudget_config_generation The policy table in force: 1 for the one read at start, one more per applied reload.
+# TYPE hopbudget_config_generation gauge
+hopbudget_config_generation 4
 )";
 
 TEST(PrometheusTextTest, ProcessWideFamiliesAreWrittenAsBeforeTheTables) {

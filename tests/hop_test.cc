@@ -102,8 +102,12 @@ TEST(HopTest, ReloadReplacesTheTableAndOldPoliciesStayValid) {
   const char* kGet = "/demo.Orders/Get";
   const MethodId id = metrics.Method(kGet);
   const MethodPolicy& before = hop->PolicyFor(id, kGet);
+  EXPECT_EQ(metrics.Snapshot().config_generation, 1);
   ASSERT_TRUE(hop->ReloadServiceConfig(Config(absl::Milliseconds(80), absl::Milliseconds(3))).ok());
   EXPECT_EQ(hop->generation(), 2u);
+  EXPECT_EQ(metrics.Snapshot().config_reload(ConfigReload::kApplied), 1u);
+  EXPECT_EQ(metrics.Snapshot().config_reload(ConfigReload::kRefused), 0u);
+  EXPECT_EQ(metrics.Snapshot().config_generation, 2);
   EXPECT_EQ(hop->PolicyFor(id, kGet).budget.request_cap, absl::Milliseconds(80));
   // A call that resolved before the reload keeps its policy, still alive.
   EXPECT_EQ(before.budget.request_cap, absl::Milliseconds(50));
@@ -123,6 +127,9 @@ TEST(HopTest, ReloadThatDoesNotValidateKeepsTheTableInForce) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("method demo.Orders/Get"));
   EXPECT_EQ(hop->ReloadServiceConfig("{").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(hop->generation(), 1u);
+  EXPECT_EQ(metrics.Snapshot().config_reload(ConfigReload::kRefused), 2u);
+  EXPECT_EQ(metrics.Snapshot().config_reload(ConfigReload::kApplied), 0u);
+  EXPECT_EQ(metrics.Snapshot().config_generation, 1);
   EXPECT_EQ(hop->PolicyFor(metrics.Method(kGet), kGet).budget.request_cap, absl::Milliseconds(50));
 }
 

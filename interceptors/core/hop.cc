@@ -1,6 +1,8 @@
 #include "hopbudget/hop.h"
 
 #include <array>
+#include <cstdio>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -54,6 +56,7 @@ absl::StatusOr<std::unique_ptr<Hop>> Hop::Create(HopOptions options) {
   internal::MutexLock lock(&hop->tables_->mu);
   hop->tables_->all.push_back(std::make_unique<Table>(*std::move(config), 1));
   hop->current_.store(hop->tables_->all.back().get(), std::memory_order_release);
+  hop->metrics_->SetConfigGeneration(1);
   return hop;
 }
 
@@ -82,10 +85,24 @@ uint64_t Hop::generation() const { return Current().generation; }
 
 absl::Status Hop::ReloadServiceConfig(absl::string_view json) {
   absl::StatusOr<ServiceConfigPolicies> config = Read(json, defaults_);
-  if (!config.ok()) return config.status();
-  internal::MutexLock lock(&tables_->mu);
-  tables_->all.push_back(std::make_unique<Table>(*std::move(config), Current().generation + 1));
-  current_.store(tables_->all.back().get(), std::memory_order_release);
+  if (!config.ok()) {
+    metrics_->CountConfigReload(ConfigReload::kRefused);
+    std::fprintf(stderr, "hopbudget: %s: service config reload refused, generation %llu kept: %s\n",
+                 name_.c_str(), static_cast<unsigned long long>(generation()),
+                 std::string(config.status().message()).c_str());
+    return config.status();
+  }
+  uint64_t next;
+  {
+    internal::MutexLock lock(&tables_->mu);
+    next = Current().generation + 1;
+    tables_->all.push_back(std::make_unique<Table>(*std::move(config), next));
+    current_.store(tables_->all.back().get(), std::memory_order_release);
+    metrics_->CountConfigReload(ConfigReload::kApplied);
+    metrics_->SetConfigGeneration(static_cast<int64_t>(next));
+  }
+  std::fprintf(stderr, "hopbudget: %s: service config reloaded, generation %llu\n", name_.c_str(),
+               static_cast<unsigned long long>(next));
   return absl::OkStatus();
 }
 

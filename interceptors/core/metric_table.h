@@ -273,6 +273,19 @@ inline constexpr MetricRow kShieldMetrics[] = {
         "result", ShieldEvent::kDrained, 2),
 };
 
+// A Hop's service config (hop.h).
+enum class ConfigMetric : int { kReloads, kGeneration };
+inline constexpr MetricRow kConfigMetrics[] = {
+    Counter<&S::config_reloads, ConfigReload, ConfigReloadName>(
+        "hopbudget_config_reloads_total",
+        "Service config reloads, by result (refused: did not read or validate; the table in "
+        "force kept).",
+        "result", ConfigReload::kApplied, kConfigReloadCount),
+    Gauge<&S::config_generation>("hopbudget_config_generation",
+                                 "The policy table in force: 1 for the one read at start, one "
+                                 "more per applied reload."),
+};
+
 // Races, hedges and concurrency slots (race_grpc.h, hedge_grpc.h,
 // slots_grpc.h).
 enum class FanOutMetric : int {
@@ -369,7 +382,8 @@ inline constexpr MetricRow kAdmissionMetrics[] = {
 
 // Every table, in exposition order (after the families labelled by method).
 inline constexpr absl::Span<const MetricRow> kMetricTables[] = {
-    kRetryMetrics, kPropagationMetrics, kShieldMetrics, kFanOutMetrics, kAdmissionMetrics};
+    kRetryMetrics,  kPropagationMetrics, kShieldMetrics,
+    kFanOutMetrics, kAdmissionMetrics,   kConfigMetrics};
 inline constexpr int kMetricTableCount = static_cast<int>(std::size(kMetricTables));
 
 // The table of a row enum: its index in kMetricTables and its row count.
@@ -400,7 +414,13 @@ struct TableOf<AdmissionMetric> {
   static constexpr int kIndex = 4;
   static constexpr int kRows = static_cast<int>(AdmissionMetric::kPredictedTime) + 1;
 };
+template <>
+struct TableOf<ConfigMetric> {
+  static constexpr int kIndex = 5;
+  static constexpr int kRows = static_cast<int>(ConfigMetric::kGeneration) + 1;
+};
 static_assert(std::size(kRetryMetrics) == TableOf<RetryMetric>::kRows);
+static_assert(std::size(kConfigMetrics) == TableOf<ConfigMetric>::kRows);
 static_assert(std::size(kAdmissionMetrics) == TableOf<AdmissionMetric>::kRows);
 static_assert(std::size(kPropagationMetrics) == TableOf<PropagationMetric>::kRows);
 static_assert(std::size(kShieldMetrics) == TableOf<ShieldMetric>::kRows);

@@ -420,6 +420,16 @@ absl::string_view LeakKindName(LeakKind kind) {
   return kind == LeakKind::kLaterThanInbound ? "later_than_inbound" : "no_deadline";
 }
 
+absl::string_view ConfigReloadName(ConfigReload result) {
+  switch (result) {
+    case ConfigReload::kApplied:
+      return "applied";
+    case ConfigReload::kRefused:
+      return "refused";
+  }
+  return "unknown";
+}
+
 absl::string_view ShieldEventName(ShieldEvent event) {
   switch (event) {
     case ShieldEvent::kStarted:
@@ -627,6 +637,7 @@ void Metrics::ObserveBudgetRemaining(MethodId method, absl::Duration remaining) 
 }
 
 using internal::AdmissionMetric;
+using internal::ConfigMetric;
 using internal::FanOutMetric;
 using internal::PropagationMetric;
 using internal::RetryMetric;
@@ -664,6 +675,12 @@ void Metrics::CountTraceDropped(TraceDrop reason) {
 void Metrics::CountShield(ShieldEvent event) {
   cells_->AddToRowOf<ShieldMetric::kStarted, ShieldMetric::kOperations, ShieldMetric::kUnobserved,
                      ShieldMetric::kDrains>(static_cast<int>(event));
+}
+void Metrics::CountConfigReload(ConfigReload result) {
+  cells_->Add<ConfigMetric::kReloads>(static_cast<int>(result));
+}
+void Metrics::SetConfigGeneration(int64_t generation) {
+  cells_->Set<ConfigMetric::kGeneration>(generation);
 }
 void Metrics::AddShieldInFlight(int delta) {
   // Two's complement: a negative delta wraps, the snapshot reads it signed.

@@ -96,7 +96,9 @@ class Hop {
   uint64_t generation() const;
 
   // Replaces the table with the one `json` gives (with the same defaults).
-  // On an error (as Create's) the table in force is kept.
+  // On an error (as Create's) the table in force is kept. Either way one
+  // line goes to stderr and metrics() counts it
+  // (hopbudget_config_reloads_total{result}, hopbudget_config_generation).
   absl::Status ReloadServiceConfig(absl::string_view json);
 
  private:

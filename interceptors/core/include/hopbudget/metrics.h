@@ -85,6 +85,15 @@ inline constexpr int kShieldEventCount = 8;
 // "refused", "unobserved", "drained", "timed_out".
 absl::string_view ShieldEventName(ShieldEvent event);
 
+// What became of a service config reload (Hop::ReloadServiceConfig).
+enum class ConfigReload : uint8_t {
+  kApplied = 0,  // the new table is in force
+  kRefused,      // it did not read or did not validate: the table in force kept
+};
+inline constexpr int kConfigReloadCount = 2;
+// The `result` label: "applied", "refused".
+absl::string_view ConfigReloadName(ConfigReload result);
+
 // Attempts per logical call are counted in buckets 1..kMaxAttemptBuckets.
 inline constexpr int kMaxAttemptBuckets = 10;
 inline constexpr int kMaxMethodLabels = 64;  // index 0 is "other"
@@ -154,6 +163,7 @@ absl::string_view SlotRefusalReasonName(SlotRefusalReason reason);
 HOPBUDGET_METRICS_PRINTS_AS_NAME(Side, SideName)
 HOPBUDGET_METRICS_PRINTS_AS_NAME(LeakKind, LeakKindName)
 HOPBUDGET_METRICS_PRINTS_AS_NAME(ShieldEvent, ShieldEventName)
+HOPBUDGET_METRICS_PRINTS_AS_NAME(ConfigReload, ConfigReloadName)
 HOPBUDGET_METRICS_PRINTS_AS_NAME(LatencyKind, LatencyKindName)
 HOPBUDGET_METRICS_PRINTS_AS_NAME(MethodRole, MethodRoleName)
 HOPBUDGET_METRICS_PRINTS_AS_NAME(ClientCallKind, ClientCallKindName)
@@ -238,6 +248,10 @@ struct MetricsSnapshot {
   std::array<uint64_t, kTraceDropCount> trace_dropped{};    // index: TraceDrop
   std::array<uint64_t, kShieldEventCount> shield_events{};  // index: ShieldEvent
   int64_t shield_in_flight = 0;
+  // Service config reloads (hop.h), by result; the generation of the table
+  // in force (1 for the one read at start; 0 before any Hop).
+  std::array<uint64_t, kConfigReloadCount> config_reloads{};  // index: ConfigReload
+  int64_t config_generation = 0;
   // By label.
   std::vector<MethodSnapshot> methods;                          // methods seen, "other" first
   std::vector<DeadlineExceededCount> deadline_exceeded_by_hop;  // non-zero only
@@ -251,6 +265,7 @@ struct MetricsSnapshot {
   uint64_t bad_header(HeaderParse kind) const { return bad_budget_header[static_cast<int>(kind)]; }
   uint64_t leaks(LeakKind kind) const { return deadline_leaks[static_cast<int>(kind)]; }
   uint64_t shield(ShieldEvent e) const { return shield_events[static_cast<int>(e)]; }
+  uint64_t config_reload(ConfigReload r) const { return config_reloads[static_cast<int>(r)]; }
   uint64_t dropped_traces(TraceDrop d) const { return trace_dropped[static_cast<int>(d)]; }
   // The method's entry, or nullptr when it was never counted.
   const MethodSnapshot* method(absl::string_view name) const;
@@ -389,6 +404,10 @@ class Metrics {
   void CountUnfitPolicyCall();
   void CountTraceDropped(TraceDrop reason);
   void CountShield(ShieldEvent event);
+  // A Hop's service config (hop.h): each reload's result, and the generation
+  // of the table in force.
+  void CountConfigReload(ConfigReload result);
+  void SetConfigGeneration(int64_t generation);
   // +1 when shielded work starts, -1 when it ends.
   void AddShieldInFlight(int delta);
   // Whether a call arriving at `now` is kept in the recent-calls sample
