@@ -55,6 +55,26 @@ grpc::Status CallHanging(echo::Relay::Stub& stub, Method method) {
   return method == Method::kCall ? stub.Call(&ctx, req, &reply) : stub.Write(&ctx, req, &reply);
 }
 
+// A front hop made from `hop`, serving with `api`, relaying to a back hop.
+struct FrontAndBack {
+  static HopConfig BackConfig() {
+    HopConfig c;
+    c.hop = "back";
+    return c;
+  }
+  static HopConfig FrontConfig(const Hop& hop, Api api) {
+    HopConfig c;
+    c.api = api;
+    c.hop_config = &hop;
+    return c;
+  }
+  FrontAndBack(const Hop& hop, Api api) : back(BackConfig()), front(FrontConfig(hop, api)) {
+    front.SetNext(back.address());
+  }
+  RelayHop back;
+  RelayHop front;
+};
+
 class HopGrpcTest : public ::testing::TestWithParam<Api> {};
 
 TEST_P(HopGrpcTest, EachMethodIsCutAtItsOwnTimeoutWithItsOwnAttribution) {
@@ -62,15 +82,8 @@ TEST_P(HopGrpcTest, EachMethodIsCutAtItsOwnTimeoutWithItsOwnAttribution) {
   std::unique_ptr<Hop> hop =
       FrontHop(&metrics, Config(absl::Milliseconds(200), absl::Milliseconds(400)));
   ASSERT_NE(hop, nullptr);
-  HopConfig back_config;
-  back_config.hop = "back";
-  RelayHop back(back_config);
-  HopConfig front_config;
-  front_config.api = GetParam();
-  front_config.hop_config = hop.get();
-  RelayHop front(front_config);
-  front.SetNext(back.address());
-  auto stub = testing::ConnectedStub(front.address(), /*with_interceptor=*/false);
+  FrontAndBack chain(*hop, GetParam());
+  auto stub = testing::ConnectedStub(chain.front.address(), /*with_interceptor=*/false);
 
   struct Case {
     Method method;
@@ -99,15 +112,8 @@ TEST_P(HopGrpcTest, ReloadReachesNewCallsAndSparesTheCallsInFlight) {
   std::unique_ptr<Hop> hop =
       FrontHop(&metrics, Config(absl::Milliseconds(200), absl::Milliseconds(600)));
   ASSERT_NE(hop, nullptr);
-  HopConfig back_config;
-  back_config.hop = "back";
-  RelayHop back(back_config);
-  HopConfig front_config;
-  front_config.api = GetParam();
-  front_config.hop_config = hop.get();
-  RelayHop front(front_config);
-  front.SetNext(back.address());
-  auto stub = testing::ConnectedStub(front.address(), /*with_interceptor=*/false);
+  FrontAndBack chain(*hop, GetParam());
+  auto stub = testing::ConnectedStub(chain.front.address(), /*with_interceptor=*/false);
 
   // A Write in flight under the first table: its relay has reached the back
   // hop, so the front resolved its budget before the reload.
@@ -121,7 +127,7 @@ TEST_P(HopGrpcTest, ReloadReachesNewCallsAndSparesTheCallsInFlight) {
     in_flight = std::move(s);
     done.Notify();
   });
-  ASSERT_TRUE(testing::Eventually([&] { return back.calls() >= 1; }));
+  ASSERT_TRUE(testing::Eventually([&] { return chain.back.calls() >= 1; }));
   ASSERT_TRUE(
       hop->ReloadServiceConfig(Config(absl::Milliseconds(200), absl::Milliseconds(300))).ok());
 
@@ -145,14 +151,8 @@ TEST(HopGrpcReloadTest, AReloadThatDoesNotValidateLeavesTheServerOnItsTable) {
   std::unique_ptr<Hop> hop =
       FrontHop(&metrics, Config(absl::Milliseconds(200), absl::Milliseconds(400)));
   ASSERT_NE(hop, nullptr);
-  HopConfig back_config;
-  back_config.hop = "back";
-  RelayHop back(back_config);
-  HopConfig front_config;
-  front_config.hop_config = hop.get();
-  RelayHop front(front_config);
-  front.SetNext(back.address());
-  auto stub = testing::ConnectedStub(front.address(), /*with_interceptor=*/false);
+  FrontAndBack chain(*hop, Api::kSync);
+  auto stub = testing::ConnectedStub(chain.front.address(), /*with_interceptor=*/false);
   // 10 ms of timeout under a 20 ms reserve: refused, naming the method.
   const absl::Status s =
       hop->ReloadServiceConfig(Config(absl::Milliseconds(10), absl::Milliseconds(400)));

@@ -682,6 +682,10 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const Hop& hop, ClientOptions options, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
+  // One name, clock and metrics: the Hop's, whatever `options` says.
+  options.hop = hop.name();
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
   return CreateChannel(target, creds, std::move(options),
                        internal::WithHopServiceConfig(hop, args));
 }

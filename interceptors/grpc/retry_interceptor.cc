@@ -543,6 +543,29 @@ class RetryFactory final : public grpc::experimental::ClientInterceptorFactoryIn
   const std::unique_ptr<RetryShared> shared_;
 };
 
+// The channel of `shared` (its policy, clock and metrics set): the retry
+// interceptor, then `client`'s budget interceptor, with the channel
+// defaults under `args`.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> BuildRetryingChannel(
+    std::unique_ptr<RetryShared> shared, const ClientOptions& client, const std::string& target,
+    const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
+  auto budget_factory = MakeClientInterceptorFactory(client);
+  if (!budget_factory.ok()) return budget_factory.status();
+  absl::StatusOr<grpc::ChannelArguments> channel_args = internal::WithChannelDefaults(args);
+  if (!channel_args.ok()) return channel_args.status();
+  shared->wait_for_backend = client.backend_wait == BackendWait::kWithinBudget;
+  std::unique_ptr<internal::TimerService> own;
+  if (shared->clock != &Clock::Real()) {
+    own = std::make_unique<internal::TimerService>(*shared->clock);
+  }
+  shared->timers = own != nullptr ? own.get() : &internal::TimerService::Shared();
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
+  creators.push_back(std::make_unique<RetryFactory>(std::move(shared), std::move(own)));
+  creators.push_back(*std::move(budget_factory));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, *channel_args,
+                                                                 std::move(creators));
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
@@ -558,31 +581,16 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
         target.c_str(),
         std::string(ValidateRetryPolicy(options.budget, options.retry).status().message()).c_str());
   }
-  auto budget_factory = MakeClientInterceptorFactory(options.client);
-  if (!budget_factory.ok()) return budget_factory.status();
-  absl::StatusOr<grpc::ChannelArguments> channel_args = internal::WithChannelDefaults(args);
-  if (!channel_args.ok()) return channel_args.status();
-
   auto shared = std::make_unique<RetryShared>(options.throttle);
   shared->hop = options.client.hop;
   shared->budget = options.budget;
   shared->budget.hop_reserve = absl::ZeroDuration();
   shared->retry = options.retry;
   shared->unfit = unfit;
-  shared->wait_for_backend = options.client.backend_wait == BackendWait::kWithinBudget;
   shared->clock = options.client.clock != nullptr ? options.client.clock : &Clock::Real();
   shared->metrics =
       options.client.metrics != nullptr ? options.client.metrics : &Metrics::Default();
-  std::unique_ptr<internal::TimerService> own;
-  if (shared->clock != &Clock::Real())
-    own = std::make_unique<internal::TimerService>(*shared->clock);
-  shared->timers = own != nullptr ? own.get() : &internal::TimerService::Shared();
-
-  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
-  creators.push_back(std::make_unique<RetryFactory>(std::move(shared), std::move(own)));
-  creators.push_back(*std::move(budget_factory));
-  return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, *channel_args,
-                                                                 std::move(creators));
+  return BuildRetryingChannel(std::move(shared), options.client, target, creds, args);
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
@@ -594,30 +602,19 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
     const Hop& hop, ClientOptions client, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
-  auto budget_factory = MakeClientInterceptorFactory(client);
-  if (!budget_factory.ok()) return budget_factory.status();
-  absl::StatusOr<grpc::ChannelArguments> channel_args =
-      internal::WithChannelDefaults(internal::WithHopServiceConfig(hop, args));
-  if (!channel_args.ok()) return channel_args.status();
-
+  // One name, clock and metrics: the Hop's, whatever `client` says.
+  client.hop = hop.name();
+  client.clock = &hop.clock();
+  client.metrics = &hop.metrics();
   // Every entry was validated when the Hop read its config: none is unfit.
   auto shared =
       std::make_unique<RetryShared>(hop.retry_throttling().value_or(RetryThrottleOptions{}));
   shared->hop = hop.name();
   shared->hop_config = &hop;
-  shared->wait_for_backend = client.backend_wait == BackendWait::kWithinBudget;
   shared->clock = &hop.clock();
   shared->metrics = &hop.metrics();
-  std::unique_ptr<internal::TimerService> own;
-  if (shared->clock != &Clock::Real())
-    own = std::make_unique<internal::TimerService>(*shared->clock);
-  shared->timers = own != nullptr ? own.get() : &internal::TimerService::Shared();
-
-  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
-  creators.push_back(std::make_unique<RetryFactory>(std::move(shared), std::move(own)));
-  creators.push_back(*std::move(budget_factory));
-  return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, *channel_args,
-                                                                 std::move(creators));
+  return BuildRetryingChannel(std::move(shared), client, target, creds,
+                              internal::WithHopServiceConfig(hop, args));
 }
 
 }  // namespace hopbudget

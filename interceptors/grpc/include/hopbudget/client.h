@@ -177,7 +177,8 @@ MakeClientInterceptorFactory(ClientOptions options);
 ClientOptions ClientOptionsFor(const Hop& hop);
 
 // A channel to `target` for `hop`: CreateChannel with `options` (make them
-// with ClientOptionsFor(hop), which the one-argument form does), and the
+// with ClientOptionsFor(hop), which the short form does; their hop, clock
+// and metrics are the Hop's whatever they say), and the
 // Hop's service config handed to gRPC core without retryPolicy,
 // hedgingPolicy and retryThrottling (Hop::core_service_config(): core applies
 // each method's timeout to a call made without a deadline, and its

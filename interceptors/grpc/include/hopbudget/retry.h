@@ -104,7 +104,8 @@ struct RetryOptions {
 // sent once, never retried (a write the config does not call retryable).
 // The retry throttle is the config's retryThrottling (gRFC A6; its default
 // without one), one per channel. The table in force when a call starts
-// serves the whole call. `client` defaults to ClientOptionsFor(hop); the
+// serves the whole call. `client` defaults to ClientOptionsFor(hop) (its
+// hop, clock and metrics are the Hop's whatever it says); the
 // service config goes to gRPC core as CreateChannel(hop, ...) hands it.
 // `hop` is not owned and must outlive the channel.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
