@@ -235,6 +235,24 @@ TEST(HopGrpcChannelTest, APlainChannelFromTheHopLeavesRetriesToHopbudget) {
   EXPECT_EQ(ledger.calls(), 1);
 }
 
+// This test links echo.Relay (Call, Write, Watch): a typo is refused by name.
+TEST(HopGrpcReloadTest, AMethodNameThisProgramDoesNotLinkIsATypo) {
+  HopOptions options;
+  options.name = "front";
+  options.service_config = R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Cal"}], "timeout": "1s"},
+      {"name": [{"service": "hopbudget.echo.Realy"}], "timeout": "1s"},
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "1s"}]})";
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(options);
+  ASSERT_FALSE(hop.ok());
+  EXPECT_EQ(hop.status().message(),
+            "service config: policy table names what this program does not link (no generated "
+            "code for it; HopOptions::check_names): service hopbudget.echo.Realy, method "
+            "hopbudget.echo.Relay/Cal");
+  options.check_names = NameCheck::kNone;  // a config shared with programs that link them
+  EXPECT_TRUE(Hop::Create(options).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Apis, HopGrpcTest,
                          ::testing::Values(Api::kSync, Api::kCallback, Api::kAsync),
                          [](const ::testing::TestParamInfo<Api>& info) {

@@ -25,11 +25,13 @@ std::string Config(absl::Duration get_timeout, absl::Duration get_reserve) {
                       absl::ToDoubleSeconds(get_reserve), R"(s"}]}})");
 }
 
+// Names demo.Orders, which this test does not link: names are not checked.
 std::unique_ptr<Hop> MakeHop(Metrics* metrics, std::string config) {
   HopOptions options;
   options.name = "orders";
   options.metrics = metrics;
   options.service_config = std::move(config);
+  options.check_names = NameCheck::kNone;
   absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
   EXPECT_TRUE(hop.ok()) << hop.status();
   return hop.ok() ? *std::move(hop) : nullptr;
@@ -62,6 +64,7 @@ TEST(HopTest, BadNameOrConfigIsRefusedAtCreate) {
 
   HopOptions bad_config;
   bad_config.name = "orders";
+  bad_config.check_names = NameCheck::kNone;
   bad_config.service_config = R"({"methodConfig": [{"name": [{}], "timeout": "-1s"}]})";
   hop = Hop::Create(bad_config);
   ASSERT_FALSE(hop.ok());
@@ -73,6 +76,28 @@ TEST(HopTest, BadNameOrConfigIsRefusedAtCreate) {
   hop = Hop::Create(bad_defaults);
   ASSERT_FALSE(hop.ok());
   EXPECT_THAT(std::string(hop.status().message()), HasSubstr("default: "));
+}
+
+// This test links no gRPC service: every name is unknown to it.
+TEST(HopTest, NamesThisProgramDoesNotLinkAreRefusedAtCreateAndReload) {
+  HopOptions options;
+  options.name = "orders";
+  options.service_config = Config(absl::Milliseconds(50), absl::Milliseconds(2));
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(options);
+  ASSERT_FALSE(hop.ok());
+  EXPECT_EQ(hop.status().message(),
+            "service config: policy table names what this program does not link (no generated "
+            "code for it; HopOptions::check_names): method demo.Orders/Get");
+  // Only the default entry: nothing to check.
+  options.service_config = R"({"methodConfig": [{"name": [{}], "timeout": "1s"}]})";
+  hop = Hop::Create(options);
+  ASSERT_TRUE(hop.ok()) << hop.status();
+  const absl::Status s =
+      (*hop)->ReloadServiceConfig(Config(absl::Milliseconds(50), absl::Milliseconds(2)));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("does not link"));
+  EXPECT_EQ((*hop)->generation(), 1u);
+  EXPECT_EQ(NameCheckName(NameCheck::kLinked), "linked");
+  EXPECT_EQ(::testing::PrintToString(NameCheck::kNone), "none");
 }
 
 TEST(HopTest, EachMethodGetsItsOwnPolicyAndKeepsItsResolution) {

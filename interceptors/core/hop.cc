@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/service_config.h"
 #include "sync.h"
@@ -30,29 +32,48 @@ struct Hop::Tables {
 
 namespace {
 
-absl::StatusOr<ServiceConfigPolicies> Read(absl::string_view json, const MethodPolicy& defaults) {
-  return PolicyTableFromServiceConfig(json.empty() ? absl::string_view("{}") : json, defaults);
+absl::StatusOr<ServiceConfigPolicies> Read(absl::string_view json, const MethodPolicy& defaults,
+                                           NameCheck check) {
+  absl::StatusOr<ServiceConfigPolicies> config =
+      PolicyTableFromServiceConfig(json.empty() ? absl::string_view("{}") : json, defaults);
+  if (!config.ok() || check == NameCheck::kNone) return config;
+  const google::protobuf::DescriptorPool& pool =
+      *google::protobuf::DescriptorPool::generated_pool();
+  absl::Status names = config->table.CheckNames(
+      [&](absl::string_view service) {
+        return pool.FindServiceByName(std::string(service)) != nullptr;
+      },
+      [&](absl::string_view service, absl::string_view method) {
+        return pool.FindMethodByName(absl::StrCat(service, ".", method)) != nullptr;
+      },
+      "what this program does not link (no generated code for it; HopOptions::check_names)");
+  if (!names.ok())
+    return absl::InvalidArgumentError(absl::StrCat("service config: ", names.message()));
+  return config;
 }
 
 }  // namespace
 
-Hop::Hop(std::string name, Clock* clock, Metrics* metrics, MethodPolicy defaults)
+Hop::Hop(std::string name, Clock* clock, Metrics* metrics, MethodPolicy defaults,
+         NameCheck check_names)
     : name_(std::move(name)),
       clock_(clock),
       metrics_(metrics),
       defaults_(std::move(defaults)),
+      check_names_(check_names),
       tables_(std::make_unique<Tables>()) {}
 
 Hop::~Hop() = default;
 
 absl::StatusOr<std::unique_ptr<Hop>> Hop::Create(HopOptions options) {
   if (absl::Status s = ValidateHopName(options.name); !s.ok()) return s;
-  absl::StatusOr<ServiceConfigPolicies> config = Read(options.service_config, options.defaults);
+  absl::StatusOr<ServiceConfigPolicies> config =
+      Read(options.service_config, options.defaults, options.check_names);
   if (!config.ok()) return config.status();
   std::unique_ptr<Hop> hop(
       new Hop(std::move(options.name), options.clock != nullptr ? options.clock : &Clock::Real(),
               options.metrics != nullptr ? options.metrics : &Metrics::Default(),
-              std::move(options.defaults)));
+              std::move(options.defaults), options.check_names));
   internal::MutexLock lock(&hop->tables_->mu);
   hop->tables_->all.push_back(std::make_unique<Table>(*std::move(config), 1));
   hop->current_.store(hop->tables_->all.back().get(), std::memory_order_release);
@@ -84,7 +105,7 @@ const std::string& Hop::core_service_config() const { return Current().config.co
 uint64_t Hop::generation() const { return Current().generation; }
 
 absl::Status Hop::ReloadServiceConfig(absl::string_view json) {
-  absl::StatusOr<ServiceConfigPolicies> config = Read(json, defaults_);
+  absl::StatusOr<ServiceConfigPolicies> config = Read(json, defaults_, check_names_);
   if (!config.ok()) {
     metrics_->CountConfigReload(ConfigReload::kRefused);
     std::fprintf(stderr, "hopbudget: %s: service config reload refused, generation %llu kept: %s\n",

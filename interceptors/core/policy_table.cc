@@ -175,25 +175,37 @@ PolicyScope PolicyTable::ScopeOf(absl::string_view full_method) const {
 }
 
 absl::Status PolicyTable::CheckNamesExist(absl::Span<const std::string> registered) const {
-  absl::flat_hash_set<absl::string_view> methods, services;
+  absl::flat_hash_set<std::string> methods;
+  absl::flat_hash_set<absl::string_view> services;
   for (const std::string& full : registered) {
     absl::string_view service, method;
     if (!SplitFullMethod(full, &service, &method)) continue;
-    methods.insert(absl::string_view(full).substr(1));
+    methods.insert(std::string(absl::string_view(full).substr(1)));
     services.insert(service);
   }
+  return CheckNames([&](absl::string_view service) { return services.contains(service); },
+                    [&](absl::string_view service, absl::string_view method) {
+                      return methods.contains(absl::StrCat(service, "/", method));
+                    },
+                    "what this server does not serve");
+}
+
+absl::Status PolicyTable::CheckNames(
+    absl::FunctionRef<bool(absl::string_view service)> service_exists,
+    absl::FunctionRef<bool(absl::string_view service, absl::string_view method)> method_exists,
+    absl::string_view what_is_missing) const {
   std::vector<std::string> unmatched;
   for (const std::string& key : rep_->keys) {
     const absl::optional<ParsedKey> k = ParseKey(key);
-    if (k->scope == PolicyScope::kService && !services.contains(k->service)) {
+    if (k->scope == PolicyScope::kService && !service_exists(k->service)) {
       unmatched.push_back(Describe(*k));
-    } else if (k->scope == PolicyScope::kMethod && !methods.contains(key)) {
+    } else if (k->scope == PolicyScope::kMethod && !method_exists(k->service, k->method)) {
       unmatched.push_back(Describe(*k));
     }
   }
   if (unmatched.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "policy table names what this server does not serve: ", absl::StrJoin(unmatched, ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("policy table names ", what_is_missing, ": ", absl::StrJoin(unmatched, ", ")));
 }
 
 std::vector<std::string> PolicyTable::Keys() const { return rep_->keys; }

@@ -40,6 +40,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -53,6 +54,28 @@
 
 namespace hopbudget {
 
+// Which names a Hop's service config may use.
+enum class NameCheck {
+  // Every service and method it names is linked into this program: its
+  // generated code (a service served or a stub called) is in protobuf's
+  // generated pool. A name that matches nothing is a typo that would
+  // silently leave its method on the defaults.
+  kLinked,
+  // Any name: for a config shared by programs that each link part of it.
+  kNone,
+};
+// Stable names: "linked", "none". AbslStringify and operator<< print them.
+inline absl::string_view NameCheckName(NameCheck value) {
+  return value == NameCheck::kLinked ? "linked" : "none";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, NameCheck value) {
+  sink.Append(NameCheckName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, NameCheck value) {
+  return os << NameCheckName(value);
+}
+
 struct HopOptions {
   // This hop's name in attribution and metrics: 1..64 characters of
   // [A-Za-z0-9._-]. Required.
@@ -65,12 +88,16 @@ struct HopOptions {
   // A gRPC service config's JSON (with hopbudget's section, if any); "" for
   // none.
   std::string service_config;
+  // Checked at Create and at every reload.
+  NameCheck check_names = NameCheck::kLinked;
 };
 
 class Hop {
  public:
   // Validates the name and reads the service config (PolicyTableFromServiceConfig:
-  // InvalidArgument naming the method and the numbers).
+  // InvalidArgument naming the method and the numbers), then checks its
+  // names (HopOptions::check_names: InvalidArgument listing the unknown
+  // ones).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Hop>> Create(HopOptions options);
 
   ~Hop();
@@ -103,7 +130,8 @@ class Hop {
 
  private:
   struct Table;
-  Hop(std::string name, Clock* clock, Metrics* metrics, MethodPolicy defaults);
+  Hop(std::string name, Clock* clock, Metrics* metrics, MethodPolicy defaults,
+      NameCheck check_names);
   const Table& Current() const;
 
   struct Tables;  // every table made, and the lock reloads take
@@ -112,6 +140,7 @@ class Hop {
   Clock* const clock_;
   Metrics* const metrics_;
   const MethodPolicy defaults_;
+  const NameCheck check_names_;
   const std::unique_ptr<Tables> tables_;
   std::atomic<const Table*> current_{nullptr};
 };

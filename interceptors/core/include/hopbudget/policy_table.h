@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -128,6 +129,13 @@ class PolicyTable {
   // nothing is a typo that would silently leave a method on the default.
   // InvalidArgument listing every unmatched key.
   absl::Status CheckNamesExist(absl::Span<const std::string> registered) const;
+  // The same check against predicates: `service_exists("pkg.S")` for a
+  // service entry, `method_exists("pkg.S", "M")` for a method entry. The
+  // error reads "policy table names <what_is_missing>: <keys>".
+  absl::Status CheckNames(
+      absl::FunctionRef<bool(absl::string_view service)> service_exists,
+      absl::FunctionRef<bool(absl::string_view service, absl::string_view method)> method_exists,
+      absl::string_view what_is_missing) const;
 
   // The keys of the table's entries, sorted: "*" first, then services
   // ("pkg.S/*") and methods.
