@@ -13,6 +13,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpc/service_config/service_config.pb.h"
 #include "hopbudget/config.pb.h"
+#include "struct_fields.h"
 
 namespace hopbudget {
 namespace {
@@ -101,26 +102,21 @@ struct Extras {
 
 Extras TakeExtras(pb::Struct& config) {
   Extras extras;
-  auto& fields = *config.mutable_fields();
-  if (auto it = fields.find("hopbudget"); it != fields.end()) {
-    extras.hopbudget = std::move(it->second);
-    fields.erase(it);
-  }
+  extras.hopbudget = internal::TakeStructField(config, "hopbudget");
   for (const char* list_name : {"methodConfig", "method_config"}) {
-    auto list = fields.find(list_name);
-    if (list == fields.end() || !list->second.has_list_value()) continue;
-    auto& values = *list->second.mutable_list_value()->mutable_values();
+    pb::Value* list = internal::MutableStructField(config, list_name);
+    if (list == nullptr || !list->has_list_value()) continue;
+    auto& values = *list->mutable_list_value()->mutable_values();
     for (int i = 0; i < values.size(); ++i) {
       if (!values[i].has_struct_value()) continue;
-      auto& mc = *values[i].mutable_struct_value()->mutable_fields();
       for (const char* retry_name : {"retryPolicy", "retry_policy"}) {
-        auto retry = mc.find(retry_name);
-        if (retry == mc.end() || !retry->second.has_struct_value()) continue;
-        auto& rf = *retry->second.mutable_struct_value()->mutable_fields();
+        pb::Value* retry =
+            internal::MutableStructField(*values[i].mutable_struct_value(), retry_name);
+        if (retry == nullptr || !retry->has_struct_value()) continue;
         for (const char* name : {"perAttemptRecvTimeout", "per_attempt_recv_timeout"}) {
-          if (auto p = rf.find(name); p != rf.end()) {
-            extras.per_attempt[i] = std::move(p->second);
-            rf.erase(p);
+          if (absl::optional<pb::Value> p =
+                  internal::TakeStructField(*retry->mutable_struct_value(), name)) {
+            extras.per_attempt[i] = *std::move(p);
           }
         }
       }

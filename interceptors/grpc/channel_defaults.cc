@@ -1,8 +1,6 @@
 // Copyright hopbudget authors.
 #include "channel_defaults.h"
 
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <grpc/impl/codegen/grpc_types.h>
@@ -11,56 +9,15 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "struct_fields.h"
 
 namespace hopbudget::internal {
 namespace {
 
-using google::protobuf::FieldDescriptor;
-using google::protobuf::Message;
-
 // The fields of a service config that make gRPC core retry answers.
-constexpr const char* kCoreRetryMethodFields[] = {"retryPolicy", "hedgingPolicy"};
-constexpr const char* kCoreRetryTopFields[] = {"retryThrottling"};
-
-// A google.protobuf.Struct's map is read and edited through reflection,
-// which runs inside libprotobuf. Map's inline template code, compiled into
-// this library under ThreadSanitizer, crashed on a map that Debian's
-// uninstrumented libprotobuf had built (SEGV in InnerMap::FindHelper, every
-// channel given a service config).
-const FieldDescriptor* StructFields() {
-  return google::protobuf::Struct::descriptor()->FindFieldByName("fields");
-}
-
-template <size_t N>
-void RemoveKeys(google::protobuf::Struct& s, const char* const (&keys)[N]) {
-  const FieldDescriptor* fields = StructFields();
-  const google::protobuf::Reflection* r = s.GetReflection();
-  for (int i = r->FieldSize(s, fields) - 1; i >= 0; --i) {
-    const Message& entry = r->GetRepeatedMessage(s, fields, i);
-    const FieldDescriptor* key_fd = entry.GetDescriptor()->map_key();
-    const std::string key = entry.GetReflection()->GetString(entry, key_fd);
-    bool drop = false;
-    for (const char* k : keys) drop = drop || key == k;
-    if (!drop) continue;
-    const int last = r->FieldSize(s, fields) - 1;
-    if (i != last) r->SwapElements(&s, fields, i, last);
-    r->RemoveLast(&s, fields);
-  }
-}
-
-// The value of `key` in `s`, nullptr when absent.
-google::protobuf::Value* MutableField(google::protobuf::Struct& s, const char* key) {
-  const FieldDescriptor* fields = StructFields();
-  const google::protobuf::Reflection* r = s.GetReflection();
-  for (int i = 0; i < r->FieldSize(s, fields); ++i) {
-    Message* entry = r->MutableRepeatedMessage(&s, fields, i);
-    const google::protobuf::Reflection* er = entry->GetReflection();
-    const google::protobuf::Descriptor* ed = entry->GetDescriptor();
-    if (er->GetString(*entry, ed->map_key()) != key) continue;
-    return static_cast<google::protobuf::Value*>(er->MutableMessage(entry, ed->map_value()));
-  }
-  return nullptr;
-}
+constexpr std::initializer_list<absl::string_view> kCoreRetryMethodFields = {"retryPolicy",
+                                                                             "hedgingPolicy"};
+constexpr std::initializer_list<absl::string_view> kCoreRetryTopFields = {"retryThrottling"};
 
 }  // namespace
 
@@ -72,12 +29,12 @@ absl::StatusOr<std::string> WithoutCoreRetries(const std::string& service_config
         absl::StrCat("service config (GRPC_ARG_SERVICE_CONFIG) is not a JSON object: ",
                      std::string(parsed.message())));
   }
-  RemoveKeys(config, kCoreRetryTopFields);
-  if (google::protobuf::Value* methods = MutableField(config, "methodConfig");
+  RemoveStructFields(config, kCoreRetryTopFields);
+  if (google::protobuf::Value* methods = MutableStructField(config, "methodConfig");
       methods != nullptr && methods->has_list_value()) {
     for (google::protobuf::Value& method : *methods->mutable_list_value()->mutable_values()) {
       if (!method.has_struct_value()) continue;  // gRPC rejects it, as it would have
-      RemoveKeys(*method.mutable_struct_value(), kCoreRetryMethodFields);
+      RemoveStructFields(*method.mutable_struct_value(), kCoreRetryMethodFields);
     }
   }
   std::string json;
