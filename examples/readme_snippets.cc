@@ -317,8 +317,8 @@ absl::Status HopSetup(grpc::ServerBuilder& builder) {
   creators.push_back(*std::move(factory));
   builder.experimental().SetInterceptorCreators(std::move(creators));
   // Outbound calls: retried only where the config has a retryPolicy.
-  auto ledger = hopbudget::CreateRetryingChannel(**hop, "ledger:50051",
-                                                 grpc::InsecureChannelCredentials());
+  auto ledger =
+      hopbudget::CreateRetryingChannel(**hop, "ledger:50051", grpc::InsecureChannelCredentials());
   if (!ledger.ok()) return ledger.status();
   // On SIGHUP: a config that does not nest is refused, the old one kept.
   absl::Status reloaded = (*hop)->ReloadServiceConfig(ReadFile("orders_service_config.json"));
