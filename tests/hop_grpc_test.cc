@@ -255,17 +255,7 @@ TEST(HopGrpcReloadTest, AMethodNameThisProgramDoesNotLinkIsATypo) {
 
 INSTANTIATE_TEST_SUITE_P(Apis, HopGrpcTest,
                          ::testing::Values(Api::kSync, Api::kCallback, Api::kAsync),
-                         [](const ::testing::TestParamInfo<Api>& info) {
-                           switch (info.param) {
-                             case Api::kSync:
-                               return "Sync";
-                             case Api::kCallback:
-                               return "Callback";
-                             case Api::kAsync:
-                               return "Async";
-                           }
-                           return "Unknown";
-                         });
+                         testing::ApiTestName);
 
 }  // namespace
 }  // namespace hopbudget

@@ -205,6 +205,18 @@ class RelayHop::AsyncLoop {
   int active_handlers_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+std::string ApiTestName(const ::testing::TestParamInfo<Api>& info) {
+  switch (info.param) {
+    case Api::kSync:
+      return "Sync";
+    case Api::kCallback:
+      return "Callback";
+    case Api::kAsync:
+      return "Async";
+  }
+  return "Unknown";
+}
+
 RelayHop::RelayHop(HopConfig config) : config_(std::move(config)), rng_(config_.faults.seed) {
   if (config_.hop_config != nullptr) {
     config_.hop = config_.hop_config->name();  // its channels too: one name

@@ -29,6 +29,9 @@ namespace hopbudget {
 namespace testing {
 
 enum class Api { kSync, kCallback, kAsync };
+// "Sync", "Callback", "Async": the suffix of a test parameterized by Api
+// (INSTANTIATE_TEST_SUITE_P(..., ApiTestName)).
+std::string ApiTestName(const ::testing::TestParamInfo<Api>& info);
 
 // Failures a hop injects before doing its step (deterministic; seeded).
 struct Faults {

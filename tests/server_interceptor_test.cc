@@ -207,17 +207,7 @@ TEST_P(ServerInterceptorTest, CallWithoutInterceptorHasNoInboundBudget) {
 
 INSTANTIATE_TEST_SUITE_P(SyncAndCallback, ServerInterceptorTest,
                          ::testing::Values(Api::kSync, Api::kCallback, Api::kAsync),
-                         [](const ::testing::TestParamInfo<Api>& info) {
-                           switch (info.param) {
-                             case Api::kSync:
-                               return "Sync";
-                             case Api::kCallback:
-                               return "Callback";
-                             case Api::kAsync:
-                               return "Async";
-                           }
-                           return "Unknown";
-                         });
+                         testing::ApiTestName);
 
 TEST(MakeServerInterceptorFactoryTest, RefusesBadHopName) {
   ServerOptions options;
