@@ -15,11 +15,13 @@ using ::testing::HasSubstr;
 
 // demo.Orders/Get with its own timeout and reserve; every other method the
 // default entry's.
-std::string Config(absl::Duration get_timeout, absl::Duration get_reserve) {
+std::string Config(absl::Duration get_timeout, absl::Duration get_reserve,
+                   absl::Duration default_timeout = absl::Seconds(9)) {
   return absl::StrCat(R"({"methodConfig": [{"name": [{"service": "demo.Orders", "method": "Get"}],
                            "timeout": ")",
                       absl::ToDoubleSeconds(get_timeout), R"(s"},
-                          {"name": [{}], "timeout": "9s"}],
+                          {"name": [{}], "timeout": ")",
+                      absl::ToDoubleSeconds(default_timeout), R"(s"}],
       "hopbudget": {"methodPolicy": [{"name": [{"service": "demo.Orders", "method": "Get"}],
                                       "hopReserve": ")",
                       absl::ToDoubleSeconds(get_reserve), R"(s"}]}})");
@@ -162,8 +164,8 @@ TEST(HopTest, ReloadThatDoesNotValidateKeepsTheTableInForce) {
 // reader gets is wholly one table's (the timeout and the reserve agree).
 TEST(HopTest, ReadersSeeOneTableOrTheOtherNeverAMix) {
   Metrics metrics;
-  const std::string a = Config(absl::Milliseconds(100), absl::Milliseconds(1));
-  const std::string b = Config(absl::Milliseconds(200), absl::Milliseconds(2));
+  const std::string a = Config(absl::Milliseconds(100), absl::Milliseconds(1), absl::Seconds(9));
+  const std::string b = Config(absl::Milliseconds(200), absl::Milliseconds(2), absl::Seconds(8));
   std::unique_ptr<Hop> hop = MakeHop(&metrics, a);
   ASSERT_NE(hop, nullptr);
   const char* kGet = "/demo.Orders/Get";
@@ -174,12 +176,17 @@ TEST(HopTest, ReadersSeeOneTableOrTheOtherNeverAMix) {
   for (int r = 0; r < 3; ++r) {
     readers.emplace_back([&] {
       while (!stop.load()) {
-        const MethodPolicy& p = hop->PolicyFor(id, kGet);
+        // The method's entry and the default entry, as the server reads
+        // them: both from one table.
+        const Hop::Resolved r = hop->Resolve(id, kGet);
+        const MethodPolicy& p = *r.method;
+        const absl::Duration default_cap = r.table_default->budget.request_cap;
         if (p.budget.request_cap == absl::Milliseconds(100) &&
-            p.budget.hop_reserve == absl::Milliseconds(1)) {
+            p.budget.hop_reserve == absl::Milliseconds(1) && default_cap == absl::Seconds(9)) {
           seen_a.fetch_add(1);
         } else if (p.budget.request_cap == absl::Milliseconds(200) &&
-                   p.budget.hop_reserve == absl::Milliseconds(2)) {
+                   p.budget.hop_reserve == absl::Milliseconds(2) &&
+                   default_cap == absl::Seconds(8)) {
           seen_b.fetch_add(1);
         } else {
           mixed.fetch_add(1);

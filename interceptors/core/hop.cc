@@ -83,10 +83,11 @@ absl::StatusOr<std::unique_ptr<Hop>> Hop::Create(HopOptions options) {
 
 const Hop::Table& Hop::Current() const { return *current_.load(std::memory_order_acquire); }
 
-const MethodPolicy& Hop::PolicyFor(MethodId method, absl::string_view full_method) const {
+Hop::Resolved Hop::Resolve(MethodId method, absl::string_view full_method) const {
   const Table& t = Current();
+  const MethodPolicy* table_default = &t.config.table.Default();
   if (method.index <= 0 || method.index >= kMaxMethodLabels) {
-    return t.config.table.Resolve(full_method);
+    return {&t.config.table.Resolve(full_method), table_default};
   }
   std::atomic<const MethodPolicy*>& slot = t.by_method[method.index];
   const MethodPolicy* p = slot.load(std::memory_order_acquire);
@@ -94,7 +95,7 @@ const MethodPolicy& Hop::PolicyFor(MethodId method, absl::string_view full_metho
     p = &t.config.table.Resolve(full_method);
     slot.store(p, std::memory_order_release);
   }
-  return *p;
+  return {p, table_default};
 }
 
 const PolicyTable& Hop::policies() const { return Current().config.table; }

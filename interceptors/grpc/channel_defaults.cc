@@ -101,4 +101,11 @@ grpc::ChannelArguments WithHopServiceConfig(const Hop& hop, const grpc::ChannelA
   return out;
 }
 
+ClientOptions WithHopIdentity(const Hop& hop, ClientOptions options) {
+  options.hop = hop.name();
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
+  return options;
+}
+
 }  // namespace hopbudget::internal

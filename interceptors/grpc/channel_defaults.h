@@ -45,6 +45,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "hopbudget/client.h"
 #include "hopbudget/hop.h"
 
 namespace hopbudget::internal {
@@ -87,6 +88,10 @@ absl::StatusOr<std::string> WithoutCoreRetries(const std::string& service_config
 // `args` with the service config of `hop` (Hop::core_service_config()),
 // unless `args` sets one or the Hop has none.
 grpc::ChannelArguments WithHopServiceConfig(const Hop& hop, const grpc::ChannelArguments& args);
+
+// `options` with the name, clock and metrics of `hop`, whatever they said:
+// every channel made from a Hop speaks as that hop.
+ClientOptions WithHopIdentity(const Hop& hop, ClientOptions options);
 
 }  // namespace hopbudget::internal
 

@@ -665,10 +665,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
 }
 
 ClientOptions ClientOptionsFor(const Hop& hop) {
-  ClientOptions options;
-  options.hop = hop.name();
-  options.clock = &hop.clock();
-  options.metrics = &hop.metrics();
+  ClientOptions options = internal::WithHopIdentity(hop, ClientOptions{});
   options.min_call_budget = hop.policies().Default().budget.min_attempt_budget;
   return options;
 }
@@ -682,11 +679,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const Hop& hop, ClientOptions options, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
-  // One name, clock and metrics: the Hop's, whatever `options` says.
-  options.hop = hop.name();
-  options.clock = &hop.clock();
-  options.metrics = &hop.metrics();
-  return CreateChannel(target, creds, std::move(options),
+  return CreateChannel(target, creds, internal::WithHopIdentity(hop, std::move(options)),
                        internal::WithHopServiceConfig(hop, args));
 }
 

@@ -602,10 +602,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
     const Hop& hop, ClientOptions client, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
-  // One name, clock and metrics: the Hop's, whatever `client` says.
-  client.hop = hop.name();
-  client.clock = &hop.clock();
-  client.metrics = &hop.metrics();
+  client = internal::WithHopIdentity(hop, std::move(client));
   // Every entry was validated when the Hop read its config: none is unfit.
   auto shared =
       std::make_unique<RetryShared>(hop.retry_throttling().value_or(RetryThrottleOptions{}));

@@ -189,8 +189,9 @@ struct ServerShared {
 // of another one.
 BudgetPolicy PolicyOf(const ServerShared& shared, MethodId method, const char* full_method) {
   if (shared.hop_config == nullptr) return shared.policy;
-  BudgetPolicy p = shared.hop_config->PolicyFor(method, full_method).budget;
-  p.attempt_cap = shared.hop_config->policies().Default().budget.attempt_cap;
+  const Hop::Resolved r = shared.hop_config->Resolve(method, full_method);  // one table
+  BudgetPolicy p = r.method->budget;
+  p.attempt_cap = r.table_default->budget.attempt_cap;
   return p;
 }
 

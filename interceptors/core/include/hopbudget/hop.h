@@ -112,10 +112,22 @@ class Hop {
   // force. `method` is metrics().Method(full_method): its resolution is kept
   // per table, so later calls of the method take one atomic load. A method
   // without a label of its own ("other") is resolved by name every time.
-  const MethodPolicy& PolicyFor(MethodId method, absl::string_view full_method) const;
+  const MethodPolicy& PolicyFor(MethodId method, absl::string_view full_method) const {
+    return *Resolve(method, full_method).method;
+  }
+  // The same, with the default entry of the same table: a caller that needs
+  // both (the server: a method's caps, the default's attempt cap) never
+  // mixes two tables when a reload comes between its reads.
+  struct Resolved {
+    const MethodPolicy* method;
+    const MethodPolicy* table_default;
+  };
+  Resolved Resolve(MethodId method, absl::string_view full_method) const;
 
   // The table in force, the config's retryThrottling, and the service config
-  // to hand gRPC core (ServiceConfigPolicies). Valid until the next reload.
+  // to hand gRPC core (ServiceConfigPolicies), read now: each reference
+  // stays valid as long as the Hop, and a reload makes the next read see
+  // the new table.
   const PolicyTable& policies() const;
   const absl::optional<RetryThrottleOptions>& retry_throttling() const;
   const std::string& core_service_config() const;

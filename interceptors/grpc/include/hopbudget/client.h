@@ -182,8 +182,10 @@ ClientOptions ClientOptionsFor(const Hop& hop);
 // Hop's service config handed to gRPC core without retryPolicy,
 // hedgingPolicy and retryThrottling (Hop::core_service_config(): core applies
 // each method's timeout to a call made without a deadline, and its
-// waitForReady) unless `args` sets a service config of its own. `hop` is not
-// owned and must outlive the channel.
+// waitForReady) unless `args` sets a service config of its own. gRPC core
+// keeps the config of the table in force when the channel is made: a later
+// reload reaches hopbudget's decisions, not core's copy. `hop` is not owned
+// and must outlive the channel.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const Hop& hop, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds,
