@@ -480,6 +480,13 @@ if [ -f "$work/restart-baseline.json" ] && [ -f "$work/restart-hopbudget.json" ]
   printf "   %-42s %-12s %s\n" "latency p99 (ms)" "$(lat "$rb" p99)" "$(lat "$rh" p99)"
   check '[ "$(key "$rh" ok)" = "$(key "$rh" sent)" ]' \
     "hopbudget: no call failed while the ledger restarted"
+  if [ "$(key "$rh" ok)" != "$(key "$rh" sent)" ]; then
+    # What a soak needs to tell a slow restart (no-backend, past the
+    # budget's slack) from a hop that shed held calls (refused below).
+    echo "          deadline exceeded by source: $(grep -o '"deadline_exceeded_by_source":{[^}]*}*' "$rh" |
+      sed 's/^"deadline_exceeded_by_source"://')"
+    "$chainctl" stats --admin "$hb" | sed 's/^/          /' || true
+  fi
 else
   failures=$((failures + 1))
 fi

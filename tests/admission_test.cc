@@ -114,8 +114,14 @@ TEST(NextAdaptiveLimitTest, Table) {
       {"latency up 2x: shrinks", {20, 0.010}, {20 * kMs, 20}, 19.0, 19.3},
       // Far slower: the gradient is floored at 0.5.
       {"latency up 10x: floor", {20, 0.010}, {100 * kMs, 20}, 18.0, 18.0},
-      // Never used half the limit: no growth.
+      // Never used half the limit: no growth past the start (20) ...
       {"idle: no growth", {20, 0.010}, {10 * kMs, 5}, 20.0, 20.0},
+      {"idle above the start: no growth", {50, 0.010}, {10 * kMs, 5}, 50.0, 50.0},
+      // ... and no shrinking, however slow: the slowness came from below.
+      {"idle and slow: no shrinking", {20, 0.010}, {100 * kMs, 5}, 20.0, 20.0},
+      // A limit an earlier slowdown lowered goes back to the start.
+      {"idle below the start: back to it", {10, 0.010}, {10 * kMs, 4}, 20.0, 20.0},
+      {"idle below the start, still slow: stays", {10, 0.010}, {100 * kMs, 4}, 10.0, 10.0},
       // Clamped to the policy's range.
       {"at max", {100, 0.010}, {10 * kMs, 100}, 100.0, 100.0},
       {"at min", {2, 0.010}, {1000 * kMs, 2}, 2.0, 2.0},
@@ -140,6 +146,25 @@ TEST(NextAdaptiveLimitTest, Table) {
   // The first window sets the long-run average; a much faster one resets it.
   EXPECT_DOUBLE_EQ(NextAdaptiveLimit(p, {20, 0}, {10 * kMs, 20}).long_seconds, 0.010);
   EXPECT_DOUBLE_EQ(NextAdaptiveLimit(p, {20, 0.100}, {10 * kMs, 20}).long_seconds, 0.010);
+}
+
+// A callee restarted under light load (demo chain, 40 calls/s): each
+// restart is one window in which the calls held for the callee fill two
+// thirds of the limit and take 20x longer; between restarts the hop is
+// lightly used at its normal time. The limit dips at a restart and is back
+// after one quiet window: it used to lose a tenth at each restart for good,
+// until the calls held by the next restart were more than it let in and
+// were shed.
+TEST(NextAdaptiveLimitTest, RestartsOfACalleeUnderLightLoadDoNotRatchetTheLimitDown) {
+  AdmissionPolicy p = Adaptive();
+  p.max_in_flight = 33;
+  AdaptiveLimitState s{33, 0.010};
+  for (int restart = 0; restart < 6; ++restart) {
+    s = NextAdaptiveLimit(p, s, {200 * kMs, 23});
+    EXPECT_GE(s.limit, 29.0) << "restart " << restart;
+    s = NextAdaptiveLimit(p, s, {10 * kMs, 2});  // one quiet window
+    EXPECT_DOUBLE_EQ(s.limit, 33.0) << "restart " << restart;
+  }
 }
 
 TEST(ValidateAdmissionPolicyTest, NamesTheBadField) {

@@ -152,15 +152,30 @@ AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy, const Adapti
   }
   const double gradient =
       std::clamp(policy.latency_tolerance * next.long_seconds / recent, 0.5, 1.0);
+  const auto clamped = [&policy](double limit) {
+    return std::clamp(limit, static_cast<double>(policy.min_limit),
+                      static_cast<double>(policy.max_limit));
+  };
+  if (window.max_in_flight < state.limit / 2) {
+    // A hop that never used half its limit was not what held calls back:
+    // the window says nothing about its capacity (Netflix's Gradient2
+    // leaves such a limit alone too). Its slowness came from below (a slow
+    // or restarting callee), so the limit does not shrink; nor does it grow
+    // past where it started. A limit that an earlier slowdown lowered goes
+    // straight back to its start: raised 20 % of the way per window, it
+    // lost to the next restart of a callee, and at light load (demo chain,
+    // 40 calls/s, a ledger restart every 3 s) the gateway's limit fell
+    // 33 -> 19 until a restart's held calls were shed.
+    next.limit =
+        clamped(gradient < 1.0 ? state.limit
+                               : std::max(state.limit, static_cast<double>(policy.max_in_flight)));
+    return next;
+  }
   // Probe upwards only while handler time holds: a hop that is slowing down
   // shrinks without a floor of headroom.
-  double target = gradient < 1.0 ? state.limit * gradient : state.limit + std::sqrt(state.limit);
-  // A hop that never used half its limit was not what held calls back:
-  // its limit says nothing about its capacity, so it does not grow.
-  if (window.max_in_flight < state.limit / 2) target = std::min(target, state.limit);
-  const double smoothed = 0.8 * state.limit + 0.2 * target;
-  next.limit = std::clamp(smoothed, static_cast<double>(policy.min_limit),
-                          static_cast<double>(policy.max_limit));
+  const double target =
+      gradient < 1.0 ? state.limit * gradient : state.limit + std::sqrt(state.limit);
+  next.limit = clamped(0.8 * state.limit + 0.2 * target);
   return next;
 }
 

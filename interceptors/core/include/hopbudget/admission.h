@@ -237,8 +237,11 @@ struct AdaptiveLimitState {
 // limit is limit * gradient while handler time rises beyond the tolerance,
 // limit + sqrt(limit) (room to probe upwards) while it holds, smoothed
 // (20 % per window) and clamped to [min_limit, max_limit]. A window that
-// never used half the limit does not grow it (the hop was not the
-// bottleneck). The long-run average is the hop's unloaded handler time: it
+// never used half the limit held nothing back, so it says nothing about the
+// hop's capacity: it does not shrink the limit, whatever its handler time
+// (a slow or restarting callee); at a healthy handler time, a limit below
+// where it started (max_in_flight) goes back to it, and one above stays.
+// The long-run average is the hop's unloaded handler time: it
 // rises by 1 % of a slower window (a time constant of 100 windows, so a
 // sustained overload keeps the limit down rather than becoming the new
 // normal), falls by 10 % of a faster one, and is pulled down at once when
