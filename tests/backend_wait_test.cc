@@ -17,8 +17,11 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "channel_defaults.h"
 #include "eventually.h"
 #include "hopbudget/client.h"
+#include "hopbudget/hop.h"
+#include "hopbudget/retry.h"
 #include "relay_fixture.h"
 #include "sync.h"
 
@@ -228,6 +231,98 @@ TEST(BackendWaitTest, OneCallCanAskToWaitOnAChannelThatFailsFast) {
   absl::optional<Attribution> a = AttributionOf(call.status);
   ASSERT_TRUE(a.has_value()) << call.status.error_message();
   EXPECT_EQ(a->source, DeadlineSource::kNoBackend);
+}
+
+// The order a call's backend wait is decided in: its own SetBackendWait,
+// else its method's waitForReady in the channel's Hop, else the channel's.
+TEST(BackendWaitOfCallTest, TheCallThenTheMethodThenTheChannel) {
+  constexpr BackendWait kWait = BackendWait::kWithinBudget;
+  constexpr BackendWait kFast = BackendWait::kFailFast;
+  struct Case {
+    const char* name;
+    BackendWait channel;
+    absl::optional<bool> method;
+    absl::optional<BackendWait> call;
+    BackendWait want;
+  } cases[] = {
+      {"nothing set: the channel's", kWait, absl::nullopt, absl::nullopt, kWait},
+      {"nothing set, fail-fast channel", kFast, absl::nullopt, absl::nullopt, kFast},
+      {"waitForReady false on a waiting channel", kWait, false, absl::nullopt, kFast},
+      {"waitForReady true on a fail-fast channel", kFast, true, absl::nullopt, kWait},
+      {"the call waits though its method fails fast", kWait, false, kWait, kWait},
+      {"the call fails fast though its method waits", kFast, true, kFast, kFast},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(internal::BackendWaitOfCall(c.channel, c.method, c.call), c.want) << c.name;
+  }
+  EXPECT_EQ(internal::CallBackendWait(absl::nullopt), absl::nullopt);
+  EXPECT_EQ(internal::CallBackendWait(std::string(BackendWaitName(kFast))), kFast);
+  EXPECT_EQ(internal::CallBackendWait(std::string(BackendWaitName(kWait))), kWait);
+}
+
+// A channel made from a Hop holds a call for a backend as the call's method
+// says in the Hop's service config (issue: "per method switchable"): Call,
+// `waitForReady: false`, fails fast; Write, which says nothing, waits as the
+// channel does; a call's own SetBackendWait wins over its method. The same
+// on the retrying channel, which sets gRPC's wait-for-ready on its attempts
+// only when they may wait.
+TEST(BackendWaitTest, EachMethodOfAHopsChannelWaitsAsItsWaitForReadySays) {
+  Metrics metrics;
+  HopOptions options;
+  options.name = "orders";
+  options.metrics = &metrics;
+  options.service_config = R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "waitForReady": false,
+       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}},
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}],
+       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  ASSERT_TRUE(hop.ok()) << hop.status();
+  const std::string target = absl::StrCat("127.0.0.1:", UnusedPort());
+  for (const bool retrying : {false, true}) {
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        retrying ? CreateRetryingChannel(**hop, target, grpc::InsecureChannelCredentials())
+                 : CreateChannel(**hop, target, grpc::InsecureChannelCredentials());
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    ASSERT_TRUE(Eventually([&] {
+      (*channel)->GetState(true);
+      return InTransientFailure(**channel);
+    }));
+    auto stub = echo::Relay::NewStub(*channel);
+    struct Case {
+      const char* name;
+      bool write;
+      absl::optional<BackendWait> call;
+      bool waits;
+    } cases[] = {
+        {"Call, waitForReady false: fails fast", false, absl::nullopt, false},
+        {"Write, no waitForReady: the channel's wait", true, absl::nullopt, true},
+        {"Call asked to wait: waits", false, BackendWait::kWithinBudget, true},
+        {"Write asked to fail fast: fails fast", true, BackendWait::kFailFast, false},
+    };
+    for (const Case& c : cases) {
+      const std::string name = absl::StrCat(retrying ? "retrying channel, " : "", c.name);
+      grpc::ClientContext ctx;
+      SetBudget(ctx, absl::Milliseconds(300));
+      if (c.call.has_value()) SetBackendWait(ctx, *c.call);
+      const echo::RelayRequest request = Request({Work(0)});
+      echo::RelayReply reply;
+      const grpc::Status s =
+          c.write ? stub->Write(&ctx, request, &reply) : stub->Call(&ctx, request, &reply);
+      if (c.waits) {
+        EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+            << name << ": " << s.error_message();
+        absl::optional<Attribution> a = AttributionOf(s);
+        ASSERT_TRUE(a.has_value()) << name << ": " << s.error_message();
+        EXPECT_EQ(a->source, DeadlineSource::kNoBackend) << name;
+      } else {
+        EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE)
+            << name << ": " << s.error_message();
+      }
+    }
+  }
 }
 
 TEST(BackendWaitTest, ReadyBackendIsNotWaitedFor) {

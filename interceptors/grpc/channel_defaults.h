@@ -42,9 +42,11 @@
 #include <grpc/grpc.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/types/optional.h"
 #include "hopbudget/client.h"
 #include "hopbudget/hop.h"
 
@@ -92,6 +94,22 @@ grpc::ChannelArguments WithHopServiceConfig(const Hop& hop, const grpc::ChannelA
 // `options` with the name, clock and metrics of `hop`, whatever they said:
 // every channel made from a Hop speaks as that hop.
 ClientOptions WithHopIdentity(const Hop& hop, ClientOptions options);
+
+// What one call does without a ready backend: the call's own choice
+// (SetBackendWait), else its method's `waitForReady` in the channel's Hop
+// (true: wait inside the budget; false: fail fast), else the channel's
+// (ClientOptions::backend_wait).
+BackendWait BackendWaitOfCall(BackendWait channel, absl::optional<bool> method_wait_for_ready,
+                              absl::optional<BackendWait> call);
+// The value SetBackendWait sent (kInternalBackendWaitKey); nullopt for none.
+absl::optional<BackendWait> CallBackendWait(const absl::optional<std::string>& value);
+
+// The budget interceptor's factory for a channel of `hop` (nullptr: a
+// channel of no Hop, as MakeClientInterceptorFactory makes): each call's
+// backend wait follows BackendWaitOfCall with its method's entry in the
+// Hop's table in force when the call starts. `hop` outlives the channel.
+absl::StatusOr<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+MakeClientInterceptorFactory(ClientOptions options, const Hop* hop);
 
 }  // namespace hopbudget::internal
 

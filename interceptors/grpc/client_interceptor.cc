@@ -61,6 +61,7 @@ struct ClientShared {
   Clock* clock;
   Metrics* metrics;
   internal::TimerService* timers;
+  const Hop* hop_config;  // the channel's Hop; nullptr: none
 };
 
 bool IsStreaming(grpc::experimental::ClientRpcInfo::Type type) {
@@ -181,12 +182,12 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       if (p.result == HeaderParse::kOk && p.budget > absl::ZeroDuration()) idle = p.budget;
       if (p.result == HeaderParse::kEmpty) idle = absl::InfiniteDuration();
     }
-    backend_wait_ = shared_.backend_wait;
-    if (own.backend_wait.has_value()) {
-      backend_wait_ = *own.backend_wait == BackendWaitName(BackendWait::kFailFast)
-                          ? BackendWait::kFailFast
-                          : BackendWait::kWithinBudget;
-    }
+    backend_wait_ = internal::BackendWaitOfCall(
+        shared_.backend_wait,
+        shared_.hop_config != nullptr
+            ? shared_.hop_config->PolicyFor(method_, info_->method()).wait_for_ready
+            : absl::nullopt,
+        internal::CallBackendWait(own.backend_wait));
     if (from_helper && tagged.inbound_key != 0) {
       inbound_key_ = tagged.inbound_key;
       inbound_id_ = tagged.inbound_id;
@@ -628,6 +629,28 @@ class ClientFactory final : public grpc::experimental::ClientInterceptorFactoryI
 
 absl::StatusOr<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
 MakeClientInterceptorFactory(ClientOptions options) {
+  return internal::MakeClientInterceptorFactory(std::move(options), nullptr);
+}
+
+namespace internal {
+
+BackendWait BackendWaitOfCall(BackendWait channel, absl::optional<bool> method_wait_for_ready,
+                              absl::optional<BackendWait> call) {
+  if (call.has_value()) return *call;
+  if (method_wait_for_ready.has_value()) {
+    return *method_wait_for_ready ? BackendWait::kWithinBudget : BackendWait::kFailFast;
+  }
+  return channel;
+}
+
+absl::optional<BackendWait> CallBackendWait(const absl::optional<std::string>& value) {
+  if (!value.has_value()) return absl::nullopt;
+  return *value == BackendWaitName(BackendWait::kFailFast) ? BackendWait::kFailFast
+                                                           : BackendWait::kWithinBudget;
+}
+
+absl::StatusOr<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+MakeClientInterceptorFactory(ClientOptions options, const Hop* hop) {
   if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
   if (options.min_call_budget < absl::ZeroDuration() ||
       options.min_call_budget == absl::InfiniteDuration()) {
@@ -647,14 +670,19 @@ MakeClientInterceptorFactory(ClientOptions options) {
                       options.backend_wait,
                       options.clock != nullptr ? options.clock : &Clock::Real(),
                       options.metrics != nullptr ? options.metrics : &Metrics::Default(),
-                      nullptr};
+                      nullptr,
+                      hop};
   return std::make_unique<ClientFactory>(std::move(shared));
 }
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
+}  // namespace internal
+
+namespace {
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> BuildChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
-    ClientOptions options, const grpc::ChannelArguments& args) {
-  auto factory = MakeClientInterceptorFactory(std::move(options));
+    ClientOptions options, const grpc::ChannelArguments& args, const Hop* hop) {
+  auto factory = internal::MakeClientInterceptorFactory(std::move(options), hop);
   if (!factory.ok()) return factory.status();
   absl::StatusOr<grpc::ChannelArguments> channel_args = internal::WithChannelDefaults(args);
   if (!channel_args.ok()) return channel_args.status();
@@ -662,6 +690,14 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
   creators.push_back(*std::move(factory));
   return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, *channel_args,
                                                                  std::move(creators));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
+    const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& creds,
+    ClientOptions options, const grpc::ChannelArguments& args) {
+  return BuildChannel(target, creds, std::move(options), args, nullptr);
 }
 
 ClientOptions ClientOptionsFor(const Hop& hop) {
@@ -679,8 +715,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const Hop& hop, ClientOptions options, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
-  return CreateChannel(target, creds, internal::WithHopIdentity(hop, std::move(options)),
-                       internal::WithHopServiceConfig(hop, args));
+  return BuildChannel(target, creds, internal::WithHopIdentity(hop, std::move(options)),
+                      internal::WithHopServiceConfig(hop, args), &hop);
 }
 
 absl::string_view BackendWaitName(BackendWait value) {

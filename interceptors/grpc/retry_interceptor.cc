@@ -225,10 +225,15 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     metadata_ = *md;
     metadata_.erase(internal::kInternalSourceKey);
     metadata_.erase(kGrpcPreviousAttemptsHeader);
-    wait_for_backend_ = shared_.wait_for_backend;
+    absl::optional<std::string> call_wait;
     if (auto it = metadata_.find(internal::kInternalBackendWaitKey); it != metadata_.end()) {
-      wait_for_backend_ = it->second != BackendWaitName(BackendWait::kFailFast);
+      call_wait = it->second;
     }
+    wait_for_backend_ =
+        internal::BackendWaitOfCall(
+            shared_.wait_for_backend ? BackendWait::kWithinBudget : BackendWait::kFailFast,
+            method_policy_ != nullptr ? method_policy_->wait_for_ready : absl::nullopt,
+            internal::CallBackendWait(call_wait)) == BackendWait::kWithinBudget;
     BudgetPolicy budget = shared_.budget;
     if (method_policy_ != nullptr) {
       budget = method_policy_->budget;
@@ -549,7 +554,7 @@ class RetryFactory final : public grpc::experimental::ClientInterceptorFactoryIn
 absl::StatusOr<std::shared_ptr<grpc::Channel>> BuildRetryingChannel(
     std::unique_ptr<RetryShared> shared, const ClientOptions& client, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
-  auto budget_factory = MakeClientInterceptorFactory(client);
+  auto budget_factory = internal::MakeClientInterceptorFactory(client, shared->hop_config);
   if (!budget_factory.ok()) return budget_factory.status();
   absl::StatusOr<grpc::ChannelArguments> channel_args = internal::WithChannelDefaults(args);
   if (!channel_args.ok()) return channel_args.status();

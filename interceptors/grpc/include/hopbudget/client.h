@@ -182,10 +182,13 @@ ClientOptions ClientOptionsFor(const Hop& hop);
 // Hop's service config handed to gRPC core without retryPolicy,
 // hedgingPolicy and retryThrottling (Hop::core_service_config(): core applies
 // each method's timeout to a call made without a deadline, and its
-// waitForReady) unless `args` sets a service config of its own. gRPC core
-// keeps the config of the table in force when the channel is made: a later
-// reload reaches hopbudget's decisions, not core's copy. `hop` is not owned
-// and must outlive the channel.
+// waitForReady) unless `args` sets a service config of its own. A method's
+// `waitForReady` also decides whether hopbudget holds its calls for a ready
+// backend (true: kWithinBudget, false: kFailFast; unset: `backend_wait`),
+// read from the table in force when each call starts; SetBackendWait on a
+// call wins over it. gRPC core keeps the config of the table in force when
+// the channel is made: a later reload reaches hopbudget's decisions, not
+// core's copy. `hop` is not owned and must outlive the channel.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const Hop& hop, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds,
@@ -195,8 +198,9 @@ ClientOptions ClientOptionsFor(const Hop& hop);
     const std::shared_ptr<grpc::ChannelCredentials>& creds,
     const grpc::ChannelArguments& args = grpc::ChannelArguments());
 
-// Overrides ClientOptions::backend_wait for the call made with `ctx` (a
-// method that must fail fast on a channel that waits, or the reverse). Call
+// Overrides ClientOptions::backend_wait, and on a Hop's channel its method's
+// `waitForReady`, for the call made with `ctx` (a call that must fail fast
+// on a channel that waits, or the reverse). Call
 // before the call starts; the value never reaches the network.
 void SetBackendWait(grpc::ClientContext& ctx, BackendWait wait);
 
