@@ -481,9 +481,11 @@ if [ -f "$work/restart-baseline.json" ] && [ -f "$work/restart-hopbudget.json" ]
   check '[ "$(key "$rh" ok)" = "$(key "$rh" sent)" ]' \
     "hopbudget: no call failed while the ledger restarted"
   if [ "$(key "$rh" ok)" != "$(key "$rh" sent)" ]; then
-    # What a soak needs to tell a slow restart (no-backend, past the
-    # budget's slack) from a hop that shed held calls (refused below).
-    echo "          deadline exceeded by source: $(grep -o '"deadline_exceeded_by_source":{[^}]*}*' "$rh" |
+    # Which budget fired where: a restart longer than the budget's slack
+    # ends calls as no-backend or at the client's deadline; a shed call is
+    # a RESOURCE_EXHAUSTED in the errors above. Then each hop's counts.
+    echo "          deadline exceeded by source: $(grep -oE \
+      '"deadline_exceeded_by_source":\{([^{}]*\{[^{}]*\})*[^{}]*\}' "$rh" |
       sed 's/^"deadline_exceeded_by_source"://')"
     "$chainctl" stats --admin "$hb" | sed 's/^/          /' || true
   fi
