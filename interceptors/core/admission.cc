@@ -162,10 +162,12 @@ AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy, const Adapti
     // leaves such a limit alone too). Its slowness came from below (a slow
     // or restarting callee), so the limit does not shrink; nor does it grow
     // past where it started. A limit that an earlier slowdown lowered goes
-    // straight back to its start: raised 20 % of the way per window, it
-    // lost to the next restart of a callee, and at light load (demo chain,
-    // 40 calls/s, a ledger restart every 3 s) the gateway's limit fell
-    // 33 -> 19 until a restart's held calls were shed.
+    // straight back to its start: at light load no window uses half of it,
+    // so it would never grow back, and each restart of a callee would take
+    // another tenth off it until a restart's held calls were shed (demo
+    // chain, 40 calls/s: the gateway's limit fell 33 -> 16 in six ledger
+    // restarts; README, "Restarts"). Raised 20 % of the way per window, it
+    // still lost to a restart every 3 s.
     next.limit =
         clamped(gradient < 1.0 ? state.limit
                                : std::max(state.limit, static_cast<double>(policy.max_in_flight)));
