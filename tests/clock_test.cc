@@ -28,5 +28,20 @@ TEST(RealClockTest, ReadsTheWallClockThatGrpcDeadlinesUse) {
   EXPECT_LT(absl::AbsDuration(Clock::Real().Now() - absl::Now()), absl::Seconds(1));
 }
 
+TEST(FakeClockTest, SteadyIsNow) {
+  FakeClock clock;
+  clock.Advance(absl::Milliseconds(3));
+  EXPECT_EQ(clock.Steady(), clock.Now());
+}
+
+TEST(RealClockTest, SteadyNeverGoesBack) {
+  absl::Time last = Clock::Real().Steady();
+  for (int i = 0; i < 1000; ++i) {
+    const absl::Time now = Clock::Real().Steady();
+    ASSERT_GE(now, last);
+    last = now;
+  }
+}
+
 }  // namespace
 }  // namespace hopbudget

@@ -14,7 +14,7 @@ namespace {
 static_assert(HasKeyPrefix(kBudgetHeader) && !HasKeyPrefix("grpc-timeout"));
 
 TEST(KeyPrefixTest, EveryKeyOfOursHasItAndGrpcsDoNot) {
-  for (const char* key : {kBudgetHeader, kSourceTrailer, kHopTrailer, kBudgetTrailer,
+  for (const char* key : {kBudgetHeader, kSentHeader, kSourceTrailer, kHopTrailer, kBudgetTrailer,
                           kElapsedTrailer, kShedTrailer}) {
     EXPECT_TRUE(HasKeyPrefix(key)) << key;
   }
@@ -128,6 +128,55 @@ TEST(ParseMillisTrailerTest, AcceptsAndRefusesLikeTheBudgetHeader) {
   EXPECT_EQ(ParseMillisTrailer("300").value, absl::Milliseconds(300));
   EXPECT_EQ(ParseMillisTrailer("-1").result, HeaderParse::kNegative);
   EXPECT_EQ(ParseMillisTrailer("3ms").result, HeaderParse::kMalformed);
+}
+
+TEST(ParseSentHeaderTest, AcceptsMicrosecondsAndAClockId) {
+  ParsedSentStamp p = ParseSentHeader("1500000:00000000000000ff");
+  ASSERT_EQ(p.result, HeaderParse::kOk);
+  EXPECT_EQ(p.stamp.sent, absl::UnixEpoch() + absl::Milliseconds(1500));
+  EXPECT_EQ(p.stamp.clock_id, 0xffu);
+  p = ParseSentHeader("9223372036854775807:ffffffffffffffff");
+  ASSERT_EQ(p.result, HeaderParse::kOk);
+  EXPECT_EQ(p.stamp.clock_id, ~uint64_t{0});
+}
+
+TEST(ParseSentHeaderTest, RefusesEveryOtherFormWithItsReason) {
+  const struct {
+    const char* value;
+    HeaderParse want;
+  } rows[] = {
+      {"", HeaderParse::kEmpty},
+      {"-5:00000000000000ff", HeaderParse::kNegative},
+      {"-", HeaderParse::kMalformed},
+      {"9223372036854775808:00000000000000ff", HeaderParse::kTooLarge},
+      {"12345678901234567890:00000000000000ff", HeaderParse::kTooLong},
+      {"15", HeaderParse::kMalformed},                    // no clock id
+      {":00000000000000ff", HeaderParse::kMalformed},     // no time
+      {"15:ff", HeaderParse::kMalformed},                 // a short id
+      {"15:00000000000000FF", HeaderParse::kMalformed},   // upper case
+      {"15:00000000000000fg", HeaderParse::kMalformed},   // not hex
+      {"1 5:00000000000000ff", HeaderParse::kMalformed},  // a space
+      {"15:000000000000000ff", HeaderParse::kMalformed},  // 17 digits
+      {"1e3:00000000000000ff", HeaderParse::kMalformed},  // an exponent
+      {"15:0000000000000:ff", HeaderParse::kMalformed},   // two colons
+      {"15;00000000000000ff", HeaderParse::kMalformed},
+      {"015:00000000000000ff", HeaderParse::kMalformed},  // a leading zero   // another separator
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(ParseSentHeader(row.value).result, row.want) << "'" << row.value << "'";
+  }
+  EXPECT_EQ(ParseSentHeader(std::string(1 << 16, '1')).result, HeaderParse::kTooLong);
+}
+
+TEST(FormatSentHeaderTest, RoundTripsThroughTheParserInWholeMicroseconds) {
+  const absl::Time t = absl::UnixEpoch() + absl::Seconds(86400) + absl::Nanoseconds(1999);
+  EXPECT_EQ(FormatSentHeader(0xabc, t), "86400000001:0000000000000abc");
+  ParsedSentStamp p = ParseSentHeader(FormatSentHeader(0xabc, t));
+  ASSERT_EQ(p.result, HeaderParse::kOk);
+  EXPECT_EQ(p.stamp.sent, absl::UnixEpoch() + absl::Seconds(86400) + absl::Microseconds(1));
+  EXPECT_EQ(p.stamp.clock_id, 0xabcu);
+  // Before the epoch (a clock that says so) goes out as 0.
+  EXPECT_EQ(FormatSentHeader(1, absl::UnixEpoch() - absl::Seconds(1)), "0:0000000000000001");
 }
 
 TEST(HeaderParseNameTest, NamesEveryResult) {

@@ -1,6 +1,8 @@
 // Copyright hopbudget authors.
 #include "hopbudget/clock.h"
 
+#include <chrono>
+
 #include "absl/time/clock.h"
 
 namespace hopbudget {
@@ -13,6 +15,10 @@ namespace {
 class RealClock final : public Clock {
  public:
   absl::Time Now() const override { return absl::Now(); }
+  absl::Time Steady() const override {
+    return absl::UnixEpoch() +
+           absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+  }
 };
 
 }  // namespace

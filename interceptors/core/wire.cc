@@ -1,7 +1,9 @@
 // Copyright hopbudget authors.
 #include "hopbudget/wire.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -82,6 +84,51 @@ std::string FormatBudgetHeader(absl::Duration budget) {
   if (budget <= absl::ZeroDuration()) return "0";
   // ToInt64Microseconds truncates toward zero: never rounds a budget up.
   return absl::StrCat(absl::ToInt64Microseconds(budget));
+}
+
+ParsedSentStamp ParseSentHeader(absl::string_view value) {
+  constexpr size_t kIdDigits = 16;
+  constexpr size_t kMaxBytes = 19 + 1 + kIdDigits;
+  ParsedSentStamp out;
+  if (value.empty()) return out;  // kEmpty
+  if (value.size() > kMaxBytes) {
+    out.result = HeaderParse::kTooLong;
+    return out;
+  }
+  const size_t colon = value.find(':');
+  if (colon == absl::string_view::npos || value.size() - colon - 1 != kIdDigits) {
+    out.result = HeaderParse::kMalformed;
+    return out;
+  }
+  if (colon > 1 && value[0] == '0') {  // leading zeros: not the form we send
+    out.result = HeaderParse::kMalformed;
+    return out;
+  }
+  int64_t us = 0;
+  out.result = ParseDigits(value.substr(0, colon), std::numeric_limits<int64_t>::max(), &us);
+  if (out.result == HeaderParse::kEmpty) out.result = HeaderParse::kMalformed;  // ":<id>"
+  if (out.result != HeaderParse::kOk) return out;
+  uint64_t id = 0;
+  for (char c : value.substr(colon + 1)) {
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      d = c - 'a' + 10;
+    } else {
+      out.result = HeaderParse::kMalformed;
+      return out;
+    }
+    id = (id << 4) | static_cast<uint64_t>(d);
+  }
+  out.stamp.clock_id = id;
+  out.stamp.sent = absl::UnixEpoch() + absl::Microseconds(us);
+  return out;
+}
+
+std::string FormatSentHeader(uint64_t clock_id, absl::Time sent) {
+  const int64_t us = std::max<int64_t>(0, absl::ToUnixMicros(sent));
+  return absl::StrCat(us, ":", absl::Hex(clock_id, absl::kZeroPad16));
 }
 
 ParsedMillis ParseMillisTrailer(absl::string_view value) {

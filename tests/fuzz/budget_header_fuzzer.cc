@@ -1,8 +1,8 @@
 // Copyright hopbudget authors.
 //
-// libFuzzer target: `hopbudget-budget-us` and the millisecond trailers are
-// read from untrusted peers. Whatever the bytes, parsing must not crash and an
-// accepted value must be a budget we could have sent ourselves.
+// libFuzzer target: `hopbudget-budget-us`, `hopbudget-sent-us` and the
+// millisecond trailers are read from untrusted peers. Whatever the bytes, parsing must not crash
+// and an accepted value must be a budget we could have sent ourselves.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -23,6 +23,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const hopbudget::ParsedMillis m = hopbudget::ParseMillisTrailer(in);
   if (m.result == hopbudget::HeaderParse::kOk && m.value > hopbudget::kMaxHeaderBudget) {
+    std::abort();
+  }
+  const hopbudget::ParsedSentStamp s = hopbudget::ParseSentHeader(in);
+  if (s.result == hopbudget::HeaderParse::kOk) {
+    // Only the canonical form is accepted: it formats back to the input.
+    if (hopbudget::FormatSentHeader(s.stamp.clock_id, s.stamp.sent) != in) std::abort();
+  } else if (s.stamp.clock_id != 0 || s.stamp.sent != absl::UnixEpoch()) {
     std::abort();
   }
   return 0;

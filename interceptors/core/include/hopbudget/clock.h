@@ -34,6 +34,12 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual absl::Time Now() const = 0;
+  // The time on a clock that never steps, for intervals that span two
+  // processes (a call's transit, transit.h): its epoch is arbitrary, so only
+  // differences between two of its readings mean anything. Clock::Real():
+  // std::chrono::steady_clock (CLOCK_MONOTONIC), which NTP slews but never
+  // sets back. The default is Now(), which is what a FakeClock reads.
+  virtual absl::Time Steady() const { return Now(); }
 
   // The process-wide real clock (absl::Now(), see above). Never null,
   // never destroyed.

@@ -9,6 +9,19 @@
 //                         reused from an earlier, larger value). The server
 //                         takes min(grpc deadline, arrival + this): the header
 //                         can only shrink a budget, never widen it.
+//   hopbudget-sent-us     When the sender stamped the call, and on which clock:
+//                         "<microseconds>:<clock id>", the sender's steady
+//                         clock (Clock::Steady(): arbitrary epoch, never set
+//                         back) in whole microseconds, then 16 lowercase hex
+//                         digits naming that clock (random, one per sending
+//                         process). Sent with hopbudget-budget-us and stamped
+//                         at the same moment. A server learns from it how long
+//                         the call waited on its way (transit.h): a queue in
+//                         the sender's transport or in the server's socket
+//                         spends the caller's budget, and gRPC's relative
+//                         grpc-timeout cannot tell. Like the budget header it
+//                         can only shrink a budget; a value that does not
+//                         parse is ignored.
 //   hopbudget-previous-attempts
 //                         On every attempt of a logical call after its first:
 //                         how many went before (1, 2, ...), the value of
@@ -33,6 +46,7 @@
 #define HOPBUDGET_WIRE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <string>
 
@@ -58,6 +72,7 @@ constexpr bool HasKeyPrefix(const char (&key)[N]) {
 }
 
 inline constexpr char kBudgetHeader[] = "hopbudget-budget-us";
+inline constexpr char kSentHeader[] = "hopbudget-sent-us";
 inline constexpr char kPreviousAttemptsHeader[] = "hopbudget-previous-attempts";
 inline constexpr char kSourceTrailer[] = "hopbudget-source";
 inline constexpr char kHopTrailer[] = "hopbudget-hop";
@@ -103,6 +118,28 @@ ParsedBudget ParseBudgetHeader(absl::string_view value);
 // down (so the receiver never sees more than was left), 0 when <= 0. Budgets
 // above kMaxHeaderBudget, including infinite ones, are not sent: returns "".
 std::string FormatBudgetHeader(absl::Duration budget);
+
+// A `hopbudget-sent-us` value: when the sender stamped the call, on the
+// clock `clock_id` names.
+struct SentStamp {
+  uint64_t clock_id = 0;
+  absl::Time sent = absl::UnixEpoch();  // UnixEpoch() + the microseconds sent
+};
+struct ParsedSentStamp {
+  HeaderParse result = HeaderParse::kEmpty;
+  SentStamp stamp;  // set only when kOk
+};
+
+// Parses a `hopbudget-sent-us` value. Only the form FormatSentHeader writes
+// is kOk: 1 to 19 decimal digits without leading zeros (kTooLarge past
+// INT64_MAX microseconds), ':', exactly 16 lowercase hex digits; more than 36 bytes is kTooLong, a
+// leading '-' kNegative, anything else kMalformed.
+ParsedSentStamp ParseSentHeader(absl::string_view value);
+
+// Formats a `hopbudget-sent-us` value for a stamp taken at `sent` (a reading
+// of Clock::Steady(); whole microseconds since the Unix epoch, rounded down,
+// 0 before it) on the clock `clock_id`.
+std::string FormatSentHeader(uint64_t clock_id, absl::Time sent);
 
 // Parses a non-negative decimal millisecond count as written in the
 // attribution trailers; nullopt-like result kMalformed etc. as above.
