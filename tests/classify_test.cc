@@ -448,6 +448,16 @@ TEST(ClassifyServerAnswerTest, RefusalAndCutCarryTheirOwnAttribution) {
   EXPECT_EQ(cut.elapsed, absl::Milliseconds(301));
 }
 
+// A call that waited on its way arrives with gRPC's deadline later than its
+// caller's; this hop cuts it at the caller's, and says so.
+TEST(ClassifyServerAnswerTest, CutAtTheCallersDeadlineIsTheClients) {
+  const Attribution cut =
+      ServerCutAttribution(Inbound(DeadlineSource::kClient, 150), kStart + absl::Milliseconds(151));
+  EXPECT_EQ(cut.source, DeadlineSource::kClient);
+  EXPECT_EQ(cut.hop, "orders");
+  EXPECT_EQ(cut.budget, absl::Milliseconds(150));
+}
+
 ServerCall Shed(ArrivalOutcome outcome, int budget_ms) {
   ServerCall c = Inbound(DeadlineSource::kClient, budget_ms);
   c.budget.outcome = outcome;

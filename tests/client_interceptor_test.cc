@@ -164,16 +164,23 @@ TEST(ClientInterceptorTest, CallersOwnKeysAreReplacedOrKeptNeverLeaked) {
   SetBudget(ctx, absl::Milliseconds(300));
   ctx.AddMetadata(kBudgetHeader, "999999999");
   ctx.AddMetadata(kBudgetHeader, "888888888");
+  ctx.AddMetadata(kSentHeader, "1:0000000000000001");
   ctx.AddMetadata("hopbudget-internal-idle-us", "5000000");
   ctx.AddMetadata("hopbudget-zz-unknown", "kept");
   ctx.AddMetadata("hopbudget-a-unknown", "kept too");
   echo::RelayReply reply;
   ASSERT_TRUE(stub->Call(&ctx, Request({Work(0)}), &reply).ok());
   std::vector<std::string> own = hop.last_own_metadata();
-  ASSERT_EQ(own.size(), 3u) << absl::StrJoin(own, ", ");
+  ASSERT_EQ(own.size(), 4u) << absl::StrJoin(own, ", ");
   EXPECT_EQ(own[0], "hopbudget-a-unknown=kept too");
-  EXPECT_EQ(own[2], "hopbudget-zz-unknown=kept");
+  EXPECT_EQ(own[3], "hopbudget-zz-unknown=kept");
   ASSERT_TRUE(absl::StartsWith(own[1], std::string(kBudgetHeader) + "=")) << own[1];
+  // The stamp is the interceptor's own, on this process's clock.
+  ASSERT_TRUE(absl::StartsWith(own[2], std::string(kSentHeader) + "=")) << own[2];
+  const ParsedSentStamp stamp =
+      ParseSentHeader(absl::string_view(own[2]).substr(sizeof(kSentHeader)));
+  ASSERT_EQ(stamp.result, HeaderParse::kOk) << own[2];
+  EXPECT_NE(stamp.stamp.clock_id, 1u);
   ParsedBudget sent = ParseBudgetHeader(hop.last_budget_header());
   ASSERT_EQ(sent.result, HeaderParse::kOk) << hop.last_budget_header();
   EXPECT_LE(sent.budget, absl::Milliseconds(300));

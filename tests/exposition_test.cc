@@ -362,6 +362,10 @@ hopbudget_timers_armed_total 4
 # TYPE hopbudget_backend_wait_seconds histogram
 hopbudget_backend_wait_seconds_sum 0.03
 hopbudget_backend_wait_seconds_count 1
+# HELP hopbudget_server_transit_delay_seconds Time an inbound call from a hopbudget sender waited on its way beyond the fastest call from that sender (its queue, the network, this hop's socket), taken off its budget.
+# TYPE hopbudget_server_transit_delay_seconds histogram
+hopbudget_server_transit_delay_seconds_sum 0
+hopbudget_server_transit_delay_seconds_count 0
 # HELP hopbudget_shield_started_total Shielded operations accepted.
 # TYPE hopbudget_shield_started_total counter
 hopbudget_shield_started_total 11

@@ -94,7 +94,11 @@ Attribution ServerCutAttribution(const ServerCall& call, absl::Time now) {
       return {DeadlineSource::kArrivedExpired, std::string(call.hop),
               std::max(rb.budget_on_arrival, absl::ZeroDuration()), absl::ZeroDuration()};
   }
-  return {DeadlineSource::kRequest, std::string(call.hop), rb.budget_on_arrival, now - rb.arrival};
+  // This hop's cap, or the caller's deadline where this hop enforces it
+  // (gRPC's own came later: the call waited on its way, transit.h).
+  const DeadlineSource source =
+      rb.source == DeadlineSource::kClient ? DeadlineSource::kClient : DeadlineSource::kRequest;
+  return {source, std::string(call.hop), rb.budget_on_arrival, now - rb.arrival};
 }
 
 namespace {

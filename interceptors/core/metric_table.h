@@ -228,6 +228,7 @@ enum class PropagationMetric : int {
   kTraceDropped,
   kTimersArmed,
   kBackendWait,
+  kTransitDelay,
 };
 inline constexpr MetricRow kPropagationMetrics[] = {
     Counter<&S::deadline_leaks, LeakKind, LeakKindName>(
@@ -251,6 +252,11 @@ inline constexpr MetricRow kPropagationMetrics[] = {
               "Time a call that found no ready backend waited for one (until sent, or until it "
               "gave up with source no-backend).",
               &S::backend_wait, &MetricsOptions::budget_remaining),
+    Histogram("hopbudget_server_transit_delay_seconds",
+              "Time an inbound call from a hopbudget sender waited on its way beyond the fastest "
+              "call from that sender (its queue, the network, this hop's socket), taken off its "
+              "budget.",
+              &S::transit_delay, &MetricsOptions::budget_remaining),
 };
 
 // Shielded work (shield.h). ShieldEvent values are split over four families.
@@ -397,7 +403,7 @@ struct TableOf<RetryMetric> {
 template <>
 struct TableOf<PropagationMetric> {
   static constexpr int kIndex = 1;
-  static constexpr int kRows = static_cast<int>(PropagationMetric::kBackendWait) + 1;
+  static constexpr int kRows = static_cast<int>(PropagationMetric::kTransitDelay) + 1;
 };
 template <>
 struct TableOf<ShieldMetric> {

@@ -654,6 +654,9 @@ void Metrics::CountTimerArmed() { cells_->Add<PropagationMetric::kTimersArmed>(0
 void Metrics::ObserveBackendWait(absl::Duration waited) {
   cells_->Observe<PropagationMetric::kBackendWait>(waited);
 }
+void Metrics::ObserveTransitDelay(absl::Duration delay) {
+  cells_->Observe<PropagationMetric::kTransitDelay>(delay);
+}
 void Metrics::CountRetryDecision(RetryOutcome o) {
   cells_->AddToRowOf<RetryMetric::kDecisionsNotSkipped, RetryMetric::kSkipped>(static_cast<int>(o));
 }

@@ -30,6 +30,7 @@
 #include "hopbudget/wire.h"
 #include "sync.h"
 #include "timer_service.h"
+#include "transit.h"
 
 namespace hopbudget {
 namespace {
@@ -85,7 +86,7 @@ struct OwnMetadata {
 static_assert(HasKeyPrefix(internal::kInternalSourceKey) &&
               HasKeyPrefix(internal::kInternalIdleKey) &&
               HasKeyPrefix(internal::kInternalBackendWaitKey) && HasKeyPrefix(kBudgetHeader) &&
-              HasKeyPrefix(kPreviousAttemptsHeader));
+              HasKeyPrefix(kSentHeader) && HasKeyPrefix(kPreviousAttemptsHeader));
 OwnMetadata TakeOwnMetadata(std::multimap<std::string, std::string>& md) {
   static const std::string* const kPrefix = new std::string(kKeyPrefix);
   OwnMetadata own;
@@ -98,7 +99,7 @@ OwnMetadata TakeOwnMetadata(std::multimap<std::string, std::string>& md) {
       if (!own.idle.has_value()) own.idle = std::move(it->second);
     } else if (key == internal::kInternalBackendWaitKey) {
       if (!own.backend_wait.has_value()) own.backend_wait = std::move(it->second);
-    } else if (key != kBudgetHeader && key != kPreviousAttemptsHeader) {
+    } else if (key != kBudgetHeader && key != kSentHeader && key != kPreviousAttemptsHeader) {
       ++it;  // not ours to remove (the trace request, say)
       continue;
     }
@@ -220,7 +221,13 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     }
     if (shared_.send_budget_header && effective != absl::InfiniteFuture()) {
       std::string header = FormatBudgetHeader(remaining);
-      if (!header.empty()) md->emplace(kBudgetHeader, std::move(header));
+      if (!header.empty()) {
+        md->emplace(kBudgetHeader, std::move(header));
+        // Stamped with the budget: the server takes whatever the call waits
+        // from here on off it (transit.h).
+        md->emplace(kSentHeader,
+                    FormatSentHeader(internal::ProcessClockId(), shared_.clock->Steady()));
+      }
     }
     if (enforce != absl::InfiniteFuture() || idle != absl::InfiniteDuration()) {
       enforce_deadline_ = enforce;

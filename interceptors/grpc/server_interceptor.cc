@@ -25,6 +25,7 @@
 #include "hopbudget/server.h"
 #include "hopbudget/wire.h"
 #include "timer_service.h"
+#include "transit.h"
 
 namespace hopbudget {
 
@@ -180,6 +181,7 @@ struct ServerShared {
   Metrics* metrics;
   internal::TimerService* timers;
   internal::AdmissionGate* gate;  // nullptr: admission off
+  internal::TransitDelays* transit;
 };
 
 // The budgets of a call of `full_method`: the server's one policy, or its
@@ -202,6 +204,17 @@ absl::Duration GiveUpMargin(const BudgetPolicy& policy) {
   return policy.min_attempt_budget + policy.hop_reserve;
 }
 
+// The budget header gives the caller's deadline earlier than gRPC does,
+// always: gRPC rounds grpc-timeout up (by up to ~3 %), and stamps it when the
+// call is written, later than the header. gRPC's later deadline is close
+// enough for a call that came straight here, which needs no timer of ours
+// (the common path arms none), and for jitter of a few ms; one that waited
+// on its way longer than this (transit.h) is ended by this hop, a little
+// after its caller's deadline: the caller's own timer fires at that
+// deadline, and its cut, with its own attribution, must win the race.
+constexpr absl::Duration kOwnTimerTransit = absl::Milliseconds(20);
+constexpr absl::Duration kCallerCutsFirst = absl::Milliseconds(10);
+
 ArrivalOutcome OutcomeOf(ArrivalDecision d) {
   switch (d) {
     case ArrivalDecision::kShedCannotFinish:
@@ -218,6 +231,7 @@ absl::Duration NonNegative(absl::Duration d) { return std::max(d, absl::ZeroDura
 // The headers of ours that a call brought.
 struct OwnHeaders {
   const grpc::string_ref* budget = nullptr;    // the first kBudgetHeader; points into the map
+  const grpc::string_ref* sent = nullptr;      // the first kSentHeader; likewise
   const grpc::string_ref* attempts = nullptr;  // the first kPreviousAttemptsHeader; likewise
   bool trace_requested = false;                // kTraceRequestHeader, whatever its value
 };
@@ -225,7 +239,7 @@ struct OwnHeaders {
 // All our headers start with kKeyPrefix: one descent of the sorted map
 // finds them, where a find() per header compared every key on its path.
 static_assert(HasKeyPrefix(kBudgetHeader) && HasKeyPrefix(kTraceRequestHeader) &&
-              HasKeyPrefix(kPreviousAttemptsHeader));
+              HasKeyPrefix(kPreviousAttemptsHeader) && HasKeyPrefix(kSentHeader));
 OwnHeaders FindOwnHeaders(const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
   static const grpc::string_ref kPrefix(kKeyPrefix);
   OwnHeaders own;
@@ -234,6 +248,7 @@ OwnHeaders FindOwnHeaders(const std::multimap<grpc::string_ref, grpc::string_ref
     // memcmp().
     const absl::string_view key(it->first.data(), it->first.size());
     if (own.budget == nullptr && key == kBudgetHeader) own.budget = &it->second;
+    if (own.sent == nullptr && key == kSentHeader) own.sent = &it->second;
     if (own.attempts == nullptr && key == kPreviousAttemptsHeader) own.attempts = &it->second;
     if (key == kTraceRequestHeader) own.trace_requested = true;
   }
@@ -297,14 +312,19 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   Arrival OnArrival(std::multimap<grpc::string_ref, grpc::string_ref>& md,
                     grpc::experimental::InterceptorBatchMethods* m) {
     if (budget_.has_value()) return Arrival::kGoOn;
-    absl::Time inbound = internal::DeadlineOf(ctx_->raw_deadline(), arrival_);
+    const absl::Time grpc_deadline = internal::DeadlineOf(ctx_->raw_deadline(), arrival_);
+    absl::Time inbound = grpc_deadline;
+    absl::Duration transit = absl::ZeroDuration();
     const OwnHeaders own = FindOwnHeaders(md);
     if (own.attempts != nullptr) RestoreAttemptCount(md, *own.attempts);
     if (own.budget != nullptr) {
       ParsedBudget parsed =
           ParseBudgetHeader(absl::string_view(own.budget->data(), own.budget->size()));
       if (parsed.result == HeaderParse::kOk) {
-        inbound = std::min(inbound, arrival_ + parsed.budget);  // only ever shrinks
+        // Only ever shrinks: by what the call waited on its way, which
+        // gRPC's relative grpc-timeout does not see.
+        transit = TransitDelay(own.sent);
+        inbound = std::min(inbound, arrival_ + parsed.budget - transit);
       } else {
         shared_.metrics->CountBadBudgetHeader(parsed.result);
       }
@@ -344,9 +364,24 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       // The cap is tighter than the caller's deadline: gRPC will not enforce
       // it, so the shared timer service does.
       ArmTimer(rb.deadline);
+    } else if (transit > kOwnTimerTransit && rb.deadline + kCallerCutsFirst < grpc_deadline) {
+      // gRPC's deadline is later than the caller's by about the wait.
+      ArmTimer(rb.deadline + kCallerCutsFirst);
     }
     if (shared_.gate != nullptr) return Admit(rb, m);
     return Arrival::kGoOn;
+  }
+
+  // The transit delay of a call stamped `sent` (transit.h); zero without a
+  // stamp, or with one that does not parse (a stamp can only shrink a
+  // budget, so ignoring one is safe).
+  absl::Duration TransitDelay(const grpc::string_ref* sent) {
+    if (sent == nullptr) return absl::ZeroDuration();
+    const ParsedSentStamp stamp = ParseSentHeader(absl::string_view(sent->data(), sent->size()));
+    if (stamp.result != HeaderParse::kOk) return absl::ZeroDuration();
+    const absl::Duration d = shared_.transit->Observe(stamp.stamp, shared_.clock->Steady());
+    shared_.metrics->ObserveTransitDelay(d);
+    return d;
   }
 
   Arrival Admit(const RequestBudget& rb, grpc::experimental::InterceptorBatchMethods* m) {
@@ -472,7 +507,8 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     // Counted before the cancel: once the caller has its answer, the count
     // must already be visible. A refusal was counted on arrival.
     if (!budget_->refused()) {
-      shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, shared_.hop);
+      shared_.metrics->CountDeadlineExceeded(
+          Side::kServer, ServerCutAttribution(Call(), shared_.clock->Now()).source, shared_.hop);
     }
     grpc_call_cancel_with_status(
         timer_call_, GRPC_STATUS_DEADLINE_EXCEEDED,
@@ -623,7 +659,8 @@ class ServerFactory final : public grpc::experimental::ServerInterceptorFactoryI
       : own_timers_(shared.clock == &Clock::Real()
                         ? nullptr
                         : std::make_unique<internal::TimerService>(*shared.clock)),
-        shared_(WithTimers(std::move(shared), own_timers_.get())) {
+        transit_(*internal::TransitDelays::Create({})),
+        shared_(WithTimers(std::move(shared), own_timers_.get(), transit_.get())) {
     if (admission.enabled) {
       // Validated by MakeServerInterceptorFactory.
       gate_ = *internal::AdmissionGate::Create(admission, GiveUpMargin(shared_.policy),
@@ -638,11 +675,14 @@ class ServerFactory final : public grpc::experimental::ServerInterceptorFactoryI
   }
 
  private:
-  static ServerShared WithTimers(ServerShared shared, internal::TimerService* own) {
+  static ServerShared WithTimers(ServerShared shared, internal::TimerService* own,
+                                 internal::TransitDelays* transit) {
     shared.timers = own != nullptr ? own : &internal::TimerService::Shared();
+    shared.transit = transit;
     return shared;
   }
   const std::unique_ptr<internal::TimerService> own_timers_;
+  const std::unique_ptr<internal::TransitDelays> transit_;  // the default options are valid
   ServerShared shared_;
   std::unique_ptr<internal::AdmissionGate> gate_;  // outlives no call: the server ends first
 };
@@ -666,6 +706,7 @@ MakeServerInterceptorFactory(ServerOptions options) {
                       options.clock != nullptr ? options.clock : &Clock::Real(),
                       options.metrics != nullptr ? options.metrics : &Metrics::Default(),
                       nullptr,
+                      nullptr,
                       nullptr};
   return std::make_unique<ServerFactory>(std::move(shared), options.admission);
 }
@@ -680,8 +721,8 @@ MakeServerInterceptorFactory(const Hop& hop, const AdmissionOptions& admission, 
                                                 &internal::TimerService::Shared());
     if (!gate.ok()) return gate.status();
   }
-  ServerShared shared{hop.name(),   defaults,       &hop,    trace,
-                      &hop.clock(), &hop.metrics(), nullptr, nullptr};
+  ServerShared shared{hop.name(),     defaults, &hop,    trace,  &hop.clock(),
+                      &hop.metrics(), nullptr,  nullptr, nullptr};
   return std::make_unique<ServerFactory>(std::move(shared), admission);
 }
 

@@ -126,7 +126,9 @@ struct ServerVerdict {
 
 // The attribution of a call this hop ends itself: refused on arrival
 // (arrived-expired, elapsed 0), shed by admission (cannot-finish or
-// queue-wait, elapsed since arrival), or cut at its request budget.
+// queue-wait, elapsed since arrival), or cut at its request budget: source
+// request, or client when the budget it enforced was the caller's (gRPC's
+// deadline came later: the call waited on its way).
 Attribution ServerCutAttribution(const ServerCall& call, absl::Time now);
 
 // The handler answered `handler_code`, carrying `relayed` (its status's

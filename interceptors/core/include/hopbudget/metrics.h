@@ -238,6 +238,9 @@ struct MetricsSnapshot {
   std::array<uint64_t, kLeakKindCount> deadline_leaks{};
   uint64_t timers_armed = 0;       // calls that needed hopbudget's own timer
   HistogramSnapshot backend_wait;  // seconds a call waited for a ready backend
+  // Seconds an inbound call waited on its way beyond the fastest from its
+  // sender (transit.h), taken off its budget.
+  HistogramSnapshot transit_delay;
   // Retrying channels: one decision per ended attempt, by outcome; attempts
   // per logical call (index = attempts - 1).
   std::array<uint64_t, kRetryOutcomeCount> retry_decisions{};
@@ -395,6 +398,9 @@ class Metrics {
   // A call that found no ready backend waited `waited`, until one was ready
   // or it gave up (ClientOptions::backend_wait).
   void ObserveBackendWait(absl::Duration waited);
+  // An inbound call stamped by a hopbudget sender waited `delay` on its way
+  // beyond the fastest call from that sender (wire.h, hopbudget-sent-us).
+  void ObserveTransitDelay(absl::Duration delay);
   void CountRetryDecision(RetryOutcome o);
   // A retry started after an attempt of `method` failed with `failed_code`.
   void CountRetry(MethodId method, absl::StatusCode failed_code);
