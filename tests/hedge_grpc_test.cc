@@ -234,7 +234,10 @@ TEST(HedgeLoadTest, AHedgeHeldBackByTheBucketGoesOutOnceATokenIsEarned) {
   // a's first call hangs (call 1's primary); its second answers (call 2's).
   ScriptedServer a("ledger-a", [](int n) { return n == 0 ? Action::Hang() : Action::Ok(); });
   ScriptedServer b("ledger-b", [](int) { return Action::Ok(); });
-  HedgerOptions o = Options(nullptr, absl::Milliseconds(20));
+  // Call 2 must answer before its own hedge delay, or it takes the token it
+  // earned: 20 ms was too short under ASan beside the other tests (CI saw
+  // call 2 hedge itself).
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(200));
   o.hedge.max_extra_load = 0.5;  // two calls earn one hedge
   o.hedge.burst = 1;
   HedgeRig rig(a, b, o);
