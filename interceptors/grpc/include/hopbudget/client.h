@@ -109,8 +109,9 @@ struct ClientOptions {
   // direction; InfiniteDuration() turns it off. > 0. Per call:
   // SetStreamIdleBudget().
   absl::Duration stream_idle_budget = absl::InfiniteDuration();
-  // Whether to send `hopbudget-budget-us` (wire.h). With it the server reads
-  // the exact budget; without it, grpc-timeout alone, which gRPC 1.51 rounds
+  // Whether to send `hopbudget-budget-us`, and `hopbudget-sent-us` with it
+  // (wire.h). With them the server reads the exact budget, less what the call
+  // waited on its way (docs/transit.md); without it, grpc-timeout alone, which gRPC 1.51 rounds
   // up and may reuse from an earlier call up to 3 % longer, so a server may
   // take up to about 3 % more than the caller has left (and its downstream
   // calls with it). The header is about half of what hopbudget costs a call that

@@ -18,8 +18,11 @@
 //
 // For every call the interceptor:
 //   - reads the inbound deadline when the call arrives, narrowed by the exact
-//     `hopbudget-budget-us` header (which can only shrink it), and derives the
-//     request budget (budget.h);
+//     `hopbudget-budget-us` header less what the call waited on its way
+//     (`hopbudget-sent-us`; both can only shrink it; docs/transit.md), and
+//     derives the request budget (budget.h); a call that waited more than
+//     20 ms is ended by this hop 10 ms after its caller's deadline, since
+//     gRPC's own comes about the wait later;
 //   - refuses a call that arrived below `min_attempt_budget`:
 //     `InboundBudget::refused()` is true, and whatever the handler answers
 //     goes out as DEADLINE_EXCEEDED (source arrived-expired) with the
