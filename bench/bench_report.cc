@@ -971,23 +971,26 @@ void OverloadSection(const std::vector<Record>& rs) {
 // ---------------------------------------------------------------- refusal
 // load_gen's runs against echo_server --answer (scripts/bench.sh
 // run_refusal, its bench=overhead lines renamed bench=refusal): per API and
-// in flight, four arms MODE/ANSWER, each run once a round. The server's CPU
+// in flight, five arms MODE/ANSWER (MODE the server's), each run once a
+// round. The server's CPU
 // and context switches per call count every call that ended in the window,
 // answered OK or not.
 const std::vector<std::string>& RefusalArms() {
   static const std::vector<std::string> arms = {"plain/echo", "plain/error", "budget-only/echo",
-                                                "budget-only/refuse"};
+                                                "budget-only/refuse", "budget-only/expired"};
   return arms;
 }
 constexpr char kRefusalServed[] = "plain/echo";
 constexpr char kRefusalError[] = "plain/error";
 constexpr char kRefusalRefused[] = "budget-only/refuse";
+constexpr char kRefusalExpired[] = "budget-only/expired";
 
 std::string RefusalArmLabel(const std::string& arm) {
   if (arm == "plain/echo") return "plain/echo (served)";
   if (arm == "plain/error") return "plain/error (gRPC's error answer)";
   if (arm == "budget-only/echo") return "budget-only/echo (served, hopbudget)";
   if (arm == "budget-only/refuse") return "budget-only/refuse (hopbudget's refusal)";
+  if (arm == "budget-only/expired") return "budget-only/expired (ended on arrival, budget spent)";
   return arm;
 }
 
@@ -1066,6 +1069,17 @@ void RefusalSection(const std::vector<Record>& rs) {
         "gRPC's own error answer.\n",
         where.c_str(), Fixed(MedianOf(cpu), 2).c_str(), share(of_served).c_str(),
         share(of_error).c_str());
+    // A call whose budget was spent on its way is cancelled on arrival, not
+    // answered by its handler: the other path a refusal takes.
+    if (const std::map<int, Record>* expired = arm_of(arms, kRefusalExpired); expired != nullptr) {
+      std::vector<double> ecpu;
+      for (const auto& [round, r] : *expired) ecpu.push_back(Num(r, "server_cpu_us"));
+      std::printf(
+          "- %s: a call that arrives with its budget spent costs %s us, %s of a served "
+          "call and %s of hopbudget's refusal.\n",
+          where.c_str(), Fixed(MedianOf(ecpu), 2).c_str(), share(ratios(*expired, served)).c_str(),
+          share(ratios(*expired, refused)).c_str());
+    }
   }
 }
 

@@ -217,5 +217,16 @@ rendered(refusal_table refusal "${refusal_txt}"
 string(REGEX REPLACE "RESULT [^\n]*answer=error\n" "" refusal_no_error "${refusal_txt}")
 rendered(refusal_no_error refusal "${refusal_no_error}"
   "refusal costs 13.00 us of server CPU, 0.580x \\(0.560..0.600\\) of a served call and - \\(not measured\\) of gRPC's own error answer.")
+# With the expired arm (cancelled on arrival): 18/20 and 21/25 of served,
+# 18/12 and 21/14 of hopbudget's refusal.
+set(refusal_expired_txt "${refusal_txt}")
+foreach(round_cpu "1;18" "2;21")
+  list(GET round_cpu 0 round)
+  list(GET round_cpu 1 cpu)
+  string(APPEND refusal_expired_txt
+    "RESULT bench=refusal api=callback mode=budget-only inflight=32 round=${round} qps=0.0 p50_us=0.0 p99_us=0.0 calls=0 errors=5000 cpu_us_per_call=40.00 client_cpu_us=20.00 server_cpu_us=${cpu} budget_header=1 server_cs_per_call=0.50 answer=expired${nl}")
+endforeach()
+rendered(refusal_expired refusal "${refusal_expired_txt}"
+  "\\| callback \\| 32 \\| budget-only/expired \\(ended on arrival, budget spent\\) \\| 2 \\| 19.50 \\(18.00..21.00\\) \\| 0.50 \\| 0.870 \\(0.840..0.900\\) \\|.*- callback API, 32 in flight: a call that arrives with its budget spent costs 19.50 us, 0.870x \\(0.840..0.900\\) of a served call and 1.500x \\(1.500..1.500\\) of hopbudget's refusal.")
 rendered(refusal_not_overhead overhead "${refusal_txt}" "^_No results for this section")
 rendered(refusal_none refusal "" "^_No results for this section")

@@ -20,8 +20,10 @@ ABSL_FLAG(std::string, api, "callback", "sync or callback: the gRPC server API")
 ABSL_FLAG(std::string, mode, "plain", "what the server installs (bench_modes.h)");
 ABSL_FLAG(int, port, 0, "port, 0..65535 (0 = any free port)");
 ABSL_FLAG(std::string, answer, "echo",
-          "echo (serve), error (the handler answers RESOURCE_EXHAUSTED at once) or refuse "
-          "(hopbudget refuses every call on arrival as cannot-finish; hopbudget modes only)");
+          "echo (serve), error (the handler answers RESOURCE_EXHAUSTED at once), refuse "
+          "(hopbudget refuses every call on arrival as cannot-finish; hopbudget modes only) or "
+          "expired (serve; load_gen --answer=expired sends calls whose budget is spent, which "
+          "hopbudget ends on arrival; hopbudget modes only)");
 HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG();
 
 namespace hopbudget {
@@ -78,10 +80,11 @@ int Main(int argc, char** argv) {
       cli::FirstError({ApplyDeadlockDetectionFlag(absl::GetFlag(FLAGS_deadlock_detection)),
                        cli::OneOf("api", api, {"sync", "callback"}), CheckMode(mode),
                        cli::InRange("port", port_flag, 0, 65535),
-                       cli::OneOf("answer", answer, {"echo", "error", "refuse"})}));
-  if (answer == "refuse" && !ServerHasHopbudget(mode)) {
-    cli::ExitIfBad("echo_server", absl::InvalidArgumentError(absl::StrCat(
-                                      "--answer=refuse needs a hopbudget --mode, not ", mode)));
+                       cli::OneOf("answer", answer, {"echo", "error", "refuse", "expired"})}));
+  if ((answer == "refuse" || answer == "expired") && !ServerHasHopbudget(mode)) {
+    cli::ExitIfBad("echo_server",
+                   absl::InvalidArgumentError(
+                       absl::StrCat("--answer=", answer, " needs a hopbudget --mode, not ", mode)));
   }
 
   // Block the stop signals before gRPC starts threads, so that they inherit

@@ -13,7 +13,10 @@
 // /proc/PID/task/*/status, same window and divisor). `--answer` says what
 // echo_server was told to answer (its --answer): every call must get that
 // answer (OK, RESOURCE_EXHAUSTED, or DEADLINE_EXCEEDED for a hopbudget
-// refusal), else the exit status is 1. Prints a table row and a RESULT line:
+// refusal), else the exit status is 1. With --answer=expired every call
+// says, in hopbudget's budget header, that its budget is spent (as a call
+// that waited its whole budget on the way does): the server ends it on
+// arrival. Prints a table row and a RESULT line:
 //
 //   load_gen --target=127.0.0.1:PORT --mode=plain --inflight=32 --duration=5s
 //            [--warmup=1s] [--server-pid=PID] [--api=callback --round=1] [--answer=echo]
@@ -34,6 +37,7 @@
 #include "bench_modes.h"
 #include "bench_util.h"
 #include "echo/relay.grpc.pb.h"
+#include "hopbudget/wire.h"
 
 ABSL_FLAG(std::string, target, "", "the echo server, HOST:PORT (required)");
 ABSL_FLAG(std::string, mode, "plain", "what the client installs (bench_modes.h)");
@@ -45,8 +49,9 @@ ABSL_FLAG(int, round, 1, "the round, for the RESULT line, 0..1000");
 ABSL_FLAG(int, server_pid, 0,
           "the server's pid: its CPU time and context switches are measured too (0 = not)");
 ABSL_FLAG(std::string, answer, "echo",
-          "what the server answers (echo_server --answer): echo, error or refuse; for the RESULT "
-          "line, and the answer every call must get");
+          "what the server answers (echo_server --answer): echo, error, refuse or expired "
+          "(every call's budget header says its budget is spent; --mode=plain only); for the "
+          "RESULT line, and the answer every call must get");
 ABSL_FLAG(bool, budget_header, true,
           "hopbudget modes: send hopbudget-budget-us (ClientOptions::send_budget_header)");
 ABSL_FLAG(bool, core_retries, true,
@@ -107,12 +112,14 @@ int64_t ProcContextSwitches(int pid) {
 // The status every call gets from echo_server --answer=`answer`, and its name.
 grpc::StatusCode ExpectedCode(const std::string& answer) {
   if (answer == "error") return grpc::StatusCode::RESOURCE_EXHAUSTED;
-  if (answer == "refuse") return grpc::StatusCode::DEADLINE_EXCEEDED;  // hopbudget's refusal
+  if (answer == "refuse" || answer == "expired") {
+    return grpc::StatusCode::DEADLINE_EXCEEDED;  // hopbudget's refusal
+  }
   return grpc::StatusCode::OK;
 }
 const char* ExpectedName(const std::string& answer) {
   if (answer == "error") return "RESOURCE_EXHAUSTED";
-  if (answer == "refuse") return "DEADLINE_EXCEEDED";
+  if (answer == "refuse" || answer == "expired") return "DEADLINE_EXCEEDED";
   return "OK";
 }
 
@@ -126,11 +133,13 @@ class ClosedLoop {
  public:
   // `loop`: make every call through this RetryLoop (mode retry-loop), or
   // nullptr. `expected`: the status every call must end with.
+  // `spent_budget`: every call's budget header says its budget is spent.
   ClosedLoop(echo::Relay::Stub* stub, RetryLoop* loop, int inflight, double measure_start,
-             double measure_end, grpc::StatusCode expected)
+             double measure_end, grpc::StatusCode expected, bool spent_budget)
       : stub_(stub),
         loop_(loop),
         expected_(expected),
+        spent_budget_(spent_budget),
         slots_(inflight),
         measure_start_(measure_start),
         measure_end_(measure_end) {
@@ -191,6 +200,7 @@ class ClosedLoop {
     }
     s->ctx = std::make_unique<grpc::ClientContext>();
     s->ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    if (spent_budget_) s->ctx->AddMetadata(std::string(kBudgetHeader), "0");
     stub_->async()->Call(s->ctx.get(), &s->req, &s->reply,
                          [this, s](grpc::Status status) { Done(s, status); });
   }
@@ -215,6 +225,7 @@ class ClosedLoop {
   echo::Relay::Stub* stub_;
   RetryLoop* loop_;
   const grpc::StatusCode expected_;
+  const bool spent_budget_;
   std::vector<Slot> slots_;
   const double measure_start_;
   const double measure_end_;
@@ -247,7 +258,12 @@ int Main(int argc, char** argv) {
                        cli::Positive("duration", duration), cli::Positive("warmup", warmup),
                        cli::InRange("round", round, 0, 1000),
                        cli::InRange("server-pid", server_pid, 0, 1 << 30),
-                       cli::OneOf("answer", answer, {"echo", "error", "refuse"})}));
+                       cli::OneOf("answer", answer, {"echo", "error", "refuse", "expired"})}));
+  if (answer == "expired" && mode != "plain") {
+    // A hopbudget client would send its own budget header, not ours.
+    cli::ExitIfBad("load_gen", absl::InvalidArgumentError(absl::StrCat(
+                                   "--answer=expired needs --mode=plain, not ", mode)));
+  }
   if (server_pid > 0 && ProcCpu(server_pid) < 0) {
     Die(absl::StrCat("--server-pid=", server_pid, ": cannot read /proc/", server_pid, "/stat"));
   }
@@ -269,7 +285,8 @@ int Main(int argc, char** argv) {
 
   const double start = MonoSeconds() + absl::ToDoubleSeconds(warmup);
   const double end = start + absl::ToDoubleSeconds(duration);
-  ClosedLoop loop(stub.get(), retry_loop.get(), inflight, start, end, ExpectedCode(answer));
+  ClosedLoop loop(stub.get(), retry_loop.get(), inflight, start, end, ExpectedCode(answer),
+                  answer == "expired");
   double self0 = 0, self1 = 0, server0 = 0, server1 = 0;
   int64_t cs0 = 0, cs1 = 0;
   loop.Run(

@@ -227,7 +227,7 @@ run_overhead() {
         start_echo_server "$raw/echo_server-$api-$mode-$round.out" --api="$api" --mode="$mode"
         for inflight in 1 32; do
           run_bench "$log" "load_gen api=$api mode=$mode inflight=$inflight round=$round" \
-            "${pin_client[@]}" "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$mode" \
+            "${pin_client[@]}" "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$client_mode" \
             --inflight="$inflight" --duration="$duration" --warmup="$warmup" \
             --round="$round" --server-pid="$spid" --deadlock-detection="$deadlock"
         done
@@ -245,23 +245,28 @@ run_overhead() {
 # reference), plain/error (the handler answers RESOURCE_EXHAUSTED itself:
 # gRPC's own error answer), budget-only/echo (served through hopbudget) and
 # budget-only/refuse (hopbudget's server interceptor refuses every call on
-# arrival as one that cannot finish). Each round runs the arms in that order
+# arrival as one that cannot finish) and budget-only/expired (each call's
+# budget header says its budget is spent, as after a wait on its way: the
+# interceptor cancels it on arrival; the client is plain, its RESULT line
+# renamed to the server's mode). Each round runs the arms in that order
 # for each API (reversed in even rounds), each at 1 and 32 in flight;
 # ratios are taken within a round. load_gen's lines say bench=overhead: in
 # refusal.txt they are renamed bench=refusal, so that the overhead section
 # never takes these runs (same api, mode, in flight and round) for its own.
 run_refusal() {
-  local round api arm arms mode answer inflight port spid log="$raw/refusal.txt"
+  local round api arm arms mode client_mode answer inflight port spid log="$raw/refusal.txt"
   local -a pin_server pin_client
   read -ra pin_server <<<"$(overhead_pin server)"
   read -ra pin_client <<<"$(overhead_pin client)"
   : >"$log"
   for ((round = 1; round <= rounds; round++)); do
-    arms="plain/echo plain/error budget-only/echo budget-only/refuse"
-    [ $((round % 2)) = 0 ] && arms="budget-only/refuse budget-only/echo plain/error plain/echo"
+    arms="plain/echo plain/error budget-only/echo budget-only/refuse budget-only/expired"
+    [ $((round % 2)) = 0 ] &&
+      arms="budget-only/expired budget-only/refuse budget-only/echo plain/error plain/echo"
     for api in sync callback; do
       for arm in $arms; do
-        mode="${arm%/*}" answer="${arm#*/}"
+        mode="${arm%/*}" answer="${arm#*/}" client_mode="${arm%/*}"
+        [ "$answer" = expired ] && client_mode=plain
         start_echo_server "$raw/echo_server-refusal-$api-$mode-$answer-$round.out" --api="$api" \
           --mode="$mode" --answer="$answer"
         for inflight in 1 32; do
@@ -275,7 +280,8 @@ run_refusal() {
       done
     done
   done
-  sed -i 's/^RESULT bench=overhead /RESULT bench=refusal /' "$log"
+  sed -i -e 's/^RESULT bench=overhead /RESULT bench=refusal /' \
+    -e '/ answer=expired /s/ mode=plain / mode=budget-only /' "$log"
 }
 
 # ---------------------------------------------------------------- 2..5
