@@ -187,6 +187,7 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   run.port = common_.port;
   run.metrics_port = common_.metrics_port;
   run.max_threads = common_.max_threads;
+  run.max_concurrent_streams = common_.max_concurrent_streams;
   if (common_.mode == Mode::kHopbudget) {
     run.interceptor_policy = PolicyOf(common_);
     // The demo's handlers block, but for those on the callback API (the

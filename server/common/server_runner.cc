@@ -108,6 +108,9 @@ int RunServer(const ServerRunOptions& options, const std::vector<grpc::Service*>
   // wait for the next instead; the quota above still bounds them.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
                               options.max_threads);
+  if (options.max_concurrent_streams > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  }
   int port = 0;
   const std::string address = absl::StrCat(options.host, ":", options.port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);

@@ -62,9 +62,10 @@ struct ServerRunOptions {
   std::string name;       // hop name: log lines, ready line, /metrics
   std::string mode_name;  // said once on stderr at start
   std::string host = "127.0.0.1";
-  int port = 0;           // gRPC; 0 = any free port
-  int metrics_port = 0;   // HTTP; 0 = any free port
-  int max_threads = 256;  // gRPC server threads (ResourceQuota)
+  int port = 0;                    // gRPC; 0 = any free port
+  int metrics_port = 0;            // HTTP; 0 = any free port
+  int max_threads = 256;           // gRPC server threads (ResourceQuota)
+  int max_concurrent_streams = 0;  // per connection (HTTP/2 SETTINGS); 0 = gRPC's default
   // Set: hopbudget's server interceptor with this policy (hopbudget mode).
   std::optional<BudgetPolicy> interceptor_policy;
   // With the interceptor: its admission (hopbudget/server.h). Off by default.

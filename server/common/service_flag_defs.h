@@ -45,6 +45,7 @@ ABSL_DECLARE_FLAG(absl::Duration, baseline_timeout);
 ABSL_DECLARE_FLAG(absl::Duration, lame_duck);
 ABSL_DECLARE_FLAG(absl::Duration, shutdown_grace);
 ABSL_DECLARE_FLAG(int, max_threads);
+ABSL_DECLARE_FLAG(int, max_concurrent_streams);
 ABSL_DECLARE_FLAG(bool, fail_fast_without_backend);
 ABSL_DECLARE_FLAG(bool, verbose);
 ABSL_DECLARE_FLAG(bool, mutex_deadlock_detection);
@@ -93,6 +94,9 @@ ABSL_DECLARE_FLAG(std::string, peers);
   ABSL_FLAG(int, max_threads, 256,                                                             \
             "most gRPC server threads (4..100000); a call beyond them is answered "            \
             "RESOURCE_EXHAUSTED");                                                             \
+  ABSL_FLAG(int, max_concurrent_streams, 0,                                                    \
+            "most calls in progress per client connection (HTTP/2 SETTINGS, 0..1000000; 0 = "  \
+            "gRPC's default, no bound): a gRPC caller holds further calls in its own queue");  \
   ABSL_FLAG(bool, fail_fast_without_backend, false,                                            \
             "hopbudget mode: a downstream call with no ready backend fails at once "           \
             "(UNAVAILABLE) instead of waiting for one inside its budget");                     \
@@ -146,6 +150,7 @@ inline CommonFlags CommonFlagsFromCommandLine() {
   c.lame_duck = absl::GetFlag(FLAGS_lame_duck);
   c.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   c.max_threads = absl::GetFlag(FLAGS_max_threads);
+  c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   c.fail_fast_without_backend = absl::GetFlag(FLAGS_fail_fast_without_backend);
   c.verbose = absl::GetFlag(FLAGS_verbose);
   c.mutex_deadlock_detection = absl::GetFlag(FLAGS_mutex_deadlock_detection);

@@ -42,6 +42,7 @@ absl::Status FinishCommonFlags(CommonFlags* c, FaultConfig* faults) {
           cli::InRange("hang-rate", c->hang_rate, 0.0, 1.0),
           cli::InRange("hang-next", c->hang_next, 0, 1 << 30),
           cli::InRange("max-threads", c->max_threads, 4, 100000),
+          cli::InRange("max-concurrent-streams", c->max_concurrent_streams, 0, 1000000),
           cli::InRange("admission-limit", c->admission_limit, 1, 10000),
           cli::InRange("admission-queue", c->admission_queue, 0, 1000000),
           cli::InRange("admission-queue-per-limit", c->admission_queue_per_limit, 0.01,

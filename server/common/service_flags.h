@@ -72,6 +72,10 @@ struct CommonFlags {
   // call that finds them all busy is answered RESOURCE_EXHAUSTED at once
   // instead of starting one more thread. server/README.md says why 256.
   int max_threads = 256;
+  // Most calls in progress per client connection, announced in HTTP/2's
+  // SETTINGS: a gRPC caller holds further calls in its own transport, where
+  // their deadlines run out without costing this server. 0 = no bound.
+  int max_concurrent_streams = 0;
   // hopbudget mode: a downstream call that finds no ready backend fails at
   // once (gRPC's default) instead of waiting for one inside its budget
   // (ClientOptions::backend_wait).

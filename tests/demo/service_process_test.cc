@@ -519,6 +519,64 @@ TEST(ThreadBoundTest, CallsBeyondTheBoundAreRefusedAtOnceAndThreadsStayBounded) 
   }
 }
 
+// --max-concurrent-streams: calls beyond the bound wait in the caller's own
+// transport and never reach the server. The first kBound calls to arrive
+// hang (whichever they are); with the bound every other call waits behind
+// them and its deadline passes there; without it (the control) every other
+// call is served.
+TEST(StreamBoundTest, CallsBeyondTheBoundWaitInTheCallersTransport) {
+  constexpr int kBound = 4;
+  constexpr int kCalls = 10;
+  for (const bool bounded : {true, false}) {
+    SCOPED_TRACE(bounded ? "bounded" : "control");
+    std::vector<std::string> args = {"--port=0",
+                                     "--db=" + TempDir() + (bounded ? "/b.db" : "/c.db"),
+                                     absl::StrCat("--hang-next=", kBound)};
+    if (bounded) args.push_back(absl::StrCat("--max-concurrent-streams=", kBound));
+    auto ledger = StartReady(HOPBUDGET_DEMO_LEDGER, args);
+    ASSERT_NE(ledger, nullptr);
+    auto channel = grpc::CreateChannel(ledger->address(), grpc::InsecureChannelCredentials());
+    ASSERT_TRUE(channel->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(20))));
+    auto stub = Ledger::NewStub(channel);
+    struct Call {
+      grpc::ClientContext ctx;
+      OrderResult reply;
+      grpc::Status status;
+    };
+    std::vector<std::unique_ptr<Call>> calls;
+    grpc::CompletionQueue cq;
+    const absl::Time deadline = absl::Now() + absl::Seconds(1);
+    for (int i = 0; i < kCalls; ++i) {
+      auto c = std::make_unique<Call>();
+      c->ctx.set_deadline(absl::ToChronoTime(deadline));
+      auto rpc = stub->AsyncCommit(&c->ctx, MakeOrder(absl::StrCat("s", bounded, "-", i)), &cq);
+      rpc->Finish(&c->reply, &c->status, c.get());
+      calls.push_back(std::move(c));
+    }
+    int ok = 0, deadline_exceeded = 0;
+    for (int i = 0; i < kCalls; ++i) {
+      void* tag = nullptr;
+      bool got = false;
+      ASSERT_TRUE(cq.Next(&tag, &got));
+      const grpc::StatusCode code = static_cast<Call*>(tag)->status.error_code();
+      if (code == grpc::StatusCode::OK) ++ok;
+      if (code == grpc::StatusCode::DEADLINE_EXCEEDED) ++deadline_exceeded;
+    }
+    if (bounded) {
+      EXPECT_EQ(ok, 0);
+      EXPECT_EQ(deadline_exceeded, kCalls);
+    } else {
+      EXPECT_EQ(ok, kCalls - kBound);
+      EXPECT_EQ(deadline_exceeded, kBound);
+    }
+    cq.Shutdown();
+    void* tag;
+    bool got;
+    while (cq.Next(&tag, &got)) {
+    }
+  }
+}
+
 TEST(ThreadBoundTest, OrdersRetriesALedgerThatIsOutOfThreads) {
   // Each commit holds one of the ledger's few threads for 20 ms: of 6
   // concurrent orders some attempts are refused RESOURCE_EXHAUSTED ("Server
