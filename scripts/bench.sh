@@ -602,6 +602,10 @@ run_chain() {
 # which bench_report --section=overload judges the targets and prices a
 # served and a refused call at each hop.
 overload_levels=(1 2 4 8 16)
+# The edge bounds the calls in progress on each client connection (HTTP/2
+# SETTINGS): beyond them a gRPC caller holds its calls in its own transport,
+# where their deadlines run out without costing the chain (docs/overload.md).
+overload_gateway_streams=256
 run_overload() {
   local sbin="$build_dir/server" chainctl="$build_dir/client/chainctl/chainctl"
   local work="$raw/overload" chain_cpu=() load_cpu=() placement
@@ -619,7 +623,8 @@ run_overload() {
   start_service orders orders --name=orders --ledger="127.0.0.1:${P[ledger]}" \
     --attempt-cap=300ms --max-attempts=3 --latency="$chain_latency_orders"
   start_service gateway gateway --name=gateway --orders="127.0.0.1:${P[orders]}" \
-    --request-cap=2s --latency="$chain_latency_gateway"
+    --request-cap=2s --latency="$chain_latency_gateway" \
+    --max-concurrent-streams="$overload_gateway_streams"
   local admin="127.0.0.1:${P[gateway]},127.0.0.1:${P[orders]},127.0.0.1:${P[ledger]}"
   # one CLIENT RPS DURATION FILE: an open-loop run; CLIENT is unthrottled
   # or throttled (--client-throttle=$chain_client_throttle). A round in which
@@ -946,7 +951,8 @@ micro_table() {
   echo
   echo "## 10. Overload: the hopbudget chain at multiples of its own capacity"
   echo
-  echo "The hopbudget chain of section 4 alone (same flags and latency mix), its three services"
+  echo "The hopbudget chain of section 4 alone (same flags and latency mix; the gateway bounds"
+  echo "each client connection to $overload_gateway_streams calls in progress, \`--max-concurrent-streams\`), its three services"
   echo "on CPU 0 and \`chainctl load\` on CPU 1 (when there are two CPUs), so that the load"
   echo "generator's cost never takes the chain's CPU. Its capacity is measured first (open loop,"
   echo "3 s steps, the highest rate with >= 90 % OK); then 1x, 2x, 4x, 8x and 16x of it, each"
