@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "hopbudget/status.pb.h"
 
 namespace hopbudget {
@@ -110,6 +112,47 @@ TEST(StatusDetailsTest, RefusesMalformedNumbers) {
 // What a relaying hop keeps of the callee's details: everything but
 // hopbudget's own ErrorInfos, which the new attribution replaces, within
 // kMaxDetailsBytes.
+// EncodeStatusDetails writes the wire format by hand: its bytes must be
+// those protobuf itself writes for the same messages (map in key order).
+TEST(StatusDetailsTest, BytesAreProtobufsOwnDeterministicSerialization) {
+  const Attribution with_hop = Sample();
+  const Attribution without_hop{DeadlineSource::kDownstream, "", absl::Milliseconds(1234567),
+                                absl::ZeroDuration()};
+  const std::string long_message(300, 'x');  // a 2-byte length varint
+  for (const Attribution& a : {with_hop, without_hop}) {
+    for (const std::string& message : {std::string(), std::string("msg"), long_message}) {
+      rpc::ErrorInfo info;
+      info.set_reason(std::string(DeadlineSourceReason(a.source)));
+      info.set_domain(kErrorDomain);
+      auto& md = *info.mutable_metadata();
+      md["source"] = std::string(DeadlineSourceName(a.source));
+      if (!a.hop.empty()) md["hop"] = a.hop;
+      md["budget_ms"] = std::to_string(absl::ToInt64Milliseconds(a.budget));
+      md["elapsed_ms"] = std::to_string(absl::ToInt64Milliseconds(a.elapsed));
+      rpc::Status status;
+      status.set_code(4);
+      status.set_message(message);
+      google::protobuf::Any* any = status.add_details();
+      any->set_type_url(kErrorInfoTypeUrl);
+      {
+        google::protobuf::io::StringOutputStream s(any->mutable_value());
+        google::protobuf::io::CodedOutputStream out(&s);
+        out.SetSerializationDeterministic(true);
+        info.SerializeToCodedStream(&out);
+      }
+      std::string expected;
+      {
+        google::protobuf::io::StringOutputStream s(&expected);
+        google::protobuf::io::CodedOutputStream out(&s);
+        out.SetSerializationDeterministic(true);
+        status.SerializeToCodedStream(&out);
+      }
+      EXPECT_EQ(EncodeStatusDetails(a, message), expected)
+          << a.hop << " message of " << message.size() << " bytes";
+    }
+  }
+}
+
 TEST(StatusDetailsTest, KeepsTheCalleesOwnDetails) {
   const google::protobuf::Any ledger = ForeignErrorInfo("ledger.example.com", "DB_TIMEOUT");
   const google::protobuf::Any debug = OpaqueDetail("google.rpc.DebugInfo", 40);

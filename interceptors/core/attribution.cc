@@ -48,6 +48,64 @@ absl::optional<absl::Duration> Millis(absl::string_view v) {
   return p.value;
 }
 
+// Protobuf's wire format (protobuf.dev/programming-guides/encoding), for
+// EncodeStatusDetails: varints and length-delimited fields only.
+constexpr uint32_t kVarint = 0;
+constexpr uint32_t kLengthDelimited = 2;
+
+constexpr uint32_t FieldTag(uint32_t field, uint32_t wire_type) { return field << 3 | wire_type; }
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// The bytes a length-delimited field `field` of `len` bytes takes.
+size_t BytesFieldSize(uint32_t field, size_t len) {
+  return VarintSize(FieldTag(field, kLengthDelimited)) + VarintSize(len) + len;
+}
+
+void PutBytes(std::string* out, uint32_t field, absl::string_view v) {
+  PutVarint(out, FieldTag(field, kLengthDelimited));
+  PutVarint(out, v.size());
+  out->append(v.data(), v.size());
+}
+
+// A map<string, string> entry: a message {key = 1, value = 2}, both always
+// written (as protobuf writes map entries).
+void PutMapEntry(std::string* out, uint32_t field, absl::string_view key, absl::string_view value) {
+  PutVarint(out, FieldTag(field, kLengthDelimited));
+  PutVarint(out, BytesFieldSize(1, key.size()) + BytesFieldSize(2, value.size()));
+  PutBytes(out, 1, key);
+  PutBytes(out, 2, value);
+}
+
+// A google.protobuf.Any {type_url = 1, value = 2}; proto3 leaves an empty
+// value out.
+size_t AnySize(absl::string_view type_url, absl::string_view value) {
+  return (type_url.empty() ? 0 : BytesFieldSize(1, type_url.size())) +
+         (value.empty() ? 0 : BytesFieldSize(2, value.size()));
+}
+
+void PutAny(std::string* out, uint32_t field, absl::string_view type_url, absl::string_view value) {
+  PutVarint(out, FieldTag(field, kLengthDelimited));
+  PutVarint(out, AnySize(type_url, value));
+  if (!type_url.empty()) PutBytes(out, 1, type_url);
+  if (!value.empty()) PutBytes(out, 2, value);
+}
+
 // Origin sources only: kNone and kDownstream never travel as an origin
 // (kDownstream with an empty hop does: "fired further down, origin unknown").
 bool IsWireSource(DeadlineSource s) { return s != DeadlineSource::kNone; }
@@ -156,34 +214,42 @@ absl::Status ValidateHopName(absl::string_view hop) {
 
 std::string EncodeStatusDetails(const Attribution& a, absl::string_view message,
                                 absl::string_view relayed) {
-  rpc::ErrorInfo info;
-  info.set_reason(std::string(DeadlineSourceReason(a.source)));
-  info.set_domain(kErrorDomain);
-  auto& md = *info.mutable_metadata();
-  md["source"] = std::string(DeadlineSourceName(a.source));
-  if (!a.hop.empty()) md["hop"] = a.hop;
-  md["budget_ms"] = absl::StrCat(WholeMillis(a.budget));
-  md["elapsed_ms"] = absl::StrCat(WholeMillis(a.elapsed));
+  // Written field by field rather than built as messages: ErrorInfo's
+  // metadata is a protobuf map, and building one per answer was most of
+  // what a refusal's attribution cost (docs/overload.md). The bytes are
+  // those of protobuf's deterministic serialization (attribution_test).
+  const absl::AlphaNum budget_ms(WholeMillis(a.budget));
+  const absl::AlphaNum elapsed_ms(WholeMillis(a.elapsed));
+  std::string info;
+  info.reserve(160 + a.hop.size());
+  PutBytes(&info, 1, DeadlineSourceReason(a.source));  // reason
+  PutBytes(&info, 2, kErrorDomain);                    // domain
+  // metadata, in key order
+  PutMapEntry(&info, 3, "budget_ms", budget_ms.Piece());
+  PutMapEntry(&info, 3, "elapsed_ms", elapsed_ms.Piece());
+  if (!a.hop.empty()) PutMapEntry(&info, 3, "hop", a.hop);
+  PutMapEntry(&info, 3, "source", DeadlineSourceName(a.source));
 
-  rpc::Status status;
-  status.set_code(kDeadlineExceededCode);
-  status.set_message(std::string(message));
-  auto* any = status.add_details();
-  any->set_type_url(kErrorInfoTypeUrl);
-  info.SerializeToString(any->mutable_value());
+  std::string out;
+  out.reserve(info.size() + message.size() + 64);
+  PutVarint(&out, FieldTag(1, kVarint));  // code
+  PutVarint(&out, kDeadlineExceededCode);
+  if (!message.empty()) PutBytes(&out, 2, message);  // message
+  PutAny(&out, 3, kErrorInfoTypeUrl, info);          // details[0]
 
   // A callee's own details say what failed in its terms: they stay beside
   // ours, as long as the next hop still reads the whole.
   rpc::Status old;
   if (!relayed.empty() && relayed.size() <= kMaxDetailsBytes &&
       old.ParseFromArray(relayed.data(), static_cast<int>(relayed.size()))) {
-    for (auto& detail : *old.mutable_details()) {
+    for (const auto& detail : old.details()) {
       if (IsOurErrorInfo(detail)) continue;  // replaced by ours
-      *status.add_details() = std::move(detail);
-      if (status.ByteSizeLong() > kMaxDetailsBytes) status.mutable_details()->RemoveLast();
+      const size_t size = BytesFieldSize(3, AnySize(detail.type_url(), detail.value()));
+      if (out.size() + size > kMaxDetailsBytes) continue;
+      PutAny(&out, 3, detail.type_url(), detail.value());
     }
   }
-  return status.SerializeAsString();
+  return out;
 }
 
 absl::optional<Attribution> DecodeStatusDetails(absl::string_view bytes) {

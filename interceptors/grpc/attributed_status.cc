@@ -45,8 +45,10 @@ void AddAttributionTrailers(const Attribution& a,
                             std::multimap<std::string, std::string>* trailers) {
   // Ours replace whatever the handler set under the same names: a caller
   // reads the first value of a key.
-  for (const char* key : {kSourceTrailer, kHopTrailer, kBudgetTrailer, kElapsedTrailer}) {
-    trailers->erase(key);
+  if (!trailers->empty()) {
+    for (const char* key : {kSourceTrailer, kHopTrailer, kBudgetTrailer, kElapsedTrailer}) {
+      trailers->erase(key);
+    }
   }
   for (TrailerPair& p : AttributionTrailerPairs(a)) trailers->emplace(p.key, std::move(p.value));
 }
