@@ -1069,8 +1069,8 @@ void RefusalSection(const std::vector<Record>& rs) {
         "gRPC's own error answer.\n",
         where.c_str(), Fixed(MedianOf(cpu), 2).c_str(), share(of_served).c_str(),
         share(of_error).c_str());
-    // A call whose budget was spent on its way is cancelled on arrival, not
-    // answered by its handler: the other path a refusal takes.
+    // A call whose budget was spent on its way: refused on arrival too, but
+    // through the arrived-expired path (docs/overload.md).
     if (const std::map<int, Record>* expired = arm_of(arms, kRefusalExpired); expired != nullptr) {
       std::vector<double> ecpu;
       for (const auto& [round, r] : *expired) ecpu.push_back(Num(r, "server_cpu_us"));

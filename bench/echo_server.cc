@@ -23,7 +23,7 @@ ABSL_FLAG(std::string, answer, "echo",
           "echo (serve), error (the handler answers RESOURCE_EXHAUSTED at once), refuse "
           "(hopbudget refuses every call on arrival as cannot-finish; hopbudget modes only) or "
           "expired (serve; load_gen --answer=expired sends calls whose budget is spent, which "
-          "hopbudget ends on arrival; hopbudget modes only)");
+          "hopbudget refuses on arrival; hopbudget modes only)");
 HOPBUDGET_BENCH_DEADLOCK_DETECTION_FLAG();
 
 namespace hopbudget {

@@ -15,7 +15,7 @@
 // answer (OK, RESOURCE_EXHAUSTED, or DEADLINE_EXCEEDED for a hopbudget
 // refusal), else the exit status is 1. With --answer=expired every call
 // says, in hopbudget's budget header, that its budget is spent (as a call
-// that waited its whole budget on the way does): the server ends it on
+// that waited its whole budget on the way does): the server refuses it on
 // arrival. Prints a table row and a RESULT line:
 //
 //   load_gen --target=127.0.0.1:PORT --mode=plain --inflight=32 --duration=5s

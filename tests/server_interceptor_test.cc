@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/time/clock.h"
+#include "hopbudget/attribution.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
 #include "hopbudget/wire.h"
@@ -113,6 +114,10 @@ TEST_P(ServerInterceptorTest, CallArrivingExpiredIsRefusedAndAttributed) {
   ASSERT_TRUE(a.has_value()) << s.error_message();
   EXPECT_EQ(a->source, DeadlineSource::kArrivedExpired);
   EXPECT_EQ(a->hop, "ledger");
+  // Answered by its handler, not cancelled: the details travel too (a
+  // cancel carries the message alone), and gRPC's cancel costs the server
+  // more than the answer (docs/overload.md).
+  EXPECT_EQ(DecodeStatusDetails(s.error_details()), a);
   EXPECT_EQ(
       hop.metrics().Snapshot().deadline_exceeded(Side::kServer, DeadlineSource::kArrivedExpired),
       1u);

@@ -214,6 +214,9 @@ absl::Duration GiveUpMargin(const BudgetPolicy& policy) {
 // deadline, and its cut, with its own attribution, must win the race.
 constexpr absl::Duration kOwnTimerTransit = absl::Milliseconds(20);
 constexpr absl::Duration kCallerCutsFirst = absl::Milliseconds(10);
+// The backstop's span for a call that arrived with its deadline passed:
+// its handler has nothing to do but return.
+constexpr absl::Duration kExpiredBackstop = absl::Milliseconds(200);
 
 ArrivalOutcome OutcomeOf(ArrivalDecision d) {
   switch (d) {
@@ -347,17 +350,16 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     if (rb.outcome != ArrivalOutcome::kAccepted) {
       shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kArrivedExpired,
                                              shared_.hop);
-      if (rb.budget_on_arrival <= absl::ZeroDuration()) {
-        // The caller's deadline has passed too: no answer can reach it in
-        // time, so none is waited for.
-        CancelNow();
-        return Arrival::kGoOn;
-      }
       // The handler sees refused() and returns; its answer goes out through
       // OnSendStatus with the attribution in every form. Only a cancel can
       // answer for a handler that does not return, and a cancel carries the
       // message form alone: it is the backstop, halfway to the deadline.
-      ArmBackstop(arrival_, rb.budget_on_arrival);
+      // A call whose deadline has passed too is answered the same way, not
+      // cancelled at once: gRPC's cancel costs the server more than an
+      // answer (docs/overload.md), and such calls are most of what an
+      // overloaded hop reads.
+      ArmBackstop(arrival_, rb.budget_on_arrival > absl::ZeroDuration() ? rb.budget_on_arrival
+                                                                        : kExpiredBackstop);
       return Arrival::kGoOn;
     }
     if (rb.source == DeadlineSource::kRequest) {
