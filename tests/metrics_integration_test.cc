@@ -245,7 +245,11 @@ TEST(MetricsIntegrationTest, LatencyIsObservedPerAttemptPerLogicalCallAndPerServ
   const HistogramSnapshot* served = m->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
   ASSERT_TRUE(cut && ok_attempt && call && served);
   EXPECT_EQ(cut->count, 1u);
-  EXPECT_GE(cut->sum, 0.150);  // cut at the attempt budget
+  // Cut at the attempt budget. The loop fixes the attempt's deadline when it
+  // makes the attempt; the attempt's latency starts when the call reaches
+  // the interceptor, a little later (0.4 ms seen under ctest -j2): not less
+  // than the budget minus that gap.
+  EXPECT_GE(cut->sum, 0.140);
   EXPECT_LT(cut->sum, 5.0);
   EXPECT_EQ(ok_attempt->count, 1u);
   EXPECT_EQ(call->count, 1u) << "one logical call, not one per attempt";
@@ -421,7 +425,9 @@ TEST(MetricsIntegrationTest, DocumentedSelectorCountsEachExpiryOnceAcrossTheChai
     }
     EXPECT_EQ(fired, scenarios[i].expected);
     // Each hop above relays it: a naive sum counts it three or four times.
-    if (i < 2) EXPECT_GT(naive, scenarios[i].expected.begin()->second + 2);
+    if (i < 2) {
+      EXPECT_GT(naive, scenarios[i].expected.begin()->second + 2);
+    }
   }
 }
 
