@@ -3,6 +3,7 @@
 # machine: installs what is missing first.
 #
 #   ./scripts/test.sh              # release build in build/test
+#   HOPBUDGET_WERROR=1 ./scripts/test.sh   # the same, a warning is an error (CI)
 #   ./scripts/test.sh --sanitize   # AddressSanitizer + UBSan build in build/asan
 #   ./scripts/test.sh --tsan       # ThreadSanitizer build in build/tsan: the tests
 #                                  # listed in tsan_targets below (README, "Testing")
@@ -12,9 +13,12 @@ cd "$(hopbudget_root)"
 
 build_dir=build/test
 cmake_args=("${HOPBUDGET_RELEASE_CMAKE_ARGS[@]}")
+# HOPBUDGET_WERROR=1 (.ci/run sets it): a compiler warning fails the release
+# build. Passed either way, so that a tree configured once follows it.
+cmake_args+=(-DHOPBUDGET_WERROR="$([ "${HOPBUDGET_WERROR:-0}" = 1 ] && echo ON || echo OFF)")
 if [ "${1:-}" = "--sanitize" ]; then
   build_dir=build/asan
-  cmake_args=("${HOPBUDGET_ASAN_CMAKE_ARGS[@]}")
+  cmake_args=("${HOPBUDGET_ASAN_CMAKE_ARGS[@]}" -DHOPBUDGET_WERROR=OFF)
   export_sanitizer_options
 fi
 

@@ -439,7 +439,9 @@ TEST(ReadStatusDetailsTest, TellsForeignDetailsFromMalformed) {
   for (const Case& c : cases) {
     const ParsedAttribution p = ReadStatusDetails(c.bytes);
     EXPECT_EQ(p.result, c.want) << c.name;
-    if (c.want == AttributionParse::kOk) EXPECT_EQ(p.value, Sample()) << c.name;
+    if (c.want == AttributionParse::kOk) {
+      EXPECT_EQ(p.value, Sample()) << c.name;
+    }
     EXPECT_EQ(DecodeStatusDetails(c.bytes).has_value(), c.want == AttributionParse::kOk) << c.name;
   }
 }

@@ -342,7 +342,9 @@ TEST(DecideBackendWaitTest, WaitsUntilOnlyTheMinimumIsLeftAndNoLonger) {
     const BackendWaitStep step =
         DecideBackendWait(c.state, deadline, c.min_call_budget, t0 + c.now_in);
     EXPECT_EQ(step.outcome, c.outcome);
-    if (c.outcome != BackendWaitOutcome::kGo) EXPECT_EQ(step.until, t0 + c.until_in);
+    if (c.outcome != BackendWaitOutcome::kGo) {
+      EXPECT_EQ(step.until, t0 + c.until_in);
+    }
   }
 }
 

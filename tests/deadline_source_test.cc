@@ -10,7 +10,9 @@ TEST(DeadlineSourceTest, NamesAndReasonsRoundTripForEverySource) {
   for (int i = 0; i < kDeadlineSourceCount; ++i) {
     const auto s = static_cast<DeadlineSource>(i);
     EXPECT_EQ(ParseDeadlineSource(DeadlineSourceName(s)), s);
-    if (s != DeadlineSource::kNone) EXPECT_EQ(DeadlineSourceFromReason(DeadlineSourceReason(s)), s);
+    if (s != DeadlineSource::kNone) {
+      EXPECT_EQ(DeadlineSourceFromReason(DeadlineSourceReason(s)), s);
+    }
   }
 }
 

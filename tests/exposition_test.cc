@@ -126,7 +126,9 @@ TEST(PrometheusTextTest, SkipReasonsCoverEveryNonRetryOutcome) {
     const bool skipped = outcome != RetryOutcome::kRetry && outcome != RetryOutcome::kSucceeded;
     EXPECT_EQ(!RetrySkipReason(outcome).empty(), skipped) << o;
     // One vocabulary: the metric's reasons are the retry policy's names.
-    if (skipped) EXPECT_EQ(RetrySkipReason(outcome), RetryOutcomeName(outcome)) << o;
+    if (skipped) {
+      EXPECT_EQ(RetrySkipReason(outcome), RetryOutcomeName(outcome)) << o;
+    }
   }
   EXPECT_EQ(RetrySkipReason(RetryOutcome::kNoRoom), "no_room");
   EXPECT_EQ(RetrySkipReason(RetryOutcome::kThrottled), "throttled");

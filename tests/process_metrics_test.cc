@@ -108,7 +108,9 @@ TEST(ProcessStatsReadTest, OwnProcessHasMemoryDescriptorsAndAStartTimeInThePast)
   EXPECT_GT(p->resident_bytes, 1 << 20);
   EXPECT_GE(p->virtual_bytes, p->resident_bytes);
   EXPECT_GE(p->open_fds, 3);  // stdin, stdout, stderr
-  if (p->max_fds >= 0) EXPECT_GE(p->max_fds, p->open_fds);
+  if (p->max_fds >= 0) {
+    EXPECT_GE(p->max_fds, p->open_fds);
+  }
   const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
   EXPECT_LE(p->start_time_seconds, now + 1);
   EXPECT_GT(p->start_time_seconds, now - 24 * 3600);  // a test binary started today

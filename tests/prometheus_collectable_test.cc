@@ -56,7 +56,9 @@ Series Read(const std::string& text) {
       const size_t end = key.find('"', le + 4);
       const std::string bound = key.substr(le + 4, end - le - 4);
       double v = INFINITY;
-      if (bound != "+Inf") EXPECT_TRUE(absl::SimpleAtod(bound, &v)) << line;
+      if (bound != "+Inf") {
+        EXPECT_TRUE(absl::SimpleAtod(bound, &v)) << line;
+      }
       key = key.substr(0, le) + "le=" + absl::StrCat(v) + key.substr(end + 1);
     }
     double value = 0;

@@ -91,7 +91,9 @@ TEST(ParseBudgetHeaderTest, ShortAndLongValuesAreJudgedAlike) {
   for (const Case& c : cases) {
     const ParsedBudget p = ParseBudgetHeader(c.value);
     EXPECT_EQ(p.result, c.result) << c.value;
-    if (c.result == HeaderParse::kOk) EXPECT_EQ(p.budget, c.budget) << c.value;
+    if (c.result == HeaderParse::kOk) {
+      EXPECT_EQ(p.budget, c.budget) << c.value;
+    }
   }
 }
 

@@ -187,7 +187,7 @@ inline constexpr MetricRow Derived(absl::string_view name, absl::string_view hel
 inline constexpr MetricRow Histogram(absl::string_view name, absl::string_view help,
                                      HistogramSnapshot MetricsSnapshot::*field,
                                      HistogramBuckets MetricsOptions::*buckets) {
-  MetricRow row{name, MetricType::kHistogram, help};
+  MetricRow row{name, MetricType::kHistogram, help, ""};
   row.histogram = field;
   row.buckets = buckets;
   return row;

@@ -269,11 +269,11 @@ struct MetricsCells {
       : budget_layouts{ExponentialLayout(o.budget_at_arrival), ExponentialLayout(o.request_budget),
                        ExponentialLayout(o.budget_remaining),
                        ExponentialLayout(o.budget_at_arrival)},
-        arrival_is_request_shared(SameBounds(o.budget_at_arrival, o.request_budget)),
-        plain_call_shared(SameBounds(o.client_attempt_duration, o.client_call_duration)),
         latency_layouts{ExponentialLayout(o.client_attempt_duration),
                         ExponentialLayout(o.client_call_duration),
                         ExponentialLayout(o.server_call_duration)},
+        arrival_is_request_shared(SameBounds(o.budget_at_arrival, o.request_budget)),
+        plain_call_shared(SameBounds(o.client_attempt_duration, o.client_call_duration)),
         infrastructure_prefixes(o.infrastructure_method_prefixes) {
     for (absl::Span<const MetricRow> table : kMetricTables) {
       for (const MetricRow& row : table) {

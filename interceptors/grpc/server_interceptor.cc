@@ -229,8 +229,6 @@ ArrivalOutcome OutcomeOf(ArrivalDecision d) {
   }
 }
 
-absl::Duration NonNegative(absl::Duration d) { return std::max(d, absl::ZeroDuration()); }
-
 // The headers of ours that a call brought.
 struct OwnHeaders {
   const grpc::string_ref* budget = nullptr;    // the first kBudgetHeader; points into the map

@@ -713,7 +713,9 @@ void ExpectReadable(const Layout& l, int width) {
   EXPECT_LE(l.bottom("filters"), l.box("call-0")[1]);
   // At 1 400 px the whole summary is on the first screen (900 px high): the
   // one rule much wider fonts than the pinned ones could break.
-  if (width >= 1400) EXPECT_LE(l.bottom("summary"), 900);
+  if (width >= 1400) {
+    EXPECT_LE(l.bottom("summary"), 900);
+  }
 
   // The cards inside the summary (within the 1 px of rounding each edge),
   // none over another.
@@ -777,8 +779,8 @@ TEST(DeadlinezPageTest, NothingIsCutOffAt1400And1024) {
 //
 // HOPBUDGET_UPDATE_LAYOUT=1 rewrites the file from this run (in the pinned
 // fonts only):
-//   HOPBUDGET_UPDATE_LAYOUT=1 <build>/tests/browser/deadlinez_page_test \
-//     --gtest_filter=DeadlinezPageTest.LayoutAt1400MatchesTheReference
+//   HOPBUDGET_UPDATE_LAYOUT=1 <build>/tests/browser/deadlinez_page_test
+//       --gtest_filter=DeadlinezPageTest.LayoutAt1400MatchesTheReference  (one command)
 constexpr int kLayoutTolerancePx = 16;
 constexpr int kFontTolerancePx = 2;
 

@@ -358,7 +358,7 @@ TEST(ChainE2eTest, ClientCancelStopsEveryHopPromptly) {
 // and a hang on the call's cancel, neither on a thread. Either ends at the
 // client's cancel, and no call reaches orders.
 TEST(ChainE2eTest, GatewayLatencyAndHangWithoutAThreadEndAtTheClientsCancel) {
-  for (const std::string& fault : {"--latency=fixed:5s", "--hang-rate=1"}) {
+  for (const char* fault : {"--latency=fixed:5s", "--hang-rate=1"}) {
     SCOPED_TRACE(fault);
     ChainOptions o;
     o.gateway = {fault, "--request-cap=10s"};

@@ -225,7 +225,9 @@ void RestartUnderLoad(int ledgers, int orders, const std::vector<std::string>& r
   for (const chainctl::LedgerRow& r : *rows) ++by_key[r.key];
   for (const auto& [key, n] : by_key) EXPECT_EQ(n, 1) << key;
   for (const auto& [key, o] : outcomes) {
-    if (o.code == grpc::StatusCode::OK) EXPECT_EQ(by_key.count(key), 1u) << key << " lost";
+    if (o.code == grpc::StatusCode::OK) {
+      EXPECT_EQ(by_key.count(key), 1u) << key << " lost";
+    }
   }
 }
 
