@@ -30,9 +30,9 @@
 //     interceptor cannot skip the handler, so the handler must check
 //     refused() first and return at once; its downstream calls fail fast
 //     anyway. A handler that has not answered halfway to the caller's
-//     deadline is cut by a cancel, which carries the status message alone. A
-//     call that arrived with its deadline already passed is cancelled at
-//     once (its caller's own deadline has fired: no answer can reach it);
+//     deadline is cut by a cancel, which carries the status message alone (for
+//     a call that arrived with its deadline already passed: 100 ms after its
+//     arrival);
 //   - when the per-request cap is tighter than the caller's deadline, cancels
 //     the call with DEADLINE_EXCEEDED (source request) when the cap expires,
 //     on the shared timer service. A cancel carries the status message
