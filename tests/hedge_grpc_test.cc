@@ -150,19 +150,23 @@ TEST_P(HedgeGrpcTest, ANonFatalAnswerSendsTheNextHedgeAtOnce) {
 }
 
 TEST_P(HedgeGrpcTest, ThePrimarysAttemptCapDoesNotCutAHedgeStillRunning) {
-  // Hedge at 100 ms; each attempt's cap is 200 ms. The primary hangs and is
-  // cut by its cap at 200 ms; the hedge answers at ~250 ms, within its own
-  // cap (300 ms). A cap that fired is this attempt's, not the call's: the
-  // hedge must win (50 ms of slack on each side).
+  // Hedge at 400 ms; each attempt's cap is 1 s. The primary hangs and is
+  // cut by its cap at 1 s; the hedge answers at ~1.2 s, within its own cap
+  // (1.4 s). A cap that fired is this attempt's, not the call's: the hedge
+  // must win. 200 ms on each side: with 50 ms, the hedge's answer missed its
+  // cap under four copies of this test on two loaded cores.
   ScriptedServer hung("ledger-a", [](int) { return Action::Hang(); });
-  ScriptedServer late("ledger-b", [](int) { return Action::After(absl::Milliseconds(150)); });
-  HedgerOptions o = Options(nullptr, absl::Milliseconds(100));
-  o.budget.attempt_cap = absl::Milliseconds(200);
+  ScriptedServer late("ledger-b", [](int) { return Action::After(absl::Milliseconds(800)); });
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(400));
+  o.budget.attempt_cap = absl::Seconds(1);
   HedgeRig rig(hung, late, o);
   const HedgeResult r = rig.Run(GetParam(), absl::Seconds(20));
   EXPECT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ(r.winner, 1);
   EXPECT_EQ(r.sent, 2);
+  // The primary was cut before the hedge answered, not cancelled by its win.
+  ASSERT_TRUE(hung.WaitForCancels(1, absl::Seconds(10)));
+  EXPECT_EQ(r.losers, 0);
 }
 
 TEST_P(HedgeGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
