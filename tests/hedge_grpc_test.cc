@@ -6,7 +6,8 @@
 // under a slow replica (a hedge it holds back goes out once a token is
 // earned), the delay learns from attempts a hedge cut short, a pushback or a
 // fatal answer stops the hedging, a non-fatal one sends the next hedge at
-// once, and cancelling the logical call cancels every attempt.
+// once, an attempt whose target has no ready backend leaves the others running,
+// and cancelling the logical call cancels every attempt.
 #include "hopbudget/hedge_grpc.h"
 
 #include <gmock/gmock.h>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "eventually.h"
 #include "hopbudget/client.h"
 #include "scripted_server.h"
@@ -41,10 +43,12 @@ HedgerOptions Options(Metrics* metrics, absl::Duration delay) {
 
 // Attempt i goes to target i % 2.
 struct HedgeRig {
-  HedgeRig(ScriptedServer& a, ScriptedServer& b, HedgerOptions options) {
+  HedgeRig(ScriptedServer& a, ScriptedServer& b, HedgerOptions options)
+      : HedgeRig(a.address(), b.address(), std::move(options)) {}
+  HedgeRig(const std::string& a, const std::string& b, HedgerOptions options) {
     options.metrics = &metrics;
-    stubs.push_back(testing::AttemptStub(a.address(), "orders", &metrics));
-    stubs.push_back(testing::AttemptStub(b.address(), "orders", &metrics));
+    stubs.push_back(testing::AttemptStub(a, "orders", &metrics));
+    stubs.push_back(testing::AttemptStub(b, "orders", &metrics));
     auto h = Hedger::Create(std::move(options));
     EXPECT_TRUE(h.ok()) << h.status();
     hedger = *std::move(h);
@@ -167,6 +171,24 @@ TEST_P(HedgeGrpcTest, ThePrimarysAttemptCapDoesNotCutAHedgeStillRunning) {
   // The primary was cut before the hedge answered, not cancelled by its win.
   ASSERT_TRUE(hung.WaitForCancels(1, absl::Seconds(10)));
   EXPECT_EQ(r.losers, 0);
+}
+
+TEST_P(HedgeGrpcTest, AnAttemptWithNoBackendLeavesTheOthersRunning) {
+  // The primary goes to a port nothing listens on, the hedge to ledger-b.
+  // Hedge at 400 ms; caps of 1 s. The primary waits for a backend until its
+  // cap (1 s) and ends as no-backend; the hedge answers at ~1.2 s, inside
+  // its own cap (1.4 s). The no-backend answer sent nothing and is the
+  // attempt's own: it must not end the call (it did, cancelling the hedge).
+  ScriptedServer b("ledger-b", [](int) { return Action::After(absl::Milliseconds(800)); });
+  HedgerOptions o = Options(nullptr, absl::Milliseconds(400));
+  o.budget.attempt_cap = absl::Seconds(1);
+  HedgeRig rig(absl::StrCat("127.0.0.1:", testing::UnusedPort()), b.address(), o);
+  const HedgeResult r = rig.Run(GetParam(), absl::Seconds(20));
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.winner, 1);
+  EXPECT_EQ(r.sent, 2);
+  EXPECT_EQ(rig.metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kNoBackend),
+            1u);
 }
 
 TEST_P(HedgeGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {

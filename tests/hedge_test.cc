@@ -144,6 +144,10 @@ TEST(HedgeVerdictTest, A6FatalAndNonFatalAnswers) {
   r.code = absl::StatusCode::kDeadlineExceeded;
   r.fired = DeadlineSource::kAttempt;
   EXPECT_EQ(HedgeVerdictOf(policy, r), HedgeVerdict::kNonFatal);
+  // Its target had no ready backend within its budget: it sent nothing, and
+  // the others, sent elsewhere, may still answer.
+  r.fired = DeadlineSource::kNoBackend;
+  EXPECT_EQ(HedgeVerdictOf(policy, r), HedgeVerdict::kNonFatal);
   // The request or client budget: nobody can answer in time.
   r.fired = DeadlineSource::kRequest;
   EXPECT_EQ(HedgeVerdictOf(policy, r), HedgeVerdict::kFatal);

@@ -2,6 +2,9 @@
 #include "relay_fixture.h"
 
 #include <grpcpp/health_check_service_interface.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -535,6 +538,20 @@ std::unique_ptr<echo::Relay::Stub> ConnectedStub(const std::string& target, bool
     return nullptr;
   }
   return echo::Relay::NewStub(channel);
+}
+
+int UnusedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ADD_FAILURE() << "no free port";
+  }
+  if (fd >= 0) close(fd);
+  return ntohs(a.sin_port);
 }
 
 void SetBudget(grpc::ClientContext& ctx, absl::Duration budget) {

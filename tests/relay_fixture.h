@@ -153,6 +153,10 @@ std::unique_ptr<grpc::Server> ServeBehindHopbudget(grpc::Service* service,
                                                    const ServerOptions& options,
                                                    std::string* address);
 
+// A loopback port nothing listens on now (the kernel's next free one), for
+// a target whose hop has not started yet or never will.
+int UnusedPort();
+
 // Gives the call made with `ctx` `budget` from now.
 void SetBudget(grpc::ClientContext& ctx, absl::Duration budget);
 

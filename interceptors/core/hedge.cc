@@ -104,11 +104,14 @@ HedgeOutcome DecideHedge(const BudgetPolicy& budget, const HedgePolicy& policy, 
 HedgeVerdict HedgeVerdictOf(const HedgePolicy& policy, const AttemptResult& result) {
   if (result.code == absl::StatusCode::kOk) return HedgeVerdict::kWon;
   if (result.pushback.kind != PushbackKind::kAbsent) return HedgeVerdict::kFatal;
-  // This attempt's own cap fired: another attempt may still answer in time
-  // (as DecideRetry retries it). Any other budget that fired ends the call.
+  // This attempt's own cap fired, or it waited for a ready backend of its
+  // own target until then and sent nothing: another attempt may still answer
+  // in time (as DecideRetry retries both). Any other budget that fired ends
+  // the call.
   if (result.code == absl::StatusCode::kDeadlineExceeded) {
-    return result.fired == DeadlineSource::kAttempt ? HedgeVerdict::kNonFatal
-                                                    : HedgeVerdict::kFatal;
+    return result.fired == DeadlineSource::kAttempt || result.fired == DeadlineSource::kNoBackend
+               ? HedgeVerdict::kNonFatal
+               : HedgeVerdict::kFatal;
   }
   for (absl::StatusCode c : policy.non_fatal_codes) {
     if (c == result.code) return HedgeVerdict::kNonFatal;

@@ -144,8 +144,9 @@ HedgeOutcome DecideHedge(const BudgetPolicy& budget, const HedgePolicy& policy, 
 enum class HedgeVerdict : uint8_t {
   kWon,       // OK: the call's answer; cancel the rest
   kNonFatal,  // a non-fatal code without pushback, or this attempt's own
-              // attempt_cap (DEADLINE_EXCEEDED, fired kAttempt): the next
-              // hedge may go at once, the others keep running
+              // attempt_cap (DEADLINE_EXCEEDED, fired kAttempt), or no ready
+              // backend for it within its budget (fired kNoBackend): the
+              // next hedge may go at once, the others keep running
   kFatal,     // any other failure, or a pushback (A6): the call's answer; cancel the rest
 };
 // Stable names for logs and test failures: "won", "non_fatal", "fatal".
