@@ -23,6 +23,7 @@
 #include "hopbudget/hop.h"
 #include "hopbudget/retry.h"
 #include "relay_fixture.h"
+#include "stepped_clock.h"
 #include "sync.h"
 
 namespace hopbudget {
@@ -33,22 +34,9 @@ using testing::HopConfig;
 using testing::RelayHop;
 using testing::Request;
 using testing::SetBudget;
+using testing::SteppedClock;
+using testing::UnusedPort;
 using testing::Work;
-
-// A loopback port nothing listens on now (the kernel's next free one).
-int UnusedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ADD_FAILURE() << "no free port";
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct Client {
   Metrics metrics;
@@ -56,10 +44,12 @@ struct Client {
   std::unique_ptr<echo::Relay::Stub> stub;
 
   explicit Client(const std::string& target, BackendWait wait = BackendWait::kWithinBudget,
-                  const grpc::ChannelArguments& args = grpc::ChannelArguments()) {
+                  const grpc::ChannelArguments& args = grpc::ChannelArguments(),
+                  Clock* clock = nullptr) {
     ClientOptions options;
     options.hop = "client";
     options.metrics = &metrics;
+    options.clock = clock;
     options.backend_wait = wait;
     auto c = CreateChannel(target, grpc::InsecureChannelCredentials(), options, args);
     EXPECT_TRUE(c.ok()) << c.status();
@@ -95,14 +85,9 @@ bool InTransientFailure(grpc::Channel& channel) {
   return channel.GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE;
 }
 
-TEST(BackendWaitTest, HopThatStartsLateIsWaitedForAndAnswersInsideTheBudget) {
-  const int port = UnusedPort();
-  Client client(absl::StrCat("127.0.0.1:", port));
-  PendingCall call;
-  call.Start(*client.stub, absl::Seconds(10));
-  ASSERT_TRUE(Eventually([&] { return InTransientFailure(*client.channel); }));
+// `call` is still waiting; a hop started on `port` answers it.
+void ExpectAnsweredOnceTheHopStarts(int port, PendingCall& call) {
   EXPECT_FALSE(call.done.HasBeenNotified()) << call.status.error_message();
-
   HopConfig config;
   config.hop = "late";
   config.port = port;
@@ -110,7 +95,49 @@ TEST(BackendWaitTest, HopThatStartsLateIsWaitedForAndAnswersInsideTheBudget) {
   ASSERT_TRUE(call.Wait());
   EXPECT_TRUE(call.status.ok()) << call.status.error_message();
   EXPECT_EQ(hop.calls(), 1);
+}
+
+TEST(BackendWaitTest, HopThatStartsLateIsWaitedForAndAnswersInsideTheBudget) {
+  const int port = UnusedPort();
+  Client client(absl::StrCat("127.0.0.1:", port));
+  PendingCall call;
+  call.Start(*client.stub, absl::Seconds(10));
+  ASSERT_TRUE(Eventually([&] { return InTransientFailure(*client.channel); }));
+  ExpectAnsweredOnceTheHopStarts(port, call);
   EXPECT_EQ(client.metrics.Snapshot().backend_wait.count, 1u);
+}
+
+// gRPC measures a started call's deadline on its monotonic clock; so does
+// the wait. Measured on the wall clock, the step ended it at the channel's
+// next state change as no-backend (elapsed_ms = the step), which is how a
+// hedge failed in a CI run, its elapsed 10 491 ms in a 161 ms test.
+TEST(BackendWaitTest, AWallClockStepDuringTheWaitDoesNotEndIt) {
+  // A listener that never accepts: the kernel completes the TCP handshake,
+  // gRPC's waits for the server's settings, and the channel stays
+  // CONNECTING until the listener closes.
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(listen(listener, 8), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int port = ntohs(a.sin_port);
+
+  SteppedClock clock;
+  Client client(absl::StrCat("127.0.0.1:", port), BackendWait::kWithinBudget,
+                grpc::ChannelArguments(), &clock);
+  PendingCall call;
+  call.Start(*client.stub, absl::Seconds(10));
+  ASSERT_TRUE(Eventually(
+      [&] { return client.channel->GetState(false) == GRPC_CHANNEL_CONNECTING; }));
+  clock.Step(absl::Seconds(30));  // past the call's deadline, on the wall clock only
+  // The connection is reset: the channel fails, and the wait is decided
+  // again, on the stepped clock.
+  close(listener);
+  ASSERT_TRUE(Eventually([&] { return InTransientFailure(*client.channel); }));
+  ExpectAnsweredOnceTheHopStarts(port, call);
 }
 
 TEST(BackendWaitTest, HopThatNeverComesEndsAtItsBudgetAsNoBackend) {

@@ -199,6 +199,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
 
     const absl::Time now = shared_.clock->Now();
     start_ = now;
+    steady_start_ = shared_.clock->Steady();
     deadline_ = internal::DeadlineOf(info_->client_context()->raw_deadline(), now);
     deadline_source_ = from_helper                           ? tagged.source
                        : deadline_ == absl::InfiniteFuture() ? DeadlineSource::kNone
@@ -226,7 +227,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
         // Stamped with the budget: the server takes whatever the call waits
         // from here on off it (transit.h).
         md->emplace(kSentHeader,
-                    FormatSentHeader(internal::ProcessClockId(), shared_.clock->Steady()));
+                    FormatSentHeader(internal::ProcessClockId(), steady_start_));
       }
     }
     if (enforce != absl::InfiniteFuture() || idle != absl::InfiniteDuration()) {
@@ -242,15 +243,19 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   // What a held call needs, shared by the interceptor and the watch: the
   // watch may still fire after a cancel released the call and the call
   // ended. Only the thread that clears `held` touches `self` and `batch`.
+  //
+  // The wait is measured on the steady clock, as gRPC measures the call's
+  // own deadline once the call has started: a step of the wall clock (NTP,
+  // a resumed VM) must not end a wait gRPC would still let run.
   struct BackendHold {
     std::atomic<bool> held{true};
     ClientBudgetInterceptor* self = nullptr;
     InterceptorBatchMethods* batch = nullptr;
     std::shared_ptr<grpc::Channel> channel;
-    absl::Time deadline;
+    absl::Time deadline;  // steady
     absl::Duration min_call_budget;
     Clock* clock = nullptr;
-    absl::Time since;  // when the wait began
+    absl::Time since;  // steady: when the wait began
   };
 
   enum class BackendCheck { kGo, kHeld, kFailed };
@@ -286,10 +291,12 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     hold->self = this;
     hold->batch = m;
     hold->channel = std::move(owned);
-    hold->deadline = effective_deadline_;
+    const absl::Time steady = shared_.clock->Steady();
+    hold->deadline = steady + (effective_deadline_ - now);
     hold->min_call_budget = shared_.min_call_budget;
     hold->clock = shared_.clock;
-    hold->since = now;
+    hold->since = steady;
+    hold_elapsed_before_ = now - budget_start_;
     hold_ = hold;
     hold_ptr_.store(hold.get(), std::memory_order_release);
     WatchBackend(std::move(hold), state, step.until - now);
@@ -308,7 +315,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   static void OnBackendChange(std::shared_ptr<BackendHold> hold) {
     if (!hold->held.load(std::memory_order_acquire)) return;  // a cancel released it
     const grpc_connectivity_state state = hold->channel->GetState(true);
-    const absl::Time now = hold->clock->Now();
+    const absl::Time now = hold->clock->Steady();
     const BackendWaitStep step = DecideBackendWait(internal::BackendStateOf(state), hold->deadline,
                                                    hold->min_call_budget, now);
     if (step.outcome == BackendWaitOutcome::kWait) {
@@ -328,8 +335,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     // A stream's idle budget counts from when it is sent.
     last_activity_ns_.store(absl::ToUnixNanos(shared_.clock->Now()), std::memory_order_relaxed);
     if (give_up) {
-      const absl::Time now = shared_.clock->Now();
-      fired_elapsed_ns_.store(absl::ToInt64Nanoseconds(now - budget_start_),
+      fired_elapsed_ns_.store(absl::ToInt64Nanoseconds(hold_elapsed_before_ + waited),
                               std::memory_order_relaxed);
       fired_.store(DeadlineSource::kNoBackend, std::memory_order_release);
       info_->client_context()->TryCancel();
@@ -352,7 +358,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     BackendHold* hold = hold_ptr_.load(std::memory_order_acquire);
     if (hold == nullptr || !hold->held.exchange(false, std::memory_order_acq_rel)) return;
     released_by_cancel_.store(true, std::memory_order_release);
-    shared_.metrics->ObserveBackendWait(shared_.clock->Now() - hold->since);
+    shared_.metrics->ObserveBackendWait(shared_.clock->Steady() - hold->since);
     InterceptorBatchMethods* batch = hold->batch;
     internal::TimerService::Shared().Schedule(absl::InfinitePast(), [batch] { batch->Proceed(); });
   }
@@ -482,12 +488,18 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     }
   }
 
+  // The wall time now as the call measures it: its start plus the steady
+  // time since, as gRPC measures the call's deadline once it has started.
+  // A step of the wall clock since then (NTP, a resumed VM) does not make
+  // the answer of a call that still had time look like its own deadline's.
+  absl::Time CallNow() const { return start_ + (shared_.clock->Steady() - steady_start_); }
+
   void OnStatus(InterceptorBatchMethods* m) {
     StopTimer();
     Classify(m);
     shared_.metrics->EndClientAttempt(
         method_, static_cast<absl::StatusCode>(m->GetRecvStatus()->error_code()),
-        shared_.clock->Now() - start_, call_kind_);
+        shared_.clock->Steady() - steady_start_, call_kind_);
     if (inbound_key_ != 0) ReportToInbound(*m->GetRecvTrailingMetadata());
   }
 
@@ -508,7 +520,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   // Attributes a DEADLINE_EXCEEDED answer (and turns our own cancel into one).
   void Classify(InterceptorBatchMethods* m) {
     grpc::Status* status = m->GetRecvStatus();
-    const absl::Time now = shared_.clock->Now();
+    const absl::Time now = CallNow();
     const DeadlineSource fired = fired_.load(std::memory_order_acquire);
     if (released_by_cancel_.load(std::memory_order_acquire) &&
         status->error_code() != grpc::StatusCode::CANCELLED) {
@@ -580,6 +592,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   uint64_t inbound_id_ = 0;
   // Set in OnStart(), before any timer is armed; read-only afterwards.
   absl::Time start_;
+  absl::Time steady_start_;  // Clock::Steady() at start_
   ClientCallKind call_kind_ = ClientCallKind::kPlainCall;
   absl::Time deadline_ = absl::InfiniteFuture();
   DeadlineSource deadline_source_ = DeadlineSource::kNone;
@@ -594,6 +607,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   // Set while the call waits for a ready backend (CheckBackend).
   std::shared_ptr<BackendHold> hold_;
+  absl::Duration hold_elapsed_before_;  // of the budget, when the wait began
   std::atomic<BackendHold*> hold_ptr_{nullptr};  // for a cancel on another thread
   std::atomic<bool> released_by_cancel_{false};
 

@@ -10,9 +10,11 @@
 // to its monotonic clock when a call starts. Budgets are differences between
 // those deadlines and now, so they must be read on the same base; a clock
 // anchored once to a monotonic source would drift from gRPC's deadlines by
-// whatever NTP corrects over the life of a process. Durations that only span
-// one call (elapsed time in an attribution) are read on it too; benchmarks
-// measure latency with std::chrono::steady_clock.
+// whatever NTP corrects over the life of a process. Once a call has
+// started, gRPC measures its deadline on its monotonic clock, and so does
+// the client interceptor, on `Steady()`: its wait for a ready backend, the
+// attempt latency it observes and the elapsed time it attributes. What a
+// step of the wall clock still affects: docs/clock.md.
 //
 // Thread safety: all methods of both clocks may be called concurrently.
 //
