@@ -101,6 +101,8 @@ esac
 
 # ---------------------------------------------------------------- build
 ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" gnuplot-nox jq curl
+# The refusal section counts instructions per call under callgrind.
+if wants refusal; then ensure_packages valgrind; fi
 cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOPBUDGET_BUILD_TESTS=OFF
             -DHOPBUDGET_BUILD_EXAMPLES=OFF -DHOPBUDGET_BUILD_BENCHMARKS=ON)
 bench_targets=(bench_report)
@@ -247,8 +249,8 @@ run_overhead() {
 # budget-only/refuse (hopbudget's server interceptor refuses every call on
 # arrival as one that cannot finish) and budget-only/expired (each call's
 # budget header says its budget is spent, as after a wait on its way: the
-# interceptor cancels it on arrival; the client is plain, its RESULT line
-# renamed to the server's mode). Each round runs the arms in that order
+# interceptor refuses it on arrival and its backstop cancels it 100 ms later;
+# the client is plain, its RESULT line renamed to the server's mode). Each round runs the arms in that order
 # for each API (reversed in even rounds), each at 1 and 32 in flight;
 # ratios are taken within a round. load_gen's lines say bench=overhead: in
 # refusal.txt they are renamed bench=refusal, so that the overhead section
@@ -271,7 +273,7 @@ run_refusal() {
           --mode="$mode" --answer="$answer"
         for inflight in 1 32; do
           run_bench "$log" "load_gen api=$api mode=$mode answer=$answer inflight=$inflight round=$round" \
-            "${pin_client[@]}" "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$mode" \
+            "${pin_client[@]}" "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$client_mode" \
             --answer="$answer" --inflight="$inflight" --duration="$refusal_duration" \
             --warmup="$refusal_warmup" --round="$round" --server-pid="$spid" \
             --deadlock-detection="$deadlock"
@@ -282,6 +284,57 @@ run_refusal() {
   done
   sed -i -e 's/^RESULT bench=overhead /RESULT bench=refusal /' \
     -e '/ answer=expired /s/ mode=plain / mode=budget-only /' "$log"
+  run_refusal_instructions
+}
+
+# The same arms counted in instructions, which a noisy machine cannot blur:
+# each echo_server (callback API) runs under callgrind; after a warm-up its
+# counters are zeroed (callgrind_control -z), load_gen runs 8 calls in
+# flight for the measured window, and the counters are dumped (-d). Per call
+# = the server's instructions in the window / the calls load_gen saw end in
+# it (OK or not; the few in flight at its edges are the error). Lines:
+# RESULT bench=refusal-instructions arm=MODE/ANSWER calls=N instructions=I per_call=P
+run_refusal_instructions() {
+  local arm mode answer client_mode sout vpid port calls ir dump log="$raw/refusal-instructions.txt"
+  local warm=2s measure=6s
+  [ "$quick" = 1 ] && warm=1s measure=2s
+  : >"$log"
+  for arm in plain/echo plain/error budget-only/echo budget-only/refuse budget-only/expired; do
+    mode="${arm%/*}" answer="${arm#*/}" client_mode="${arm%/*}"
+    [ "$answer" = expired ] && client_mode=plain
+    sout="$raw/echo_server-callgrind-$mode-$answer.out"
+    dump="$raw/callgrind-$mode-$answer.out"
+    rm -f "$dump"*
+    valgrind --tool=callgrind --callgrind-out-file="$dump" "$bin/echo_server" --api=callback \
+      --mode="$mode" --answer="$answer" --deadlock-detection=off >"$sout" 2>&1 &
+    vpid=$!
+    pids+=("$vpid")
+    if ! wait_for_line "$sout" '^PORT [0-9]+$' 60; then
+      failures+=("refusal-instructions $arm: echo_server did not start under callgrind")
+      stop_pids
+      continue
+    fi
+    port="$(awk '/^PORT [0-9]+$/{print $2; exit}' "$sout")"
+    "$bin/load_gen" --target="127.0.0.1:$port" --api=callback --mode="$client_mode" \
+      --answer="$answer" --inflight=8 --duration="$warm" --warmup=1ms >/dev/null 2>&1 || true
+    callgrind_control -z "$vpid" >/dev/null 2>&1
+    run_bench "$raw/refusal-instructions-load.txt" "load_gen under callgrind $arm" \
+      "$bin/load_gen" --target="127.0.0.1:$port" --api=callback --mode="$client_mode" \
+      --answer="$answer" --inflight=8 --duration="$measure" --warmup=1ms >/dev/null
+    callgrind_control -d "$vpid" >/dev/null 2>&1
+    stop_pids
+    calls=$(tail -n 20 "$raw/refusal-instructions-load.txt" | awk '/^RESULT/{n = 0
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "calls" || kv[1] == "errors") n += kv[2] }
+      last = n } END { print last + 0 }')
+    # The dump -d wrote (NAME.1); the final one at exit holds only the stop.
+    ir=$(callgrind_annotate "$dump.1" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",", "", $1); print $1}')
+    if [ -z "$ir" ] || [ "${calls:-0}" -le 0 ]; then
+      failures+=("refusal-instructions $arm: no count (calls=${calls:-?}, instructions=${ir:-?})")
+      continue
+    fi
+    echo "RESULT bench=refusal-instructions arm=$arm calls=$calls instructions=$ir per_call=$((ir / calls))" |
+      tee -a "$log"
+  done
 }
 
 # ---------------------------------------------------------------- 2..5
@@ -976,14 +1029,37 @@ micro_table() {
   echo "(the reference); plain/error, the handler answers RESOURCE_EXHAUSTED at once (gRPC's own"
   echo "error answer); budget-only/echo, served through hopbudget's interceptors; budget-only/refuse,"
   echo "hopbudget's server interceptor refuses every call on arrival as one that cannot finish"
-  echo "(\`min_attempt_budget\` 2 s above the 1 s client deadline; the handler only returns)."
-  echo "$rounds rounds x (sync, callback) x the four arms, in that order (reversed in even rounds),"
+  echo "(\`min_attempt_budget\` 2 s above the 1 s client deadline; the handler only returns);"
+  echo "budget-only/expired, each call's budget header says its budget is already spent (as after"
+  echo "a wait on its way): refused on arrival, its backstop cancel 100 ms later."
+  echo "$rounds rounds x (sync, callback) x the five arms, in that order (reversed in even rounds),"
   echo "$refusal_duration per run after $refusal_warmup warm-up, 1 and 32 in flight. Server CPU per call and"
   echo "context switches per call (every server thread's, \`/proc/PID/task/*/status\`) count every"
   echo "call that ended in the window, answered OK or not; the ratio is to the same round's"
   echo "plain/echo run."
   echo
   cat "$raw/refusal.md"
+  echo
+  echo "### In instructions"
+  echo
+  echo "The same arms with the callback API, each server under callgrind: its instructions"
+  echo "while load_gen keeps 8 calls in flight (after a warm-up, counters zeroed), divided by"
+  echo "the calls that ended in the window. A count, not a time: the noise of the machine does"
+  echo "not reach it; the calls in flight at the window's edges do (8 at most, against the calls"
+  echo "column)."
+  echo
+  echo "| arm | calls | instructions per call | of plain/echo | of plain/error |"
+  echo "|---|---:|---:|---:|---:|"
+  awk '/^RESULT bench=refusal-instructions /{
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      arm[++n] = v["arm"]; calls[n] = v["calls"]; pc[n] = v["per_call"]; by[v["arm"]] = v["per_call"] }
+    END {
+      for (i = 1; i <= n; i++)
+        printf "| %s | %d | %d | %s | %s |\n", arm[i], calls[i], pc[i],
+          by["plain/echo"] ? sprintf("%.2f", pc[i] / by["plain/echo"]) : "-",
+          by["plain/error"] ? sprintf("%.2f", pc[i] / by["plain/error"]) : "-"
+      if (n == 0) print "| (not measured) | | | | |"
+    }' "$raw/refusal-instructions.txt" 2>/dev/null
   echo
   echo "## Raw data"
   echo
