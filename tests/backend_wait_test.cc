@@ -130,8 +130,8 @@ TEST(BackendWaitTest, AWallClockStepDuringTheWaitDoesNotEndIt) {
                 grpc::ChannelArguments(), &clock);
   PendingCall call;
   call.Start(*client.stub, absl::Seconds(10));
-  ASSERT_TRUE(Eventually(
-      [&] { return client.channel->GetState(false) == GRPC_CHANNEL_CONNECTING; }));
+  ASSERT_TRUE(
+      Eventually([&] { return client.channel->GetState(false) == GRPC_CHANNEL_CONNECTING; }));
   clock.Step(absl::Seconds(30));  // past the call's deadline, on the wall clock only
   // The connection is reset: the channel fails, and the wait is decided
   // again, on the stepped clock.

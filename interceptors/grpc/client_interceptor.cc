@@ -226,8 +226,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
         md->emplace(kBudgetHeader, std::move(header));
         // Stamped with the budget: the server takes whatever the call waits
         // from here on off it (transit.h).
-        md->emplace(kSentHeader,
-                    FormatSentHeader(internal::ProcessClockId(), steady_start_));
+        md->emplace(kSentHeader, FormatSentHeader(internal::ProcessClockId(), steady_start_));
       }
     }
     if (enforce != absl::InfiniteFuture() || idle != absl::InfiniteDuration()) {
@@ -607,7 +606,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
 
   // Set while the call waits for a ready backend (CheckBackend).
   std::shared_ptr<BackendHold> hold_;
-  absl::Duration hold_elapsed_before_;  // of the budget, when the wait began
+  absl::Duration hold_elapsed_before_;           // of the budget, when the wait began
   std::atomic<BackendHold*> hold_ptr_{nullptr};  // for a cancel on another thread
   std::atomic<bool> released_by_cancel_{false};
 
