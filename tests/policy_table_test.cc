@@ -18,6 +18,12 @@ MethodPolicy WithRequestCap(absl::Duration cap) {
   return p;
 }
 
+MethodPolicy WithCaps(absl::Duration request_cap, absl::Duration max_inbound) {
+  MethodPolicy p = WithRequestCap(request_cap);
+  p.budget.max_inbound_budget = max_inbound;
+  return p;
+}
+
 TEST(PolicyTableTest, ResolvesMethodThenServiceThenDefault) {
   absl::StatusOr<PolicyTable> table =
       PolicyTable::Create(WithRequestCap(absl::Seconds(9)),
@@ -167,6 +173,54 @@ TEST(PolicyTableTest, NamesThatMatchNoRegisteredMethodAreListed) {
       MethodPolicy{}, {{"demo.Orders/*", MethodPolicy{}}, {"demo.Orders/Get", MethodPolicy{}}});
   ASSERT_TRUE(good.ok());
   EXPECT_TRUE(good->CheckNamesExist(registered).ok());
+}
+
+TEST(PolicyTableTest, GrpcServicesAreUncappedUnlessAnEntryNamesThem) {
+  absl::StatusOr<PolicyTable> table = PolicyTable::Create(
+      WithCaps(absl::Seconds(5), absl::Seconds(6)),
+      {{"grpc.reflection.v1alpha.ServerReflection/*", WithRequestCap(absl::Seconds(30))},
+       {"grpc.health.v1.Health/Check", WithRequestCap(absl::Seconds(1))}});
+  ASSERT_TRUE(table.ok()) << table.status();
+  struct Case {
+    const char* full_method;
+    bool with_table;
+    absl::Duration request_cap;  // of InboundPolicy(table's entry)
+    absl::Duration max_inbound;
+  };
+  const Case cases[] = {
+      // A health watch, a stream without a deadline, is never cut by a
+      // default cap or clamp: with one policy, or with a table that does not
+      // name it.
+      {"/grpc.health.v1.Health/Watch", false, absl::InfiniteDuration(), absl::InfiniteDuration()},
+      {"/grpc.health.v1.Health/Watch", true, absl::InfiniteDuration(), absl::InfiniteDuration()},
+      {"/grpc.channelz.v1.Channelz/GetTopChannels", true, absl::InfiniteDuration(),
+       absl::InfiniteDuration()},
+      // An entry of its own, for the method or its service, is kept.
+      {"/grpc.health.v1.Health/Check", true, absl::Seconds(1), absl::InfiniteDuration()},
+      {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", true, absl::Seconds(30),
+       absl::InfiniteDuration()},
+      // Application methods keep their cap and clamp, however they are named.
+      {"/demo.Orders/Create", false, absl::Seconds(5), absl::Seconds(6)},
+      {"/demo.Orders/Create", true, absl::Seconds(5), absl::Seconds(6)},
+      {"/grpcx.Svc/M", true, absl::Seconds(5), absl::Seconds(6)},
+      {"/my.grpc.Svc/M", true, absl::Seconds(5), absl::Seconds(6)},
+      {"grpc.health.v1.Health/Watch", true, absl::Seconds(5), absl::Seconds(6)},  // not a full name
+      {"", true, absl::Seconds(5), absl::Seconds(6)},
+  };
+  for (const Case& c : cases) {
+    const PolicyTable* t = c.with_table ? &*table : nullptr;
+    const BudgetPolicy& resolved = table->Resolve(c.full_method).budget;
+    const BudgetPolicy p = InboundPolicy(resolved, c.full_method, t);
+    EXPECT_EQ(p.request_cap, c.request_cap) << c.full_method << " table=" << c.with_table;
+    EXPECT_EQ(p.max_inbound_budget, c.max_inbound) << c.full_method << " table=" << c.with_table;
+    // Nothing else changes.
+    EXPECT_EQ(p.attempt_cap, resolved.attempt_cap) << c.full_method;
+    EXPECT_EQ(p.hop_reserve, resolved.hop_reserve) << c.full_method;
+    EXPECT_EQ(p.min_attempt_budget, resolved.min_attempt_budget) << c.full_method;
+  }
+  EXPECT_TRUE(IsGrpcServiceMethod("/grpc.health.v1.Health/Watch"));
+  EXPECT_FALSE(IsGrpcServiceMethod("/grpcx.Svc/M"));
+  EXPECT_FALSE(IsGrpcServiceMethod(""));
 }
 
 TEST(PolicyTableTest, ScopeNamesAreStable) {

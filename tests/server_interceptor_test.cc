@@ -201,6 +201,63 @@ TEST_P(ServerInterceptorTest, CarelessDeadlineExceededIsAttributedDownstreamUnkn
   EXPECT_EQ(std::string(it->second.data(), it->second.size()), "downstream");
 }
 
+// A health watch as gRPC's health-check client (`healthCheckConfig`) opens
+// it: grpc.health.v1.Health/Watch for the server as a whole, no deadline.
+std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> WatchHealth(grpc::ChannelInterface* channel,
+                                                                  grpc::ClientContext* ctx) {
+  static const grpc::internal::RpcMethod kWatch("/grpc.health.v1.Health/Watch",
+                                                grpc::internal::RpcMethod::SERVER_STREAMING);
+  grpc::Slice empty("");  // HealthCheckRequest{service: ""} encodes to no bytes
+  const grpc::ByteBuffer request(&empty, 1);
+  return std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>>(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel, kWatch, ctx, request));
+}
+
+// The serving status in a HealthCheckResponse (field 1, a varint).
+int HealthStatusOf(const grpc::ByteBuffer& response) {
+  grpc::Slice slice;
+  if (!response.DumpToSingleSlice(&slice).ok() || slice.size() != 2 || slice.begin()[0] != 0x08) {
+    return -1;
+  }
+  return slice.begin()[1];
+}
+constexpr int kServing = 1;
+constexpr int kNotServing = 2;
+
+TEST_P(ServerInterceptorTest, AHealthWatchOutlivesTheRequestCap) {
+  HopConfig config = Config("ledger");
+  config.health = true;
+  config.policy.request_cap = absl::Milliseconds(100);
+  RelayHop hop(config);
+  auto channel = grpc::CreateChannel(hop.address(), grpc::InsecureChannelCredentials());
+  grpc::ClientContext watch_ctx;
+  auto watch = WatchHealth(channel.get(), &watch_ctx);
+  grpc::ByteBuffer response;
+  ASSERT_TRUE(watch->Read(&response));
+  EXPECT_EQ(HealthStatusOf(response), kServing);
+
+  // A call of the service without a deadline, started after the watch: the
+  // cap ends it, so the watch's own cap would have come first.
+  auto stub = testing::NewStub(hop.address(), false);
+  grpc::ClientContext ctx;
+  echo::RelayReply reply;
+  grpc::Status s = stub->Call(&ctx, Request({testing::Hang()}), &reply);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  absl::optional<Attribution> a = AttributionOf(s);
+  ASSERT_TRUE(a.has_value()) << s.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kRequest);
+
+  // The watch is still open and still tells what the server says. Cut at
+  // the cap, it ended, and the caller's channel took the server out of
+  // rotation until a new watch answered (seconds on a lossy link: the
+  // partition test's drop fault).
+  hop.SetServing(false);
+  ASSERT_TRUE(watch->Read(&response)) << "the watch ended: " << watch->Finish().error_message();
+  EXPECT_EQ(HealthStatusOf(response), kNotServing);
+  watch_ctx.TryCancel();
+  EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
 TEST_P(ServerInterceptorTest, CallWithoutInterceptorHasNoInboundBudget) {
   HopConfig config = Config("plain");
   config.install_interceptors = false;

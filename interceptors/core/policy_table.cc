@@ -174,6 +174,20 @@ PolicyScope PolicyTable::ScopeOf(absl::string_view full_method) const {
   return PolicyScope::kDefault;
 }
 
+bool IsGrpcServiceMethod(absl::string_view full_method) {
+  return absl::StartsWith(full_method, "/grpc.");
+}
+
+BudgetPolicy InboundPolicy(const BudgetPolicy& resolved, absl::string_view full_method,
+                           const PolicyTable* table) {
+  if (!IsGrpcServiceMethod(full_method)) return resolved;
+  if (table != nullptr && table->ScopeOf(full_method) != PolicyScope::kDefault) return resolved;
+  BudgetPolicy uncapped = resolved;
+  uncapped.request_cap = absl::InfiniteDuration();
+  uncapped.max_inbound_budget = absl::InfiniteDuration();
+  return uncapped;
+}
+
 absl::Status PolicyTable::CheckNamesExist(absl::Span<const std::string> registered) const {
   absl::flat_hash_set<std::string> methods;
   absl::flat_hash_set<absl::string_view> services;

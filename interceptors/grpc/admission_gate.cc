@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "hopbudget/policy_table.h"
 
 namespace hopbudget {
 namespace internal {
@@ -60,10 +60,6 @@ int WorkersFor(const AdmissionOptions& o) {
   return o.policy.limit == LimitKind::kAdaptive ? o.policy.max_limit : o.policy.max_in_flight;
 }
 
-// gRPC's own services are never held back: health checks must answer under
-// overload, and reflection and channelz are how an operator looks in.
-bool IsInfrastructure(absl::string_view method) { return absl::StartsWith(method, "/grpc."); }
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AdmissionGate>> AdmissionGate::Create(
@@ -107,8 +103,11 @@ const AdmissionGate::Method& AdmissionGate::For(const char* method) {
   if (m == nullptr) {
     m = std::make_unique<Method>();
     const absl::string_view name(method);
+    // gRPC's own services are never held back: health checks must answer
+    // under overload, and reflection and channelz are how an operator looks
+    // in.
     m->covered =
-        !IsInfrastructure(name) &&
+        !IsGrpcServiceMethod(name) &&
         (options_.methods.empty() || std::find(options_.methods.begin(), options_.methods.end(),
                                                name) != options_.methods.end());
     if (m->covered) m->predictor = std::make_unique<LatencyPredictor>(options_.policy);

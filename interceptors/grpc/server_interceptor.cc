@@ -22,6 +22,7 @@
 #include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/classify.h"
+#include "hopbudget/policy_table.h"
 #include "hopbudget/server.h"
 #include "hopbudget/wire.h"
 #include "timer_service.h"
@@ -185,16 +186,17 @@ struct ServerShared {
 };
 
 // The budgets of a call of `full_method`: the server's one policy, or its
-// Hop's entry for the method, whose timeout caps the request. Downstream
+// Hop's entry for the method, whose timeout caps the request; gRPC's own
+// services uncapped unless an entry names them (InboundPolicy). Downstream
 // attempts take the attempt cap of the table's default entry: the entry of
 // a method describes calls of that method, and a downstream call is a call
 // of another one.
 BudgetPolicy PolicyOf(const ServerShared& shared, MethodId method, const char* full_method) {
-  if (shared.hop_config == nullptr) return shared.policy;
+  if (shared.hop_config == nullptr) return InboundPolicy(shared.policy, full_method, nullptr);
   const Hop::Resolved r = shared.hop_config->Resolve(method, full_method);  // one table
   BudgetPolicy p = r.method->budget;
   p.attempt_cap = r.table_default->budget.attempt_cap;
-  return p;
+  return InboundPolicy(p, full_method, &shared.hop_config->policies());
 }
 
 // A waiting call gives up with this much left: no downstream attempt could

@@ -401,7 +401,8 @@ PartitionResult RunPartition(Fault fault, absl::Duration outage, std::string* sk
   for (const CallRecord& c : r.calls) {
     if (c.start_ms >= healed_ms && c.start_ms < healed_ms + 8000) {
       absl::StrAppend(&out.after_heal, static_cast<int>(c.start_ms - healed_ms), "/",
-                      static_cast<int>(c.elapsed_ms), "/", c.code, " ");
+                      static_cast<int>(c.elapsed_ms), "/", c.code,
+                      c.code == 4 ? "/" + c.source : std::string(), " ");
     }
   }
   std::sort(late_half.begin(), late_half.end());
@@ -444,7 +445,8 @@ void CheckPartition(Fault fault, const PartitionResult& r) {
     EXPECT_LE(h.threads_peak - h.threads_before, kBound) << hop;
   }
   EXPECT_LE(r.recovery.first_ok, absl::Seconds(5))
-      << "first OK after the heal; calls after it (start/elapsed ms/code): " << r.after_heal;
+      << "first OK after the heal; calls after it (start/elapsed ms/code[/source]): "
+      << r.after_heal;
   EXPECT_LE(r.recovery.steady, absl::Seconds(5)) << "steady OK after the heal";
   if (fault == Fault::kBlackhole) {
     // Without hopbudget's channel defaults the dead connection stays up and

@@ -155,6 +155,24 @@ class PolicyTable {
   std::shared_ptr<const Rep> rep_;
 };
 
+// Whether `full_method` is one of gRPC's own services: its name starts with
+// "/grpc." (health, reflection, channelz). Their calls belong to the
+// transport, not to a request of the hop: a caller's health watch
+// (`healthCheckConfig`) is a stream without a deadline that lives as long as
+// its connection.
+[[nodiscard]] bool IsGrpcServiceMethod(absl::string_view full_method);
+
+// The budget of an inbound call of `full_method`, whose policy `resolved` is
+// `table`'s entry for it (nullptr: a server with one policy for every
+// method): `resolved` as it is, except that a gRPC service method with no
+// entry of its own in `table` has neither a request cap nor an inbound
+// clamp (max_inbound_budget). Cut at a cap, a health
+// watch ends and the caller's channel takes this server out of rotation
+// until a new watch answers. `table`, when given, is only read during the
+// call.
+[[nodiscard]] BudgetPolicy InboundPolicy(const BudgetPolicy& resolved,
+                                         absl::string_view full_method, const PolicyTable* table);
+
 }  // namespace hopbudget
 
 #endif  // HOPBUDGET_POLICY_TABLE_H_
