@@ -38,7 +38,9 @@
 //     on the shared timer service. A cancel carries the status message
 //     alone (gRPC core sends no custom trailers with it); a handler blocked
 //     on a downstream call answers first with every form, since that call's
-//     deadline is the request deadline minus the reserve;
+//     deadline is the request deadline minus the reserve. gRPC's own
+//     services ("/grpc.": a caller's health watch, reflection) have no cap
+//     unless the Hop's table names them (InboundPolicy, policy_table.h);
 //   - when the handler answers DEADLINE_EXCEEDED, attaches the attribution
 //     (attribution.h): the origin relayed from downstream if the status holds
 //     it, else this hop's own budget if it has run out, else "downstream,
