@@ -13,7 +13,7 @@
 // refusal (what a refused call costs the server against a served one; no
 // target, so no verdict).
 //
-// Every target the README quotes is judged here, by code, never by hand:
+// Every target docs/benchmarks.md quotes is judged here, by code, never by hand:
 // each verdict is "met", "**missed**" or "not measured" (no samples, or
 // samples that cannot support the claim), printed in the section's table
 // and as a line "VERDICT <target> | <result> | <verdict>" on standard error,
@@ -274,7 +274,7 @@ void Overhead(const std::vector<Record>& rs) {
                    r.p99_plain.empty() ? 0 : MedianOf(r.p99_plain));
     }
   }
-  // The README quotes both APIs at 32 in flight: a missing one is said so.
+  // docs/benchmarks.md quotes both APIs at 32 in flight: a missing one is said so.
   for (const std::string api : {"callback", "sync"}) {
     for (const std::string& mode : JudgedModes()) {
       if (judged.count({api, mode})) continue;
@@ -635,7 +635,7 @@ constexpr char kSlotsThreadTarget[] =
     "library's timer thread started before; all threads: <= +16)";
 // Why 5 ms: one shared timer expires the waits, armed for the earliest
 // give-up time; the timer service fires within ~2 ms p99 on a loaded 2-core
-// machine (the request cap's enforcement precision, README), and the
+// machine (the request cap's enforcement precision, docs/benchmarks.md), and the
 // expiries due together are answered in a row on its thread, a few
 // microseconds each (10 000 spread over 1 s: ~10 per millisecond). A wait
 // that expired only when a slot freed, on a polling tick, or on the call's

@@ -1,4 +1,4 @@
-# bench_report judges the README's targets: feeds it RESULT lines for
+# bench_report judges the targets of docs/benchmarks.md: feeds it RESULT lines for
 # cases where a target is met, missed, or cannot be judged, and checks the
 # VERDICT lines it prints. Run by ctest (bench_report_verdicts):
 #   cmake -DBENCH_REPORT=path/to/bench_report -DWORK_DIR=dir -P bench_report_test.cmake

@@ -4,7 +4,7 @@
 // code that compiles against
 // the demo's protos (proto/demo/demo.proto): the README's blocks are the
 // regions between `// [START name]` and `// [END name]` here, and the ctest
-// readme.snippets_match_compiled_code fails when the two differ. Edit a
+// docs.snippets_match_compiled_code fails when the two differ. Edit a
 // snippet here, build, then paste the region into the page.
 //
 // Built, never run: it is there to keep the README's code true.

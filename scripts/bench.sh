@@ -16,7 +16,7 @@
 # inside the run (modes alternate round by round). Run it on a quiet
 # machine; the report records the load average before and after.
 # Benchmarks never assert on times; the report judges every target the
-# README quotes (met, missed, or not measured) in code (bench/bench_report.cc,
+# docs quote (met, missed, or not measured) in code (bench/bench_report.cc,
 # and the chain section below). The script exits non-zero when a benchmark
 # binary fails (a non-zero exit, e.g. load_gen calls that failed): the report
 # is still written, with the failures listed first.
@@ -898,8 +898,8 @@ micro_table() {
   echo
   verdict_table
   echo
-  echo "Why the missed targets are missed, measured: README.md, \"Benchmarks: what it"
-  echo "costs, what it saves\", the notes after the table."
+  echo "Why the missed targets are missed, measured: docs/benchmarks.md, the notes"
+  echo "after the table."
   echo
   echo "## 1. Overhead per call"
   echo

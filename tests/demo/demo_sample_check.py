@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
-"""The README's demo sample is what the demo prints: every label in it
+"""The demo sample of docs/demo.md is what the demo prints: every label in it
 (the first column of a table row, a scenario's title and setup, its `why:`
 line, each check) must be text that scripts/demo.sh or chainctl prints
 today. Numbers vary from run to run and are not compared; a label that no
 source prints any more (the sample went stale) fails with its line.
 
-    readme_demo_sample_check.py REPO_ROOT
+    demo_sample_check.py REPO_ROOT
 """
 import re
 import sys
 from pathlib import Path
 
 root = Path(sys.argv[1])
-readme = (root / "README.md").read_text()
-start = readme.index("pasted as printed (`[...]` marks lines left out; times vary):\n\n")
-sample = readme[start:readme.index("\nThe other scenarios:", start)].split("\n")[2:]
+page = (root / "docs/demo.md").read_text()
+start = page.index("pasted as printed (`[...]` marks lines left out; times vary):\n\n")
+sample = page[start:page.index("\nThe other scenarios:", start)].split("\n")[2:]
 
 sources = [root / "scripts/demo.sh"] + sorted((root / "client/chainctl").glob("*.cc"))
 text = "\n".join(p.read_text() for p in sources)
@@ -51,7 +51,7 @@ for line in sample:
                 missing.append(f"  {piece!r}\n    in: {body}")
 
 if missing:
-    print("README demo sample: text that no demo source prints (regenerate the sample from "
+    print("docs/demo.md demo sample: text that no demo source prints (regenerate the sample from "
           "a run of ./scripts/demo.sh --once):")
     print("\n".join(missing))
     sys.exit(1)
