@@ -1,7 +1,6 @@
 // Copyright hopbudget authors.
 //
-// hedge_bench: the targets of races and hedges (README "Races, hedges and
-// slots"), on in-process callback servers on 127.0.0.1 behind hopbudget's
+// hedge_bench: the targets of races and hedges (docs/fan-out.md), on in-process callback servers on 127.0.0.1 behind hopbudget's
 // server interceptor, clients on hopbudget channels.
 //
 // 1. Hedging. Two replicas; replica A answers after `--slow_ms` (1 s) for
@@ -25,7 +24,7 @@
 //    Why both are run: with answers at once, the healthy p99 on 2 cores is
 //    about 1 ms, below the hedge's least delay (1 ms) plus one more call
 //    under the same load, so the ratio sits near 2 whatever the hedger does
-//    (README "Races, hedges and slots").
+//    (docs/fan-out.md).
 // 2. Race of 3 where one target hangs: time from the winner's answer at the
 //    caller to the hanging target's OnCancel. Target: <= 2 ms. `--races=0`
 //    skips it.

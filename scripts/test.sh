@@ -6,7 +6,7 @@
 #   HOPBUDGET_WERROR=1 ./scripts/test.sh   # the same, a warning is an error (CI)
 #   ./scripts/test.sh --sanitize   # AddressSanitizer + UBSan build in build/asan
 #   ./scripts/test.sh --tsan       # ThreadSanitizer build in build/tsan: the tests
-#                                  # listed in tsan_targets below (README, "Testing")
+#                                  # listed in tsan_targets below (docs/testing.md)
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$(hopbudget_root)"
@@ -27,7 +27,7 @@ if [ "${1:-}" = "--tsan" ]; then
   cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOPBUDGET_TSAN=ON -DHOPBUDGET_BUILD_BENCHMARKS=OFF
     -DHOPBUDGET_BUILD_EXAMPLES=OFF -DHOPBUDGET_BUILD_HTTP=OFF -DHOPBUDGET_BUILD_DEMO=OFF)
   # The TSan build holds the unit tests and the integration tests TSan can
-  # judge (tests/CMakeLists.txt, HOPBUDGET_TSAN_LEFT_OUT; README, "Testing");
+  # judge (tests/CMakeLists.txt, HOPBUDGET_TSAN_LEFT_OUT; docs/testing.md);
   # gRPC's and Abseil's own libraries are suppressed by tests/tsan.supp.
   export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$PWD/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1 history_size=4}"
   ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" "${HOPBUDGET_TEST_PACKAGES[@]}"

@@ -368,7 +368,7 @@ TEST(MetricsIntegrationTest, ANameAtAnAddressThatHeldAnotherIsLabelledByItsName)
 // Counting each expiry once across a chain. Every hop that relays an expiry
 // counts it (source="downstream"), and the server behind a client-side
 // expiry sees its caller's deadline pass (side="server", source="client").
-// The README's query keeps the count where the budget fired:
+// docs/metrics.md's query keeps the count where the budget fired:
 //   {side="client", source!="downstream"} or
 //   {side="server", source!~"downstream|client"}
 // This is that selector over the same counters, on three chains.

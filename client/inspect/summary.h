@@ -1,8 +1,8 @@
 // Copyright hopbudget authors.
 //
 // summary.h: what hopbudget-inspect shows for one hop, computed from one
-// parsed /metrics scrape (metric names: /work/notes/contracts.md and the
-// README's metrics section).
+// parsed /metrics scrape (metric names:
+// docs/metrics.md).
 //
 //   hop                 hopbudget_info{hop} ("" when the scrape has none)
 //   calls, ok           hopbudget_calls_total{side="server"}, and those with code="OK"

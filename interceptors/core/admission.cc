@@ -166,7 +166,7 @@ AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy, const Adapti
     // so it would never grow back, and each restart of a callee would take
     // another tenth off it until a restart's held calls were shed (demo
     // chain, 40 calls/s: the gateway's limit fell 33 -> 16 in six ledger
-    // restarts; README, "Restarts"). Raised 20 % of the way per window, it
+    // restarts; docs/grpc-1.51.md, "Restarts"). Raised 20 % of the way per window, it
     // still lost to a restart every 3 s.
     next.limit =
         clamped(gradient < 1.0 ? state.limit

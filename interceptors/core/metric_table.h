@@ -24,7 +24,7 @@
 //   2. a row here, and its id in the subsystem's row enum (same order: a
 //      static_assert checks the count);
 //   3. the Count method on Metrics that calls `cells_->Add(Row::kX, value)`;
-//   4. the README's metrics table.
+//   4. the metrics table of docs/metrics.md.
 // How to add a subsystem (e.g. admission: admitted/queued/shed{reason}, a
 // queue-wait histogram, a current-limit gauge):
 //   1. its enums and their label functions (`FooName`, AbslStringify) and its
@@ -34,7 +34,7 @@
 //      place in the list is its place in the exposition);
 //   3. its Count/Observe/Set methods on Metrics, each one `Add`, `Set` or
 //      `Observe` on cells_ with a row id;
-//   4. the README's metrics table. Nothing in exposition.cc changes.
+//   4. the metrics table of docs/metrics.md. Nothing in exposition.cc changes.
 // Kinds of rows: Counter (one cell, or one per enum value with a label),
 // Gauge (cells that are added to or set; signed), Derived (a gauge computed
 // from other snapshot fields at exposition, no cells), Histogram (seconds,

@@ -5,7 +5,7 @@
 // grpc::ChannelArguments already set them. One list, so the two factories,
 // their documentation (client.h) and the tests cannot drift apart.
 //
-// Why each value (see also README, "Keepalive and reconnection"):
+// Why each value (see also docs/grpc-1.51.md, "Keepalive and reconnection"):
 //   - gRPC core retries are left on (gRPC's default), for its transparent
 //     retries: a call that raced a GOAWAY (a server shutting down) and never
 //     reached it is sent again by core, where without them it fails

@@ -22,7 +22,7 @@
 // counts successful renders. Every value from the JSON is inserted as text,
 // never as markup.
 //
-// The JSON it reads is described in the README (/deadlinez.json).
+// The JSON it reads is described in docs/metrics.md (/deadlinez.json).
 //
 // Thread safety: returns a view of a constant.
 #ifndef HOPBUDGET_INTERCEPTORS_HTTP_DEADLINEZ_PAGE_H_

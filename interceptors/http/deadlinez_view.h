@@ -130,7 +130,7 @@ struct DeadlinezInputs {
   std::vector<HttpPeer> peers;
 };
 
-// The JSON document (README, "/deadlinez"): FormatDeadlinezJson() of the
+// The JSON document (docs/metrics.md, "/deadlinez"): FormatDeadlinezJson() of the
 // ordered, filtered calls, plus "filter", "recent_total", "methods_seen",
 // "sources_seen", "totals", "windows", "policy" and "peers".
 std::string FormatDeadlinezDocument(const DeadlinezInputs& in);

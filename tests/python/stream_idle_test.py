@@ -207,7 +207,7 @@ class StreamIdleTest(unittest.TestCase):
 
 
 class CommandLineTest(unittest.TestCase):
-    """The examples' command lines: the README's Watch chain, and bad flags."""
+    """The examples' command lines: examples/README.md's Watch chain, and bad flags."""
 
     def run_binary(self, *argv):
         return subprocess.run(argv, capture_output=True, text=True, timeout=30)

@@ -13,7 +13,7 @@
 //   - the status message, "hopbudget/1: source=attempt hop=orders
 //     budget_ms=300 elapsed_ms=301", which is the only form that survives
 //     when a server has to cancel a call (grpc_call_cancel_with_status sends
-//     no custom trailers; see README "On the wire" for which answers carry
+//     no custom trailers; see docs/wire.md for which answers carry
 //     which forms).
 //
 // The status message grammar, version 1 (ABNF, RFC 5234; SP is one space):

@@ -5,7 +5,7 @@
 // cpp-httplib; a service with an HTTP server of its own can serve these
 // strings instead.
 //
-// The metric families (README, "Metrics"), all with the `hopbudget_` prefix;
+// The metric families (docs/metrics.md), all with the `hopbudget_` prefix;
 // every family labelled by `method` also has `role` (MethodRole), written
 // after `method` and not repeated in the list below. `method` is written as
 // gRFC A66's grpc.method, "pkg.Service/Method" (no leading slash), or "other":
@@ -63,7 +63,7 @@ std::string FormatPrometheusText(const MetricsSnapshot& snapshot, absl::string_v
 // The document /deadlinez renders: the hop, the recent calls (newest first)
 // with their traces, DEADLINE_EXCEEDED counts by side and source, the
 // shield's counters, and retries (started, calls they saved, failed attempts
-// not retried by reason). Format in the README ("/deadlinez").
+// not retried by reason). Format in docs/metrics.md ("/deadlinez").
 std::string FormatDeadlinezJson(const MetricsSnapshot& snapshot,
                                 const std::vector<RecentCall>& recent, absl::string_view hop,
                                 absl::Time now);

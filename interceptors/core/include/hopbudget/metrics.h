@@ -114,7 +114,7 @@ struct HistogramBuckets {
 };
 inline constexpr int kMaxHistogramBuckets = 512;  // bounds, +Inf not counted
 
-// What a latency histogram measures; A66 names in README ("Metrics").
+// What a latency histogram measures; A66 names in docs/metrics.md.
 enum class LatencyKind : uint8_t {
   kClientAttempt = 0,  // grpc.client.attempt.duration: one attempt on the wire
   kClientCall,         // grpc.client.call.duration: the logical call, all attempts

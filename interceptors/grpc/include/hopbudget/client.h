@@ -114,12 +114,9 @@ struct ClientOptions {
   // waited on its way (docs/transit.md); without it, grpc-timeout alone, which gRPC 1.51 rounds
   // up and may reuse from an earlier call up to 3 % longer, so a server may
   // take up to about 3 % more than the caller has left (and its downstream
-  // calls with it). The header is about half of what hopbudget costs a call that
-  // neither fails nor retries: callgrind on bench/echo_server and load_gen
-  // (unary, sync server; README "On the wire") puts it at about 2 900
-  // instructions per call at the server (of about 73 000 with a no-op
-  // interceptor pair) and 2 500 at the client, because gRPC parses an
-  // unknown header's name literally on every call.
+  // calls with it). The header is a large part of what hopbudget costs a
+  // call, since gRPC parses an unknown header's name literally on every call:
+  // measured in docs/benchmarks.md.
   bool send_budget_header = true;
   // No ready backend: wait for one inside the budget, or fail fast.
   BackendWait backend_wait = BackendWait::kWithinBudget;

@@ -37,7 +37,7 @@
 // retryThrottling) stops retries to a target that fails more than it
 // succeeds; the original error is then returned.
 //
-// Limits in gRPC 1.51 (see the README): a hijacking interceptor must write
+// Limits in gRPC 1.51 (docs/grpc-1.51.md): a hijacking interceptor must write
 // the response into the application's typed message, so only methods whose
 // types are protobuf messages linked into the program (the generated stubs)
 // are retried; other calls (generic stubs, streaming calls) pass through
@@ -48,10 +48,8 @@
 // call: the attempts are new calls, not children of the logical one.
 //
 // Cost: each call is two gRPC calls in the client (the application's,
-// hijacked, and its attempt's). In the overhead benchmark (32 in flight, the
-// kept full run) that was 0.63x plain gRPC's QPS on the callback API and
-// 0.70x on the sync API, with 1.5-1.7x the client CPU per call of a no-op
-// interceptor pair (README, "Benchmarks"). RetryLoop (retry_loop.h) retries
+// hijacked, and its attempt's); measured in docs/retries.md. RetryLoop
+// (retry_loop.h) retries
 // around the generated stub call, one real call per attempt, at about the
 // cost of the budget interceptors alone: use it where call sites can change.
 //

@@ -90,8 +90,8 @@ enum class TraceMode {
   // On every answer that is not OK, and on any answer whose caller asked
   // (RequestTrace(), client.h). Costs nothing on the common path.
   kOnFailureOrRequest,
-  // On every answer: about 2 000 more instructions per call on the server
-  // (build and serialize the trace) and a decode on each hopbudget caller.
+  // On every answer: the server builds and serializes the trace on every
+  // call, and each hopbudget caller decodes it.
   kAlways,
 };
 // Stable names for logs and test failures: "on_failure_or_request", "always".
