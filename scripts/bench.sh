@@ -1059,7 +1059,7 @@ micro_table() {
           by["plain/echo"] ? sprintf("%.2f", pc[i] / by["plain/echo"]) : "-",
           by["plain/error"] ? sprintf("%.2f", pc[i] / by["plain/error"]) : "-"
       if (n == 0) print "| (not measured) | | | | |"
-    }' "$raw/refusal-instructions.txt" 2>/dev/null
+    }' "$raw/refusal-instructions.txt" 2>/dev/null || echo "| (not run) | | | | |"
   echo
   echo "## Raw data"
   echo
