@@ -1,7 +1,7 @@
 // Copyright hopbudget authors.
 //
-// hedge_bench: the targets of races and hedges (docs/fan-out.md), on in-process callback servers on 127.0.0.1 behind hopbudget's
-// server interceptor, clients on hopbudget channels.
+// hedge_bench: the targets of races and hedges (docs/fan-out.md), on in-process callback servers on
+// 127.0.0.1 behind hopbudget's server interceptor, clients on hopbudget channels.
 //
 // 1. Hedging. Two replicas; replica A answers after `--slow_ms` (1 s) for
 //    `--slow_ratio` (5 %) of its calls, B is always fast. Primaries
