@@ -723,8 +723,10 @@ void SlotsSection(const std::vector<Record>& rs) {
 // run_overload): one "kind=setup" line, then one "kind=round" line per round
 // with the chain's counts and, per hop, <hop>_calls, <hop>_refused and
 // <hop>_cpu_ms (and, from bench.sh, <hop>_shed: admission's shed reasons
-// with their counts in the round, and <hop>_limit). Every round is judged:
-// a target about "every round" is missed by its worst one.
+// with their counts in the round, and <hop>_limit). Every round of the
+// bounded chain is judged: a target about "every round" is missed by its
+// worst one. Rounds with gateway=unbounded (a second chain whose gateway
+// has no stream bound) are listed beside them, never judged.
 constexpr char kOverloadUnthrottledTarget[] =
     "overload, client that does not back off: goodput >= 80 % of the chain's capacity at 2x, "
     "4x, 8x, 16x, every round";
@@ -807,12 +809,19 @@ CallPrice FitPrice(const std::vector<const Record*>& rounds, const std::string& 
   return p;
 }
 
+// "bounded" (the product's configuration) unless the round says otherwise.
+bool UnboundedGateway(const Record& r) {
+  return Has(r, "gateway") && Str(r, "gateway") == "unbounded";
+}
+
 void OverloadSection(const std::vector<Record>& rs) {
   const Record* setup = nullptr;
-  std::vector<const Record*> rounds;
+  std::vector<const Record*> all_rounds, rounds;  // rounds: the bounded chain's
   for (const Record& r : rs) {
     if (Str(r, "kind") == "setup") setup = &r;
-    if (Str(r, "kind") == "round") rounds.push_back(&r);
+    if (Str(r, "kind") != "round") continue;
+    all_rounds.push_back(&r);
+    if (!UnboundedGateway(r)) rounds.push_back(&r);
   }
   if (setup == nullptr || rounds.empty() || Num(*setup, "capacity") <= 0) {
     std::printf("_No complete overload run: not measured._\n");
@@ -842,6 +851,9 @@ void OverloadSection(const std::vector<Record>& rs) {
   auto share = [&](const Record& r) { return goodput(r) / capacity * 100; };
   std::printf("Capacity of the hopbudget chain alone: **%s/s** (%s).\n\n",
               Fixed(capacity, 0).c_str(), Str(*setup, "placement").c_str());
+  auto arm = [](const Record& r) {
+    return Str(r, "client") + (UnboundedGateway(r) ? ", unbounded gateway" : "");
+  };
   std::printf(
       "| load | offered/s | client | round | sent | throttled by the client | started, of due | "
       "load generator's CPU, of its core | OK "
@@ -849,7 +861,7 @@ void OverloadSection(const std::vector<Record>& rs) {
       "(ms) | gateway / orders / ledger: served, refused, CPU (ms) |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
       "|\n");
-  for (const Record* r : rounds) {
+  for (const Record* r : all_rounds) {
     std::string hops;
     for (const std::string& h : OverloadHops()) {
       if (!hops.empty()) hops += " / ";
@@ -859,7 +871,7 @@ void OverloadSection(const std::vector<Record>& rs) {
     std::printf(
         "| %sx | %s | %s | %s | %s | %s | %s %%%s | %s %% | %s | %s | %s %% | %s | %s | %s | %s "
         "|\n",
-        Str(*r, "factor").c_str(), Str(*r, "rate").c_str(), Str(*r, "client").c_str(),
+        Str(*r, "factor").c_str(), Str(*r, "rate").c_str(), arm(*r).c_str(),
         Str(*r, "round").c_str(), Str(*r, "sent").c_str(), Str(*r, "client_throttled").c_str(),
         Fixed(offered_share(*r) * 100, 0).c_str(), judged(*r) ? "" : " (not judged)",
         Fixed(client_core(*r) * 100, 0).c_str(), Str(*r, "ok").c_str(),
@@ -867,19 +879,27 @@ void OverloadSection(const std::vector<Record>& rs) {
         Fixed(Num(*r, "ok_p99_ms"), 1).c_str(), Str(*r, "calls_started_after_deadline").c_str(),
         Fixed(Num(*r, "work_after_deadline_ms"), 0).c_str(), hops.c_str());
   }
-  // Per level and client: every round's share, its minimum and median.
-  std::map<std::pair<double, std::string>, std::vector<double>> shares;
-  for (const Record* r : rounds)
-    shares[{Num(*r, "factor"), Str(*r, "client")}].push_back(share(*r));
+  // Per level and arm: every round's share, its minimum and median, and
+  // the most work after the deadline in one round.
+  struct Arm {
+    std::vector<double> shares;
+    double most_late_work_ms = 0;
+  };
+  std::map<std::pair<double, std::string>, Arm> arms;
+  for (const Record* r : all_rounds) {
+    Arm& a = arms[{Num(*r, "factor"), arm(*r)}];
+    a.shares.push_back(share(*r));
+    a.most_late_work_ms = std::max(a.most_late_work_ms, Num(*r, "work_after_deadline_ms"));
+  }
   std::printf(
-      "\n| load | client | rounds | goodput, of capacity: min / median |\n"
-      "| --- | --- | --- | --- |\n");
-  for (auto& [key, v] : shares) {
-    std::vector<double> sorted = v;
-    const double lo = *std::min_element(v.begin(), v.end());
-    std::printf("| %sx | %s | %zu | %s %% / %s %% |\n", Fixed(key.first, 0).c_str(),
-                key.second.c_str(), v.size(), Fixed(lo, 0).c_str(),
-                Fixed(Median(sorted), 0).c_str());
+      "\n| load | client | rounds | goodput, of capacity: min / median | work after deadline, "
+      "most in a round (ms) |\n| --- | --- | --- | --- | --- |\n");
+  for (auto& [key, a] : arms) {
+    std::vector<double> sorted = a.shares;
+    const double lo = *std::min_element(a.shares.begin(), a.shares.end());
+    std::printf("| %sx | %s | %zu | %s %% / %s %% | %s |\n", Fixed(key.first, 0).c_str(),
+                key.second.c_str(), a.shares.size(), Fixed(lo, 0).c_str(),
+                Fixed(Median(sorted), 0).c_str(), Fixed(a.most_late_work_ms, 0).c_str());
   }
   // What a served, a refused and (at the edge) an unhandled call cost at
   // each hop.

@@ -177,6 +177,13 @@ set(ov_hops2 "gateway_calls=2000 gateway_refused=6000 gateway_cpu_ms=800 orders_
 set(ov_good "${ov_setup}RESULT bench=overload kind=round client=unthrottled factor=2 round=1 rate=2000 sent=4000 ok=1900 client_throttled=0 ok_p99_ms=120 work_after_deadline_ms=0 calls_started_after_deadline=0 ${ov_hops}${nl}RESULT bench=overload kind=round client=throttled factor=2 round=1 rate=2000 sent=2500 ok=1950 client_throttled=1500 ok_p99_ms=110 work_after_deadline_ms=0 calls_started_after_deadline=0 ${ov_hops2}${nl}")
 verdict(overload_met overload "${ov_good}"
   "does not back off: [^|]*\\| worst round 95 % \\(2x, round 1\\) \\| met.*throttles itself: [^|]*\\| worst round 98 % \\(2x, round 1\\) \\| met.*at every level \\| 0 ms of work after the deadline, 0 calls started after it \\(all judged rounds\\) \\| met.*inside the budget at every level \\| highest p99 120.0 ms, budget 500 ms \\| met")
+# The unbounded gateway's rounds are listed beside the bounded chain's, and
+# a collapse there misses nothing.
+set(ov_unbounded "${ov_good}RESULT bench=overload kind=round client=unthrottled gateway=unbounded factor=2 round=1 rate=2000 sent=4000 ok=20 client_throttled=0 ok_p99_ms=700 work_after_deadline_ms=90000 calls_started_after_deadline=40 ${ov_hops}${nl}")
+verdict(overload_unbounded_not_judged overload "${ov_unbounded}"
+  "does not back off: [^|]*\\| worst round 95 % \\(2x, round 1\\) \\| met.*0 ms of work after the deadline, 0 calls started after it \\(all judged rounds\\) \\| met.*highest p99 120.0 ms, budget 500 ms \\| met")
+rendered(overload_unbounded_listed overload "${ov_unbounded}"
+  "\\| 2x \\| unthrottled, unbounded gateway \\| 1 \\| 1 % / 1 % \\| 90000 \\|")
 string(REPLACE "ok=1900 client_throttled=0 ok_p99_ms=120 work_after_deadline_ms=0"
   "ok=300 client_throttled=0 ok_p99_ms=520 work_after_deadline_ms=4500" ov_bad "${ov_good}")
 verdict(overload_missed overload "${ov_bad}"

@@ -653,7 +653,10 @@ run_chain() {
 # clients, their order alternating. Each round is one RESULT line with the
 # chain's counts and each hop's calls, refusals and CPU (Admin Stats), from
 # which bench_report --section=overload judges the targets and prices a
-# served and a refused call at each hop.
+# served and a refused call at each hop. Beside it, on the same core, a
+# second chain whose gateway has gRPC's default (no stream bound) takes the
+# unthrottled client's load in the same rounds: what the bound is worth,
+# shown, not judged (gateway=unbounded in its RESULT lines).
 overload_levels=(1 2 4 8 16)
 # The edge bounds the calls in progress on each client connection (HTTP/2
 # SETTINGS): beyond them a gRPC caller holds its calls in its own transport,
@@ -671,21 +674,28 @@ run_overload() {
   fi
   local -A P M
   local service_cpu=("${chain_cpu[@]+"${chain_cpu[@]}"}")
-  start_service ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
-    --latency="$chain_latency_ledger"
-  start_service orders orders --name=orders --ledger="127.0.0.1:${P[ledger]}" \
-    --attempt-cap=300ms --max-attempts=3 --latency="$chain_latency_orders"
-  start_service gateway gateway --name=gateway --orders="127.0.0.1:${P[orders]}" \
-    --request-cap=2s --latency="$chain_latency_gateway" \
-    --max-concurrent-streams="$overload_gateway_streams"
-  local admin="127.0.0.1:${P[gateway]},127.0.0.1:${P[orders]},127.0.0.1:${P[ledger]}"
-  # one CLIENT RPS DURATION FILE: an open-loop run; CLIENT is unthrottled
-  # or throttled (--client-throttle=$chain_client_throttle). A round in which
-  # every call failed is a result here, not a failed run.
+  # chain SUFFIX [GATEWAY FLAGS...]: the three services, labelled hop$SUFFIX.
+  chain() {
+    local x=$1
+    shift
+    start_service "ledger$x" ledger --name=ledger --db="$work/hopbudget$x.db" \
+      --shield-bound=600ms --latency="$chain_latency_ledger"
+    start_service "orders$x" orders --name=orders --ledger="127.0.0.1:${P[ledger$x]}" \
+      --attempt-cap=300ms --max-attempts=3 --latency="$chain_latency_orders"
+    start_service "gateway$x" gateway --name=gateway --orders="127.0.0.1:${P[orders$x]}" \
+      --request-cap=2s --latency="$chain_latency_gateway" "$@"
+  }
+  chain "" --max-concurrent-streams="$overload_gateway_streams"
+  chain _unbounded
+  # one CLIENT RPS DURATION FILE [SUFFIX]: an open-loop run on the chain
+  # SUFFIX names; CLIENT is unthrottled or throttled
+  # (--client-throttle=$chain_client_throttle). A round in which every call
+  # failed is a result here, not a failed run.
   one() {
-    local extra=()
+    local extra=() x=${5:-}
+    local admin="127.0.0.1:${P[gateway$x]},127.0.0.1:${P[orders$x]},127.0.0.1:${P[ledger$x]}"
     [ "$1" = throttled ] && extra=(--client-throttle="$chain_client_throttle")
-    "${load_cpu[@]}" "$chainctl" load --gateway "127.0.0.1:${P[gateway]}" --rps "$2" \
+    "${load_cpu[@]}" "$chainctl" load --gateway "127.0.0.1:${P[gateway$x]}" --rps "$2" \
       --duration "$3" --budget "$chain_budget" --concurrency 100000 --admin "$admin" \
       --json "$4" --quiet --max-error-rate=1 "${extra[@]}" >"$4.txt" 2>&1 ||
       { echo "error: chainctl load failed:" >&2; cat "$4.txt" >&2; exit 1; }
@@ -695,6 +705,11 @@ run_overload() {
   local capacity
   capacity="$(capacity_ramp overload 400 51200 "$overload_gap" ramp_one)"
   echo "capacity: $capacity/s"
+  # The unbounded chain has had no ramp: warm it at half the capacity (its
+  # admission limit and latency predictor start from their defaults, and a
+  # cold gateway at 1x shed half the calls, its limit falling to 57).
+  one unthrottled $((capacity / 2)) 3s "$work/warm-unbounded.json" _unbounded
+  sleep "$overload_gap"
   local d_s factor rate round client order=0 clients f
   d_s="$(awk -v d="$overload_duration" 'BEGIN { sub(/s$/, "", d); print d }')"
   {
@@ -704,26 +719,33 @@ run_overload() {
   # Each hop's admission sheds, read before and after every round (the ramp
   # left out): which hop refused, and why, in a round that falls short.
   local -A sheds
-  local hop
-  for hop in gateway orders ledger; do sheds[$hop]="$(admission_counts "${M[$hop]}")"; done
+  local hop arm x
+  for hop in gateway orders ledger gateway_unbounded orders_unbounded ledger_unbounded; do
+    sheds[$hop]="$(admission_counts "${M[$hop]}")"
+  done
   for factor in "${overload_levels[@]}"; do
     rate=$((capacity * factor))
     for round in $(seq 1 "$overload_rounds"); do
-      clients="unthrottled throttled"
-      [ $((order % 2)) = 1 ] && clients="throttled unthrottled"
+      # arm = client on a gateway: the bounded chain under both clients,
+      # the unbounded one under the client that does not back off.
+      local arms=(unthrottled/bounded throttled/bounded unthrottled/unbounded)
+      [ $((order % 3)) = 1 ] && arms=(throttled/bounded unthrottled/unbounded unthrottled/bounded)
+      [ $((order % 3)) = 2 ] && arms=(unthrottled/unbounded unthrottled/bounded throttled/bounded)
       order=$((order + 1))
-      for client in $clients; do
-        f="$work/load-$factor-$client-$round.json"
-        one "$client" "$rate" "$overload_duration" "$f"
+      for arm in "${arms[@]}"; do
+        client=${arm%/*} x=""
+        [ "${arm#*/}" = unbounded ] && x=_unbounded
+        f="$work/load-$factor-$client${x}-$round.json"
+        one "$client" "$rate" "$overload_duration" "$f" "$x"
         local shed_text="" now
         for hop in gateway orders ledger; do
-          now="$(admission_counts "${M[$hop]}")"
-          shed_text+="$(shed_fields "$hop" "${sheds[$hop]}" "$now")"
-          sheds[$hop]="$now"
+          now="$(admission_counts "${M[$hop$x]}")"
+          shed_text+="$(shed_fields "$hop" "${sheds[$hop$x]}" "$now")"
+          sheds[$hop$x]="$now"
         done
         jq -r --arg c "$client" --arg f "$factor" --arg r "$round" --arg rate "$rate" \
-          --arg sheds "$shed_text" '
-          "RESULT bench=overload kind=round client=\($c) factor=\($f) round=\($r) rate=\($rate)" +
+          --arg sheds "$shed_text" --arg g "${arm#*/}" '
+          "RESULT bench=overload kind=round client=\($c) gateway=\($g) factor=\($f) round=\($r) rate=\($rate)" +
           " sent=\(.sent) ok=\(.ok) client_throttled=\(.client_throttled // 0)" +
           " ok_p99_ms=\(.ok_latency_ms.p99 // 0) total_s=\(.total_s) client_cpu_s=\(.client_cpu_s)" +
           " work_after_deadline_ms=\(.work_after_deadline_ms)" +
@@ -1011,8 +1033,10 @@ micro_table() {
   echo "3 s steps, the highest rate with >= 90 % OK); then 1x, 2x, 4x, 8x and 16x of it, each"
   echo "$overload_rounds round(s) of $overload_duration, from a client that does not back off"
   echo "(\`unthrottled\`) and one that throttles itself (\`--client-throttle=$chain_client_throttle\`),"
-  echo "their order alternating, budget $chain_budget. Every round is listed; the targets are"
-  echo "judged on every round. The CPU per call at each hop is a least-squares fit of each"
+  echo "their order alternating, budget $chain_budget. In the same rounds a second chain on CPU 0,"
+  echo "its gateway with gRPC's default (no stream bound, \`gateway=unbounded\`), takes the load"
+  echo "of the client that does not back off: what the bound is worth, shown, never judged."
+  echo "Every round is listed; the targets are judged on every round of the bounded chain. The CPU per call at each hop is a least-squares fit of each"
   echo "round's CPU (Admin Stats \`cpu_us\`, read before and 1.5 s after the round) to its served"
   echo "calls (\`calls\`: handlers that did work) and refused calls (\`refused\`: answered"
   echo "without work, on arrival or shed). A judged round below its target is listed again"
