@@ -22,6 +22,11 @@ ended() { ! running; }
 # SIGSEGV to the one service of that session whose command line matches
 # PATTERN once the demo prints SECTION, waits for the demo to end; sets $rc.
 crash_at() {
+  # Emptied here, not only by the background job's redirection: until the
+  # job opens it, the file still holds the previous run, whose SECTION line
+  # would be found before this run's services exist.
+  : >"$dir/out"
+  : >"$dir/err"
   HOPBUDGET_DEMO_BUILD_DIR=$build setsid "$root/scripts/demo.sh" --once \
     >"$dir/out" 2>"$dir/err" </dev/null &
   pid=$!
