@@ -19,6 +19,7 @@
 #include "hopbudget/exposition.h"
 #include "hopbudget/trace.h"
 #include "server/common/accounting.h"
+#include "stats_delta.h"
 
 namespace hopbudget::chainctl {
 
@@ -346,6 +347,7 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
         continue;
       }
       ++state.in_flight;
+      state.builder.AddSendLag(absl::Now() - due);
     }
     auto* call = new LoadCall;
     if (reads) {
@@ -393,19 +395,7 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
   for (size_t k = 0; k < o.admin.size(); ++k) {
     absl::StatusOr<demo::Stats> after = GetStats(o.admin[k]);
     if (!after.ok()) return after.status();
-    ServiceDelta d;
-    d.hop = after->hop();
-    d.calls = after->calls() - before[k].calls();
-    d.refused = after->refused() - before[k].refused();
-    d.cpu_ms = static_cast<double>(after->cpu_us() - before[k].cpu_us()) / 1000;
-    d.calls_started_after_deadline =
-        after->calls_started_after_deadline() - before[k].calls_started_after_deadline();
-    d.work_after_deadline_ms = after->work_after_deadline_ms() - before[k].work_after_deadline_ms();
-    d.retries = after->retries_received() - before[k].retries_received();
-    d.reads = after->reads() - before[k].reads();
-    d.read_hedges = after->read_hedges() - before[k].read_hedges();
-    d.slot_refusals = after->slot_refusals() - before[k].slot_refusals();
-    state.builder.AddService(d);
+    state.builder.AddService(StatsDelta(before[k], *after));
   }
   if (o.requests != nullptr) *o.requests = std::move(state.requests);
   return state.builder.Build();

@@ -36,6 +36,11 @@ LoadSummary SummaryBuilder::Build() const {
   LoadSummary s;
   s.not_sent = not_sent_;
   s.client_throttled = client_throttled_;
+  s.expired_unsent = expired_unsent_;
+  s.send_lag_p99_ms = Percentile(send_lags_ms_, 0.99);
+  if (!send_lags_ms_.empty()) {
+    s.send_lag_max_ms = *std::max_element(send_lags_ms_.begin(), send_lags_ms_.end());
+  }
   std::vector<double> latencies, ok_latencies;
   for (const CallRecord& c : calls_) {
     ++s.sent;
@@ -127,6 +132,11 @@ std::string FormatSummaryTable(const LoadSummary& s) {
   row("total / achieved rate",
       absl::StrFormat("%.2f s / %.1f calls/s", absl::ToDoubleSeconds(s.total), s.rps));
   row("error rate", absl::StrFormat("%.1f %%", s.error_rate * 100));
+  row("made behind schedule p99 / max",
+      absl::StrFormat("%.1f ms / %.1f ms", s.send_lag_p99_ms, s.send_lag_max_ms));
+  if (s.expired_unsent > 0) {
+    row("expired waiting for a stream (never sent)", absl::StrCat(s.expired_unsent));
+  }
   row("calls started after the client deadline", absl::StrCat(s.calls_started_after_deadline));
   row("work after the client deadline", absl::StrFormat("%.1f ms", s.work_after_deadline_ms));
   if (s.reads > 0) {
@@ -201,6 +211,9 @@ std::string FormatSummaryJson(const LoadSummary& s) {
                     ",\"count\":", s.histogram[b].count, "}");
   }
   out += "]";
+  absl::StrAppend(&out, ",\"send_lag_ms\":{\"p99\":", JsonNumber(s.send_lag_p99_ms),
+                  ",\"max\":", JsonNumber(s.send_lag_max_ms),
+                  "},\"expired_unsent\":", s.expired_unsent);
   absl::StrAppend(&out, ",\"calls_started_after_deadline\":", s.calls_started_after_deadline,
                   ",\"work_after_deadline_ms\":", JsonNumber(s.work_after_deadline_ms));
   absl::StrAppend(&out, ",\"reads\":", s.reads, ",\"read_hedges\":", s.read_hedges,

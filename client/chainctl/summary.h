@@ -15,8 +15,12 @@
 // latency_ms {p50, p90, p95, p99, p999, average, fastest, slowest},
 // calls_started_after_deadline, work_after_deadline_ms, plus not_sent,
 // per_hop, total_s, rps (calls answered per second of the run), error_rate
-// and histogram_ms ([{le, count}]: ten even buckets from fastest to slowest,
-// as ghz prints them).
+// histogram_ms ([{le, count}]: ten even buckets from fastest to slowest,
+// as ghz prints them), send_lag_ms {p99, max} (how far behind its schedule
+// the generator made its calls: an open loop that falls behind offers less
+// than it says) and expired_unsent (calls whose deadline passed while they
+// waited in the generator for an HTTP/2 stream; only a generator that owns
+// that queue can count them, chainctl's gRPC does not say).
 //
 // Thread safety: SummaryBuilder is not thread-safe (the caller locks).
 #ifndef HOPBUDGET_CHAINCTL_SUMMARY_H_
@@ -97,6 +101,12 @@ struct LoadSummary {
     int64_t count;
   };
   std::vector<Bucket> histogram;  // ten even buckets, fastest..slowest
+  // How late, against the open loop's schedule, calls were made.
+  double send_lag_p99_ms = 0;
+  double send_lag_max_ms = 0;
+  // Ended DEADLINE_EXCEEDED in the generator's own queue, never sent (an
+  // HTTP/2 stream bound held them): counted among the errors as well.
+  int64_t expired_unsent = 0;
   int64_t calls_started_after_deadline = 0;
   double work_after_deadline_ms = 0;
   // Summed over per_hop: reads sent downstream, hedges among them, and
@@ -127,6 +137,9 @@ class SummaryBuilder {
   void SetTotal(absl::Duration total) { total_ = total; }
   // The CPU the load generator itself used meanwhile (user + system).
   void SetClientCpu(absl::Duration cpu) { client_cpu_ = cpu; }
+  // A call made `lag` after its time in the open loop's schedule.
+  void AddSendLag(absl::Duration lag) { send_lags_ms_.push_back(absl::ToDoubleMilliseconds(lag)); }
+  void CountExpiredUnsent() { ++expired_unsent_; }
   LoadSummary Build() const;
 
  private:
@@ -134,6 +147,8 @@ class SummaryBuilder {
   std::vector<ServiceDelta> services_;
   int64_t not_sent_ = 0;
   int64_t client_throttled_ = 0;
+  int64_t expired_unsent_ = 0;
+  std::vector<double> send_lags_ms_;
   absl::Duration total_ = absl::ZeroDuration();
   absl::Duration client_cpu_ = absl::ZeroDuration();
 };

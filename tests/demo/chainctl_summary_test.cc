@@ -107,6 +107,25 @@ TEST(SummaryFormatTest, JsonHasTheDocumentedKeys) {
               HasSubstr("DEADLINE_EXCEEDED: the client's own deadline, at ledger  1\n"));
 }
 
+TEST(SummaryBuilderTest, SendLagAndExpiredUnsent) {
+  SummaryBuilder b;
+  EXPECT_THAT(FormatSummaryJson(b.Build()),
+              HasSubstr("\"send_lag_ms\":{\"p99\":0.000,\"max\":0.000},\"expired_unsent\":0"));
+  for (int i = 1; i <= 100; ++i) b.AddSendLag(absl::Milliseconds(i));
+  b.AddSendLag(absl::Milliseconds(500));
+  b.Add({absl::StatusCode::kDeadlineExceeded, absl::Milliseconds(500), "client", "h2-load"});
+  b.CountExpiredUnsent();
+  const LoadSummary s = b.Build();
+  EXPECT_EQ(s.send_lag_p99_ms, 100);  // nearest rank: the 100th of 101
+  EXPECT_EQ(s.send_lag_max_ms, 500);
+  EXPECT_EQ(s.expired_unsent, 1);
+  EXPECT_EQ(s.errors_by_code.at("DEADLINE_EXCEEDED"), 1);
+  EXPECT_THAT(FormatSummaryJson(s), HasSubstr("\"send_lag_ms\":{\"p99\":100.000,\"max\":500.000},"
+                                              "\"expired_unsent\":1"));
+  EXPECT_THAT(FormatSummaryTable(s),
+              ::testing::ContainsRegex("expired waiting for a stream \\(never sent\\) +1\n"));
+}
+
 TEST(ParseTargetListTest, AcceptsAndRejects) {
   EXPECT_THAT(*ParseTargetList("127.0.0.1:1,localhost:65535"),
               ::testing::ElementsAre("127.0.0.1:1", "localhost:65535"));
