@@ -856,11 +856,11 @@ void OverloadSection(const std::vector<Record>& rs) {
   };
   std::printf(
       "| load | offered/s | client | round | sent | throttled by the client | started, of due | "
-      "load generator's CPU, of its core | OK "
+      "load generator's CPU, of its core | expired in its queue, never sent | OK "
       "| goodput/s | of capacity | p99 of OK (ms) | started after deadline | work after deadline "
       "(ms) | gateway / orders / ledger: served, refused, CPU (ms) |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-      "|\n");
+      "| --- |\n");
   for (const Record* r : all_rounds) {
     std::string hops;
     for (const std::string& h : OverloadHops()) {
@@ -869,12 +869,13 @@ void OverloadSection(const std::vector<Record>& rs) {
               Fixed(Num(*r, h + "_cpu_ms"), 0);
     }
     std::printf(
-        "| %sx | %s | %s | %s | %s | %s | %s %%%s | %s %% | %s | %s | %s %% | %s | %s | %s | %s "
-        "|\n",
+        "| %sx | %s | %s | %s | %s | %s | %s %%%s | %s %% | %s | %s | %s | %s %% | %s | %s | %s "
+        "| %s |\n",
         Str(*r, "factor").c_str(), Str(*r, "rate").c_str(), arm(*r).c_str(),
         Str(*r, "round").c_str(), Str(*r, "sent").c_str(), Str(*r, "client_throttled").c_str(),
         Fixed(offered_share(*r) * 100, 0).c_str(), judged(*r) ? "" : " (not judged)",
-        Fixed(client_core(*r) * 100, 0).c_str(), Str(*r, "ok").c_str(),
+        Fixed(client_core(*r) * 100, 0).c_str(),
+        Has(*r, "expired_unsent") ? Str(*r, "expired_unsent").c_str() : "-", Str(*r, "ok").c_str(),
         Fixed(goodput(*r), 0).c_str(), Fixed(share(*r), 0).c_str(),
         Fixed(Num(*r, "ok_p99_ms"), 1).c_str(), Str(*r, "calls_started_after_deadline").c_str(),
         Fixed(Num(*r, "work_after_deadline_ms"), 0).c_str(), hops.c_str());

@@ -1,0 +1,85 @@
+// Copyright hopbudget authors.
+#include "grpc_over_h2.h"
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+
+namespace hopbudget::bench {
+
+std::string FormatGrpcTimeout(absl::Duration remaining) {
+  if (remaining == absl::InfiniteDuration()) return "99999999H";
+  constexpr int64_t kMaxValue = 99999999;
+  struct Unit {
+    absl::Duration length;
+    char name;
+  };
+  static constexpr Unit kUnits[] = {{absl::Microseconds(1), 'u'}, {absl::Milliseconds(1), 'm'},
+                                    {absl::Seconds(1), 'S'},      {absl::Minutes(1), 'M'},
+                                    {absl::Hours(1), 'H'}};
+  if (remaining < absl::Microseconds(1)) return "1u";
+  for (const Unit& unit : kUnits) {
+    // Rounded up: a whole number of units no shorter than `remaining`.
+    absl::Duration rest;
+    int64_t value = absl::IDivDuration(remaining, unit.length, &rest);
+    if (rest > absl::ZeroDuration()) ++value;
+    if (value <= kMaxValue) return absl::StrCat(value, std::string(1, unit.name));
+  }
+  return "99999999H";
+}
+
+std::string FrameGrpcMessage(absl::string_view message) {
+  const uint32_t n = static_cast<uint32_t>(message.size());
+  std::string out;
+  out.reserve(5 + message.size());
+  out.push_back('\0');
+  out.push_back(static_cast<char>((n >> 24) & 0xff));
+  out.push_back(static_cast<char>((n >> 16) & 0xff));
+  out.push_back(static_cast<char>((n >> 8) & 0xff));
+  out.push_back(static_cast<char>(n & 0xff));
+  out.append(message.data(), message.size());
+  return out;
+}
+
+absl::StatusCode StatusOfStreamEnd(const StreamEnd& end) {
+  if (end.grpc_status >= 0) {
+    return end.grpc_status <= 16 ? static_cast<absl::StatusCode>(end.grpc_status)
+                                 : absl::StatusCode::kUnknown;
+  }
+  if (end.h2_error != 0) {
+    switch (end.h2_error) {
+      case 0x7:  // REFUSED_STREAM: the server never started it
+        return absl::StatusCode::kUnavailable;
+      case 0x8:  // CANCEL
+        return absl::StatusCode::kCancelled;
+      case 0xb:  // ENHANCE_YOUR_CALM
+        return absl::StatusCode::kResourceExhausted;
+      case 0xc:  // INADEQUATE_SECURITY
+        return absl::StatusCode::kPermissionDenied;
+      default:
+        return absl::StatusCode::kInternal;
+    }
+  }
+  if (end.http_status != 0 && end.http_status != 200) {
+    switch (end.http_status) {
+      case 400:
+        return absl::StatusCode::kInternal;
+      case 401:
+        return absl::StatusCode::kUnauthenticated;
+      case 403:
+        return absl::StatusCode::kPermissionDenied;
+      case 404:
+        return absl::StatusCode::kUnimplemented;
+      case 429:
+      case 502:
+      case 503:
+      case 504:
+        return absl::StatusCode::kUnavailable;
+      default:
+        return absl::StatusCode::kUnknown;
+    }
+  }
+  return absl::StatusCode::kInternal;
+}
+
+}  // namespace hopbudget::bench

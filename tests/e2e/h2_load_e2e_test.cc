@@ -1,0 +1,182 @@
+// Copyright hopbudget authors.
+//
+// bench/h2_load, the overload benchmark's load generator, against a real
+// demo chain: it must report what a gRPC client would see, or the
+// benchmark's verdicts measure the generator.
+#include <gmock/gmock.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "chain_process.h"
+
+namespace hopbudget::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Chain {
+  ChainProcesses processes;
+  ChainProcess* ledger = nullptr;
+  ChainProcess* orders = nullptr;
+  ChainProcess* gateway = nullptr;
+
+  Chain(const std::vector<std::string>& gateway_flags, const std::string& ledger_latency) {
+    ledger = processes.Start(HOPBUDGET_DEMO_LEDGER,
+                             {"--port=0", "--metrics-port=0", "--db=" + processes.dir() + "/l.db",
+                              "--shield-bound=5s", "--latency=" + ledger_latency});
+    if (ledger == nullptr) return;
+    orders = processes.Start(HOPBUDGET_DEMO_ORDERS,
+                             {"--port=0", "--metrics-port=0", "--ledger=" + ledger->address()});
+    if (orders == nullptr) return;
+    std::vector<std::string> args = {"--port=0", "--metrics-port=0",
+                                     "--orders=" + orders->address()};
+    args.insert(args.end(), gateway_flags.begin(), gateway_flags.end());
+    gateway = processes.Start(HOPBUDGET_DEMO_GATEWAY, args);
+  }
+  std::string admin() const {
+    return absl::StrCat(gateway->address(), ",", orders->address(), ",", ledger->address());
+  }
+};
+
+// Runs `command`; returns its exit status and what it wrote (stderr too
+// unless `stdout_only`).
+std::pair<int, std::string> RunCommand(const std::string& command, bool stdout_only = false) {
+  std::string out;
+  FILE* f = popen((command + (stdout_only ? " 2>/dev/null" : " 2>&1")).c_str(), "r");
+  if (f == nullptr) return {-1, ""};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  const int status = pclose(f);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+google::protobuf::Struct ParseJson(const std::string& json) {
+  google::protobuf::Struct s;
+  const auto status = google::protobuf::util::JsonStringToMessage(json, &s);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << json;
+  return s;
+}
+
+double Number(const google::protobuf::Struct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  EXPECT_NE(it, s.fields().end()) << key;
+  return it == s.fields().end() ? -1 : it->second.number_value();
+}
+
+// The per_hop entry of `hop`.
+google::protobuf::Struct Hop(const google::protobuf::Struct& s, const std::string& hop) {
+  for (const auto& v : s.fields().at("per_hop").list_value().values()) {
+    if (v.struct_value().fields().at("hop").string_value() == hop) return v.struct_value();
+  }
+  ADD_FAILURE() << "no per_hop entry for " << hop;
+  return {};
+}
+
+TEST(H2LoadE2eTest, EveryCallOfAModestLoadIsAnsweredOkAndCountedAtEachHop) {
+  Chain chain({}, "none");
+  ASSERT_NE(chain.gateway, nullptr) << chain.processes.error();
+  auto [status, out] =
+      RunCommand(absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=", chain.gateway->address(),
+                       " --rps=100 --duration=1s --budget=5s --quiet --json=- --admin=",
+                       chain.admin()),
+          /*stdout_only=*/true);
+  ASSERT_EQ(status, 0) << out;
+  const google::protobuf::Struct s = ParseJson(out);
+  EXPECT_EQ(Number(s, "sent"), 100);
+  EXPECT_EQ(Number(s, "ok"), 100) << out;
+  EXPECT_EQ(Number(s, "expired_unsent"), 0);
+  EXPECT_EQ(Number(s, "calls_started_after_deadline"), 0);
+  // Each call reached every hop once: the services counted what was sent.
+  for (const char* hop : {"gateway", "orders", "ledger"}) {
+    EXPECT_EQ(Number(Hop(s, hop), "calls"), 100) << hop;
+  }
+  EXPECT_GE(Number(s.fields().at("send_lag_ms").struct_value(), "max"), 0);
+}
+
+// One stream at a time (the gateway's SETTINGS), on a chain that takes
+// 200 ms a call: the generator holds the other calls in its own queue, first
+// in first out, as gRPC's client transport does. A generator that opened
+// more streams would have them refused by gRPC's server (REFUSED_STREAM:
+// UNAVAILABLE) or served side by side (more OK answers than one stream
+// allows). The calls that wait reach the chain with what is left of their
+// budget, and no hop starts one after its deadline.
+TEST(H2LoadE2eTest, CallsAboveTheGatewaysStreamBoundWaitInTheGenerator) {
+  Chain chain({"--max-concurrent-streams=1"}, "fixed:200ms");
+  ASSERT_NE(chain.gateway, nullptr) << chain.processes.error();
+  auto [status, out] =
+      RunCommand(absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=", chain.gateway->address(),
+                              " --rps=40 --duration=1s --budget=300ms --quiet --json=- --admin=",
+                              chain.admin()),
+                 /*stdout_only=*/true);
+  ASSERT_EQ(status, 0) << out;
+  const google::protobuf::Struct s = ParseJson(out);
+  EXPECT_EQ(Number(s, "sent"), 40);
+  const double ok = Number(s, "ok");
+  EXPECT_GE(ok, 1) << out;
+  // One stream, at least 200 ms a call, 1.3 s at most: 7 calls at most.
+  EXPECT_LE(ok, 7) << out;
+  const auto& codes = s.fields().at("errors_by_code").struct_value().fields();
+  EXPECT_EQ(codes.count("UNAVAILABLE"), 0u) << out;
+  EXPECT_EQ(ok + (codes.count("DEADLINE_EXCEEDED") ? codes.at("DEADLINE_EXCEEDED").number_value() : 0),
+            40)
+      << out;
+  EXPECT_EQ(Number(s, "calls_started_after_deadline"), 0) << out;
+}
+
+// The table, for people: how late calls were made, and (when there were
+// any) how many expired unsent.
+TEST(H2LoadE2eTest, TheTableSaysHowFarBehindScheduleCallsWereMade) {
+  Chain chain({}, "none");
+  ASSERT_NE(chain.gateway, nullptr) << chain.processes.error();
+  auto [status, out] =
+      RunCommand(absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=", chain.gateway->address(),
+                              " --rps=20 --duration=500ms --budget=2s --quiet"),
+                 /*stdout_only=*/true);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_THAT(out, ::testing::ContainsRegex("\n  ok +10\n"));
+  EXPECT_THAT(out, HasSubstr("made behind schedule p99 / max"));
+}
+
+TEST(H2LoadE2eTest, BadCommandLinesExit2NamingTheFlag) {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"--rps=10", "--gateway is required"},
+      {"--gateway=localhost --rps=10", "--gateway=localhost: one host:port"},
+      {"--gateway=127.0.0.1:1,127.0.0.1:2 --rps=10", "one host:port"},
+      {"--gateway=127.0.0.1:1", "--rps=0: more than 0"},
+      {"--gateway=127.0.0.1:1 --rps=-5", "--rps=-5: more than 0"},
+      {"--gateway=127.0.0.1:1 --rps=10 --budget=0s", "--budget=0: more than 0"},
+      {"--gateway=127.0.0.1:1 --rps=10 --duration=inf", "--duration=inf: more than 0, finite"},
+      {"--gateway=127.0.0.1:1 --rps=10 --client-throttle=0.5", "--client-throttle=0.5"},
+      {"--gateway=127.0.0.1:1 --rps=10 --admin=x", "--admin=x"},
+      {"--gateway=127.0.0.1:1 --rps=10 --json=/nonexistent-dir/s.json",
+       "--json=/nonexistent-dir/s.json: cannot write"},
+      {"--gateway=127.0.0.1:1 --rps=10 --bogus", "unknown flag --bogus"},
+  };
+  for (const Case& c : cases) {
+    auto [status, out] = RunCommand(absl::StrCat(HOPBUDGET_H2_LOAD, " ", c.args));
+    EXPECT_EQ(status, 2) << c.args << ": " << out;
+    EXPECT_THAT(out, HasSubstr(c.message)) << c.args;
+  }
+}
+
+TEST(H2LoadE2eTest, AGatewayThatIsNotThereIsAnErrorNotAnEmptyRound) {
+  auto [status, out] =
+      RunCommand(absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=127.0.0.1:1 --rps=10 --duration=100ms"));
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_THAT(out, HasSubstr("cannot connect to 127.0.0.1:1"));
+}
+
+}  // namespace
+}  // namespace hopbudget::e2e
