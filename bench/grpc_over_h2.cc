@@ -14,8 +14,10 @@ std::string FormatGrpcTimeout(absl::Duration remaining) {
     absl::Duration length;
     char name;
   };
-  static constexpr Unit kUnits[] = {{absl::Microseconds(1), 'u'}, {absl::Milliseconds(1), 'm'},
-                                    {absl::Seconds(1), 'S'},      {absl::Minutes(1), 'M'},
+  static constexpr Unit kUnits[] = {{absl::Microseconds(1), 'u'},
+                                    {absl::Milliseconds(1), 'm'},
+                                    {absl::Seconds(1), 'S'},
+                                    {absl::Minutes(1), 'M'},
                                     {absl::Hours(1), 'H'}};
   if (remaining < absl::Microseconds(1)) return "1u";
   for (const Unit& unit : kUnits) {

@@ -16,7 +16,11 @@
 // DEADLINE_EXCEEDED without being sent; an open stream whose deadline
 // passes is reset (RST_STREAM CANCEL) and ends DEADLINE_EXCEEDED. With
 // --client-throttle=K a call first asks hopbudget's ClientThrottle (the SRE
-// book's adaptive throttle), as `chainctl load --client-throttle` does.
+// book's adaptive throttle), as `chainctl load --client-throttle` does. With
+// --budget-headers it also sends the exact budget and its steady-clock stamp
+// (hopbudget-budget-us, hopbudget-sent-us: docs/wire.md), as a caller with
+// hopbudget's client interceptor does, so that a hop can see how long a call
+// waited on its way (in its own socket, say), which grpc-timeout cannot say.
 //
 // It reads each service's Admin GetStats before and after (--admin), waits
 // 1.5 s after the last answer for work that outlived its caller, and writes
@@ -26,7 +30,8 @@
 // expired_unsent.
 //
 //   h2_load --gateway=127.0.0.1:PORT --rps=16000 --duration=6s --budget=500ms
-//           [--admin=HOST:PORT,...] [--client-throttle=2] [--json=FILE] [--quiet]
+//           [--admin=HOST:PORT,...] [--client-throttle=2] [--budget-headers]
+//           [--json=FILE] [--quiet]
 //
 // Exit status: 0 when the load ran (whatever the calls answered), 1 when the
 // connection was lost or an Admin call failed, 2 for a bad command line.
@@ -70,6 +75,7 @@
 #include "hopbudget/client_throttle.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
+#include "hopbudget/wire.h"
 #include "server/common/accounting.h"
 #include "stats_delta.h"
 #include "summary.h"
@@ -84,6 +90,9 @@ ABSL_FLAG(double, client_throttle, 0,
 ABSL_FLAG(std::string, json, "", "write the summary as JSON to this file (- for stdout)");
 ABSL_FLAG(std::string, key_prefix, "", "idempotency keys are PREFIX-N (default h2load-<time>)");
 ABSL_FLAG(bool, quiet, false, "no progress line on stderr");
+ABSL_FLAG(bool, budget_headers, false,
+          "also send what hopbudget's client interceptor sends: hopbudget-budget-us and "
+          "hopbudget-sent-us (a hopbudget caller rather than a plain gRPC one)");
 
 namespace hopbudget::bench {
 namespace {
@@ -129,6 +138,7 @@ struct Options {
   absl::optional<ClientThrottlePolicy> throttle;
   std::string key_prefix;
   bool progress = true;
+  bool budget_headers = false;
 };
 
 // One connection, one thread: makes the calls on schedule, queues them above
@@ -185,7 +195,8 @@ class Generator {
     // connection ready.
     const absl::Time give_up = absl::Now() + absl::Seconds(10);
     while (!settings_seen_) {
-      if (!Flush() || !Read()) return absl::UnavailableError("connection lost during the handshake");
+      if (!Flush() || !Read())
+        return absl::UnavailableError("connection lost during the handshake");
       if (absl::Now() > give_up) {
         return absl::DeadlineExceededError("no SETTINGS from the server within 10 s");
       }
@@ -244,7 +255,8 @@ class Generator {
       if (lost_) break;
       if (o_.progress && now >= next_progress) {
         next_progress += absl::Milliseconds(500);
-        std::cerr << "\r  h2_load: " << absl::FormatDuration(absl::Trunc(now - start, absl::Milliseconds(100)))
+        std::cerr << "\r  h2_load: "
+                  << absl::FormatDuration(absl::Trunc(now - start, absl::Milliseconds(100)))
                   << "  made " << made << "  waiting " << queue_.size() << "  open " << open_
                   << "  ok " << ok_ << "  failed " << failed_ << "   " << std::flush;
       }
@@ -295,6 +307,11 @@ class Generator {
       queue_.pop_front();
       const std::string timeout = FormatGrpcTimeout(c->deadline - now);
       const std::string client_deadline = demo::FormatClientDeadline(c->deadline);
+      std::string budget, sent;
+      if (o_.budget_headers) {
+        budget = FormatBudgetHeader(c->deadline - now);
+        sent = FormatSentHeader(clock_id_, Clock::Real().Steady());
+      }
       const nghttp2_nv headers[] = {
           Header(":method", "POST"),
           Header(":scheme", "http"),
@@ -305,12 +322,15 @@ class Generator {
           Header("grpc-timeout", timeout),
           Header(demo::kClientDeadlineHeader, client_deadline),
           Header("user-agent", "hopbudget-h2-load"),
+          Header(kBudgetHeader, budget),
+          Header(kSentHeader, sent),
       };
+      // The last two only with --budget-headers.
+      const size_t count = sizeof(headers) / sizeof(headers[0]) - (o_.budget_headers ? 0 : 2);
       nghttp2_data_provider body;
       body.source.ptr = c;
       body.read_callback = &Generator::ReadBody;
-      const int32_t id = nghttp2_submit_request(session_, nullptr, headers,
-                                                sizeof(headers) / sizeof(headers[0]), &body, c);
+      const int32_t id = nghttp2_submit_request(session_, nullptr, headers, count, &body, c);
       if (id < 0) {
         std::cerr << "h2_load: cannot open a stream: " << nghttp2_strerror(id) << "\n";
         Finish(*c, absl::StatusCode::kInternal, now);
@@ -418,7 +438,8 @@ class Generator {
                       size_t namelen, const uint8_t* value, size_t valuelen, uint8_t /*flags*/,
                       void* /*self*/) {
     if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-    auto* c = static_cast<Call*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
+    auto* c =
+        static_cast<Call*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
     if (c == nullptr || c->finished) return 0;
     const absl::string_view n(reinterpret_cast<const char*>(name), namelen);
     const absl::string_view v(reinterpret_cast<const char*>(value), valuelen);
@@ -470,6 +491,8 @@ class Generator {
   }
 
   const Options o_;
+  // Names this process's steady clock in hopbudget-sent-us.
+  const uint64_t clock_id_ = std::random_device()() * uint64_t{0x9e3779b97f4a7c15} + 1;
   int fd_ = -1;
   nghttp2_session* session_ = nullptr;
   std::string authority_;
@@ -498,7 +521,8 @@ absl::StatusOr<demo::Stats> GetStats(const std::string& admin) {
   demo::Stats stats;
   grpc::Status s = stub->GetStats(&ctx, demo::GetStatsRequest(), &stats);
   if (!s.ok()) {
-    return absl::UnavailableError(absl::StrCat("Admin GetStats on ", admin, ": ", s.error_message()));
+    return absl::UnavailableError(
+        absl::StrCat("Admin GetStats on ", admin, ": ", s.error_message()));
   }
   return stats;
 }
@@ -509,11 +533,13 @@ int Main(int argc, char** argv) {
       "h2_load: an open-loop load of PlaceOrder calls on the demo gateway over raw HTTP/2 "
       "(one connection, one thread), with chainctl load's summary.\n\n"
       "  h2_load --gateway=HOST:PORT --rps=N [--duration=5s] [--budget=500ms]\n"
-      "          [--admin=HOST:PORT,...] [--client-throttle=K] [--json=FILE|-] [--quiet]");
+      "          [--admin=HOST:PORT,...] [--client-throttle=K] [--budget-headers]\n"
+      "          [--json=FILE|-] [--quiet]");
   Options o;
   const std::string gateway = absl::GetFlag(FLAGS_gateway);
   absl::StatusOr<std::vector<std::string>> target = chainctl::ParseTargetList(gateway);
-  if (gateway.empty()) cli::ExitIfBad("h2_load", absl::InvalidArgumentError("--gateway is required"));
+  if (gateway.empty())
+    cli::ExitIfBad("h2_load", absl::InvalidArgumentError("--gateway is required"));
   if (!target.ok() || target->size() != 1) {
     cli::ExitIfBad("h2_load", absl::InvalidArgumentError(absl::StrCat(
                                   "--gateway=", gateway, ": one host:port, port 1..65535")));
@@ -528,17 +554,19 @@ int Main(int argc, char** argv) {
   }
   o.duration = absl::GetFlag(FLAGS_duration);
   o.budget = absl::GetFlag(FLAGS_budget);
-  for (auto [name, d] : {std::pair<const char*, absl::Duration>{"duration", o.duration},
-                         {"budget", o.budget}}) {
+  for (auto [name, d] :
+       {std::pair<const char*, absl::Duration>{"duration", o.duration}, {"budget", o.budget}}) {
     if (d <= absl::ZeroDuration() || d == absl::InfiniteDuration()) {
-      cli::ExitIfBad("h2_load", absl::InvalidArgumentError(absl::StrCat(
-                                    "--", name, "=", absl::FormatDuration(d), ": more than 0, finite")));
+      cli::ExitIfBad("h2_load",
+                     absl::InvalidArgumentError(absl::StrCat(
+                         "--", name, "=", absl::FormatDuration(d), ": more than 0, finite")));
     }
   }
   if (const std::string admin = absl::GetFlag(FLAGS_admin); !admin.empty()) {
     absl::StatusOr<std::vector<std::string>> a = chainctl::ParseTargetList(admin);
-    if (!a.ok()) cli::ExitIfBad("h2_load", absl::InvalidArgumentError(absl::StrCat(
-                                               "--admin=", admin, ": ", a.status().message())));
+    if (!a.ok())
+      cli::ExitIfBad("h2_load", absl::InvalidArgumentError(
+                                    absl::StrCat("--admin=", admin, ": ", a.status().message())));
     o.admin = *a;
   }
   if (const double k = absl::GetFlag(FLAGS_client_throttle); k != 0) {
@@ -556,6 +584,7 @@ int Main(int argc, char** argv) {
   }
   o.key_prefix = absl::GetFlag(FLAGS_key_prefix);
   o.progress = !absl::GetFlag(FLAGS_quiet);
+  o.budget_headers = absl::GetFlag(FLAGS_budget_headers);
   const std::string json_path = absl::GetFlag(FLAGS_json);
   if (!json_path.empty() && json_path != "-" && !std::ofstream(json_path, std::ios::app)) {
     cli::ExitIfBad("h2_load", absl::InvalidArgumentError(

@@ -13,7 +13,10 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "chain_process.h"
 
 namespace hopbudget::e2e {
@@ -83,11 +86,10 @@ google::protobuf::Struct Hop(const google::protobuf::Struct& s, const std::strin
 TEST(H2LoadE2eTest, EveryCallOfAModestLoadIsAnsweredOkAndCountedAtEachHop) {
   Chain chain({}, "none");
   ASSERT_NE(chain.gateway, nullptr) << chain.processes.error();
-  auto [status, out] =
-      RunCommand(absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=", chain.gateway->address(),
-                       " --rps=100 --duration=1s --budget=5s --quiet --json=- --admin=",
-                       chain.admin()),
-          /*stdout_only=*/true);
+  auto [status, out] = RunCommand(
+      absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=", chain.gateway->address(),
+                   " --rps=100 --duration=1s --budget=5s --quiet --json=- --admin=", chain.admin()),
+      /*stdout_only=*/true);
   ASSERT_EQ(status, 0) << out;
   const google::protobuf::Struct s = ParseJson(out);
   EXPECT_EQ(Number(s, "sent"), 100);
@@ -111,11 +113,11 @@ TEST(H2LoadE2eTest, EveryCallOfAModestLoadIsAnsweredOkAndCountedAtEachHop) {
 TEST(H2LoadE2eTest, CallsAboveTheGatewaysStreamBoundWaitInTheGenerator) {
   Chain chain({"--max-concurrent-streams=1"}, "fixed:200ms");
   ASSERT_NE(chain.gateway, nullptr) << chain.processes.error();
-  auto [status, out] =
-      RunCommand(absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=", chain.gateway->address(),
-                              " --rps=40 --duration=1s --budget=300ms --quiet --json=- --admin=",
-                              chain.admin()),
-                 /*stdout_only=*/true);
+  auto [status, out] = RunCommand(
+      absl::StrCat(
+          HOPBUDGET_H2_LOAD, " --gateway=", chain.gateway->address(),
+          " --rps=40 --duration=1s --budget=300ms --quiet --json=- --admin=", chain.admin()),
+      /*stdout_only=*/true);
   ASSERT_EQ(status, 0) << out;
   const google::protobuf::Struct s = ParseJson(out);
   EXPECT_EQ(Number(s, "sent"), 40);
@@ -125,8 +127,9 @@ TEST(H2LoadE2eTest, CallsAboveTheGatewaysStreamBoundWaitInTheGenerator) {
   EXPECT_LE(ok, 7) << out;
   const auto& codes = s.fields().at("errors_by_code").struct_value().fields();
   EXPECT_EQ(codes.count("UNAVAILABLE"), 0u) << out;
-  EXPECT_EQ(ok + (codes.count("DEADLINE_EXCEEDED") ? codes.at("DEADLINE_EXCEEDED").number_value() : 0),
-            40)
+  EXPECT_EQ(
+      ok + (codes.count("DEADLINE_EXCEEDED") ? codes.at("DEADLINE_EXCEEDED").number_value() : 0),
+      40)
       << out;
   EXPECT_EQ(Number(s, "calls_started_after_deadline"), 0) << out;
 }
@@ -143,6 +146,44 @@ TEST(H2LoadE2eTest, TheTableSaysHowFarBehindScheduleCallsWereMade) {
   ASSERT_EQ(status, 0) << out;
   EXPECT_THAT(out, ::testing::ContainsRegex("\n  ok +10\n"));
   EXPECT_THAT(out, HasSubstr("made behind schedule p99 / max"));
+}
+
+// The sum of every sample of `name` (a counter, or a histogram's _count)
+// in a Prometheus text exposition; 0 when there is none.
+double SumOf(const std::string& exposition, const std::string& name) {
+  double sum = 0;
+  for (absl::string_view line : absl::StrSplit(exposition, '\n')) {
+    if (!absl::StartsWith(line, name) || line.size() == name.size()) continue;
+    const char next = line[name.size()];
+    if (next != '{' && next != ' ') continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) sum += v;
+  }
+  return sum;
+}
+
+// A plain gRPC caller sends grpc-timeout alone; with --budget-headers the
+// gateway gets hopbudget's stamp too, and measures each call's wait on its
+// way (hopbudget_server_transit_delay_seconds, docs/transit.md).
+TEST(H2LoadE2eTest, BudgetHeadersReachTheGatewayOnlyWhenAsked) {
+  Chain chain({}, "none");
+  ASSERT_NE(chain.gateway, nullptr) << chain.processes.error();
+  const std::string metric = "hopbudget_server_transit_delay_seconds_count";
+  for (const bool headers : {false, true}) {
+    absl::StatusOr<std::string> before = HttpGet(chain.gateway->metrics_port(), "/metrics");
+    ASSERT_TRUE(before.ok()) << before.status();
+    auto [status, out] =
+        RunCommand(absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=", chain.gateway->address(),
+                                " --rps=20 --duration=1s --budget=2s --quiet --json=-",
+                                headers ? " --budget-headers" : ""),
+                   /*stdout_only=*/true);
+    ASSERT_EQ(status, 0) << out;
+    EXPECT_EQ(Number(ParseJson(out), "ok"), 20) << out;
+    absl::StatusOr<std::string> after = HttpGet(chain.gateway->metrics_port(), "/metrics");
+    ASSERT_TRUE(after.ok()) << after.status();
+    EXPECT_EQ(SumOf(*after, metric) - SumOf(*before, metric), headers ? 20 : 0)
+        << "--budget-headers " << headers;
+  }
 }
 
 TEST(H2LoadE2eTest, BadCommandLinesExit2NamingTheFlag) {
@@ -172,8 +213,8 @@ TEST(H2LoadE2eTest, BadCommandLinesExit2NamingTheFlag) {
 }
 
 TEST(H2LoadE2eTest, AGatewayThatIsNotThereIsAnErrorNotAnEmptyRound) {
-  auto [status, out] =
-      RunCommand(absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=127.0.0.1:1 --rps=10 --duration=100ms"));
+  auto [status, out] = RunCommand(
+      absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=127.0.0.1:1 --rps=10 --duration=100ms"));
   EXPECT_EQ(status, 1) << out;
   EXPECT_THAT(out, HasSubstr("cannot connect to 127.0.0.1:1"));
 }
