@@ -834,8 +834,9 @@ void OverloadSection(const std::vector<Record>& rs) {
   const double capacity = Num(*setup, "capacity");
   const double seconds = std::max(Num(*setup, "duration_s"), 1e-9);
   // A round whose load generator started fewer than 95 % of the calls it
-  // was to offer (sent, and those its own throttle refused), or used 90 %
-  // of its core or more, measured the load generator, not the chain: its
+  // was to offer (sent, and those its own throttle refused), used 90 % of
+  // its core or more, or made its calls 50 ms late or more (p99), measured
+  // the load generator, not the chain: its
   // answers wait in its own queues until their deadlines pass. Listed,
   // never judged.
   auto offered_share = [&](const Record& r) {
@@ -845,7 +846,12 @@ void OverloadSection(const std::vector<Record>& rs) {
   auto client_core = [&](const Record& r) {
     return Num(r, "total_s") > 0 ? Num(r, "client_cpu_s") / Num(r, "total_s") : 0;
   };
-  auto judged = [&](const Record& r) { return offered_share(r) >= 0.95 && client_core(r) < 0.9; };
+  // A generator that made its calls late (send_lag_p99_ms, h2_load's) set
+  // the pace too, whatever its CPU.
+  auto judged = [&](const Record& r) {
+    return offered_share(r) >= 0.95 && client_core(r) < 0.9 &&
+           (!Has(r, "send_lag_p99_ms") || Num(r, "send_lag_p99_ms") < 50);
+  };
   const double budget_ms = Num(*setup, "budget_ms");
   auto goodput = [&](const Record& r) { return Num(r, "ok") / seconds; };
   auto share = [&](const Record& r) { return goodput(r) / capacity * 100; };

@@ -195,6 +195,12 @@ string(REPLACE "ok_p99_ms=520 work_after_deadline_ms=4500"
   "ok_p99_ms=520 total_s=2.1 client_cpu_s=2.05 work_after_deadline_ms=4500" ov_busy_client "${ov_bad}")
 verdict(overload_client_bound overload "${ov_busy_client}"
   "does not back off: [^|]*\\| -; 1 round\\(s\\) the load generator could not drive, not judged \\| not measured.*0 ms of work after the deadline")
+# So did one that made its calls 50 ms or more behind schedule (h2_load's
+# send_lag_p99_ms), however little CPU it used.
+string(REPLACE "ok_p99_ms=520 work_after_deadline_ms=4500"
+  "ok_p99_ms=520 send_lag_p99_ms=4218 work_after_deadline_ms=4500" ov_late_client "${ov_bad}")
+verdict(overload_client_late overload "${ov_late_client}"
+  "does not back off: [^|]*\\| -; 1 round\\(s\\) the load generator could not drive, not judged \\| not measured")
 # A round below its target lists what each hop's admission shed in it.
 string(REPLACE "ledger_cpu_ms=200${nl}RESULT"
   "ledger_cpu_ms=200 gateway_shed=none gateway_limit=40 orders_shed=none orders_limit=32 ledger_shed=queue_full:700,cannot_finish:3 ledger_limit=8${nl}RESULT"
