@@ -483,6 +483,12 @@ class Generator {
                           size_t length, uint32_t* data_flags, nghttp2_data_source* source,
                           void* /*self*/) {
     auto* c = static_cast<Call*>(source->ptr);
+    // A call that ended (expired, its reset queued) has given its body
+    // back: nothing more to send.
+    if (c->finished || c->body_sent >= c->body.size()) {
+      *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+      return 0;
+    }
     const size_t n = std::min(length, c->body.size() - c->body_sent);
     memcpy(buf, c->body.data() + c->body_sent, n);
     c->body_sent += n;

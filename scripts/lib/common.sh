@@ -4,6 +4,7 @@
 # Everything the library, tests, examples, demo and benchmarks build with.
 HOPBUDGET_BUILD_PACKAGES=(
   g++ cmake ninja-build pkg-config
+  make  # cmake's default generator: tests/consumer builds as a user's project would
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   grpc-proto libgtest-dev libgmock-dev libbenchmark-dev
   golang-google-grpc-dev  # google/rpc/code.proto, which grpc-proto's service_config.proto imports
