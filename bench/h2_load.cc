@@ -575,19 +575,10 @@ int Main(int argc, char** argv) {
                                     absl::StrCat("--admin=", admin, ": ", a.status().message())));
     o.admin = *a;
   }
-  if (const double k = absl::GetFlag(FLAGS_client_throttle); k != 0) {
-    ClientThrottlePolicy policy;
-    policy.k = k;
-    if (absl::Status s = ValidateClientThrottlePolicy(policy); !s.ok()) {
-      cli::ExitIfBad("h2_load", absl::InvalidArgumentError(absl::StrCat(
-                                    "--client-throttle=", k, ": 0 (off) or a number >= 1 (",
-                                    s.message(), ")")));
-    }
-    // As chainctl load's: a run is seconds long, the throttle must follow
-    // the gateway within it.
-    policy.window = absl::Seconds(5);
-    o.throttle = policy;
-  }
+  absl::StatusOr<absl::optional<ClientThrottlePolicy>> throttle =
+      chainctl::LoadClientThrottle(absl::GetFlag(FLAGS_client_throttle));
+  cli::ExitIfBad("h2_load", throttle.status());
+  o.throttle = *throttle;
   o.key_prefix = absl::GetFlag(FLAGS_key_prefix);
   o.progress = !absl::GetFlag(FLAGS_quiet);
   o.budget_headers = absl::GetFlag(FLAGS_budget_headers);

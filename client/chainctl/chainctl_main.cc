@@ -255,19 +255,10 @@ int Load(int argc, char** argv) {
   const std::string requests_path = absl::GetFlag(FLAGS_requests_out);
   const std::string method = absl::GetFlag(FLAGS_method);
   o.read_keys = absl::GetFlag(FLAGS_read_keys);
-  const double throttle_k = absl::GetFlag(FLAGS_client_throttle);
-  if (throttle_k != 0) {
-    ClientThrottlePolicy policy;
-    policy.k = throttle_k;
-    if (absl::Status s = ValidateClientThrottlePolicy(policy); !s.ok()) {
-      return Fail("load", absl::StrCat("--client-throttle=", throttle_k,
-                                       ": 0 (off) or a number >= 1 (", s.message(), ")"));
-    }
-    // Seconds, not the book's two minutes: a load run is seconds long, and
-    // the throttle must follow the gateway within it.
-    policy.window = absl::Seconds(5);
-    o.client_throttle = policy;
-  }
+  absl::StatusOr<absl::optional<ClientThrottlePolicy>> throttle =
+      LoadClientThrottle(absl::GetFlag(FLAGS_client_throttle));
+  if (!throttle.ok()) return Fail("load", std::string(throttle.status().message()));
+  o.client_throttle = *throttle;
   if (method == "get-order") {
     o.method = LoadMethod::kGetOrder;
   } else if (method != "place-order") {

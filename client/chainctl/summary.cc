@@ -233,6 +233,18 @@ std::string FormatSummaryJson(const LoadSummary& s) {
   return out;
 }
 
+absl::StatusOr<absl::optional<ClientThrottlePolicy>> LoadClientThrottle(double k) {
+  if (k == 0) return absl::optional<ClientThrottlePolicy>();
+  ClientThrottlePolicy policy;
+  policy.k = k;
+  if (absl::Status s = ValidateClientThrottlePolicy(policy); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--client-throttle=", k, ": 0 (off) or a number >= 1 (", s.message(), ")"));
+  }
+  policy.window = absl::Seconds(5);
+  return absl::optional<ClientThrottlePolicy>(policy);
+}
+
 absl::StatusOr<std::vector<std::string>> ParseTargetList(absl::string_view text) {
   std::vector<std::string> out;
   if (text.empty()) return absl::InvalidArgumentError("empty target list (want host:port,...)");

@@ -35,6 +35,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
+#include "hopbudget/client_throttle.h"
 
 namespace hopbudget::chainctl {
 
@@ -155,6 +157,13 @@ class SummaryBuilder {
 
 std::string FormatSummaryTable(const LoadSummary& s);
 std::string FormatSummaryJson(const LoadSummary& s);
+
+// The client throttle of a load generator's `--client-throttle=K`: nullopt
+// for 0 (off), else ClientThrottlePolicy with k = K and a 5 s window (not
+// the SRE book's two minutes: a load run is seconds long, and the throttle
+// must follow the gateway within it). InvalidArgument "--client-throttle=K:
+// 0 (off) or a number >= 1 (...)" for any other K.
+absl::StatusOr<absl::optional<ClientThrottlePolicy>> LoadClientThrottle(double k);
 
 // "host:port,host:port": each a non-empty host and a port in 1..65535.
 // InvalidArgument naming the bad entry otherwise; an empty list is an error.

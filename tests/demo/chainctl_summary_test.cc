@@ -1,4 +1,5 @@
 // Copyright hopbudget authors.
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "summary.h"
@@ -124,6 +125,23 @@ TEST(SummaryBuilderTest, SendLagAndExpiredUnsent) {
                                               "\"expired_unsent\":1"));
   EXPECT_THAT(FormatSummaryTable(s),
               ::testing::ContainsRegex("expired waiting for a stream \\(never sent\\) +1\n"));
+}
+
+TEST(LoadClientThrottleTest, OffAtZeroAFiveSecondWindowOtherwiseAndBadValuesNamed) {
+  absl::StatusOr<absl::optional<ClientThrottlePolicy>> off = LoadClientThrottle(0);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->has_value());
+  absl::StatusOr<absl::optional<ClientThrottlePolicy>> on = LoadClientThrottle(2);
+  ASSERT_TRUE(on.ok());
+  ASSERT_TRUE(on->has_value());
+  EXPECT_EQ((*on)->k, 2);
+  EXPECT_EQ((*on)->window, absl::Seconds(5));
+  for (double bad : {0.5, -1.0}) {
+    absl::StatusOr<absl::optional<ClientThrottlePolicy>> r = LoadClientThrottle(bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(r.status().message()),
+                HasSubstr(absl::StrCat("--client-throttle=", bad, ": 0 (off) or a number >= 1")));
+  }
 }
 
 TEST(ParseTargetListTest, AcceptsAndRejects) {

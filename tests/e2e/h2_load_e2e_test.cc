@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -17,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "chain_process.h"
 
 namespace hopbudget::e2e {
@@ -188,6 +190,35 @@ TEST(H2LoadE2eTest, BudgetHeadersReachTheGatewayOnlyWhenAsked) {
     EXPECT_EQ(SumOf(*after, metric) - SumOf(*before, metric), headers ? 20 : 0)
         << "--budget-headers " << headers;
   }
+}
+
+// A gateway that goes away mid-run (here a deploy's SIGTERM: gRPC sends
+// GOAWAY) ends the run with exit status 1 and says so, rather than
+// averaging a dead chain into a round.
+TEST(H2LoadE2eTest, AConnectionLostMidRunExitsOneNamingIt) {
+  auto chain = std::make_unique<Chain>(std::vector<std::string>{}, "none");
+  ASSERT_NE(chain->gateway, nullptr) << chain->processes.error();
+  FILE* f = popen(absl::StrCat(HOPBUDGET_H2_LOAD, " --gateway=", chain->gateway->address(),
+                               " --rps=50 --duration=60s --budget=2s --quiet --json=- 2>&1")
+                      .c_str(),
+                  "r");
+  ASSERT_NE(f, nullptr);
+  // The load is under way once calls have reached the gateway.
+  bool started = false;
+  for (int i = 0; i < 200 && !started; ++i) {
+    absl::StatusOr<std::string> metrics = HttpGet(chain->gateway->metrics_port(), "/metrics");
+    started = metrics.ok() && SumOf(*metrics, "hopbudget_budget_at_arrival_seconds_count") > 0;
+    if (!started) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(started);
+  chain.reset();  // stops the three services, the gateway first
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  const int status = pclose(f);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << out;
+  EXPECT_THAT(out, HasSubstr("was lost")) << out;
 }
 
 TEST(H2LoadE2eTest, BadCommandLinesExit2NamingTheFlag) {
