@@ -348,6 +348,85 @@ TEST(DecideBackendWaitTest, WaitsUntilOnlyTheMinimumIsLeftAndNoLonger) {
   }
 }
 
+// Shadow mode: what the call runs under, and what hopbudget would have done.
+TEST(ShadowTest, ACallInShadowRunsUnderItsCallersDeadlineWhateverIsLeft) {
+  FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  const absl::Duration inf = absl::InfiniteDuration();
+  struct Case {
+    const char* name;
+    absl::Duration deadline_in;  // inf: no deadline
+    DeadlineSource source;
+    absl::Duration budget;
+  };
+  const Case cases[] = {
+      {"a second left", absl::Seconds(1), DeadlineSource::kClient, absl::Seconds(1)},
+      {"below any minimum", absl::Microseconds(10), DeadlineSource::kClient,
+       absl::Microseconds(10)},
+      {"expired", -absl::Milliseconds(3), DeadlineSource::kClient, -absl::Milliseconds(3)},
+      {"no deadline", inf, DeadlineSource::kNone, inf},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const absl::Time deadline = c.deadline_in == inf ? absl::InfiniteFuture() : t0 + c.deadline_in;
+    const RequestBudget b = PassThroughRequestBudget(deadline, t0);
+    EXPECT_EQ(b.outcome, ArrivalOutcome::kAccepted);
+    EXPECT_EQ(b.deadline, deadline);
+    EXPECT_EQ(b.source, c.source);
+    EXPECT_EQ(b.budget_on_arrival, c.budget);
+    EXPECT_EQ(b.arrival, t0);
+  }
+}
+
+TEST(ShadowTest, TheRealBudgetSaysWhatWouldHaveBeenRefusedOrCut) {
+  FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  const BudgetPolicy capped = Policy(absl::Milliseconds(200), absl::Milliseconds(50),
+                                     absl::Milliseconds(5), absl::Milliseconds(10));
+  struct Case {
+    const char* name;
+    absl::Duration deadline_in;  // the caller's
+    absl::Duration seen_at;      // when asked, from arrival
+    ShadowAction action;
+  };
+  const Case cases[] = {
+      {"arrived below the minimum", absl::Milliseconds(4), absl::ZeroDuration(),
+       ShadowAction::kRefuse},
+      {"arrived expired", -absl::Milliseconds(1), absl::ZeroDuration(), ShadowAction::kRefuse},
+      {"refused stays refused when it ends", absl::Milliseconds(4), absl::Seconds(1),
+       ShadowAction::kRefuse},
+      {"the cap binds, ended before it", absl::Seconds(2), absl::Milliseconds(150),
+       ShadowAction::kNone},
+      {"the cap binds, ended at it", absl::Seconds(2), absl::Milliseconds(200),
+       ShadowAction::kNone},
+      {"the cap binds, ended after it", absl::Seconds(2), absl::Milliseconds(201),
+       ShadowAction::kCut},
+      // The caller's own deadline is gRPC's to enforce, shadow or not.
+      {"the caller's deadline binds, ended after it", absl::Milliseconds(100),
+       absl::Milliseconds(300), ShadowAction::kNone},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const RequestBudget would = DeriveRequestBudget(capped, t0 + c.deadline_in, t0);
+    EXPECT_EQ(ShadowActionAt(would, t0 + c.seen_at), c.action);
+  }
+  // No deadline and no cap: nothing to refuse or cut.
+  EXPECT_EQ(ShadowActionAt(DeriveRequestBudget(BudgetPolicy{}, absl::InfiniteFuture(), t0),
+                           t0 + absl::Hours(1)),
+            ShadowAction::kNone);
+}
+
+TEST(ShadowTest, ADownstreamCallOfAShadowedRequestTakesTheRequestsDeadline) {
+  FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  const CallDeadline call = DeriveCallDeadline(PassThroughPolicy(), t0 + absl::Milliseconds(300),
+                                               DeadlineSource::kClient, t0);
+  EXPECT_EQ(call.outcome, CallOutcome::kProceed);
+  EXPECT_EQ(call.deadline, t0 + absl::Milliseconds(300));
+  EXPECT_EQ(call.source, DeadlineSource::kClient);
+  EXPECT_TRUE(ValidatePolicy(PassThroughPolicy()).ok());
+}
+
 // Test failures name the value, not its integer.
 TEST(BudgetNamesTest, OutcomesPrintByName) {
   EXPECT_EQ(::testing::PrintToString(BackendWaitOutcome::kGiveUp), "give_up");
@@ -355,6 +434,7 @@ TEST(BudgetNamesTest, OutcomesPrintByName) {
   EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kShedQueueExpired), "shed_queue_expired");
   EXPECT_EQ(::testing::PrintToString(ArrivalOutcome::kExpired), "expired");
   EXPECT_EQ(::testing::PrintToString(CallOutcome::kExhausted), "exhausted");
+  EXPECT_EQ(::testing::PrintToString(ShadowAction::kFailFast), "fail_fast");
 }
 
 }  // namespace

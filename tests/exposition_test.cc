@@ -312,6 +312,9 @@ MetricsSnapshot EveryScalarAtADistinctValue() {
   for (int j = 0; j < 3; ++j) m.CountConfigReload(ConfigReload::kApplied);
   m.CountConfigReload(ConfigReload::kRefused);
   m.SetConfigGeneration(4);
+  for (int j = 0; j < 5; ++j) m.CountShadow(ShadowAction::kRefuse);
+  for (int j = 0; j < 6; ++j) m.CountShadow(ShadowAction::kCut);
+  for (int j = 0; j < 7; ++j) m.CountShadow(ShadowAction::kFailFast);
   return m.Snapshot();
 }
 
@@ -469,6 +472,11 @@ hopbudget_config_reloads_total{result="refused"} 1
 # HELP hopbudget_config_generation The policy table in force: 1 for the one read at start, one more per applied reload.
 # TYPE hopbudget_config_generation gauge
 hopbudget_config_generation 4
+# HELP hopbudget_shadow_total Calls of methods in shadow mode that hopbudget would have refused, cut at this hop's request cap, or failed fast downstream, and let run.
+# TYPE hopbudget_shadow_total counter
+hopbudget_shadow_total{action="refuse"} 5
+hopbudget_shadow_total{action="cut"} 6
+hopbudget_shadow_total{action="fail_fast"} 7
 )";
 
 TEST(PrometheusTextTest, ProcessWideFamiliesAreWrittenAsBeforeTheTables) {

@@ -3,6 +3,7 @@
 // calls that arrive after it.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "eventually.h"
@@ -251,6 +252,118 @@ TEST(HopGrpcReloadTest, AMethodNameThisProgramDoesNotLinkIsATypo) {
             "hopbudget.echo.Relay/Cal");
   options.check_names = NameCheck::kNone;  // a config shared with programs that link them
   EXPECT_TRUE(Hop::Create(options).ok());
+}
+
+// Shadow mode, for every method of the Hop (HopOptions::defaults.shadow):
+// Call takes 2 s with a 300 ms reserve, Write 250 ms; both refuse a call
+// that arrives with less than 150 ms.
+std::unique_ptr<Hop> ShadowHop(Metrics* metrics, bool shadow) {
+  HopOptions options;
+  options.name = "front";
+  options.metrics = metrics;
+  options.defaults.shadow = shadow;
+  options.defaults.budget.min_attempt_budget = absl::Milliseconds(150);
+  options.service_config = R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "2s"},
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "0.25s"}],
+    "hopbudget": {"methodPolicy": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "hopReserve": "0.3s"}]}})";
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  EXPECT_TRUE(hop.ok()) << hop.status();
+  return hop.ok() ? *std::move(hop) : nullptr;
+}
+
+struct ShadowCase {
+  const char* name;
+  Method method;
+  absl::Duration deadline;
+  echo::RelayRequest request;
+  ShadowAction would;  // what hopbudget would do to the call
+};
+
+std::vector<ShadowCase> ShadowCases() {
+  return {
+      // Write's 250 ms cap would cut it.
+      {"cut", Method::kWrite, absl::Seconds(2), Request({Work(300)}), ShadowAction::kCut},
+      // 100 ms is below the 150 ms minimum.
+      {"refuse", Method::kCall, absl::Milliseconds(100), Request({Work(0)}), ShadowAction::kRefuse},
+      // After 200 ms of work, 400 ms less the 300 ms reserve is below the
+      // minimum: the relay would not be sent.
+      {"fail fast", Method::kCall, absl::Milliseconds(600), Request({Work(200), Work(0)}),
+       ShadowAction::kFailFast},
+      {"relayed", Method::kCall, absl::Seconds(5), Request({Work(0), Work(0)}),
+       ShadowAction::kNone},
+  };
+}
+
+struct ShadowAnswer {
+  grpc::StatusCode code;
+  int64_t downstream_budget_us = 0;  // the front's relay, when it made one
+};
+
+// Each case's answer from a front at `front_address` (a plain stub).
+std::vector<ShadowAnswer> AnswersOf(const std::string& front_address) {
+  auto stub = testing::ConnectedStub(front_address, /*with_interceptor=*/false);
+  std::vector<ShadowAnswer> answers;
+  for (const ShadowCase& c : ShadowCases()) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + c.deadline));
+    echo::RelayReply reply;
+    const grpc::Status s = c.method == Method::kCall ? stub->Call(&ctx, c.request, &reply)
+                                                     : stub->Write(&ctx, c.request, &reply);
+    answers.push_back(
+        {s.error_code(), reply.hops_size() > 0 ? reply.hops(0).downstream_budget_us() : 0});
+  }
+  return answers;
+}
+
+TEST_P(HopGrpcTest, ShadowModeAnswersAsAPlainServerAndCountsWhatItWouldHaveDone) {
+  // Without hopbudget: a plain front and back.
+  HopConfig plain_back;
+  plain_back.install_interceptors = false;
+  RelayHop back_alone(plain_back);
+  HopConfig plain_front = plain_back;
+  plain_front.api = GetParam();
+  RelayHop front_alone(plain_front);
+  front_alone.SetNext(back_alone.address());
+  const std::vector<ShadowAnswer> plain = AnswersOf(front_alone.address());
+
+  Metrics enforced_metrics;
+  std::unique_ptr<Hop> enforcing = ShadowHop(&enforced_metrics, /*shadow=*/false);
+  ASSERT_NE(enforcing, nullptr);
+  FrontAndBack enforced_chain(*enforcing, GetParam());
+  const std::vector<ShadowAnswer> enforced = AnswersOf(enforced_chain.front.address());
+
+  Metrics shadow_metrics;
+  std::unique_ptr<Hop> shadowing = ShadowHop(&shadow_metrics, /*shadow=*/true);
+  ASSERT_NE(shadowing, nullptr);
+  FrontAndBack shadow_chain(*shadowing, GetParam());
+  const std::vector<ShadowAnswer> shadow = AnswersOf(shadow_chain.front.address());
+
+  const std::vector<ShadowCase> cases = ShadowCases();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    EXPECT_EQ(plain[i].code, grpc::StatusCode::OK);
+    EXPECT_EQ(shadow[i].code, plain[i].code);
+    // What the shadow counts is what enforcing does.
+    EXPECT_EQ(enforced[i].code, cases[i].would == ShadowAction::kNone
+                                    ? grpc::StatusCode::OK
+                                    : grpc::StatusCode::DEADLINE_EXCEEDED);
+  }
+  // The relay of a shadowed call takes the caller's whole deadline, as
+  // gRPC's propagation gives it; enforced, Call's 2 s less its reserve.
+  EXPECT_GT(shadow[3].downstream_budget_us, absl::ToInt64Microseconds(absl::Seconds(4)));
+  EXPECT_LT(enforced[3].downstream_budget_us, absl::ToInt64Microseconds(absl::Seconds(2)));
+
+  const MetricsSnapshot counted = shadow_metrics.Snapshot();
+  EXPECT_EQ(counted.shadow(ShadowAction::kCut), 1u);
+  EXPECT_EQ(counted.shadow(ShadowAction::kRefuse), 1u);
+  EXPECT_EQ(counted.shadow(ShadowAction::kFailFast), 1u);
+  EXPECT_EQ(counted.deadline_exceeded(Side::kServer, DeadlineSource::kArrivedExpired), 0u);
+  const MetricsSnapshot none = enforced_metrics.Snapshot();
+  EXPECT_EQ(none.shadow(ShadowAction::kCut) + none.shadow(ShadowAction::kRefuse) +
+                none.shadow(ShadowAction::kFailFast),
+            0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, HopGrpcTest,

@@ -30,6 +30,8 @@ void ExpectSame(const SourceTag& a, const SourceTag& b) {
   EXPECT_EQ(a.budget_start, b.budget_start);
   EXPECT_EQ(a.logical_start, b.logical_start);
   EXPECT_EQ(a.call_kind, b.call_kind);
+  EXPECT_EQ(a.shadow, b.shadow);
+  EXPECT_EQ(a.shadow_would_fail_fast, b.shadow_would_fail_fast);
 }
 
 TEST(SourceTagTest, EveryFieldReadsBackExactly) {
@@ -46,6 +48,8 @@ TEST(SourceTagTest, EveryFieldReadsBackExactly) {
   full.budget_start = t;
   full.logical_start = t - absl::Microseconds(7);
   full.call_kind = ClientCallKind::kRetryAttempt;
+  full.shadow = true;
+  full.shadow_would_fail_fast = true;
 
   SourceTag infinite;  // the defaults: no deadline, nothing known
   infinite.source = DeadlineSource::kNone;
@@ -54,6 +58,7 @@ TEST(SourceTagTest, EveryFieldReadsBackExactly) {
   extremes.logical_deadline = absl::InfinitePast();
   extremes.budget_start = absl::InfiniteFuture();
   extremes.has_logical = false;  // the flags apart: a retry attempt without a logical part
+  extremes.shadow_would_fail_fast = false;  // shadow alone
 
   for (const SourceTag& tag : {full, infinite, extremes}) {
     absl::optional<SourceTag> back = ParseSourceTag(FormatSourceTag(tag));
@@ -71,7 +76,7 @@ TEST(SourceTagTest, ValuesThatAreNotATagReadAsNone) {
   std::string bad_logical_source = good;
   bad_logical_source[1] = '\xff';
   std::string bad_flag = good;
-  bad_flag[2] = 4;  // bits 0 and 1 are has_logical and the retry attempt
+  bad_flag[2] = 16;  // bits 0-3: has_logical, retry attempt, shadow, would fail fast
   const struct {
     const char* what;
     std::string value;

@@ -116,6 +116,32 @@ RequestBudget DeriveRequestBudget(const BudgetPolicy& policy, absl::Time inbound
   return out;
 }
 
+RequestBudget PassThroughRequestBudget(absl::Time caller_deadline, absl::Time now) {
+  RequestBudget out;
+  out.arrival = now;
+  out.deadline = caller_deadline;
+  if (caller_deadline == absl::InfiniteFuture()) return out;  // kNone, infinite
+  out.source = DeadlineSource::kClient;
+  out.budget_on_arrival = caller_deadline - now;
+  return out;
+}
+
+const BudgetPolicy& PassThroughPolicy() {
+  static const BudgetPolicy kPolicy = [] {
+    BudgetPolicy p;
+    p.hop_reserve = absl::ZeroDuration();
+    p.min_attempt_budget = absl::ZeroDuration();
+    return p;
+  }();
+  return kPolicy;
+}
+
+ShadowAction ShadowActionAt(const RequestBudget& would, absl::Time now) {
+  if (would.outcome != ArrivalOutcome::kAccepted) return ShadowAction::kRefuse;
+  if (would.source == DeadlineSource::kRequest && now > would.deadline) return ShadowAction::kCut;
+  return ShadowAction::kNone;
+}
+
 CallDeadline DeriveCallDeadline(const BudgetPolicy& policy, absl::Time parent_deadline,
                                 DeadlineSource parent_source, absl::Time now) {
   CallDeadline out;

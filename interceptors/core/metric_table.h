@@ -280,7 +280,7 @@ inline constexpr MetricRow kShieldMetrics[] = {
 };
 
 // A Hop's service config (hop.h).
-enum class ConfigMetric : int { kReloads, kGeneration };
+enum class ConfigMetric : int { kReloads, kGeneration, kShadow };
 inline constexpr MetricRow kConfigMetrics[] = {
     Counter<&S::config_reloads, ConfigReload, ConfigReloadName>(
         "hopbudget_config_reloads_total",
@@ -290,6 +290,11 @@ inline constexpr MetricRow kConfigMetrics[] = {
     Gauge<&S::config_generation>("hopbudget_config_generation",
                                  "The policy table in force: 1 for the one read at start, one "
                                  "more per applied reload."),
+    Counter<&S::shadow_actions, ShadowAction, ShadowActionName>(
+        "hopbudget_shadow_total",
+        "Calls of methods in shadow mode that hopbudget would have refused, cut at this hop's "
+        "request cap, or failed fast downstream, and let run.",
+        "action", ShadowAction::kRefuse, kShadowActionCount - 1),
 };
 
 // Races, hedges and concurrency slots (race_grpc.h, hedge_grpc.h,
@@ -423,7 +428,7 @@ struct TableOf<AdmissionMetric> {
 template <>
 struct TableOf<ConfigMetric> {
   static constexpr int kIndex = 5;
-  static constexpr int kRows = static_cast<int>(ConfigMetric::kGeneration) + 1;
+  static constexpr int kRows = static_cast<int>(ConfigMetric::kShadow) + 1;
 };
 static_assert(std::size(kRetryMetrics) == TableOf<RetryMetric>::kRows);
 static_assert(std::size(kConfigMetrics) == TableOf<ConfigMetric>::kRows);

@@ -685,6 +685,9 @@ void Metrics::CountConfigReload(ConfigReload result) {
 void Metrics::SetConfigGeneration(int64_t generation) {
   cells_->Set<ConfigMetric::kGeneration>(generation);
 }
+void Metrics::CountShadow(ShadowAction action) {
+  cells_->Add<ConfigMetric::kShadow>(static_cast<int>(action));
+}
 void Metrics::AddShieldInFlight(int delta) {
   // Two's complement: a negative delta wraps, the snapshot reads it signed.
   cells_->Add<ShieldMetric::kInFlight>(0, static_cast<uint64_t>(static_cast<int64_t>(delta)));

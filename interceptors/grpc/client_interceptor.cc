@@ -192,8 +192,10 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     if (from_helper && tagged.inbound_key != 0) {
       inbound_key_ = tagged.inbound_key;
       inbound_id_ = tagged.inbound_id;
+      shadow_ = tagged.shadow;
     } else if (const InboundBudget* inbound = internal::CurrentInbound()) {
       inbound_key_ = internal::InboundKey(*inbound, &inbound_id_);
+      shadow_ = inbound->shadow();
     }
     if (from_helper) call_kind_ = tagged.call_kind;
 
@@ -215,8 +217,21 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     effective_deadline_ = effective;
     const absl::Duration remaining = effective - now;
 
-    if (deadline_source_ == DeadlineSource::kExhaustedBeforeCall ||
-        (effective != absl::InfiniteFuture() && remaining < shared_.min_call_budget)) {
+    const bool fail_fast =
+        deadline_source_ == DeadlineSource::kExhaustedBeforeCall ||
+        (effective != absl::InfiniteFuture() && remaining < shared_.min_call_budget);
+    if (shadow_) {
+      // A request in shadow mode: the call goes out as it came, and gRPC
+      // alone ends it (at its deadline, even one already passed).
+      if (fail_fast || tagged.shadow_would_fail_fast) {
+        shared_.metrics->CountShadow(ShadowAction::kFailFast);
+      }
+      if (deadline_source_ == DeadlineSource::kExhaustedBeforeCall) {
+        deadline_source_ = tagged.logical_source;
+      }
+      return true;
+    }
+    if (fail_fast) {
       FailFast(remaining);
       return false;
     }
@@ -368,6 +383,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   void CheckLeak(absl::Time now, absl::Time* enforce) {
     const InboundBudget* inbound = internal::CurrentInbound();
     if (inbound == nullptr || inbound->deadline() == absl::InfiniteFuture()) return;
+    // In shadow mode a leak is counted, and the call left as it is.
+    const bool enforce_it = !inbound->shadow();
     const CallDeadline derived =
         DeriveCallDeadline(inbound->policy(), inbound->deadline(), inbound->source(), now);
     if (deadline_ == absl::InfiniteFuture()) {
@@ -375,7 +392,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     } else if (deadline_ > inbound->deadline()) {
       Leak(LeakKind::kLaterThanInbound);
     }
-    if (derived.deadline < deadline_) {
+    if (enforce_it && derived.deadline < deadline_) {
       *enforce = derived.deadline;
       enforce_source_ = derived.outcome == CallOutcome::kExhausted
                             ? DeadlineSource::kExhaustedBeforeCall
@@ -619,6 +636,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   std::atomic<int64_t> fired_elapsed_ns_{0};  // written before fired_
 
   bool hijacked_ = false;
+  // Made for a request in shadow mode: counted, left as it is (OnStart).
+  bool shadow_ = false;
   grpc::Status hijack_status_;
   internal::MetadataPairs hijack_trailers_;  // lives as long as the call
 };

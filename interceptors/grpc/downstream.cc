@@ -58,7 +58,8 @@ std::string FormatSourceTag(const SourceTag& tag) {
   *at++ = static_cast<char>(tag.source);
   *at++ = static_cast<char>(tag.logical_source);
   *at++ = static_cast<char>((tag.has_logical ? 1 : 0) |
-                            (tag.call_kind == ClientCallKind::kRetryAttempt ? 2 : 0));
+                            (tag.call_kind == ClientCallKind::kRetryAttempt ? 2 : 0) |
+                            (tag.shadow ? 4 : 0) | (tag.shadow_would_fail_fast ? 8 : 0));
   PutInt(at, DurationBits(tag.budget));
   PutInt(at, TimeBits(tag.logical_deadline));
   PutInt(at, DurationBits(tag.logical_budget));
@@ -73,8 +74,9 @@ absl::optional<SourceTag> ParseSourceTag(absl::string_view bytes) {
   if (bytes.size() != kTagSize) return absl::nullopt;
   const auto source = static_cast<unsigned char>(bytes[0]);
   const auto logical_source = static_cast<unsigned char>(bytes[1]);
-  const auto flags = static_cast<unsigned char>(bytes[2]);  // has_logical, retry attempt
-  if (!IsSource(source) || !IsSource(logical_source) || flags > 3) {
+  // has_logical, retry attempt, shadow, shadow_would_fail_fast
+  const auto flags = static_cast<unsigned char>(bytes[2]);
+  if (!IsSource(source) || !IsSource(logical_source) || flags > 15) {
     return absl::nullopt;
   }
   SourceTag out;
@@ -82,6 +84,8 @@ absl::optional<SourceTag> ParseSourceTag(absl::string_view bytes) {
   out.logical_source = static_cast<DeadlineSource>(logical_source);
   out.has_logical = (flags & 1) != 0;
   out.call_kind = (flags & 2) != 0 ? ClientCallKind::kRetryAttempt : ClientCallKind::kPlainCall;
+  out.shadow = (flags & 4) != 0;
+  out.shadow_would_fail_fast = (flags & 8) != 0;
   const char* at = bytes.data() + 3;
   out.budget = DurationOf(GetInt(at));
   out.logical_deadline = TimeOf(GetInt(at));
@@ -160,6 +164,11 @@ std::unique_ptr<grpc::ClientContext> NewDownstreamContext(const grpc::ServerCont
   tag.logical_budget = budget != nullptr ? budget->budget_on_arrival() : call.budget;
   if (budget != nullptr && budget->refused()) tag.logical_deadline = absl::InfinitePast();
   if (budget != nullptr) tag.inbound_key = internal::InboundKey(*budget, &tag.inbound_id);
+  if (budget != nullptr && budget->shadow()) {
+    tag.shadow = true;
+    tag.shadow_would_fail_fast = internal::ShadowWouldFailFast(
+        *budget, options.attempt_cap, options.scope == DownstreamScope::kRequest, now);
+  }
   if (budget != nullptr && budget->trace_requested()) ctx->AddMetadata(kTraceRequestHeader, "1");
   // The inbound budget started when the call arrived; an attempt budget
   // starts now.

@@ -64,6 +64,11 @@ struct SourceTag {
   // layer observes the logical call once, the budget interceptor each
   // attempt (metrics).
   ClientCallKind call_kind = ClientCallKind::kPlainCall;
+  // Made for a request in shadow mode (InboundBudget::shadow()): the budget
+  // interceptor changes nothing of the call; `shadow_would_fail_fast` says
+  // hopbudget would not have started it (counted, not done).
+  bool shadow = false;
+  bool shadow_would_fail_fast = false;
 };
 // Durations and times are kept to the nanosecond; beyond the int64 range of
 // nanoseconds (292 years) they read back as infinite.
@@ -136,6 +141,13 @@ inline absl::Time DeadlineOf(gpr_timespec raw, absl::Time now) {
 
 // The InboundBudget bound to this thread by an InboundScope, or nullptr.
 const InboundBudget* CurrentInbound();
+
+// For a request in shadow mode (InboundBudget::shadow()): whether hopbudget
+// would have refused to start a downstream call at `now` with `options`'
+// attempt cap (the request refused, or less than its method's
+// min_attempt_budget left after the reserve). False when not in shadow mode.
+bool ShadowWouldFailFast(const InboundBudget& budget, absl::Duration attempt_cap,
+                         bool whole_request, absl::Time now);
 
 // Identifies an inbound call for NewChildOfInbound(): its context's address
 // and the budget's process-unique id (addresses are reused).

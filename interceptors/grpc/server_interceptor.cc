@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/server_interceptor.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <functional>
@@ -57,6 +58,14 @@ struct InboundBudgetAccess {
   // after the Proceed() that starts it).
   static void SetOutcome(InboundBudget& b, ArrivalOutcome outcome) { b.budget_.outcome = outcome; }
   static uintptr_t Key(const InboundBudget& b) { return b.key_; }
+  // Shadow mode: the real policy and the budget it would have given.
+  static void SetShadowed(InboundBudget& b, const BudgetPolicy* policy,
+                          const RequestBudget& would) {
+    b.shadowed_policy_ = policy;
+    b.shadowed_ = would;
+  }
+  static const BudgetPolicy* ShadowedPolicy(const InboundBudget& b) { return b.shadowed_policy_; }
+  static const RequestBudget& Shadowed(const InboundBudget& b) { return b.shadowed_; }
 };
 }  // namespace internal
 
@@ -185,18 +194,26 @@ struct ServerShared {
   internal::TransitDelays* transit;
 };
 
+// What a call of one method is served under.
+struct ServedPolicy {
+  BudgetPolicy budget;
+  bool shadow = false;  // MethodPolicy::shadow: count what `budget` would do, do none of it
+};
+
 // The budgets of a call of `full_method`: the server's one policy, or its
 // Hop's entry for the method, whose timeout caps the request; gRPC's own
 // services uncapped unless an entry names them (InboundPolicy). Downstream
 // attempts take the attempt cap of the table's default entry: the entry of
 // a method describes calls of that method, and a downstream call is a call
 // of another one.
-BudgetPolicy PolicyOf(const ServerShared& shared, MethodId method, const char* full_method) {
-  if (shared.hop_config == nullptr) return InboundPolicy(shared.policy, full_method, nullptr);
+ServedPolicy PolicyOf(const ServerShared& shared, MethodId method, const char* full_method) {
+  if (shared.hop_config == nullptr) {
+    return {InboundPolicy(shared.policy, full_method, nullptr), false};
+  }
   const Hop::Resolved r = shared.hop_config->Resolve(method, full_method);  // one table
   BudgetPolicy p = r.method->budget;
   p.attempt_cap = r.table_default->budget.attempt_cap;
-  return InboundPolicy(p, full_method, &shared.hop_config->policies());
+  return {InboundPolicy(p, full_method, &shared.hop_config->policies()), r.method->shadow};
 }
 
 // A waiting call gives up with this much left: no downstream attempt could
@@ -276,7 +293,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
         ctx_(info->server_context()),
         method_name_(info->method()),
         method_(shared->metrics->Method(method_name_)),
-        policy_(PolicyOf(*shared, method_, method_name_)),
+        served_(PolicyOf(*shared, method_, method_name_)),
         arrival_(shared->clock->Now()) {}
 
   ~ServerBudgetInterceptor() override {
@@ -332,14 +349,27 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
         shared_.metrics->CountBadBudgetHeader(parsed.result);
       }
     }
-    const RequestBudget rb = DeriveRequestBudget(policy_, inbound, arrival_);
+    const RequestBudget would = DeriveRequestBudget(served_.budget, inbound, arrival_);
+    // Shadow mode: the call runs under gRPC's own deadline, as without
+    // hopbudget; what `would` does is counted, now (a refusal) or when the
+    // call ends (a cut).
+    const RequestBudget rb =
+        served_.shadow ? PassThroughRequestBudget(grpc_deadline, arrival_) : would;
+    if (served_.shadow) transit = absl::ZeroDuration();
     const bool caller_wants_trace = own.trace_requested;
     send_trace_ = caller_wants_trace || shared_.trace == TraceMode::kAlways;
     // A call kept for /deadlinez asks its downstream calls for their traces,
     // so that its waterfall is whole.
     sampled_ = shared_.metrics->SampleOnArrival(arrival_);
-    budget_.emplace(internal::InboundBudgetAccess::Make(rb, &shared_.hop, &policy_, shared_.clock,
-                                                        ctx_, caller_wants_trace || sampled_));
+    budget_.emplace(internal::InboundBudgetAccess::Make(
+        rb, &shared_.hop, served_.shadow ? &PassThroughPolicy() : &served_.budget, shared_.clock,
+        ctx_, caller_wants_trace || sampled_));
+    if (served_.shadow) {
+      internal::InboundBudgetAccess::SetShadowed(*budget_, &served_.budget, would);
+      if (ShadowActionAt(would, arrival_) == ShadowAction::kRefuse) {
+        shared_.metrics->CountShadow(ShadowAction::kRefuse);
+      }
+    }
     InboundRegistry::Get().Insert(ctx_, InboundEntry{&*budget_, &downstream_});
     // What the caller brought, before this hop's caps; then what this hop
     // allows itself.
@@ -370,7 +400,9 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       // gRPC's deadline is later than the caller's by about the wait.
       ArmTimer(rb.deadline + kCallerCutsFirst);
     }
-    if (shared_.gate != nullptr) return Admit(rb, m);
+    // Admission holds calls back and refuses them: a method in shadow mode
+    // is not held to it.
+    if (shared_.gate != nullptr && !served_.shadow) return Admit(rb, m);
     return Arrival::kGoOn;
   }
 
@@ -599,6 +631,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   BudgetTrace Finish(absl::StatusCode code, DeadlineSource fired, absl::Time now) {
     answered_ = true;
     const RequestBudget& rb = budget_->request_budget();
+    if (budget_->shadow() && ShadowActionAt(internal::InboundBudgetAccess::Shadowed(*budget_),
+                                            now) == ShadowAction::kCut) {
+      shared_.metrics->CountShadow(ShadowAction::kCut);
+    }
     shared_.metrics->EndServerCall(method_, code, now - arrival_);
     if (rb.deadline != absl::InfiniteFuture()) {
       shared_.metrics->ObserveBudgetRemaining(method_, rb.deadline - now);
@@ -630,7 +666,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
   const MethodId method_;
   // This call's budgets, resolved once: the call keeps them through a
   // reload of its Hop's table.
-  const BudgetPolicy policy_;
+  const ServedPolicy served_;
   const absl::Time arrival_;
   absl::optional<InboundBudget> budget_;
   DownstreamLog downstream_;
@@ -731,6 +767,17 @@ MakeServerInterceptorFactory(const Hop& hop, const AdmissionOptions& admission, 
 namespace internal {
 std::unique_ptr<grpc::ClientContext> NewChildOfInbound(uintptr_t key, uint64_t id) {
   return InboundRegistry::Get().NewChild(key, id);
+}
+bool ShadowWouldFailFast(const InboundBudget& budget, absl::Duration attempt_cap,
+                         bool whole_request, absl::Time now) {
+  const BudgetPolicy* real = InboundBudgetAccess::ShadowedPolicy(budget);
+  if (real == nullptr) return false;
+  const RequestBudget& would = InboundBudgetAccess::Shadowed(budget);
+  if (would.outcome != ArrivalOutcome::kAccepted) return true;
+  BudgetPolicy policy = *real;
+  policy.attempt_cap = whole_request ? attempt_cap : std::min(policy.attempt_cap, attempt_cap);
+  return DeriveCallDeadline(policy, would.deadline, would.source, now).outcome ==
+         CallOutcome::kExhausted;
 }
 uintptr_t InboundKey(const InboundBudget& budget, uint64_t* id) {
   *id = InboundBudgetAccess::Id(budget);

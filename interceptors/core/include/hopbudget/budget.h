@@ -36,6 +36,7 @@
 #ifndef HOPBUDGET_BUDGET_H_
 #define HOPBUDGET_BUDGET_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
@@ -175,6 +176,59 @@ struct CallDeadline {
 // deadline (normally RequestBudget::deadline) and the parent's source.
 CallDeadline DeriveCallDeadline(const BudgetPolicy& policy, absl::Time parent_deadline,
                                 DeadlineSource parent_source, absl::Time now);
+
+// Shadow mode (MethodPolicy::shadow, policy_table.h): hopbudget works out
+// what it would do to a call and does none of it, so that an operator can
+// see, on a service that already runs, what turning it on would change.
+//
+// What hopbudget would have done, and did not.
+enum class ShadowAction : uint8_t {
+  kNone = 0,
+  kRefuse,    // the call arrived with less than min_attempt_budget (or expired)
+  kCut,       // the call ran past this hop's request cap
+  kFailFast,  // a downstream call would not have been started (too little left)
+};
+inline constexpr int kShadowActionCount = 4;
+// Stable names: "none", "refuse", "cut", "fail_fast" (the `action` label of
+// hopbudget_shadow_total). AbslStringify and operator<< print them.
+inline absl::string_view ShadowActionName(ShadowAction value) {
+  switch (value) {
+    case ShadowAction::kNone:
+      return "none";
+    case ShadowAction::kRefuse:
+      return "refuse";
+    case ShadowAction::kCut:
+      return "cut";
+    case ShadowAction::kFailFast:
+      return "fail_fast";
+  }
+  return "unknown";
+}
+template <typename Sink>
+void AbslStringify(Sink& sink, ShadowAction value) {
+  sink.Append(ShadowActionName(value));
+}
+inline std::ostream& operator<<(std::ostream& os, ShadowAction value) {
+  return os << ShadowActionName(value);
+}
+
+// The budget a call in shadow mode runs under: the caller's own deadline
+// (`caller_deadline`, InfiniteFuture() for none), accepted whatever is left
+// (even expired: without hopbudget the handler runs, and gRPC ends the call
+// at that deadline), source kClient (kNone when infinite).
+RequestBudget PassThroughRequestBudget(absl::Time caller_deadline, absl::Time now);
+
+// The policy of a request in shadow mode: no caps, no reserve, no minimum,
+// so a downstream call takes the request's own deadline, as gRPC's deadline
+// propagation gives it. Lives for the whole program.
+const BudgetPolicy& PassThroughPolicy();
+
+// What hopbudget would have done to a call whose budget would have been
+// `would` (DeriveRequestBudget with the method's real policy), seen at `now`:
+// kRefuse when `would` was refused; kCut once `now` is past a deadline this
+// hop's own cap set (source kRequest); else kNone. Called when the call
+// arrives (a refusal) and when it ends (a cut).
+ShadowAction ShadowActionAt(const RequestBudget& would, absl::Time now);
 
 // Waiting for a ready backend (ClientOptions::backend_wait, client.h).
 //

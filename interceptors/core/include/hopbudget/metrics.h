@@ -41,6 +41,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "hopbudget/admission.h"
+#include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
 #include "hopbudget/hedge.h"
@@ -255,6 +256,9 @@ struct MetricsSnapshot {
   // in force (1 for the one read at start; 0 before any Hop).
   std::array<uint64_t, kConfigReloadCount> config_reloads{};  // index: ConfigReload
   int64_t config_generation = 0;
+  // What hopbudget would have done to calls in shadow mode (policy_table.h),
+  // and did not, by action.
+  std::array<uint64_t, kShadowActionCount> shadow_actions{};  // index: ShadowAction
   // By label.
   std::vector<MethodSnapshot> methods;                          // methods seen, "other" first
   std::vector<DeadlineExceededCount> deadline_exceeded_by_hop;  // non-zero only
@@ -269,6 +273,7 @@ struct MetricsSnapshot {
   uint64_t leaks(LeakKind kind) const { return deadline_leaks[static_cast<int>(kind)]; }
   uint64_t shield(ShieldEvent e) const { return shield_events[static_cast<int>(e)]; }
   uint64_t config_reload(ConfigReload r) const { return config_reloads[static_cast<int>(r)]; }
+  uint64_t shadow(ShadowAction a) const { return shadow_actions[static_cast<int>(a)]; }
   uint64_t dropped_traces(TraceDrop d) const { return trace_dropped[static_cast<int>(d)]; }
   // The method's entry, or nullptr when it was never counted.
   const MethodSnapshot* method(absl::string_view name) const;
@@ -414,6 +419,9 @@ class Metrics {
   // of the table in force.
   void CountConfigReload(ConfigReload result);
   void SetConfigGeneration(int64_t generation);
+  // A call in shadow mode that hopbudget would have refused, cut or failed
+  // fast, and did not.
+  void CountShadow(ShadowAction action);
   // +1 when shielded work starts, -1 when it ends.
   void AddShieldInFlight(int delta);
   // Whether a call arriving at `now` is kept in the recent-calls sample

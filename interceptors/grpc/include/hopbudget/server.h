@@ -211,6 +211,12 @@ class InboundBudget {
   ArrivalOutcome arrival_outcome() const { return budget_.outcome; }
   // True when the call was refused on arrival: do no work, return at once.
   bool refused() const { return budget_.outcome != ArrivalOutcome::kAccepted; }
+  // True when the call's method is in shadow mode (MethodPolicy::shadow,
+  // policy_table.h): deadline() is the caller's own, refused() is false and
+  // policy() has no cap, reserve or minimum, as if hopbudget were not
+  // there; what it would have done is counted (hopbudget_shadow_total), not
+  // done.
+  bool shadow() const { return shadowed_policy_ != nullptr; }
   // deadline() - now (InfiniteDuration() when infinite; may be negative).
   absl::Duration remaining() const;
   const std::string& hop() const { return *hop_; }
@@ -240,6 +246,10 @@ class InboundBudget {
   uint64_t id_;    // unique per process: tells calls apart when a context's address is reused
   uintptr_t key_;  // the call's context address, with id_ the key of internal lookups
   bool trace_requested_;
+  // Shadow mode: the method's real policy and the budget it would have
+  // given (nullptr: not in shadow mode).
+  const BudgetPolicy* shadowed_policy_ = nullptr;
+  RequestBudget shadowed_;
 };
 
 // What a downstream call is to the request that makes it.
