@@ -32,6 +32,7 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
   /* The summary: cards of their natural width that wrap, never cut. */
   .cards { display: flex; flex-wrap: wrap; gap: 12px 16px; align-items: flex-start; }
   .card { flex: 0 1 auto; max-width: 100%; border: 1px solid var(--line); border-radius: 4px; padding: 6px 10px 8px; }
+  .card[hidden] { display: none; }
   .card .note { max-width: 26em; margin: 4px 0 0; }
   .card p { margin: 0 0 4px; }
   table { border-collapse: collapse; font-size: 12px; }
@@ -108,6 +109,14 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
       <h3>Shielded work</h3>
       <p>in flight: <strong id="shield-in-flight">0</strong></p>
       <table id="shield">
+        <thead><tr><th></th><th>total</th><th>1 min</th><th>10 min</th></tr></thead>
+        <tbody></tbody>
+      </table>
+    </div>
+    <div class="card" id="card-shadow" hidden>
+      <h3>Shadow mode</h3>
+      <p class="note">Methods in shadow mode: what hopbudget would have done, and did not.</p>
+      <table id="shadow">
         <thead><tr><th></th><th>total</th><th>1 min</th><th>10 min</th></tr></thead>
         <tbody></tbody>
       </table>
@@ -282,6 +291,18 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
         rows.push(tr);
       });
     fill($('retries').tBodies[0], rows);
+  }
+
+  // Shown once a method in shadow mode has had a call hopbudget would have
+  // changed.
+  function renderShadow(totals, windows) {
+    var actions = [['refuse', 'would refuse'], ['cut', 'would cut at the cap'],
+                   ['fail_fast', 'would fail fast']];
+    var any = actions.some(function (a) { return (num(totals['shadow.' + a[0]]) || 0) > 0; });
+    $('card-shadow').hidden = !any;
+    fill($('shadow').tBodies[0], actions.map(function (a) {
+      return counterRow(a[1], 'shadow.' + a[0], totals, windows, false, { 'data-action': a[0] });
+    }));
   }
 
   function renderShield(shield, totals, windows) {
@@ -481,6 +502,7 @@ constexpr char kPage[] = R"HTML(<!DOCTYPE html>
     renderTimeouts(totals, windows);
     renderRetries(totals, windows);
     renderShield(data.shield, totals, windows);
+    renderShadow(totals, windows);
     renderPolicy(data.policy, data.retry_policy);
     renderPeers(data.peers);
     renderFilters(data);

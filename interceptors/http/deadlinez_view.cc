@@ -177,6 +177,9 @@ const std::vector<std::string>& SummaryCounterNames() {
       const absl::string_view reason = RetrySkipReason(static_cast<RetryOutcome>(o));
       if (!reason.empty()) n->push_back(absl::StrCat("retries.skipped.", reason));
     }
+    for (int a = 1; a < kShadowActionCount; ++a) {
+      n->push_back(absl::StrCat("shadow.", ShadowActionName(static_cast<ShadowAction>(a))));
+    }
     return n;
   }();
   return *names;
@@ -210,6 +213,7 @@ std::vector<uint64_t> SummaryCounters(const MetricsSnapshot& s) {
   for (int o = 0; o < kRetryOutcomeCount; ++o) {
     if (!RetrySkipReason(static_cast<RetryOutcome>(o)).empty()) v.push_back(s.retry_decisions[o]);
   }
+  for (int a = 1; a < kShadowActionCount; ++a) v.push_back(s.shadow_actions[a]);
   return v;
 }
 

@@ -67,7 +67,8 @@ std::vector<RecentCall> OrderAndFilter(std::vector<RecentCall> calls,
 
 // The counters shown with rates: names are stable JSON keys
 // ("calls.server", "failed.server", "timeouts.server.attempt",
-// "shield.completed", "retries.started", "retries.skipped.no_room", ...).
+// "shield.completed", "retries.started", "retries.skipped.no_room", ...,
+// "shadow.refuse", "shadow.cut", "shadow.fail_fast").
 const std::vector<std::string>& SummaryCounterNames();
 // Their values in `snapshot`, in SummaryCounterNames() order.
 std::vector<uint64_t> SummaryCounters(const MetricsSnapshot& snapshot);

@@ -219,6 +219,22 @@ TEST(DeadlinezPageTest, RendersWaterfallsTimeoutsAndShield) {
   // No policy and no peers given: said so.
   EXPECT_EQ(CountElements(d, {"id=\"no-policy\"", "hidden=\"\""}), 0);
   EXPECT_EQ(TextOf(d, {"id=\"no-peers\""}), "none given");
+  // No method in shadow mode has counted anything: its card is hidden.
+  EXPECT_EQ(CountElements(d, {"id=\"card-shadow\"", "hidden=\"\""}), 1);
+}
+
+TEST(DeadlinezPageTest, ShadowModeCountsAreShownWhenThereAreAny) {
+  std::string json = kSampleJson;
+  const std::string totals = "\"totals\":{";
+  json.insert(json.find(totals) + totals.size(), "\"shadow.refuse\":7,\"shadow.cut\":2,");
+  PageServer server(json);
+  absl::StatusOr<std::string> dom = DumpDom(server.url());
+  ASSERT_TRUE(dom.ok()) << dom.status();
+  const std::string& d = *dom;
+  EXPECT_EQ(CountElements(d, {"id=\"card-shadow\"", "hidden=\"\""}), 0);
+  EXPECT_EQ(TextOf(d, {"data-action=\"refuse\"", "data-window=\"total\""}), "7");
+  EXPECT_EQ(TextOf(d, {"data-action=\"cut\"", "data-window=\"total\""}), "2");
+  EXPECT_EQ(TextOf(d, {"data-action=\"fail_fast\"", "data-window=\"total\""}), "0");
 }
 
 TEST(DeadlinezPageTest, NoCallsYet) {

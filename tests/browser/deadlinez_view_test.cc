@@ -155,6 +155,7 @@ TEST(SummaryCountersTest, ReadFromTheSnapshot) {
   metrics.CountRetryDecision(RetryOutcome::kRetry);
   metrics.CountRetryDecision(RetryOutcome::kThrottled);
   metrics.CountRetryDecision(RetryOutcome::kThrottled);
+  metrics.CountShadow(ShadowAction::kCut);
   const std::vector<uint64_t> v = SummaryCounters(metrics.Snapshot());
   ASSERT_EQ(v.size(), SummaryCounterNames().size());
   EXPECT_EQ(v[Key("calls.server")], 2u);
@@ -168,6 +169,8 @@ TEST(SummaryCountersTest, ReadFromTheSnapshot) {
   EXPECT_EQ(v[Key("retries.started")], 1u);
   EXPECT_EQ(v[Key("retries.skipped.throttled")], 2u);
   EXPECT_EQ(v[Key("retries.skipped.no_room")], 0u);
+  EXPECT_EQ(v[Key("shadow.cut")], 1u);
+  EXPECT_EQ(v[Key("shadow.refuse")], 0u);
 }
 
 TEST(RateRingTest, KeepsOneSampleAStepAndIsBounded) {
