@@ -3,7 +3,8 @@
 # a hopbudget chain (one deadline, derived budgets, budget-aware retries,
 # a bounded shield around the commit) and a baseline chain (a constant
 # timeout per hop, a naive retry loop, a commit nothing can stop). Runs the
-# seeds' incidents on both, side by side (fixed faults), checks that the
+# seeds' incidents on both, side by side (fixed faults), shows hopbudget-lint
+# naming the baseline's incident from its budgets alone, checks that the
 # client deadline header the late-work figures are measured by reaches every
 # hop, runs a short mixed load with random faults, audits both ledgers (every
 # order at most once, by key and by content; every acknowledged one exactly
@@ -36,10 +37,11 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DHOPBUDGET_BUILD_TESTS=OFF -DHOPBUDGET_BUILD_BENCHMARKS=OFF >/dev/null
 fi
 echo "==> building the demo chain in $build"
-cmake --build "$build" -j "$(jobs)" --target gateway orders ledger chainctl >/dev/null
+cmake --build "$build" -j "$(jobs)" --target gateway orders ledger chainctl hopbudget-lint >/dev/null
 
 bin="$build/server"
 chainctl="$build/client/chainctl/chainctl"
+lint="$build/client/lint/hopbudget-lint"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hopbudget-demo.XXXXXX")
 pids=()     # the services
 checked=0   # the services check ran (see cleanup)
@@ -200,6 +202,20 @@ step "$chainctl" scenarios --hopbudget "$hb" --baseline "$bl" --orders 3 \
   --hopbudget-requests-out "$work/scenarios-hopbudget.tsv" \
   --baseline-requests-out "$work/scenarios-baseline.tsv" ||
   failures=$((failures + 1))
+
+echo
+echo "==> hopbudget-lint on the baseline's budgets, written as a gRPC service config"
+echo "    (server/config/baseline_service_config.json): it names the incident before anything runs"
+# Exit 1 is the expected answer: the config does not nest.
+lint_rc=0
+step "$lint" server/config/baseline_service_config.json >"$work/lint.out" || lint_rc=$?
+sed 's/^/   /' "$work/lint.out"
+if [ "$lint_rc" = 1 ] && grep -q "retries after a timeout never run" "$work/lint.out"; then
+  echo "   ok   hopbudget-lint exits 1: demo.Ledger/Commit's retries never run"
+else
+  echo "   !!   hopbudget-lint exited $lint_rc without naming the incident"
+  failures=$((failures + 1))
+fi
 
 # probe LABEL GATEWAY ADMIN: the demo's "after the client deadline" figures
 # are measured through the header x-demo-client-deadline-us; one order sent
