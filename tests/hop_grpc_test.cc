@@ -236,6 +236,61 @@ TEST(HopGrpcChannelTest, APlainChannelFromTheHopLeavesRetriesToHopbudget) {
   EXPECT_EQ(ledger.calls(), 1);
 }
 
+// A method in shadow mode is left to gRPC core: its retryPolicy is core's,
+// so the retrying channel answers as a plain gRPC channel given the same
+// config does, and hopbudget starts no retry of its own.
+TEST(HopGrpcChannelTest, AMethodInShadowModeIsRetriedByGrpcCoreAsWithoutHopbudget) {
+  const std::string retries = R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
+       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"],
+                       "perAttemptRecvTimeout": "1s"}}])";
+  Metrics metrics;
+  HopOptions options;
+  options.name = "orders";
+  options.metrics = &metrics;
+  options.service_config = absl::StrCat(retries, R"(,
+    "hopbudget": {"methodPolicy": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "shadow": true}]}})");
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  ASSERT_TRUE(hop.ok()) << hop.status();
+
+  // gRPC's own reading of perAttemptRecvTimeout needs its experiment flag;
+  // the plain channel gets the config without it.
+  const std::string plain_config = R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
+       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
+  for (const bool through_hopbudget : {false, true}) {
+    SCOPED_TRACE(through_hopbudget ? "hopbudget, shadow" : "plain gRPC");
+    HopConfig ledger_config;
+    ledger_config.hop = "ledger";
+    ledger_config.faults.unavailable_first = 2;
+    RelayHop ledger(ledger_config);
+    std::shared_ptr<grpc::Channel> channel;
+    if (through_hopbudget) {
+      absl::StatusOr<std::shared_ptr<grpc::Channel>> made =
+          CreateRetryingChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+      ASSERT_TRUE(made.ok()) << made.status();
+      channel = *std::move(made);
+    } else {
+      grpc::ChannelArguments args;
+      args.SetServiceConfigJSON(plain_config);
+      channel =
+          grpc::CreateCustomChannel(ledger.address(), grpc::InsecureChannelCredentials(), args);
+    }
+    auto stub = echo::Relay::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    echo::RelayReply reply;
+    const grpc::Status s = stub->Call(&ctx, Request({Work(0)}), &reply);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::OK) << s.error_message();
+    EXPECT_EQ(ledger.calls(), 3);
+    EXPECT_EQ(ledger.last_budget_header(), "");  // none of hopbudget's headers either
+  }
+  EXPECT_EQ(metrics.Snapshot().retry_decision(RetryOutcome::kRetry), 0u);
+}
+
 // This test links echo.Relay (Call, Write, Watch): a typo is refused by name.
 TEST(HopGrpcReloadTest, AMethodNameThisProgramDoesNotLinkIsATypo) {
   HopOptions options;

@@ -190,6 +190,33 @@ TEST(ServiceConfigTest, CoreGetsTheConfigWithoutRetriesHedgesOrHopbudget) {
   EXPECT_FALSE(again->table.Resolve("/a.S/W").retry.has_value());
 }
 
+// hopbudget leaves a method in shadow mode alone: gRPC core keeps its
+// retryPolicy (and the config's retryThrottling), as without hopbudget.
+TEST(ServiceConfigTest, CoreKeepsTheRetriesOfMethodsInShadowMode) {
+  absl::StatusOr<ServiceConfigPolicies> p = Parse(R"json({
+    "methodConfig": [
+      {"name": [{"service": "a.S", "method": "W"}], "timeout": "2s",
+       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.01s", "maxBackoff": "0.1s",
+                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}},
+      {"name": [{"service": "a.S", "method": "R"}, {"service": "a.S", "method": "Q"}],
+       "timeout": "1s", "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.01s"}}],
+    "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
+    "hopbudget": {"methodPolicy": [
+      {"name": [{"service": "a.S", "method": "W"}, {"service": "a.S", "method": "R"}],
+       "shadow": true}]}
+  })json");
+  ASSERT_TRUE(p.ok()) << p.status();
+  // R is in shadow mode, Q is not: their shared entry loses its hedge.
+  EXPECT_EQ(p->core_json,
+            R"({"methodConfig":[{"name":[{"service":"a.S","method":"W"}],"timeout":"2s",)"
+            R"("retryPolicy":{"maxAttempts":3,"initialBackoff":"0.010s","maxBackoff":"0.100s",)"
+            R"("backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}},)"
+            R"({"name":[{"service":"a.S","method":"R"},{"service":"a.S","method":"Q"}],)"
+            R"("timeout":"1s"}],"retryThrottling":{"maxTokens":10,"tokenRatio":0.1}})");
+  EXPECT_TRUE(p->table.Resolve("/a.S/W").shadow);
+  EXPECT_FALSE(p->table.Resolve("/a.S/Q").shadow);
+}
+
 TEST(ServiceConfigTest, TheSeedsIncidentIsRefusedNamingTheMethod) {
   absl::StatusOr<ServiceConfigPolicies> p = Parse(R"json({"methodConfig": [
       {"name": [{"service": "demo.Orders", "method": "Create"}], "timeout": "5s",

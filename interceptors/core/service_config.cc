@@ -409,13 +409,28 @@ absl::StatusOr<ServiceConfigEntries> ReadServiceConfig(absl::string_view json,
   }
 
   // What gRPC core gets: no retries or hedges of its own (hopbudget's), and
-  // its transparent retries kept.
+  // its transparent retries kept. A methodConfig whose every name is in
+  // shadow mode keeps its retryPolicy or hedgingPolicy, and the config its
+  // retryThrottling: hopbudget leaves those calls alone, so core retries
+  // them as it would without hopbudget.
+  absl::flat_hash_map<std::string, bool> shadow_by_key;
+  for (const PolicyTable::Entry& e : out.entries) shadow_by_key[e.first] = e.second.shadow;
   ServiceConfig core = config;
-  core.clear_retry_throttling();
+  bool core_retries = false;
   for (MethodConfig& mc : *core.mutable_method_config()) {
+    bool all_shadow = mc.name_size() > 0;
+    for (const MethodConfig::Name& name : mc.name()) {
+      const absl::StatusOr<std::string> key = KeyOf(name.service(), name.method(), "");
+      all_shadow = all_shadow && key.ok() && shadow_by_key[*key];
+    }
+    if (all_shadow && (mc.has_retry_policy() || mc.has_hedging_policy())) {
+      core_retries = true;
+      continue;
+    }
     mc.clear_retry_policy();
     mc.clear_hedging_policy();
   }
+  if (!core_retries) core.clear_retry_throttling();
   if (auto s = pb::util::MessageToJsonString(core, &out.core_json); !s.ok()) {
     return absl::InternalError(absl::StrCat("service config: ", s.message().as_string()));
   }

@@ -88,7 +88,9 @@ absl::StatusOr<grpc::ChannelArguments> WithChannelDefaults(const grpc::ChannelAr
 absl::StatusOr<std::string> WithoutCoreRetries(const std::string& service_config_json);
 
 // `args` with the service config of `hop` (Hop::core_service_config()),
-// unless `args` sets one or the Hop has none.
+// unless `args` sets one or the Hop has none. Applied after
+// WithChannelDefaults: the Hop's config keeps the retryPolicy of methods in
+// shadow mode, which are gRPC core's to retry.
 grpc::ChannelArguments WithHopServiceConfig(const Hop& hop, const grpc::ChannelArguments& args);
 
 // `options` with the name, clock and metrics of `hop`, whatever they said:

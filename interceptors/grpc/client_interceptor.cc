@@ -183,19 +183,23 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       if (p.result == HeaderParse::kOk && p.budget > absl::ZeroDuration()) idle = p.budget;
       if (p.result == HeaderParse::kEmpty) idle = absl::InfiniteDuration();
     }
+    const MethodPolicy* called = shared_.hop_config != nullptr
+                                     ? &shared_.hop_config->PolicyFor(method_, info_->method())
+                                     : nullptr;
     backend_wait_ = internal::BackendWaitOfCall(
-        shared_.backend_wait,
-        shared_.hop_config != nullptr
-            ? shared_.hop_config->PolicyFor(method_, info_->method()).wait_for_ready
-            : absl::nullopt,
+        shared_.backend_wait, called != nullptr ? called->wait_for_ready : absl::nullopt,
         internal::CallBackendWait(own.backend_wait));
+    // A called method in shadow mode: gRPC alone decides whether the call
+    // waits for a backend (its waitForReady), as without hopbudget.
+    shadow_ = called != nullptr && called->shadow;
+    if (shadow_) backend_wait_ = BackendWait::kFailFast;
     if (from_helper && tagged.inbound_key != 0) {
       inbound_key_ = tagged.inbound_key;
       inbound_id_ = tagged.inbound_id;
-      shadow_ = tagged.shadow;
+      shadow_ = shadow_ || tagged.shadow;
     } else if (const InboundBudget* inbound = internal::CurrentInbound()) {
       inbound_key_ = internal::InboundKey(*inbound, &inbound_id_);
-      shadow_ = inbound->shadow();
+      shadow_ = shadow_ || inbound->shadow();
     }
     if (from_helper) call_kind_ = tagged.call_kind;
 
@@ -725,6 +729,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> BuildChannel(
   if (!factory.ok()) return factory.status();
   absl::StatusOr<grpc::ChannelArguments> channel_args = internal::WithChannelDefaults(args);
   if (!channel_args.ok()) return channel_args.status();
+  // After the defaults: the Hop's config for core keeps the retries of its
+  // methods in shadow mode, which WithChannelDefaults would remove.
+  if (hop != nullptr) *channel_args = internal::WithHopServiceConfig(*hop, *channel_args);
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> creators;
   creators.push_back(*std::move(factory));
   return grpc::experimental::CreateCustomChannelWithInterceptors(target, creds, *channel_args,
@@ -754,8 +761,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const Hop& hop, ClientOptions options, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds, const grpc::ChannelArguments& args) {
-  return BuildChannel(target, creds, internal::WithHopIdentity(hop, std::move(options)),
-                      internal::WithHopServiceConfig(hop, args), &hop);
+  return BuildChannel(target, creds, internal::WithHopIdentity(hop, std::move(options)), args,
+                      &hop);
 }
 
 absl::string_view BackendWaitName(BackendWait value) {

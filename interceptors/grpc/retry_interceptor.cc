@@ -202,9 +202,12 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
     using Type = grpc::experimental::ClientRpcInfo::Type;
     if (shared_.hop_config != nullptr) {
       // Only a method the service config gives a retryPolicy is retried: a
-      // write without one is sent once.
+      // write without one is sent once. A method in shadow mode is left to
+      // gRPC core, which has its retryPolicy (Hop::core_service_config).
       method_policy_ = &shared_.hop_config->PolicyFor(method_, info_->method());
-      if (!method_policy_->retry.has_value()) return RetryShared::Mode::kPassThrough;
+      if (!method_policy_->retry.has_value() || method_policy_->shadow) {
+        return RetryShared::Mode::kPassThrough;
+      }
     }
     const RetryShared::Mode mode = shared_.ModeOf(info_->method());
     const Type expected =
@@ -558,6 +561,11 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> BuildRetryingChannel(
   if (!budget_factory.ok()) return budget_factory.status();
   absl::StatusOr<grpc::ChannelArguments> channel_args = internal::WithChannelDefaults(args);
   if (!channel_args.ok()) return channel_args.status();
+  // After the defaults: the Hop's config for core keeps the retries of its
+  // methods in shadow mode, which WithChannelDefaults would remove.
+  if (shared->hop_config != nullptr) {
+    *channel_args = internal::WithHopServiceConfig(*shared->hop_config, *channel_args);
+  }
   shared->wait_for_backend = client.backend_wait == BackendWait::kWithinBudget;
   std::unique_ptr<internal::TimerService> own;
   if (shared->clock != &Clock::Real()) {
@@ -615,8 +623,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateRetryingChannel(
   shared->hop_config = &hop;
   shared->clock = &hop.clock();
   shared->metrics = &hop.metrics();
-  return BuildRetryingChannel(std::move(shared), client, target, creds,
-                              internal::WithHopServiceConfig(hop, args));
+  return BuildRetryingChannel(std::move(shared), client, target, creds, args);
 }
 
 }  // namespace hopbudget

@@ -68,7 +68,10 @@ struct ServiceConfigPolicies {
   absl::optional<RetryThrottleOptions> retry_throttling;
   // The service config for gRPC core itself: the input without
   // retryPolicy, hedgingPolicy, retryThrottling and the hopbudget section
-  // (hopbudget retries and hedges; core keeps its transparent retries).
+  // (hopbudget retries and hedges; core keeps its transparent retries),
+  // except that a methodConfig whose every name is in shadow mode keeps
+  // its retryPolicy or hedgingPolicy, and then the config its
+  // retryThrottling: core retries those calls, as without hopbudget.
   std::string core_json;
   // What was read differently from how it was written, one sentence each
   // ("methodConfig[1]: retryPolicy.maxAttempts 7 counts as 5, as in gRPC").

@@ -178,7 +178,8 @@ ClientOptions ClientOptionsFor(const Hop& hop);
 // with ClientOptionsFor(hop), which the short form does; their hop, clock
 // and metrics are the Hop's whatever they say), and the
 // Hop's service config handed to gRPC core without retryPolicy,
-// hedgingPolicy and retryThrottling (Hop::core_service_config(): core applies
+// hedgingPolicy and retryThrottling, but for methods in shadow mode
+// (Hop::core_service_config(): core applies
 // each method's timeout to a call made without a deadline, and its
 // waitForReady) unless `args` sets a service config of its own. A method's
 // `waitForReady` also decides whether hopbudget holds its calls for a ready
