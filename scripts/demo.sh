@@ -157,8 +157,11 @@ P[hb-orders]=$port M[hb-orders]=$mport
 # The gateway takes at most 256 calls at a time from one client connection
 # (HTTP/2 SETTINGS): a flood waits in the client's own transport, where its
 # deadlines run out without costing the chain (docs/overload.md).
+# Its per-method budgets come from a gRPC service config (PlaceOrder 2 s,
+# GetOrder 500 ms), a copy that the reload scenario rewrites.
+cp server/config/gateway_service_config.json "$work/gateway_service_config.json"
 start hb-gateway gateway --name=gateway --orders="127.0.0.1:${P[hb-orders]}" --request-cap=2s \
-  --max-concurrent-streams=256 \
+  --max-concurrent-streams=256 --service-config="$work/gateway_service_config.json" \
   --peers="orders=http://127.0.0.1:${M[hb-orders]}/deadlinez,ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
 P[hb-gateway]=$port M[hb-gateway]=$mport
 # The baseline chain: every hop gives the next a constant 1 s timeout, orders
@@ -211,7 +214,7 @@ lint_rc=0
 step "$lint" server/config/baseline_service_config.json >"$work/lint.out" || lint_rc=$?
 sed 's/^/   /' "$work/lint.out"
 if [ "$lint_rc" = 1 ] && grep -q "retries after a timeout never run" "$work/lint.out"; then
-  echo "   ok   hopbudget-lint exits 1: demo.Ledger/Commit's retries never run"
+  echo "   ok   hopbudget-lint exits 1: hopbudget.demo.Ledger/Commit's retries never run"
 else
   echo "   !!   hopbudget-lint exited $lint_rc without naming the incident"
   failures=$((failures + 1))
@@ -580,6 +583,76 @@ if [ -f "$work/flood-baseline.json" ] && [ -f "$work/flood-hopbudget.json" ]; th
 else
   failures=$((failures + 1))
 fi
+
+echo
+echo "==> the gateway's service config, re-read on SIGHUP: shadow mode, a refused config, enforcing"
+echo "    (an order with a 30 ms budget, under a minBudget of 50 ms)"
+# metric PORT SAMPLE: one sample's value on a hop's /metrics (bash's
+# /dev/tcp: the demo needs no HTTP client).
+metric() {
+  local text
+  text=$(exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 &&
+    cat <&3) || return 1
+  printf '%s\n' "$text" | awk -v k="$2" '$1 == k {print $2}'
+}
+# reload CONFIG SAMPLE VALUE: the gateway's config becomes CONFIG, then
+# SIGHUP; waits (5 s at most) until SAMPLE reads VALUE.
+reload() {
+  local i
+  printf '%s\n' "$1" >"$work/gateway_service_config.json"
+  kill -HUP "${PID[hb-gateway]}"
+  for i in $(seq 50); do
+    [ "$(metric "${M[hb-gateway]}" "$2")" = "$3" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+small_order() {
+  "$chainctl" order --gateway "127.0.0.1:${P[hb-gateway]}" --budget 30ms --key "$1" >"$work/$1.out" 2>&1 || true
+}
+repo_config=$(cat server/config/gateway_service_config.json)
+with_min() {  # the repo's config with a 50 ms minBudget for every method, shadow or not
+  printf '%s' "${repo_config%\}*}"
+  printf ', "hopbudget": {"methodPolicy": [{"name": [{}], "minBudget": "0.05s", "shadow": %s}]}}' "$1"
+}
+refused_sample='hopbudget_shadow_total{action="refuse"}'
+if reload "$(with_min true)" hopbudget_config_generation 2; then
+  small_order demo-shadow
+  if [ "$(metric "${M[hb-gateway]}" "$refused_sample")" = 1 ]; then
+    echo "   ok   shadow: the order was let through ($(head -n 1 "$work/demo-shadow.out")); the gateway counts"
+    echo "        that it would have refused it: $refused_sample 1"
+  else
+    echo "   !!   shadow: $refused_sample is not 1"
+    failures=$((failures + 1))
+  fi
+else
+  echo "   !!   the gateway did not apply the shadow config"
+  failures=$((failures + 1))
+fi
+if reload '{"methodConfig": [{"name": [{"service": "hopbudget.demo.Gatewy"}], "timeout": "1s"}]}' \
+  'hopbudget_config_reloads_total{result="refused"}' 1 &&
+  [ "$(metric "${M[hb-gateway]}" hopbudget_config_generation)" = 2 ]; then
+  echo "   ok   a config naming a service the gateway does not have (Gatewy) is refused; generation 2 kept:"
+  grep "reload refused" "$work/hb-gateway.err" | tail -n 1 | sed 's/.*kept: /        /'
+else
+  echo "   !!   the misspelt config was not refused, or the generation changed"
+  failures=$((failures + 1))
+fi
+if reload "$(with_min false)" hopbudget_config_generation 3; then
+  small_order demo-enforced
+  if grep -q "arrived-expired" "$work/demo-enforced.out"; then
+    echo "   ok   enforcing: the same order is refused at the gateway ($(grep -m1 -o 'source=[a-z-]*.*hop=[a-z]*' "$work/demo-enforced.out"))"
+  else
+    echo "   !!   enforcing: the order was not refused as arrived-expired:"
+    sed 's/^/        /' "$work/demo-enforced.out"
+    failures=$((failures + 1))
+  fi
+else
+  echo "   !!   the gateway did not apply the enforcing config"
+  failures=$((failures + 1))
+fi
+reload "$repo_config" hopbudget_config_generation 4 ||
+  { echo "   !!   the gateway did not go back to the repository's config"; failures=$((failures + 1)); }
 
 echo
 # --once stops them as a deploy does (SIGTERM): each must exit 0.

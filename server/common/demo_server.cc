@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +23,18 @@ DemoProcess::DemoProcess(CommonFlags common, const FaultConfig& faults, FaultSup
       stats_(common_.name, common_.mode, &accounting_, &faults_),
       admin_(&stats_, &faults_, AdminOptions{common_.name, common_.verbose, support}),
       outgoing_(common_.mode, common_.baseline_timeout, !common_.fail_fast_without_backend) {}
+
+namespace {
+
+absl::StatusOr<std::string> ReadServiceConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--service-config=", path, ": cannot open it"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
 
 std::vector<std::string> AdmittedMethods() {
   std::vector<std::string> methods;
@@ -190,6 +204,36 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   run.max_concurrent_streams = common_.max_concurrent_streams;
   if (common_.mode == Mode::kHopbudget) {
     run.interceptor_policy = PolicyOf(common_);
+    if (!common_.service_config.empty()) {
+      absl::StatusOr<std::string> json = ReadServiceConfigFile(common_.service_config);
+      if (!json.ok()) {
+        std::cerr << common_.name << ": " << json.status().message() << "\n";
+        return 2;
+      }
+      HopOptions options;
+      options.name = common_.name;
+      options.defaults.budget = *run.interceptor_policy;
+      options.service_config = *std::move(json);
+      absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+      if (!hop.ok()) {
+        std::cerr << common_.name << ": --service-config=" << common_.service_config << ": "
+                  << hop.status().message() << "\n";
+        return 2;
+      }
+      hop_ = *std::move(hop);
+      run.hop = hop_.get();
+      // The Hop logs a line and counts the result of each reload.
+      run.reload = [this] {
+        absl::StatusOr<std::string> text = ReadServiceConfigFile(common_.service_config);
+        if (!text.ok()) {
+          std::cerr << common_.name
+                    << ": service config reload refused: " << text.status().message() << "\n";
+          hop_->metrics().CountConfigReload(ConfigReload::kRefused);
+          return;
+        }
+        (void)hop_->ReloadServiceConfig(*text);
+      };
+    }
     // The demo's handlers block, but for those on the callback API (the
     // gateway's PlaceOrder): kBlocking starts admitted calls on hopbudget's
     // own pool, right for both kinds.

@@ -48,6 +48,7 @@
 #include "admin_service.h"
 #include "faults.h"
 #include "flags.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/retry_policy.h"
 #include "hopbudget/shield.h"
 #include "outgoing.h"
@@ -147,7 +148,11 @@ class DemoProcess {
   // shutdown. First turns absl::Mutex deadlock detection off for the whole
   // process, unless the flags ask for it (--mutex-deadlock-detection).
   // Admission (hopbudget mode, --admission) covers the unary methods of
-  // demo.proto only: see AdmittedMethods(). Returns the exit code.
+  // demo.proto only: see AdmittedMethods(). With --service-config, the
+  // server's interceptor is a Hop's, each method on its own budgets (the
+  // flags' policy the default), and SIGHUP re-reads the file: a config
+  // that does not read or validate is refused and the one in force kept.
+  // Returns the exit code (2 when the service config is refused at start).
   int Serve(const std::vector<grpc::Service*>& services, Shield* shield);
   // The retry policy of this hop's downstream calls, shown on /deadlinez.
   void SetRetryPolicy(const RetryPolicy& policy) { retry_policy_ = policy; }
@@ -160,6 +165,7 @@ class DemoProcess {
   AdminService admin_;
   const OutgoingContexts outgoing_;
   std::optional<RetryPolicy> retry_policy_;
+  std::unique_ptr<Hop> hop_;           // with --service-config
   std::atomic<bool> draining_{false};  // shutting down: handlers answer UNAVAILABLE
 };
 

@@ -30,6 +30,7 @@ void BlockShutdownSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
@@ -120,7 +121,9 @@ int RunServer(const ServerRunOptions& options, const std::vector<grpc::Service*>
     interceptor.hop = options.name;
     interceptor.policy = *options.interceptor_policy;
     interceptor.admission = options.admission;
-    auto factory = MakeServerInterceptorFactory(interceptor);
+    auto factory = options.hop != nullptr
+                       ? MakeServerInterceptorFactory(*options.hop, options.admission)
+                       : MakeServerInterceptorFactory(interceptor);
     if (!factory.ok()) {
       std::cerr << options.name << ": " << factory.status().message() << "\n";
       return 2;
@@ -158,8 +161,15 @@ int RunServer(const ServerRunOptions& options, const std::vector<grpc::Service*>
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   int sig = 0;
-  sigwait(&set, &sig);
+  while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+    if (options.reload) {
+      options.reload();
+    } else {
+      std::cerr << options.name << ": SIGHUP: no service config to re-read\n";
+    }
+  }
   std::cerr << options.name << ": signal " << sig << ", shutting down\n";
   if (options.lame_duck > absl::ZeroDuration()) {
     // Shutdown() answers every call that arrives after it began with

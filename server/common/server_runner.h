@@ -15,8 +15,9 @@
 //
 // RunServer listens (a port in use is an error, never shared), starts the
 // HTTP exporter (/metrics, /deadlinez), prints the ready line
-// "<name> listening on <grpc-port> metrics on <http-port>" on stdout, waits
-// for SIGINT or SIGTERM, then shuts down without answering a call
+// "<name> listening on <grpc-port> metrics on <http-port>" on stdout, calls
+// `reload` on each SIGHUP, waits for SIGINT or SIGTERM, then shuts down
+// without answering a call
 // CANCELLED: NOT_SERVING for `lame_duck` while still serving, then
 // `begin_draining` (handlers answer UNAVAILABLE from then on), then the
 // calls in handlers (and `shield`'s commits) get `shutdown_grace` to finish.
@@ -34,6 +35,7 @@
 
 #include "absl/time/time.h"
 #include "hopbudget/budget.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/retry_policy.h"
 #include "hopbudget/server.h"
 #include "hopbudget/shield.h"
@@ -46,8 +48,9 @@ inline constexpr int kMinPingIntervalMs = 5000;
 inline constexpr int kServerKeepaliveTimeMs = 10000;
 inline constexpr int kServerKeepaliveTimeoutMs = 3000;
 
-// Blocks SIGINT and SIGTERM in this thread and every thread it starts, so
-// that RunServer() can wait for them with sigwait. Call first in main.
+// Blocks SIGINT, SIGTERM and SIGHUP in this thread and every thread it
+// starts, so that RunServer() can wait for them with sigwait. Call first in
+// main.
 void BlockShutdownSignals();
 
 // What every demo server sets on its builder: SO_REUSEPORT off (a port in
@@ -68,6 +71,13 @@ struct ServerRunOptions {
   int max_concurrent_streams = 0;  // per connection (HTTP/2 SETTINGS); 0 = gRPC's default
   // Set: hopbudget's server interceptor with this policy (hopbudget mode).
   std::optional<BudgetPolicy> interceptor_policy;
+  // Set (with interceptor_policy, its defaults): the interceptor is this
+  // Hop's, each method on its own budgets (hopbudget/hop.h). Not owned;
+  // outlives RunServer.
+  const Hop* hop = nullptr;
+  // Called on SIGHUP, on RunServer's thread (re-reads the Hop's service
+  // config). Unset: SIGHUP is logged and ignored.
+  std::function<void()> reload;
   // With the interceptor: its admission (hopbudget/server.h). Off by default.
   AdmissionOptions admission;
   // /deadlinez: the retry policy of this hop's downstream calls, if any, and

@@ -55,6 +55,7 @@ ABSL_DECLARE_FLAG(bool, admission_adaptive);
 ABSL_DECLARE_FLAG(int, admission_queue);
 ABSL_DECLARE_FLAG(double, admission_queue_per_limit);
 ABSL_DECLARE_FLAG(absl::Duration, admission_overload_wait);
+ABSL_DECLARE_FLAG(std::string, service_config);
 ABSL_DECLARE_FLAG(std::string, peers);
 
 // Defines the flags above with this service's hop name and request and
@@ -120,6 +121,9 @@ ABSL_DECLARE_FLAG(std::string, peers);
   ABSL_FLAG(absl::Duration, admission_overload_wait, absl::Milliseconds(10),                   \
             "hopbudget mode: the longest a call waits for admission once the queue has not "   \
             "been empty for 100 ms (sustained overload); inf: no such bound");                 \
+  ABSL_FLAG(std::string, service_config, "",                                                   \
+            "hopbudget mode: a gRPC service config file (JSON, with hopbudget's section) "     \
+            "giving per-method budgets over the flags' policy; SIGHUP re-reads it");           \
   ABSL_FLAG(std::string, peers, "",                                                            \
             "/deadlinez links to other hops: NAME=URL,... (e.g. "                              \
             "ledger=http://127.0.0.1:9103/deadlinez)")
@@ -160,6 +164,7 @@ inline CommonFlags CommonFlagsFromCommandLine() {
   c.admission_queue = absl::GetFlag(FLAGS_admission_queue);
   c.admission_queue_per_limit = absl::GetFlag(FLAGS_admission_queue_per_limit);
   c.admission_overload_wait = absl::GetFlag(FLAGS_admission_overload_wait);
+  c.service_config = absl::GetFlag(FLAGS_service_config);
   c.peers_text = absl::GetFlag(FLAGS_peers);
   return c;
 }

@@ -32,6 +32,10 @@ absl::Status FinishCommonFlags(CommonFlags* c, FaultConfig* faults) {
         absl::StrCat("--mode=", c->mode_text, ": ", mode.status().message()));
   }
   c->mode = *mode;
+  if (!c->service_config.empty() && c->mode != Mode::kHopbudget) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--service-config=", c->service_config, ": needs --mode=hopbudget"));
+  }
   // What a typed flag cannot say: ranges, and durations that are finite
   // and not negative.
   if (absl::Status s = cli::FirstError({

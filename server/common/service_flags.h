@@ -96,6 +96,10 @@ struct CommonFlags {
   // (AdmissionPolicy::queue_per_limit); inf: --admission-queue alone.
   double admission_queue_per_limit = 1;
   absl::Duration admission_overload_wait = absl::Milliseconds(10);
+  // hopbudget mode: a gRPC service config file (JSON, with hopbudget's
+  // section) giving per-method budgets over the flags' policy; SIGHUP
+  // re-reads it. "" for none.
+  std::string service_config;
   // /deadlinez links to other hops, "name=url,...", and parsed.
   std::string peers_text;
   std::vector<std::pair<std::string, std::string>> peers;
