@@ -140,25 +140,30 @@ stopped() {
 declare -A P M
 # The hopbudget chain: gateway caps requests at 2 s, orders gives each
 # ledger attempt at most 300 ms (3 attempts), the ledger bounds a commit at 600 ms.
-start hb-ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms
+# Each hopbudget hop takes its per-method budgets from a gRPC service config
+# in server/config/ (a write and a read with different timeouts).
+start hb-ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
+  --service-config=server/config/ledger_service_config.json
 P[hb-ledger]=$port M[hb-ledger]=$mport
 # A read replica of the same file (read-only; it refuses commits). Orders
 # reads from it and the primary in turn, and hedges a read to the other
 # after the reads' recent p95 (at most 5 % extra load); it keeps at most 8
 # calls in flight towards the ledger (--ledger-slots).
-start hb-replica ledger --name=ledger-replica --replica --db="$work/hopbudget.db"
+start hb-replica ledger --name=ledger-replica --replica --db="$work/hopbudget.db" \
+  --service-config=server/config/ledger_service_config.json
 P[hb-replica]=$port M[hb-replica]=$mport
 # Each hop's /deadlinez links to the one below it.
 start hb-orders orders --name=orders --ledger="127.0.0.1:${P[hb-ledger]}" \
   --attempt-cap=300ms --max-attempts=3 --ledger-slots=8 \
+  --service-config=server/config/orders_service_config.json \
   --ledger-replicas="127.0.0.1:${P[hb-replica]},127.0.0.1:${P[hb-ledger]}" \
   --peers="ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
 P[hb-orders]=$port M[hb-orders]=$mport
 # The gateway takes at most 256 calls at a time from one client connection
 # (HTTP/2 SETTINGS): a flood waits in the client's own transport, where its
 # deadlines run out without costing the chain (docs/overload.md).
-# Its per-method budgets come from a gRPC service config (PlaceOrder 2 s,
-# GetOrder 500 ms), a copy that the reload scenario rewrites.
+# Its service config (PlaceOrder 2 s, GetOrder 500 ms) is a copy, which
+# the reload scenario rewrites.
 cp server/config/gateway_service_config.json "$work/gateway_service_config.json"
 start hb-gateway gateway --name=gateway --orders="127.0.0.1:${P[hb-orders]}" --request-cap=2s \
   --max-concurrent-streams=256 --service-config="$work/gateway_service_config.json" \
