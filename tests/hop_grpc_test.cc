@@ -340,8 +340,10 @@ std::vector<ShadowCase> ShadowCases() {
   return {
       // Write's 250 ms cap would cut it.
       {"cut", Method::kWrite, absl::Seconds(2), Request({Work(300)}), ShadowAction::kCut},
-      // 100 ms is below the 150 ms minimum.
-      {"refuse", Method::kCall, absl::Milliseconds(100), Request({Work(0)}), ShadowAction::kRefuse},
+      // 100 ms is below the 150 ms minimum. Its relay is counted with the
+      // refusal, not again as a call that would fail fast.
+      {"refuse", Method::kCall, absl::Milliseconds(100), Request({Work(0), Work(0)}),
+       ShadowAction::kRefuse},
       // After 200 ms of work, 400 ms less the 300 ms reserve is below the
       // minimum: the relay would not be sent.
       {"fail fast", Method::kCall, absl::Milliseconds(600), Request({Work(200), Work(0)}),

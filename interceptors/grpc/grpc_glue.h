@@ -143,9 +143,10 @@ inline absl::Time DeadlineOf(gpr_timespec raw, absl::Time now) {
 const InboundBudget* CurrentInbound();
 
 // For a request in shadow mode (InboundBudget::shadow()): whether hopbudget
-// would have refused to start a downstream call at `now` with `options`'
-// attempt cap (the request refused, or less than its method's
-// min_attempt_budget left after the reserve). False when not in shadow mode.
+// would have refused to start a downstream call at `now` with `attempt_cap`
+// (less than the request's min_attempt_budget left after its reserve).
+// False when not in shadow mode, and for a request hopbudget would have
+// refused on arrival (counted once, as a refusal).
 bool ShadowWouldFailFast(const InboundBudget& budget, absl::Duration attempt_cap,
                          bool whole_request, absl::Time now);
 

@@ -773,7 +773,9 @@ bool ShadowWouldFailFast(const InboundBudget& budget, absl::Duration attempt_cap
   const BudgetPolicy* real = InboundBudgetAccess::ShadowedPolicy(budget);
   if (real == nullptr) return false;
   const RequestBudget& would = InboundBudgetAccess::Shadowed(budget);
-  if (would.outcome != ArrivalOutcome::kAccepted) return true;
+  // A request hopbudget would have refused is counted once, as a refusal:
+  // its handler would have made no downstream call.
+  if (would.outcome != ArrivalOutcome::kAccepted) return false;
   BudgetPolicy policy = *real;
   policy.attempt_cap = whole_request ? attempt_cap : std::min(policy.attempt_cap, attempt_cap);
   return DeriveCallDeadline(policy, would.deadline, would.source, now).outcome ==
