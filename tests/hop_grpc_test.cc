@@ -291,6 +291,60 @@ TEST(HopGrpcChannelTest, AMethodInShadowModeIsRetriedByGrpcCoreAsWithoutHopbudge
   EXPECT_EQ(metrics.Snapshot().retry_decision(RetryOutcome::kRetry), 0u);
 }
 
+// On a Hop's plain channel a call is one attempt: its method's
+// perAttemptRecvTimeout bounds it, attributed to the attempt budget; a
+// method without one runs to the caller's deadline.
+TEST(HopGrpcChannelTest, APlainChannelCapsEachCallAtItsMethodsAttemptCap) {
+  Metrics metrics;
+  HopOptions options;
+  options.name = "orders";
+  options.metrics = &metrics;
+  options.service_config = R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
+       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"],
+                       "perAttemptRecvTimeout": "0.2s"}},
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}]})";
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  ASSERT_TRUE(hop.ok()) << hop.status();
+  HopConfig ledger_config;
+  ledger_config.hop = "ledger";
+  ledger_config.faults.hang_first = 2;
+  RelayHop ledger(ledger_config);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      CreateChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto stub = echo::Relay::NewStub(*channel);
+
+  struct Case {
+    Method method;
+    DeadlineSource source;
+    absl::Duration budget;
+  };
+  for (const Case& c : {Case{Method::kCall, DeadlineSource::kAttempt, absl::Milliseconds(200)},
+                        Case{Method::kWrite, DeadlineSource::kClient, absl::Milliseconds(600)}}) {
+    const std::string name = c.method == Method::kCall ? "Call" : "Write";
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(600)));
+    echo::RelayReply reply;
+    const echo::RelayRequest req = Request({Work(0)});
+    const absl::Time start = absl::Now();
+    const grpc::Status s =
+        c.method == Method::kCall ? stub->Call(&ctx, req, &reply) : stub->Write(&ctx, req, &reply);
+    const absl::Duration took = absl::Now() - start;
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+        << name << ": " << s.error_message();
+    const absl::optional<Attribution> a = AttributionOf(s);
+    ASSERT_TRUE(a.has_value()) << name << ": " << s.error_message();
+    EXPECT_EQ(a->source, c.source) << name;
+    EXPECT_EQ(a->hop, "orders") << name;
+    EXPECT_GE(took, c.budget - absl::Milliseconds(5)) << name;
+    if (c.source == DeadlineSource::kAttempt) {
+      EXPECT_EQ(a->budget, c.budget) << name;
+    }
+  }
+}
+
 // This test links echo.Relay (Call, Write, Watch): a typo is refused by name.
 TEST(HopGrpcReloadTest, AMethodNameThisProgramDoesNotLinkIsATypo) {
   HopOptions options;
