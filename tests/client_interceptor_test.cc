@@ -235,10 +235,13 @@ TEST(ClientInterceptorTest, CancelNotIssuedByHopbudgetStaysCancelled) {
 TEST(ClientInterceptorTest, StreamIdleBudgetCancelsASilentStream) {
   RelayHop hop(HopConfig{});
   Metrics metrics;
-  auto stub = testing::NewStub(hop.address(), true, &metrics);
+  // Connected first, and 300 ms of idle budget: the first message must
+  // arrive inside it, which under TSan, after the binary's other tests, took
+  // more than 100 ms in one run of three on a fresh channel.
+  auto stub = testing::ConnectedStub(hop.address(), true, &metrics);
   grpc::ClientContext ctx;
   SetBudget(ctx, absl::Seconds(20));
-  SetStreamIdleBudget(ctx, absl::Milliseconds(100));
+  SetStreamIdleBudget(ctx, absl::Milliseconds(300));
   auto reader = stub->Watch(&ctx, Request({testing::Hang()}));  // one message, then silence
   echo::RelayReply msg;
   EXPECT_TRUE(reader->Read(&msg));
@@ -249,7 +252,7 @@ TEST(ClientInterceptorTest, StreamIdleBudgetCancelsASilentStream) {
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->source, DeadlineSource::kIdle);
   EXPECT_EQ(a->hop, "client");
-  EXPECT_EQ(a->budget, absl::Milliseconds(100));
+  EXPECT_EQ(a->budget, absl::Milliseconds(300));
   // The cancel was ours: gRPC's "CANCELLED" is not a callee's text to keep.
   EXPECT_EQ(s.error_message(), FormatAttributionMessage(*a));
   EXPECT_EQ(metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kIdle), 1u);
