@@ -33,14 +33,20 @@ std::string Config(absl::Duration call_timeout, absl::Duration service_timeout) 
     "hopbudget": {"methodPolicy": [{"name": [{}], "hopReserve": "0.02s"}]}})");
 }
 
-std::unique_ptr<Hop> FrontHop(Metrics* metrics, std::string config) {
+// A Hop named `name` on `config`; nullptr (and a test failure) when it is
+// refused.
+std::unique_ptr<Hop> NamedHop(std::string name, Metrics* metrics, std::string config) {
   HopOptions options;
-  options.name = "front";
+  options.name = std::move(name);
   options.metrics = metrics;
   options.service_config = std::move(config);
   absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
   EXPECT_TRUE(hop.ok()) << hop.status();
   return hop.ok() ? *std::move(hop) : nullptr;
+}
+
+std::unique_ptr<Hop> FrontHop(Metrics* metrics, std::string config) {
+  return NamedHop("front", metrics, std::move(config));
 }
 
 enum class Method { kCall, kWrite };
@@ -168,17 +174,13 @@ TEST(HopGrpcReloadTest, AReloadThatDoesNotValidateLeavesTheServerOnItsTable) {
 // write, has none: a retrying channel from the Hop sends it once.
 TEST(HopGrpcChannelTest, TheRetryingChannelRetriesOnlyWhatTheConfigSaysMayBeRetried) {
   Metrics metrics;
-  HopOptions options;
-  options.name = "orders";
-  options.metrics = &metrics;
-  options.service_config = R"({"methodConfig": [
+  std::unique_ptr<Hop> hop = NamedHop("orders", &metrics, R"({"methodConfig": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
        "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
                        "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"],
                        "perAttemptRecvTimeout": "1s"}},
-      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}]})";
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  ASSERT_TRUE(hop.ok()) << hop.status();
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}]})");
+  ASSERT_NE(hop, nullptr);
 
   struct Case {
     Method method;
@@ -193,7 +195,7 @@ TEST(HopGrpcChannelTest, TheRetryingChannelRetriesOnlyWhatTheConfigSaysMayBeRetr
     ledger_config.faults.unavailable_first = 2;
     RelayHop ledger(ledger_config);
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-        CreateRetryingChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+        CreateRetryingChannel(*hop, ledger.address(), grpc::InsecureChannelCredentials());
     ASSERT_TRUE(channel.ok()) << channel.status();
     auto stub = echo::Relay::NewStub(*channel);
     grpc::ClientContext ctx;
@@ -246,14 +248,10 @@ TEST(HopGrpcChannelTest, AMethodInShadowModeIsRetriedByGrpcCoreAsWithoutHopbudge
                        "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"],
                        "perAttemptRecvTimeout": "1s"}}])";
   Metrics metrics;
-  HopOptions options;
-  options.name = "orders";
-  options.metrics = &metrics;
-  options.service_config = absl::StrCat(retries, R"(,
+  std::unique_ptr<Hop> hop = NamedHop("orders", &metrics, absl::StrCat(retries, R"(,
     "hopbudget": {"methodPolicy": [
-      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "shadow": true}]}})");
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  ASSERT_TRUE(hop.ok()) << hop.status();
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "shadow": true}]}})"));
+  ASSERT_NE(hop, nullptr);
 
   // gRPC's own reading of perAttemptRecvTimeout needs its experiment flag;
   // the plain channel gets the config without it.
@@ -270,7 +268,7 @@ TEST(HopGrpcChannelTest, AMethodInShadowModeIsRetriedByGrpcCoreAsWithoutHopbudge
     std::shared_ptr<grpc::Channel> channel;
     if (through_hopbudget) {
       absl::StatusOr<std::shared_ptr<grpc::Channel>> made =
-          CreateRetryingChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+          CreateRetryingChannel(*hop, ledger.address(), grpc::InsecureChannelCredentials());
       ASSERT_TRUE(made.ok()) << made.status();
       channel = *std::move(made);
     } else {
@@ -296,23 +294,21 @@ TEST(HopGrpcChannelTest, AMethodInShadowModeIsRetriedByGrpcCoreAsWithoutHopbudge
 // method without one runs to the caller's deadline.
 TEST(HopGrpcChannelTest, APlainChannelCapsEachCallAtItsMethodsAttemptCap) {
   Metrics metrics;
-  HopOptions options;
-  options.name = "orders";
-  options.metrics = &metrics;
-  options.service_config = R"({"methodConfig": [
-      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
+  // Call and Watch have a 200 ms attempt cap, Write none.
+  std::unique_ptr<Hop> hop = NamedHop("orders", &metrics, R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"},
+                {"service": "hopbudget.echo.Relay", "method": "Watch"}], "timeout": "5s",
        "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
                        "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"],
                        "perAttemptRecvTimeout": "0.2s"}},
-      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}]})";
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  ASSERT_TRUE(hop.ok()) << hop.status();
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}]})");
+  ASSERT_NE(hop, nullptr);
   HopConfig ledger_config;
   ledger_config.hop = "ledger";
   ledger_config.faults.hang_first = 2;
   RelayHop ledger(ledger_config);
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      CreateChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+      CreateChannel(*hop, ledger.address(), grpc::InsecureChannelCredentials());
   ASSERT_TRUE(channel.ok()) << channel.status();
   auto stub = echo::Relay::NewStub(*channel);
 
@@ -342,6 +338,22 @@ TEST(HopGrpcChannelTest, APlainChannelCapsEachCallAtItsMethodsAttemptCap) {
     if (c.source == DeadlineSource::kAttempt) {
       EXPECT_EQ(a->budget, c.budget) << name;
     }
+  }
+
+  // A stream is not an attempt: Watch, one message then silence, runs to
+  // the caller's deadline whatever its method's attempt cap.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(600)));
+  const absl::Time start = absl::Now();
+  auto reader = stub->Watch(&ctx, Request({Hang()}));
+  echo::RelayReply msg;
+  while (reader->Read(&msg)) {
+  }
+  const grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(595));
+  if (const absl::optional<Attribution> a = AttributionOf(s)) {
+    EXPECT_NE(a->source, DeadlineSource::kAttempt);
   }
 }
 

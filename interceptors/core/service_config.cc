@@ -421,7 +421,8 @@ absl::StatusOr<ServiceConfigEntries> ReadServiceConfig(absl::string_view json,
     bool all_shadow = mc.name_size() > 0;
     for (const MethodConfig::Name& name : mc.name()) {
       const absl::StatusOr<std::string> key = KeyOf(name.service(), name.method(), "");
-      all_shadow = all_shadow && key.ok() && shadow_by_key[*key];
+      const auto it = key.ok() ? shadow_by_key.find(*key) : shadow_by_key.end();
+      all_shadow = all_shadow && it != shadow_by_key.end() && it->second;
     }
     if (all_shadow && (mc.has_retry_policy() || mc.has_hedging_policy())) {
       core_retries = true;

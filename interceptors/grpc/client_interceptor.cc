@@ -217,10 +217,13 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
         from_helper && tagged.budget_start != absl::InfinitePast() ? tagged.budget_start : start_;
     absl::Time enforce = absl::InfiniteFuture();
     if (!from_helper) CheckLeak(now, &enforce);
-    // A call of a Hop's method on a channel that does not retry it is one
-    // attempt: the method's attempt cap (perAttemptRecvTimeout) bounds it.
-    // The retrying channel caps its own attempts.
-    if (called != nullptr && !shadow_ && call_kind_ != ClientCallKind::kRetryAttempt) {
+    // A unary call of a Hop's method on a channel that does not retry it is
+    // one attempt: the method's attempt cap (perAttemptRecvTimeout) bounds
+    // it. The retrying channel caps its own attempts; a stream may last as
+    // long as its request (DownstreamScope::kRequest), and its silence is
+    // what its idle budget bounds.
+    if (called != nullptr && !shadow_ && call_kind_ != ClientCallKind::kRetryAttempt &&
+        !IsStreaming(info_->type())) {
       const absl::Time cap = now + called->budget.attempt_cap;  // saturates
       if (cap < std::min(deadline_, enforce)) {
         enforce = cap;

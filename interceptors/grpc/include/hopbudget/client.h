@@ -181,15 +181,14 @@ ClientOptions ClientOptionsFor(const Hop& hop);
 // retryThrottling, but for methods in shadow mode
 // (Hop::core_service_config(): core applies each method's timeout to a
 // call made without a deadline, and its waitForReady) unless `args` sets a
-// service config of its own. A call is one attempt: its method's attempt
-// cap (perAttemptRecvTimeout) bounds it when tighter than its deadline
-// (DEADLINE_EXCEEDED, source attempt). A method's `waitForReady` also
-// decides whether hopbudget holds its calls for a ready backend (true:
-// kWithinBudget, false: kFailFast; unset: `backend_wait`), read from the
-// table in force when each call starts; SetBackendWait on a call wins over
-// it. gRPC core keeps the config of the table in force when the channel is
-// made: a later reload reaches hopbudget's decisions, not core's copy.
-// `hop` is not owned and must outlive the channel.
+// service config of its own. A unary call is one attempt: its method's
+// attempt cap (perAttemptRecvTimeout) bounds it when tighter than its
+// deadline (DEADLINE_EXCEEDED, source attempt); streams are not capped. A method's `waitForReady`
+// also decides whether hopbudget holds its calls for a ready backend (true: kWithinBudget, false:
+// kFailFast; unset: `backend_wait`), read from the table in force when each call starts;
+// SetBackendWait on a call wins over it. gRPC core keeps the config of the table in force when the
+// channel is made: a later reload reaches hopbudget's decisions, not core's copy. `hop` is not
+// owned and must outlive the channel.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const Hop& hop, const std::string& target,
     const std::shared_ptr<grpc::ChannelCredentials>& creds,
