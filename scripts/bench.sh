@@ -648,7 +648,7 @@ run_chain() {
 # The hopbudget chain alone at multiples of its own capacity, from a client
 # that does not back off and from one that throttles itself (issue 32): the
 # three services share CPU 0, the load generator runs on CPU 1, so that its
-# own cost never takes the chain's CPU. The generator is bench/h2_load (gRPC's
+# own cost never takes the chain's CPU. The generator is client/h2load (gRPC's
 # unary call over libnghttp2, one thread), not chainctl load: chainctl's gRPC
 # client fills its core at about 9 500 calls/s, below 8x of the chain. The capacity is found
 # first (the highest rate with >= 90 % OK: a doubling ramp, then two
@@ -666,7 +666,7 @@ overload_levels=(1 2 4 8 16)
 # where their deadlines run out without costing the chain (docs/overload.md).
 overload_gateway_streams=256
 run_overload() {
-  local sbin="$build_dir/server" h2load="$build_dir/bench/h2_load"
+  local sbin="$build_dir/server" h2load="$build_dir/client/h2load/h2_load"
   local work="$raw/overload" chain_cpu=() load_cpu=() placement
   mkdir -p "$work"
   if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
@@ -1033,7 +1033,7 @@ micro_table() {
   echo "The hopbudget chain of section 4 alone (same flags and latency mix; the gateway bounds"
   echo "each client connection to $overload_gateway_streams calls in progress, \`--max-concurrent-streams\`), its three services"
   echo "on CPU 0 and the load generator on CPU 1 (when there are two CPUs), so that the load"
-  echo "generator's cost never takes the chain's CPU. The generator is \`bench/h2_load\`: gRPC's"
+  echo "generator's cost never takes the chain's CPU. The generator is \`client/h2load\`: gRPC's"
   echo "unary call written over libnghttp2 on one thread, one connection, a plain gRPC caller (no"
   echo "hopbudget headers: the gateway reads only \`grpc-timeout\`), calls above the gateway's"
   echo "stream bound waiting in its own first-in-first-out queue until a stream frees or their"

@@ -2,7 +2,7 @@
 //
 // stats_delta.h: what a load did to one demo service, from the service's
 // Admin GetStats read before and after the load. Shared by the load
-// generators (`chainctl load`, bench/h2_load), so that both report a hop's
+// generators (`chainctl load`, client/h2load), so that both report a hop's
 // calls, refusals, CPU and late work the same way.
 //
 //   demo::Stats before = ..., after = ...;   // Admin GetStats

@@ -1,6 +1,6 @@
 // Copyright hopbudget authors.
 //
-// bench/h2_load, the overload benchmark's load generator, against a real
+// client/h2load, the overload benchmark's load generator, against a real
 // demo chain: it must report what a gRPC client would see, or the
 // benchmark's verdicts measure the generator.
 #include <gmock/gmock.h>

@@ -10,8 +10,8 @@
 //   std::string body = FrameGrpcMessage(order.SerializeAsString());
 //   StreamEnd end;  // filled from the response's headers, trailers and close
 //   absl::StatusCode code = StatusOfStreamEnd(end);
-#ifndef HOPBUDGET_BENCH_GRPC_OVER_H2_H_
-#define HOPBUDGET_BENCH_GRPC_OVER_H2_H_
+#ifndef HOPBUDGET_CLIENT_H2LOAD_GRPC_OVER_H2_H_
+#define HOPBUDGET_CLIENT_H2LOAD_GRPC_OVER_H2_H_
 
 #include <cstdint>
 #include <string>
@@ -20,7 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
-namespace hopbudget::bench {
+namespace hopbudget::h2load {
 
 // grpc-timeout for `remaining`: at most 8 digits, in the finest unit that
 // holds it (u, m, S, M, H), rounded up as gRPC's encoder rounds (by less
@@ -52,6 +52,6 @@ struct StreamEnd {
 // stream that ended cleanly with no status, INTERNAL.
 absl::StatusCode StatusOfStreamEnd(const StreamEnd& end);
 
-}  // namespace hopbudget::bench
+}  // namespace hopbudget::h2load
 
-#endif  // HOPBUDGET_BENCH_GRPC_OVER_H2_H_
+#endif  // HOPBUDGET_CLIENT_H2LOAD_GRPC_OVER_H2_H_

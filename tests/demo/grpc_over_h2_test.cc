@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace hopbudget::bench {
+namespace hopbudget::h2load {
 namespace {
 
 TEST(FormatGrpcTimeoutTest, FinestUnitThatHoldsItRoundedUp) {
@@ -87,4 +87,4 @@ TEST(StatusOfStreamEndTest, AsAGrpcClientReportsIt) {
 }
 
 }  // namespace
-}  // namespace hopbudget::bench
+}  // namespace hopbudget::h2load

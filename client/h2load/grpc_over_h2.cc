@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace hopbudget::bench {
+namespace hopbudget::h2load {
 
 std::string FormatGrpcTimeout(absl::Duration remaining) {
   if (remaining == absl::InfiniteDuration()) return "99999999H";
@@ -84,4 +84,4 @@ absl::StatusCode StatusOfStreamEnd(const StreamEnd& end) {
   return absl::StatusCode::kInternal;
 }
 
-}  // namespace hopbudget::bench
+}  // namespace hopbudget::h2load

@@ -2,11 +2,12 @@
 //
 // h2_load: an open-loop load of unary PlaceOrder calls on the demo gateway,
 // written as HTTP/2 frames by libnghttp2 on one thread, without gRPC's
-// client. The overload benchmark's generator: `chainctl load` spends about
-// 100 us of its own CPU per call (gRPC's client, malloc, Abseil status and
-// time), so one core cannot offer more than about 9 500 calls/s with it,
-// and the chain is then measured against a generator that has collapsed
-// (docs/overload.md). This one costs a few microseconds per call.
+// client. The generator of the overload benchmark and of the demo's flood:
+// `chainctl load` spends about 100 us of its own CPU per call (gRPC's
+// client, malloc, Abseil status and time), so one core cannot offer more
+// than about 9 500 calls/s with it, and the chain is then measured against a
+// generator that has collapsed (docs/overload.md). This one costs a few
+// microseconds per call.
 //
 // It behaves on the wire as a gRPC client does on one connection: each
 // call's deadline starts when it is made, its headers carry grpc-timeout
@@ -94,7 +95,7 @@ ABSL_FLAG(bool, budget_headers, false,
           "also send what hopbudget's client interceptor sends: hopbudget-budget-us and "
           "hopbudget-sent-us (a hopbudget caller rather than a plain gRPC one)");
 
-namespace hopbudget::bench {
+namespace hopbudget::h2load {
 namespace {
 
 using chainctl::CallRecord;
@@ -627,6 +628,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace hopbudget::bench
+}  // namespace hopbudget::h2load
 
-int main(int argc, char** argv) { return hopbudget::bench::Main(argc, argv); }
+int main(int argc, char** argv) { return hopbudget::h2load::Main(argc, argv); }
