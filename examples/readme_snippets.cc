@@ -320,6 +320,9 @@ absl::Status HopSetup(grpc::ServerBuilder& builder) {
   auto ledger =
       hopbudget::CreateRetryingChannel(**hop, "ledger:50051", grpc::InsecureChannelCredentials());
   if (!ledger.ok()) return ledger.status();
+  // Or one call per attempt around the stub (retry_loop.h), on CreateChannel(**hop, ...):
+  auto commits = hopbudget::RetryLoop::Create(**hop, "/demo.Ledger/Commit");
+  if (!commits.ok()) return commits.status();
   // On SIGHUP: a config that does not nest is refused, the old one kept.
   absl::Status reloaded = (*hop)->ReloadServiceConfig(ReadFile("orders_service_config.json"));
   // [END hop]

@@ -16,9 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "eventually.h"
 #include "hopbudget/client.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 #include "sync.h"
@@ -335,6 +337,185 @@ TEST(RetryLoopSyncTest, InboundCancelStopsTheAttemptsOfTheHandlersLoop) {
   front_server->Shutdown();
   rig.ledger.Shutdown();
   EXPECT_EQ(rig.ledger.calls(), 1);
+}
+
+// A loop made from a Hop: each call takes its method's entry in the Hop's
+// table (retryPolicy, perAttemptRecvTimeout, timeout), and the loop and the
+// Hop's channel share the hop's name, so an attempt budget is retried.
+
+// "Call" retries UNAVAILABLE with a 300 ms attempt cap; "Write" has no
+// retryPolicy. `extra`: more of the config's top level, after a comma.
+std::string RetryConfig(const std::string& extra = "") {
+  return absl::StrCat(R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
+       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.005s", "maxBackoff": "0.02s",
+                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
+                       "perAttemptRecvTimeout": "0.3s"}},
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}])",
+                      extra, "}");
+}
+
+std::unique_ptr<Hop> OrdersHop(Metrics* metrics, const std::string& config) {
+  HopOptions options;
+  options.name = "orders";
+  options.metrics = metrics;
+  options.service_config = config;
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  EXPECT_TRUE(hop.ok()) << hop.status();
+  return hop.ok() ? *std::move(hop) : nullptr;
+}
+
+enum class Rpc { kCall, kWrite };
+
+// One logical call of `rpc` through a loop made from `hop`, on the Hop's
+// channel to `ledger`, in `form`, with a 5 s deadline at the edge.
+grpc::Status CallThroughHop(Form form, const Hop& hop, RelayHop& ledger, Rpc rpc,
+                            RetryLoop* loop = nullptr) {
+  std::unique_ptr<RetryLoop> own;
+  if (loop == nullptr) {
+    absl::StatusOr<std::unique_ptr<RetryLoop>> made = RetryLoop::Create(
+        hop, rpc == Rpc::kCall ? "/hopbudget.echo.Relay/Call" : "/hopbudget.echo.Relay/Write");
+    EXPECT_TRUE(made.ok()) << made.status();
+    if (!made.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "no loop");
+    own = *std::move(made);
+    loop = own.get();
+  }
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      CreateChannel(hop, ledger.address(), grpc::InsecureChannelCredentials());
+  EXPECT_TRUE(channel.ok()) << channel.status();
+  if (!channel.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "no channel");
+  auto stub = echo::Relay::NewStub(*channel);
+  const echo::RelayRequest request = Request({Work(0)});
+  echo::RelayReply reply;
+  const LogicalCall call = LogicalCall::WithDeadline(absl::Now() + absl::Seconds(5));
+  const auto sync_rpc = [&](grpc::ClientContext* attempt) {
+    return rpc == Rpc::kCall ? stub->Call(attempt, request, &reply)
+                             : stub->Write(attempt, request, &reply);
+  };
+  if (form == Form::kSync) return loop->Call(call, sync_rpc);
+  hopbudget::internal::Notification done;
+  grpc::Status result;
+  loop->Start(
+      call,
+      [&](grpc::ClientContext* attempt, std::function<void(grpc::Status)> on_attempt) {
+        if (rpc == Rpc::kCall) {
+          stub->async()->Call(attempt, &request, &reply, std::move(on_attempt));
+        } else {
+          stub->async()->Write(attempt, &request, &reply, std::move(on_attempt));
+        }
+      },
+      [&](grpc::Status s) {
+        result = std::move(s);
+        done.Notify();
+      });
+  done.WaitForNotification();
+  return result;
+}
+
+TEST_P(RetryLoopTest, AHopsLoopRetriesOnlyTheMethodsItsConfigCallsRetryable) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = OrdersHop(&metrics, RetryConfig());
+  ASSERT_NE(hop, nullptr);
+  Faults faults;
+  faults.unavailable_first = 2;
+  {
+    RelayHop ledger(Ledger(faults));
+    const grpc::Status s = CallThroughHop(GetParam(), *hop, ledger, Rpc::kCall);
+    EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+    ledger.Shutdown();
+    EXPECT_EQ(ledger.calls(), 3);
+    EXPECT_THAT(ledger.previous_attempts(), ElementsAre("", "1", "2"));
+  }
+  {
+    // A write the config gives no retryPolicy is sent once.
+    RelayHop ledger(Ledger(faults));
+    EXPECT_EQ(CallThroughHop(GetParam(), *hop, ledger, Rpc::kWrite).error_code(),
+              grpc::StatusCode::UNAVAILABLE);
+    ledger.Shutdown();
+    EXPECT_EQ(ledger.calls(), 1);
+  }
+}
+
+// The attempt cap is the method's perAttemptRecvTimeout, and the channel
+// made from the same Hop attributes the cut to this hop's attempt budget:
+// the loop retries it (with RetryLoopOptions, a hop name that differs from
+// the channel's would end the call there).
+TEST_P(RetryLoopTest, AnAttemptCutAtAHopsPerAttemptRecvTimeoutIsRetried) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = OrdersHop(&metrics, RetryConfig());
+  ASSERT_NE(hop, nullptr);
+  Faults faults;
+  faults.hang_first = 1;
+  RelayHop ledger(Ledger(faults));
+  const grpc::Status s = CallThroughHop(GetParam(), *hop, ledger, Rpc::kCall);
+  EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+  const MetricsSnapshot m = metrics.Snapshot();
+  EXPECT_GE(m.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt), 1u);
+  EXPECT_EQ(m.retry_decision(RetryOutcome::kRetry),
+            m.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt));
+  EXPECT_EQ(m.retry_decision(RetryOutcome::kSucceeded), 1u);
+}
+
+TEST(RetryLoopHopTest, AReloadAppliesFromTheNextCall) {
+  Metrics metrics;
+  // At first "Call" has no retryPolicy.
+  std::unique_ptr<Hop> hop = OrdersHop(&metrics, R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s"}]})");
+  ASSERT_NE(hop, nullptr);
+  absl::StatusOr<std::unique_ptr<RetryLoop>> loop =
+      RetryLoop::Create(*hop, "/hopbudget.echo.Relay/Call");
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  Faults faults;
+  faults.unavailable_first = 2;
+  RelayHop ledger(Ledger(faults));
+  EXPECT_EQ(CallThroughHop(Form::kSync, *hop, ledger, Rpc::kCall, loop->get()).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(ledger.calls(), 1);
+  ASSERT_TRUE(hop->ReloadServiceConfig(RetryConfig()).ok());
+  const grpc::Status s = CallThroughHop(Form::kSync, *hop, ledger, Rpc::kCall, loop->get());
+  EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+  ledger.Shutdown();
+  EXPECT_EQ(ledger.calls(), 3);  // the second call: UNAVAILABLE, then its retry
+}
+
+// Shadow mode: one attempt under the logical deadline itself, as if the
+// loop were not there (gRPC core has the method's retryPolicy then).
+TEST(RetryLoopHopTest, AMethodInShadowModeGetsOneUncappedAttempt) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = OrdersHop(&metrics, RetryConfig(R"(,
+    "hopbudget": {"methodPolicy": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "shadow": true}]})"));
+  ASSERT_NE(hop, nullptr);
+  absl::StatusOr<std::unique_ptr<RetryLoop>> loop =
+      RetryLoop::Create(*hop, "/hopbudget.echo.Relay/Call");
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  const LogicalCall call = LogicalCall::WithDeadline(absl::Now() + absl::Seconds(5));
+  absl::Time attempt_deadline = absl::InfinitePast();
+  int attempts = 0;
+  const grpc::Status s = (*loop)->Call(call, [&](grpc::ClientContext* attempt) {
+    ++attempts;
+    attempt_deadline = absl::FromChrono(attempt->deadline());
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(attempts, 1);
+  // The logical deadline, not now + 300 ms (the attempt cap).
+  EXPECT_LE(absl::AbsDuration(attempt_deadline - call.deadline), absl::Microseconds(1));
+  EXPECT_EQ(metrics.Snapshot().retry_decision(RetryOutcome::kRetry), 0u);
+}
+
+TEST(RetryLoopCreateTest, AHopsLoopNeedsAFullMethodName) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = OrdersHop(&metrics, RetryConfig());
+  ASSERT_NE(hop, nullptr);
+  for (const char* bad : {"", "Call", "hopbudget.echo.Relay/Call", "/hopbudget.echo.Relay",
+                          "/hopbudget.echo.Relay/", "//Call", "/a/b/c"}) {
+    absl::StatusOr<std::unique_ptr<RetryLoop>> loop = RetryLoop::Create(*hop, bad);
+    ASSERT_FALSE(loop.ok()) << bad;
+    EXPECT_EQ(loop.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(loop.status().message()),
+                ::testing::HasSubstr(absl::StrCat("\"", bad, "\" is not a full method name")));
+  }
 }
 
 TEST(RetryLoopCreateTest, PolicyWhereRetriesCanNeverRunIsRejectedNamingTheNumbers) {

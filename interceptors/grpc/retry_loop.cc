@@ -10,6 +10,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
 #include "attempt_context.h"
 #include "attempt_result.h"
@@ -23,18 +25,25 @@
 #include "timer_service.h"
 
 namespace hopbudget {
+namespace {
+
+// "/pkg.Service/Method": what gRPC's ClientRpcInfo::method() gives, and
+// what a Hop's table resolves.
+bool IsFullMethodName(absl::string_view name) {
+  if (name.size() < 4 || name[0] != '/') return false;
+  const size_t slash = name.find('/', 1);
+  return slash != absl::string_view::npos && slash > 1 && slash + 1 < name.size() &&
+         name.find('/', slash + 1) == absl::string_view::npos;
+}
+
+}  // namespace
 
 // What one logical call carries from attempt to attempt. Not thread-safe:
 // the callback form serializes its use.
 class RetryLoopCall {
  public:
   RetryLoopCall(RetryLoop& loop, const LogicalCall& call)
-      : loop_(loop),
-        logical_(loop.options_.budget, call, loop.clock_.Now()),
-        step_(logical_.attempt_policy(), loop.options_.retry, loop.throttle_, loop.metrics_,
-              loop.method_, loop.clock_) {
-    if (loop.unfit_) loop.metrics_.CountUnfitPolicyCall();
-  }
+      : RetryLoopCall(loop, call, PolicyOf(loop)) {}
 
   // The context of the next attempt, with its deadline and headers. Its
   // source tag is tag(): start the attempt's call inside a ScopedAttemptTag.
@@ -67,6 +76,35 @@ class RetryLoopCall {
   int attempts() const { return attempt_; }
 
  private:
+  // The budget and retry policy one logical call runs under: the loop's
+  // options, or its method's entry in the Hop's table in force now. The
+  // Hop keeps every table it made, so the references outlive the call.
+  struct Policy {
+    const BudgetPolicy& budget;
+    const RetryPolicy& retry;
+  };
+  static Policy PolicyOf(const RetryLoop& loop) {
+    if (loop.hop_ == nullptr) return {loop.options_.budget, loop.options_.retry};
+    const MethodPolicy& entry = loop.hop_->PolicyFor(loop.method_, loop.options_.method);
+    if (entry.shadow) return {PassThroughPolicy(), NoRetries()};
+    return {entry.budget, entry.retry.has_value() ? *entry.retry : NoRetries()};
+  }
+  static const RetryPolicy& NoRetries() {
+    static const RetryPolicy* const once = [] {
+      auto* p = new RetryPolicy;
+      p->max_attempts = 1;
+      return p;
+    }();
+    return *once;
+  }
+  RetryLoopCall(RetryLoop& loop, const LogicalCall& call, Policy policy)
+      : loop_(loop),
+        logical_(policy.budget, call, loop.clock_.Now()),
+        step_(logical_.attempt_policy(), policy.retry, loop.throttle_, loop.metrics_, loop.method_,
+              loop.clock_) {
+    if (loop.unfit_) loop.metrics_.CountUnfitPolicyCall();
+  }
+
   RetryLoop& loop_;
   const internal::LogicalBudget logical_;
   internal::RetryStep step_;
@@ -204,12 +242,37 @@ absl::StatusOr<std::unique_ptr<RetryLoop>> RetryLoop::Create(RetryLoopOptions op
     gpr_log(GPR_ERROR, "hopbudget: retry policy of %s for %s accepted although it does not fit",
             options.hop.c_str(), options.method.c_str());
   }
-  return std::unique_ptr<RetryLoop>(new RetryLoop(std::move(options), unfit));
+  return std::unique_ptr<RetryLoop>(new RetryLoop(std::move(options), unfit, nullptr));
 }
 
-RetryLoop::RetryLoop(RetryLoopOptions options, bool unfit)
+absl::StatusOr<std::unique_ptr<RetryLoop>> RetryLoop::Create(const Hop& hop, std::string method) {
+  if (!IsFullMethodName(method)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hopbudget: RetryLoop of ", hop.name(), ": method \"", method,
+                     "\" is not a full method name (\"/pkg.Service/Method\")"));
+  }
+  RetryLoopOptions options;
+  options.hop = hop.name();
+  options.method = std::move(method);
+  options.throttle = hop.retry_throttling().value_or(RetryThrottleOptions{});
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
+  // What options() shows; each call reads the table in force (RetryLoopCall).
+  const MethodPolicy& entry = hop.PolicyFor(hop.metrics().Method(options.method), options.method);
+  options.budget = entry.budget;
+  if (entry.retry.has_value() && !entry.shadow) {
+    options.retry = *entry.retry;
+  } else {
+    options.retry.max_attempts = 1;
+  }
+  // Every entry was validated when the Hop read its config: none is unfit.
+  return std::unique_ptr<RetryLoop>(new RetryLoop(std::move(options), false, &hop));
+}
+
+RetryLoop::RetryLoop(RetryLoopOptions options, bool unfit, const Hop* hop)
     : options_(std::move(options)),
       unfit_(unfit),
+      hop_(hop),
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
       metrics_(options_.metrics != nullptr ? *options_.metrics : Metrics::Default()),
       method_(metrics_.Method(options_.method)),

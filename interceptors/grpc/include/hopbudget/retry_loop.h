@@ -21,7 +21,8 @@
 //
 // The stub's channel must carry hopbudget's client interceptor
 // (hopbudget::CreateChannel with ClientOptions::hop equal to
-// RetryLoopOptions::hop): it attributes each attempt's DEADLINE_EXCEEDED,
+// RetryLoopOptions::hop; a loop and a channel made from one Hop always
+// agree): it attributes each attempt's DEADLINE_EXCEEDED,
 // which is how the loop tells its own attempt budget (retried) from any other
 // (never retried), and it fails an attempt that cannot start with
 // min_attempt_budget without touching the network. It also sends each
@@ -38,7 +39,7 @@
 //
 // Example, in a sync handler:
 //   absl::StatusOr<std::unique_ptr<hopbudget::RetryLoop>> loop =
-//       hopbudget::RetryLoop::Create(options);              // at start-up
+//       hopbudget::RetryLoop::Create(*hop, "/pkg.Ledger/Commit");  // at start-up
 //   grpc::Status s = (*loop)->Call(hopbudget::LogicalCall::Of(*ctx),
 //       [&](grpc::ClientContext* attempt) { return stub->Commit(attempt, req, &resp); });
 // In a callback handler (no thread is held between attempts):
@@ -64,6 +65,7 @@
 #include "absl/time/time.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry_policy.h"
 
@@ -149,6 +151,26 @@ class RetryLoop {
   // Validates `options` (hop name, ValidateRetryPolicy, the throttle).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<RetryLoop>> Create(RetryLoopOptions options);
 
+  // A loop for calls of `method` ("/pkg.Service/Method") made by `hop`
+  // (hop.h). The hop's name, clock and metrics are the Hop's, as on its
+  // channels (CreateChannel(hop, ...)), so the loop and the channel agree on
+  // whose attempt budget fired. Each logical call takes the method's entry
+  // in the Hop's table in force when the call starts, for the whole call (a
+  // reload applies from the next call):
+  //   - a method with a retry policy (a service config's retryPolicy) is
+  //     retried under it, each attempt capped by the entry's attempt cap
+  //     (perAttemptRecvTimeout);
+  //   - a method without one gets one attempt, never retried (a write the
+  //     config does not call retryable);
+  //   - a method in shadow mode gets one attempt under the logical deadline
+  //     itself, no cap: core retries it as without hopbudget.
+  // The retry throttle is the config's retryThrottling when the loop is
+  // made (gRFC A6's default without one), one per loop. `hop` is not owned
+  // and must outlive the loop. A `method` that is not "/pkg.Service/Method"
+  // is InvalidArgument.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<RetryLoop>> Create(const Hop& hop,
+                                                                         std::string method);
+
   ~RetryLoop();
   RetryLoop(const RetryLoop&) = delete;
   RetryLoop& operator=(const RetryLoop&) = delete;
@@ -175,14 +197,17 @@ class RetryLoop {
   std::shared_ptr<RetryingCall> Start(const LogicalCall& call, AsyncAttempt attempt,
                                       absl::AnyInvocable<void(grpc::Status)> on_done);
 
+  // What the loop was made with; for a Hop's loop, its method's entry when
+  // the loop was made (max_attempts 1: no retries), filled in as options.
   const RetryLoopOptions& options() const { return options_; }
 
  private:
   friend class RetryLoopCall;
-  RetryLoop(RetryLoopOptions options, bool unfit);
+  RetryLoop(RetryLoopOptions options, bool unfit, const Hop* hop);
 
   const RetryLoopOptions options_;
   const bool unfit_;
+  const Hop* const hop_;  // the table each call takes its entry from; nullptr: options_
   Clock& clock_;
   Metrics& metrics_;
   const MethodId method_;
