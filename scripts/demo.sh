@@ -155,8 +155,10 @@ start hb-replica ledger --name=ledger-replica --replica --db="$work/hopbudget.db
   --service-config=server/config/ledger_service_config.json
 P[hb-replica]=$port M[hb-replica]=$mport
 # Each hop's /deadlinez links to the one below it.
+# Its commits are retried as its service config's Ledger/Commit says (3
+# attempts of at most 300 ms).
 start hb-orders orders --name=orders --ledger="127.0.0.1:${P[hb-ledger]}" \
-  --attempt-cap=300ms --max-attempts=3 --ledger-slots=8 \
+  --attempt-cap=300ms --ledger-slots=8 \
   --service-config=server/config/orders_service_config.json \
   --ledger-replicas="127.0.0.1:${P[hb-replica]},127.0.0.1:${P[hb-ledger]}" \
   --peers="ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"

@@ -188,6 +188,25 @@ CallStart DemoProcess::Begin(grpc::ServerContext& ctx) {
   return start;
 }
 
+absl::StatusOr<const Hop*> DemoProcess::LoadHop() {
+  if (hop_ != nullptr) return hop_.get();
+  if (common_.mode != Mode::kHopbudget || common_.service_config.empty()) return nullptr;
+  absl::StatusOr<std::string> json = ReadServiceConfigFile(common_.service_config);
+  if (!json.ok()) return json.status();
+  HopOptions options;
+  options.name = common_.name;
+  options.defaults.budget = PolicyOf(common_);
+  options.service_config = *std::move(json);
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  if (!hop.ok()) {
+    return absl::Status(
+        hop.status().code(),
+        absl::StrCat("--service-config=", common_.service_config, ": ", hop.status().message()));
+  }
+  hop_ = *std::move(hop);
+  return hop_.get();
+}
+
 int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shield) {
   // A process-wide switch, so here, where a service's main runs its server,
   // not in the constructor a test may use in process.
@@ -204,23 +223,12 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
   run.max_concurrent_streams = common_.max_concurrent_streams;
   if (common_.mode == Mode::kHopbudget) {
     run.interceptor_policy = PolicyOf(common_);
-    if (!common_.service_config.empty()) {
-      absl::StatusOr<std::string> json = ReadServiceConfigFile(common_.service_config);
-      if (!json.ok()) {
-        std::cerr << common_.name << ": " << json.status().message() << "\n";
-        return 2;
-      }
-      HopOptions options;
-      options.name = common_.name;
-      options.defaults.budget = *run.interceptor_policy;
-      options.service_config = *std::move(json);
-      absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-      if (!hop.ok()) {
-        std::cerr << common_.name << ": --service-config=" << common_.service_config << ": "
-                  << hop.status().message() << "\n";
-        return 2;
-      }
-      hop_ = *std::move(hop);
+    absl::StatusOr<const Hop*> hop = LoadHop();
+    if (!hop.ok()) {
+      std::cerr << common_.name << ": " << hop.status().message() << "\n";
+      return 2;
+    }
+    if (*hop != nullptr) {
       run.hop = hop_.get();
       // The Hop logs a line and counts the result of each reload.
       run.reload = [this] {

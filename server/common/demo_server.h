@@ -154,6 +154,12 @@ class DemoProcess {
   // that does not read or validate is refused and the one in force kept.
   // Returns the exit code (2 when the service config is refused at start).
   int Serve(const std::vector<grpc::Service*>& services, Shield* shield);
+  // With --service-config in hopbudget mode: the Hop read from the file,
+  // made at the first call (Serve() makes it otherwise), so that the
+  // handlers' downstream calls can be made from it before Serve(); nullptr
+  // without one. An error names the file and the method. Not thread-safe;
+  // the Hop lives as long as this process object.
+  absl::StatusOr<const Hop*> LoadHop();
   // The retry policy of this hop's downstream calls, shown on /deadlinez.
   void SetRetryPolicy(const RetryPolicy& policy) { retry_policy_ = policy; }
 

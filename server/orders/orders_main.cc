@@ -77,14 +77,18 @@ ABSL_FLAG(absl::Duration, stream_idle, absl::Milliseconds(300),
           "hopbudget mode: most silence allowed on the ledger's WatchOrder stream before "
           "orders cuts it (DEADLINE_EXCEEDED, source idle); shorter than the gateway's "
           "--stream-idle, as budgets nest (0 = no idle budget)");
-ABSL_FLAG(int, max_attempts, 3, "hopbudget mode: attempts per commit (1..10)");
+ABSL_FLAG(int, max_attempts, 3,
+          "hopbudget mode: attempts per commit (1..10); with --service-config, Ledger/Commit's "
+          "retryPolicy instead");
 ABSL_FLAG(int, baseline_attempts, 3, "baseline mode: attempts per commit (1..10)");
 // Looser than gRFC A6's defaults (10, 0.1), so that retries keep running at
 // the demo's fault rates (20 % errors would close the default bucket).
 ABSL_FLAG(int, throttle_max_tokens, 20,
-          "hopbudget mode: retry throttle bucket size, 1..1000 (gRFC A6)");
+          "hopbudget mode: retry throttle bucket size, 1..1000 (gRFC A6); with "
+          "--service-config, its retryThrottling instead");
 ABSL_FLAG(double, throttle_token_ratio, 0.5,
-          "hopbudget mode: tokens a success adds back, 0.001..1 (gRFC A6)");
+          "hopbudget mode: tokens a success adds back, 0.001..1 (gRFC A6); with "
+          "--service-config, its retryThrottling instead");
 
 namespace hopbudget::demo {
 namespace {
@@ -356,11 +360,27 @@ int Main(int argc, char** argv) {
   }
   cli::ExitIfBad("orders", FinishCommonFlags(&common, &faults));
   cli::ExitIfBad("orders", CheckFaultsSupported(faults, FaultSupport(), common.name));
+  DemoProcess process(common, faults);
+  absl::StatusOr<const Hop*> hop = process.LoadHop();
+  if (!hop.ok()) {
+    std::cerr << "orders: " << hop.status().message() << "\n";
+    return 2;
+  }
   OrdersService::Downstream downstream;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<RetryLoop> retry;
   std::optional<RetryPolicy> retry_policy;
-  if (common.mode == Mode::kHopbudget) {
+  if (common.mode == Mode::kHopbudget && *hop != nullptr) {
+    // The commit's retries are the service config's: Ledger/Commit's
+    // retryPolicy (none: one attempt) and retryThrottling.
+    auto loop = RetryLoop::Create(**hop, "/hopbudget.demo.Ledger/Commit");
+    if (!loop.ok()) {
+      std::cerr << "orders: " << loop.status().message() << "\n";
+      return 2;
+    }
+    retry = *std::move(loop);
+    retry_policy = retry->options().retry;
+  } else if (common.mode == Mode::kHopbudget) {
     RetryLoopOptions options;
     options.hop = common.name;
     options.method = "/hopbudget.demo.Ledger/Commit";
@@ -383,6 +403,8 @@ int Main(int argc, char** argv) {
       return 2;
     }
     retry = *std::move(loop);
+  }
+  if (common.mode == Mode::kHopbudget) {
     ClientOptions client;
     client.hop = common.name;
     if (common.fail_fast_without_backend) client.backend_wait = BackendWait::kFailFast;
@@ -445,7 +467,6 @@ int Main(int argc, char** argv) {
           t, grpc::InsecureChannelCredentials(), DownstreamChannelArguments())));
     }
   }
-  DemoProcess process(common, faults);
   if (retry_policy.has_value()) process.SetRetryPolicy(*retry_policy);
   downstream.ledger = Ledger::NewStub(channel);
   downstream.retry = std::move(retry);

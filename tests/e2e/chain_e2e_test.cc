@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -502,6 +503,43 @@ TEST(ChainE2eTest, RetriesUnderFaultsCommitEveryOrderExactlyOnce) {
   EXPECT_EQ(a.acknowledged, kOrders);
   EXPECT_EQ(a.committed, kOrders);
   EXPECT_EQ(chain.Rows(), kOrders);
+}
+
+// With --service-config, orders retries its commits as the file's
+// Ledger/Commit says (its RetryLoop is made from the Hop): four attempts
+// under a retryPolicy of four, one attempt without a retryPolicy, whatever
+// --max-attempts says.
+TEST(ChainE2eTest, OrdersRetriesItsCommitsAsItsServiceConfigSays) {
+  const std::string orders_method =
+      R"({"name": [{"service": "hopbudget.demo.Orders", "method": "CreateOrder"}], "timeout": "5s"})";
+  const std::string with_retries = absl::StrCat(R"({"methodConfig": [)", orders_method, R"(,
+      {"name": [{"service": "hopbudget.demo.Ledger", "method": "Commit"}], "timeout": "4s",
+       "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.01s", "maxBackoff": "0.01s",
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"],
+                       "perAttemptRecvTimeout": "1s"}}],
+    "retryThrottling": {"maxTokens": 100, "tokenRatio": 0.5}})");
+  const std::string without_retries = absl::StrCat(R"({"methodConfig": [)", orders_method, "]}");
+  for (const auto& [config, retries] :
+       std::vector<std::pair<std::string, int>>{{with_retries, 3}, {without_retries, 0}}) {
+    SCOPED_TRACE(config);
+    const std::string path =
+        absl::StrCat(::testing::TempDir(), "/orders_service_config_", retries, ".json");
+    {
+      std::FILE* f = std::fopen(path.c_str(), "w");
+      ASSERT_NE(f, nullptr) << path;
+      std::fputs(config.c_str(), f);
+      std::fclose(f);
+    }
+    ChainOptions o;
+    o.ledger = {"--error-rate=1"};  // every commit answers UNAVAILABLE
+    o.orders = {"--max-attempts=2", "--service-config=" + path};
+    START_CHAIN(chain, o);
+    const Chain::Result r = chain.Place(absl::StrCat("order-config-", retries), absl::Seconds(4));
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE) << r.status.error_message();
+    ASSERT_TRUE(chain.WaitIdle());
+    EXPECT_EQ(StatsOf(chain.ledger()).retries_received(), retries);
+    std::remove(path.c_str());
+  }
 }
 
 // x-demo-client-deadline-us is what every "work after the client deadline"
