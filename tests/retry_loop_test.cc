@@ -665,5 +665,43 @@ TEST(RetryLoopThreadsTest, OnDoneWaitsForTheAttemptFunctionToReturn) {
   }
 }
 
+// `attempt` and what it refers to need only stay valid until `on_done`
+// has run: a caller may drop its stub and channel right after. The loop
+// must not then destroy the last attempt's context (which holds the
+// channel) on gRPC's callback thread: gRPC 1.51 cannot shut a channel's
+// callback queue down from there (grpc#32584), and aborted
+// ("assertion failed: prior > 0") in the first run of the Hop loop tests.
+TEST(RetryLoopThreadsTest, TheCallerMayDropItsChannelOnceOnDoneHasRun) {
+  Metrics metrics;
+  auto loop = RetryLoop::Create(LoopOptions(&metrics, absl::Seconds(5), absl::Seconds(2)));
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  RelayHop ledger(Ledger());
+  for (int i = 0; i < 200; ++i) {
+    ClientOptions client;
+    client.hop = "orders";
+    client.metrics = &metrics;
+    auto channel = CreateChannel(ledger.address(), grpc::InsecureChannelCredentials(), client);
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    auto stub = echo::Relay::NewStub(*channel);
+    channel->reset();  // the stub holds the only reference
+    const echo::RelayRequest request = Request({Work(0)});
+    echo::RelayReply reply;
+    hopbudget::internal::Notification done;
+    grpc::Status result;
+    (*loop)->Start(
+        LogicalCall::WithDeadline(absl::Now() + absl::Seconds(5)),
+        [&](grpc::ClientContext* attempt, std::function<void(grpc::Status)> on_attempt) {
+          stub->async()->Call(attempt, &request, &reply, std::move(on_attempt));
+        },
+        [&](grpc::Status s) {
+          result = std::move(s);
+          done.Notify();
+        });
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    ASSERT_TRUE(result.ok()) << result.error_message();
+    stub.reset();
+  }
+}
+
 }  // namespace
 }  // namespace hopbudget

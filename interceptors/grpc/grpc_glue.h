@@ -169,6 +169,16 @@ void RecordDownstreamCall(uintptr_t key, uint64_t id, const BudgetTrace* trace);
 // why); kSucceeded and kRetry are ignored. The last such outcome is kept.
 void RecordRetrySkipped(uintptr_t key, uint64_t id, RetryOutcome outcome);
 
+// "/pkg.Service/Method": what gRPC's ClientRpcInfo::method() gives, and
+// what a Hop's table resolves; the method of a loop or hedger made from a
+// Hop must be one.
+inline bool IsFullMethodName(absl::string_view name) {
+  if (name.size() < 4 || name[0] != '/') return false;
+  const size_t slash = name.find('/', 1);
+  return slash != absl::string_view::npos && slash > 1 && slash + 1 < name.size() &&
+         name.find('/', slash + 1) == absl::string_view::npos;
+}
+
 }  // namespace internal
 }  // namespace hopbudget
 

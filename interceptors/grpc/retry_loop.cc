@@ -25,19 +25,6 @@
 #include "timer_service.h"
 
 namespace hopbudget {
-namespace {
-
-// "/pkg.Service/Method": what gRPC's ClientRpcInfo::method() gives, and
-// what a Hop's table resolves.
-bool IsFullMethodName(absl::string_view name) {
-  if (name.size() < 4 || name[0] != '/') return false;
-  const size_t slash = name.find('/', 1);
-  return slash != absl::string_view::npos && slash > 1 && slash + 1 < name.size() &&
-         name.find('/', slash + 1) == absl::string_view::npos;
-}
-
-}  // namespace
-
 // What one logical call carries from attempt to attempt. Not thread-safe:
 // the callback form serializes its use.
 class RetryLoopCall {
@@ -136,6 +123,9 @@ class AsyncRetryingCall final : public RetryingCall,
       internal::CallMutexLock lock(&mu_);
       timer_ = 0;
       if (!cancelled_) {
+        // The previous attempt's context, if any, ended on a callback
+        // thread that may be inside its completion (attempt_context.h).
+        if (ctx_ != nullptr) internal::DestroyLater(std::move(ctx_));
         ctx_ = state_.NextAttempt();
         ctx = ctx_.get();
         tag = state_.tag();
@@ -160,20 +150,21 @@ class AsyncRetryingCall final : public RetryingCall,
   }
 
   void TryCancel() override {
-    grpc::ClientContext* attempt = nullptr;
+    std::shared_ptr<grpc::ClientContext> attempt;
     internal::TimerService::TimerId timer = 0;
     {
       internal::CallMutexLock lock(&mu_);
       if (done_ || cancelled_) return;
       cancelled_ = true;
       if (in_attempt_) {
-        attempt = ctx_.get();  // kept until the next attempt, which cannot start now
+        attempt = ctx_;  // its completion may end the call inside TryCancel()
       } else {
         timer = timer_;
       }
     }
     if (attempt != nullptr) {
       attempt->TryCancel();  // its completion ends the call
+      internal::DestroyLater(std::move(attempt));
     } else if (timer != 0 &&
                timers_.Cancel(timer) == internal::TimerService::CancelOutcome::kCancelled) {
       Done(grpc::Status(grpc::StatusCode::CANCELLED, "hopbudget: retrying call cancelled"));
@@ -207,11 +198,17 @@ class AsyncRetryingCall final : public RetryingCall,
   }
 
   void Done(grpc::Status status) {
+    std::shared_ptr<grpc::ClientContext> ended;
     {
       internal::CallMutexLock lock(&mu_);
       if (done_) return;
       done_ = true;
+      ended = std::move(ctx_);
     }
+    // No attempt runs now: the last one's context goes to DestroyLater
+    // before `on_done`, so the caller may drop its channel there
+    // (attempt_context.h).
+    if (ended != nullptr) internal::DestroyLater(std::move(ended));
     gate_.Complete(std::move(status));
   }
 
@@ -221,7 +218,7 @@ class AsyncRetryingCall final : public RetryingCall,
   internal::TimerService& timers_;
   const RetryLoop::AsyncAttempt attempt_;
   internal::CompletionGate<grpc::Status> gate_;  // holds `on_done`
-  std::unique_ptr<grpc::ClientContext> ctx_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<grpc::ClientContext> ctx_ ABSL_GUARDED_BY(mu_);
   // Set while an attempt is in flight: the owner its completion releases.
   std::shared_ptr<AsyncRetryingCall> self_ ABSL_GUARDED_BY(mu_);
   internal::TimerService::TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
@@ -246,7 +243,7 @@ absl::StatusOr<std::unique_ptr<RetryLoop>> RetryLoop::Create(RetryLoopOptions op
 }
 
 absl::StatusOr<std::unique_ptr<RetryLoop>> RetryLoop::Create(const Hop& hop, std::string method) {
-  if (!IsFullMethodName(method)) {
+  if (!internal::IsFullMethodName(method)) {
     return absl::InvalidArgumentError(
         absl::StrCat("hopbudget: RetryLoop of ", hop.name(), ": method \"", method,
                      "\" is not a full method name (\"/pkg.Service/Method\")"));
