@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "eventually.h"
 #include "hopbudget/client.h"
+#include "hopbudget/hop.h"
 #include "scripted_server.h"
 #include "sync.h"
 
@@ -328,6 +329,124 @@ TEST(HedgeOptionsTest, BadOptionsAreRefused) {
   o = Options(nullptr, absl::Milliseconds(10));
   o.hop = "";
   EXPECT_FALSE(Hedger::Create(o).ok());
+}
+
+// A hedger made from a Hop: each call takes its method's entry in the Hop's
+// table (hedgingPolicy: maxAttempts, hedgingDelay, nonFatalStatusCodes).
+
+std::unique_ptr<Hop> OrdersHop(Metrics* metrics, const std::string& extra = "") {
+  HopOptions options;
+  options.name = "orders";
+  options.metrics = metrics;
+  // Call is hedged after 20 ms; Write is not.
+  options.service_config = absl::StrCat(R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
+       "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.02s",
+                         "nonFatalStatusCodes": ["UNAVAILABLE"]}},
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}])",
+                                        extra, "}");
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
+  EXPECT_TRUE(hop.ok()) << hop.status();
+  return hop.ok() ? *std::move(hop) : nullptr;
+}
+
+// `calls` logical calls through `hedger` to two targets (attempt i to
+// target i % 2) on channels made from `hop`, each with a 300 ms budget;
+// the last call's result.
+HedgeResult HedgeThroughHop(const Hop& hop, Hedger& hedger, ScriptedServer& a, ScriptedServer& b,
+                            int calls) {
+  std::unique_ptr<echo::Relay::Stub> stubs[2];
+  int i = 0;
+  for (ScriptedServer* target : {&a, &b}) {
+    auto channel = CreateChannel(hop, target->address(), grpc::InsecureChannelCredentials());
+    EXPECT_TRUE(channel.ok()) << channel.status();
+    if (!channel.ok()) return HedgeResult();
+    stubs[i++] = echo::Relay::NewStub(*channel);
+  }
+  HedgeResult result;
+  for (int c = 0; c < calls; ++c) {
+    echo::RelayReply replies[3];
+    const echo::RelayRequest request;
+    result = hedger.Call(
+        LogicalCall::WithDeadline(absl::Now() + absl::Milliseconds(300)),
+        [&](int index, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+          stubs[index % 2]->async()->Call(ctx, &request, &replies[index], std::move(done));
+        });
+  }
+  return result;
+}
+
+// The bucket a service config's hedgingPolicy gets is HedgePolicy's (5 %
+// extra load at most): 20 calls earn the one hedge the last call sends.
+TEST(HedgeHopTest, AHopsHedgerHedgesAsTheMethodsHedgingPolicySays) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = OrdersHop(&metrics);
+  ASSERT_NE(hop, nullptr);
+  auto hedger = Hedger::Create(*hop, "/hopbudget.echo.Relay/Call");
+  ASSERT_TRUE(hedger.ok()) << hedger.status();
+  EXPECT_EQ((*hedger)->options().hedge.delay, absl::Milliseconds(20));
+  ScriptedServer primary("ledger-a",
+                         [](int call) { return call < 20 ? Action::Ok() : Action::Hang(); });
+  ScriptedServer other("ledger-b", [](int) { return Action::Ok(); });
+  const HedgeResult r = HedgeThroughHop(*hop, **hedger, primary, other, 21);
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.sent, 2);
+  EXPECT_EQ(r.winner, 1);
+  EXPECT_EQ(other.calls(), 1);
+  EXPECT_EQ(metrics.Snapshot().hedges_won, 1u);
+}
+
+TEST(HedgeHopTest, AMethodWithoutAHedgingPolicyGetsOneAttempt) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = OrdersHop(&metrics);
+  ASSERT_NE(hop, nullptr);
+  auto hedger = Hedger::Create(*hop, "/hopbudget.echo.Relay/Write");
+  ASSERT_TRUE(hedger.ok()) << hedger.status();
+  EXPECT_EQ((*hedger)->options().hedge.max_attempts, 1);
+  ScriptedServer primary("ledger-a",
+                         [](int call) { return call < 20 ? Action::Ok() : Action::Hang(); });
+  ScriptedServer other("ledger-b", [](int) { return Action::Ok(); });
+  const HedgeResult r = HedgeThroughHop(*hop, **hedger, primary, other, 21);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(r.sent, 1);
+  EXPECT_EQ(other.calls(), 0);
+}
+
+// A reload applies from the next call; shadow mode is one attempt under the
+// logical deadline itself.
+TEST(HedgeHopTest, AReloadIntoShadowModeLeavesTheNextCallUnhedged) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = OrdersHop(&metrics);
+  ASSERT_NE(hop, nullptr);
+  auto hedger = Hedger::Create(*hop, "/hopbudget.echo.Relay/Call");
+  ASSERT_TRUE(hedger.ok()) << hedger.status();
+  ScriptedServer primary("ledger-a",
+                         [](int call) { return call < 20 ? Action::Ok() : Action::Hang(); });
+  ScriptedServer other("ledger-b", [](int) { return Action::Ok(); });
+  EXPECT_TRUE(HedgeThroughHop(*hop, **hedger, primary, other, 20).status.ok());
+  ASSERT_TRUE(hop->ReloadServiceConfig(absl::StrCat(R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
+       "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.02s"}}],
+    "hopbudget": {"methodPolicy": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "shadow": true}]}})"))
+                  .ok());
+  const HedgeResult r = HedgeThroughHop(*hop, **hedger, primary, other, 1);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(r.sent, 1);
+  EXPECT_EQ(other.calls(), 0);
+}
+
+TEST(HedgeOptionsTest, AHopsHedgerNeedsAFullMethodName) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = OrdersHop(&metrics);
+  ASSERT_NE(hop, nullptr);
+  for (const char* bad : {"", "Call", "/hopbudget.echo.Relay", "/a/b/c"}) {
+    auto hedger = Hedger::Create(*hop, bad);
+    ASSERT_FALSE(hedger.ok()) << bad;
+    EXPECT_EQ(hedger.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(hedger.status().message()),
+                ::testing::HasSubstr(absl::StrCat("\"", bad, "\" is not a full method name")));
+  }
 }
 
 // Issue 29: a hedge's attempt function runs on the timer's thread; the

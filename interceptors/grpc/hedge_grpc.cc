@@ -6,13 +6,16 @@
 // alone, never the other way round.
 #include "hopbudget/hedge_grpc.h"
 
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "attempt_context.h"
 #include "attempt_result.h"
 #include "call_mutex.h"
 #include "completion_gate.h"
+#include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "sync.h"
 #include "timer_service.h"
@@ -21,22 +24,46 @@ namespace hopbudget {
 
 class Hedger::Shared {
  public:
-  explicit Shared(const HedgerOptions& o)
+  Shared(const HedgerOptions& o, const Hop* hop)
       : options(o),
+        hop(hop),
         clock(o.clock != nullptr ? *o.clock : Clock::Real()),
         metrics(o.metrics != nullptr ? *o.metrics : Metrics::Default()),
         own_timers(&clock == &Clock::Real() ? nullptr
                                             : std::make_unique<internal::TimerService>(clock)),
         timers(own_timers != nullptr ? *own_timers : internal::TimerService::Shared()),
         latencies_(o.hedge.window),
-        bucket_(o.hedge.max_extra_load, o.hedge.burst) {}
+        bucket_(o.hedge.max_extra_load, o.hedge.burst),
+        method_(hop != nullptr ? metrics.Method(o.method) : MethodId{}) {}
+
+  // The budget and hedging policy one logical call runs under: the options,
+  // or the method's entry in the Hop's table in force now. The Hop keeps
+  // every table it made, so the references outlive the call.
+  struct Policy {
+    const BudgetPolicy& budget;
+    const HedgePolicy& hedge;
+  };
+  Policy PolicyNow() const {
+    if (hop == nullptr) return {options.budget, options.hedge};
+    const MethodPolicy& entry = hop->PolicyFor(method_, options.method);
+    if (entry.shadow) return {PassThroughPolicy(), NoHedging()};
+    return {entry.budget, entry.hedge.has_value() ? *entry.hedge : NoHedging()};
+  }
+  static const HedgePolicy& NoHedging() {
+    static const HedgePolicy* const once = [] {
+      auto* p = new HedgePolicy;
+      p->max_attempts = 1;
+      return p;
+    }();
+    return *once;
+  }
 
   // A call starts: it earns its share of extra load; its first hedge delay.
-  absl::Duration OnCall() {
+  absl::Duration OnCall(const HedgePolicy& hedge) {
     internal::CallMutexLock lock(&mu_);
     ++calls_;
     bucket_.OnCall();
-    return HedgeDelay(options.hedge, latencies_);
+    return HedgeDelay(hedge, latencies_);
   }
   bool LoadAvailable() const {
     internal::CallMutexLock lock(&mu_);
@@ -65,6 +92,7 @@ class Hedger::Shared {
   }
 
   const HedgerOptions options;  // a copy: timers may keep this past the Hedger
+  const Hop* const hop;         // the table each call takes its entry from; nullptr: options
   Clock& clock;
   Metrics& metrics;
   std::unique_ptr<internal::TimerService> own_timers;  // only for a non-real clock
@@ -76,6 +104,7 @@ class Hedger::Shared {
   ExtraLoadBucket bucket_ ABSL_GUARDED_BY(mu_);
   uint64_t calls_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t hedges_ ABSL_GUARDED_BY(mu_) = 0;
+  const MethodId method_;
 };
 
 namespace {
@@ -85,12 +114,13 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
   HedgeCall(std::shared_ptr<Hedger::Shared> shared, const LogicalCall& call,
             Hedger::AsyncAttempt attempt, absl::AnyInvocable<void(HedgeResult)> on_done)
       : shared_(std::move(shared)),
-        logical_(shared_->options.budget, call, shared_->clock.Now()),
+        policy_(shared_->PolicyNow()),
+        logical_(policy_.budget, call, shared_->clock.Now()),
         attempt_(std::move(attempt)),
         gate_(std::move(on_done)) {}
 
   void Begin() {
-    delay_ = shared_->OnCall();
+    delay_ = shared_->OnCall(policy_.hedge);
     grpc::ClientContext* ctx;
     {
       internal::CallMutexLock lock(&mu_);
@@ -139,7 +169,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
   }
 
   void ArmLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (sent_ >= shared_->options.hedge.max_attempts) return;
+    if (sent_ >= policy_.hedge.max_attempts) return;
     timer_ = shared_->timers.Schedule(shared_->clock.Now() + delay_,
                                       [self = shared_from_this()] { self->OnTimer(); });
   }
@@ -148,7 +178,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
   // its index (-1 otherwise).
   int TryHedgeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     HedgeOutcome o =
-        DecideHedge(logical_.attempt_policy(), shared_->options.hedge, sent_, decided_ || stopped_,
+        DecideHedge(logical_.attempt_policy(), policy_.hedge, sent_, decided_ || stopped_,
                     logical_.deadline(), shared_->clock.Now(), shared_->LoadAvailable());
     if (o == HedgeOutcome::kSend && !shared_->TryTakeLoad()) o = HedgeOutcome::kExtraLoad;
     if (o != HedgeOutcome::kSend) {
@@ -257,7 +287,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       } else {
         const AttemptResult result = internal::AttemptResultOf(
             status, a.ctx->GetServerTrailingMetadata(), shared_->options.hop);
-        switch (HedgeVerdictOf(shared_->options.hedge, result)) {
+        switch (HedgeVerdictOf(policy_.hedge, result)) {
           case HedgeVerdict::kWon:
             decided_ = true;
             winner_ = i;
@@ -315,6 +345,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
   }
 
   const std::shared_ptr<Hedger::Shared> shared_;
+  const Hedger::Shared::Policy policy_;
   const internal::LogicalBudget logical_;
   const Hedger::AsyncAttempt attempt_;
   internal::CompletionGate<HedgeResult> gate_;  // holds `on_done`
@@ -339,11 +370,35 @@ absl::StatusOr<std::unique_ptr<Hedger>> Hedger::Create(HedgerOptions options) {
   if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
   if (absl::Status s = ValidatePolicy(options.budget); !s.ok()) return s;
   if (absl::Status s = ValidateHedgePolicy(options.hedge); !s.ok()) return s;
-  return std::unique_ptr<Hedger>(new Hedger(std::move(options)));
+  return std::unique_ptr<Hedger>(new Hedger(std::move(options), nullptr));
 }
 
-Hedger::Hedger(HedgerOptions options)
-    : options_(std::move(options)), shared_(std::make_shared<Shared>(options_)) {}
+absl::StatusOr<std::unique_ptr<Hedger>> Hedger::Create(const Hop& hop, std::string method) {
+  if (!internal::IsFullMethodName(method)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hopbudget: Hedger of ", hop.name(), ": method \"", method,
+                     "\" is not a full method name (\"/pkg.Service/Method\")"));
+  }
+  HedgerOptions options;
+  options.hop = hop.name();
+  options.method = std::move(method);
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
+  // What options() shows, and the bucket and window; each call reads the
+  // table in force (Shared::PolicyNow).
+  const MethodPolicy& entry = hop.PolicyFor(hop.metrics().Method(options.method), options.method);
+  options.budget = entry.budget;
+  if (entry.hedge.has_value() && !entry.shadow) {
+    options.hedge = *entry.hedge;
+  } else {
+    options.hedge.max_attempts = 1;
+  }
+  // Every entry was validated when the Hop read its config.
+  return std::unique_ptr<Hedger>(new Hedger(std::move(options), &hop));
+}
+
+Hedger::Hedger(HedgerOptions options, const Hop* hop)
+    : options_(std::move(options)), shared_(std::make_shared<Shared>(options_, hop)) {}
 Hedger::~Hedger() = default;
 
 double Hedger::extra_load() const { return shared_->extra_load(); }

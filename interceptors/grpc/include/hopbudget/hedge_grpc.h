@@ -30,7 +30,8 @@
 // skipped by reason (hedge.h HedgeOutcome), and cancelled losers.
 //
 // The stubs' channels should carry hopbudget's client interceptor with
-// ClientOptions::hop == HedgerOptions::hop (CreateChannel): it also sends
+// ClientOptions::hop == HedgerOptions::hop (CreateChannel; a hedger and a
+// channel made from one Hop always agree): it also sends
 // the hedge's count as hopbudget-previous-attempts, which gRPC core's
 // transparent retries leave alone (wire.h). Only hedge methods that are
 // idempotent: a hedge runs the method twice whenever both copies reach a
@@ -63,6 +64,7 @@
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
 #include "hopbudget/hedge.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry_loop.h"
 
@@ -75,6 +77,9 @@ class TimerService;
 struct HedgerOptions {
   // This hop's name, as its channels' ClientOptions::hop. Required.
   std::string hop;
+  // The method hedged, "/pkg.Service/Method": Create(hop, method) sets it
+  // and resolves the method's entry by it; unused otherwise.
+  std::string method;
   BudgetPolicy budget;  // must pass ValidatePolicy
   HedgePolicy hedge;    // must pass ValidateHedgePolicy
   // Not owned; must outlive the Hedger. Defaults: Clock::Real(),
@@ -107,6 +112,21 @@ class Hedger {
                                           std::function<void(grpc::Status)> done)>;
 
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Hedger>> Create(HedgerOptions options);
+  // A hedger for calls of `method` ("/pkg.Service/Method") made by `hop`
+  // (hop.h): the hop's name, clock and metrics are the Hop's, as on its
+  // channels. Each logical call takes the method's entry in the Hop's table
+  // in force when it starts, for the whole call (a reload applies from the
+  // next call): a method with a hedging policy (a service config's
+  // hedgingPolicy: maxAttempts, a fixed hedgingDelay, nonFatalStatusCodes)
+  // is hedged under it, each attempt capped by the entry's attempt cap; a
+  // method without one gets one attempt; a method in shadow mode gets one
+  // attempt under the logical deadline itself. The extra-load bucket and the
+  // latency window are the entry's when the hedger is made (a service
+  // config cannot say them: HedgePolicy's defaults, at most 5 % extra load).
+  // `hop` is not owned and must outlive the hedger. A `method` that is not
+  // "/pkg.Service/Method" is InvalidArgument.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Hedger>> Create(const Hop& hop,
+                                                                      std::string method);
   ~Hedger();
   Hedger(const Hedger&) = delete;
   Hedger& operator=(const Hedger&) = delete;
@@ -128,12 +148,14 @@ class Hedger {
   // The delay the next call would wait before its first hedge.
   absl::Duration current_delay() const;
 
+  // What the hedger was made with; for a Hop's hedger, its method's entry
+  // when it was made (max_attempts 1: no hedging), filled in as options.
   const HedgerOptions& options() const { return options_; }
 
   class Shared;  // internal
 
  private:
-  explicit Hedger(HedgerOptions options);
+  Hedger(HedgerOptions options, const Hop* hop);
   const HedgerOptions options_;
   std::shared_ptr<Shared> shared_;
 };
