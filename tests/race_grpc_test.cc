@@ -135,6 +135,42 @@ TEST_P(RaceGrpcTest, AllFailedNamesEveryAttemptsCodeAndAttribution) {
   EXPECT_EQ(a->source, DeadlineSource::kAttempt);
 }
 
+// Made from a Hop, a race's attempts are cut at their cap as the Hop's
+// own, on channels made from the same Hop, and counted in its metrics,
+// whatever the race's options say.
+TEST(RaceHopTest, ARaceMadeFromAHopAttributesItsAttemptsToIt) {
+  Metrics hop_metrics;
+  HopOptions hop_options;
+  hop_options.name = "orders";
+  hop_options.metrics = &hop_metrics;
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(hop_options);
+  ASSERT_TRUE(hop.ok()) << hop.status();
+  Metrics other_metrics;
+  RaceOptions o = Options(&other_metrics);
+  o.hop = "someone-else";
+  o.budget.attempt_cap = absl::Milliseconds(100);
+  auto race = Race::Create(**hop, o);
+  ASSERT_TRUE(race.ok()) << race.status();
+  ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
+  auto channel = CreateChannel(**hop, hung.address(), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto stub = echo::Relay::NewStub(*channel);
+  const echo::RelayRequest request;
+  echo::RelayReply reply;
+  const RaceResult r =
+      (*race)->Call(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)), 1,
+                    [&](int, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+                      stub->async()->Call(ctx, &request, &reply, std::move(done));
+                    });
+  EXPECT_EQ(r.outcome, RaceOutcome::kAllFailed);
+  const absl::optional<Attribution> a = AttributionOf(r.status);
+  ASSERT_TRUE(a.has_value()) << r.status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kAttempt);
+  EXPECT_EQ(a->hop, "orders");
+  EXPECT_EQ(hop_metrics.Snapshot().race(RaceOutcome::kAllFailed), 1u);
+  EXPECT_EQ(other_metrics.Snapshot().race(RaceOutcome::kAllFailed), 0u);
+}
+
 TEST_P(RaceGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {
   ScriptedServer a("ledger-a", [](int) { return Action::Hang(); });
   ScriptedServer b("ledger-b", [](int) { return Action::Hang(); });

@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "eventually.h"
 #include "hopbudget/attribution.h"
+#include "hopbudget/hop.h"
 #include "sync.h"
 
 namespace hopbudget {
@@ -167,6 +168,42 @@ TEST_F(ShieldTest, HangingWorkIsAskedToStopExactlyAtItsBound) {
   EXPECT_THAT(record->status.message(), HasSubstr("CANCELLED: flush interrupted"));
   EXPECT_EQ(record->ended, t0 + absl::Milliseconds(100));
   EXPECT_EQ(shield.stats().exceeded_bound, 1u);
+}
+
+// Made with a Hop, a Shield reads the Hop's clock and counts in its
+// metrics, whatever its options say.
+TEST_F(ShieldTest, AShieldMadeWithAHopUsesItsClockAndMetrics) {
+  FakeClock hop_clock;
+  Metrics hop_metrics;
+  HopOptions hop_options;
+  hop_options.name = "ledger";
+  hop_options.clock = &hop_clock;
+  hop_options.metrics = &hop_metrics;
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(hop_options);
+  ASSERT_TRUE(hop.ok()) << hop.status();
+  Metrics other_metrics;
+  ShieldOptions options = Manual();  // this test's clock_, which the Hop's replaces
+  options.metrics = &other_metrics;
+  Shield shield(**hop, options);
+  hopbudget::internal::Notification registered, stopped;
+  absl::StatusOr<ShieldHandle> handle =
+      shield.Run("flush", absl::Milliseconds(100), [&](ShieldContext& ctx) {
+        ctx.AddStopCallback([&] { stopped.Notify(); });
+        registered.Notify();
+        stopped.WaitForNotification();
+        return absl::CancelledError("flush interrupted");
+      });
+  ASSERT_TRUE(handle.ok());
+  registered.WaitForNotification();
+  clock_.Advance(absl::Seconds(1));  // not the Hop's clock: nothing is due
+  EXPECT_EQ(shield.RunDueTimers(), 0);
+  hop_clock.Advance(absl::Milliseconds(100));
+  EXPECT_EQ(shield.RunDueTimers(), 1);
+  absl::optional<ShieldRecord> record = handle->Wait();
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->outcome, ShieldOutcome::kExceededBound);
+  EXPECT_EQ(hop_metrics.Snapshot().shield(ShieldEvent::kExceededBound), 1u);
+  EXPECT_EQ(other_metrics.Snapshot().shield(ShieldEvent::kStarted), 0u);
 }
 
 TEST_F(ShieldTest, ReturningAtTheBoundIsExceededEvenBeforeTheTimerRuns) {

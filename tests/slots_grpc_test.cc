@@ -137,6 +137,41 @@ TEST_P(SlotWaitTest, AWaitThatOutlivesTheBudgetFailsWithSlotWaitAndNoCallIsSent)
   EXPECT_EQ(holder.status.error_code(), grpc::StatusCode::CANCELLED);
 }
 
+// Made from a Hop, the slots attribute a wait to the Hop's name and count
+// it in its metrics, whatever their options say.
+TEST(DownstreamSlotsTest, SlotsMadeFromAHopAttributeTheWaitToIt) {
+  Metrics hop_metrics;
+  HopOptions hop_options;
+  hop_options.name = "orders";
+  hop_options.metrics = &hop_metrics;
+  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(hop_options);
+  ASSERT_TRUE(hop.ok()) << hop.status();
+  Metrics other_metrics;
+  DownstreamSlotsOptions options = SlotOptions(1, &other_metrics);
+  options.hop = "someone-else";
+  auto slots = DownstreamSlots::Create(**hop, options);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  ScriptedServer ledger("ledger", [](int) { return Action::Hang(); });
+  auto channel = CreateChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto stub = echo::Relay::NewStub(*channel);
+  Result holder;
+  auto held = StartCall(**slots, *stub, absl::Seconds(20), &holder);
+  ASSERT_TRUE(ledger.WaitForCalls(1, absl::Seconds(10)));
+  Result waiter;
+  StartCall(**slots, *stub, absl::Milliseconds(200), &waiter);
+  ASSERT_TRUE(waiter.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  const absl::optional<Attribution> a = AttributionOf(waiter.status);
+  ASSERT_TRUE(a.has_value()) << waiter.status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kSlotWait);
+  EXPECT_EQ(a->hop, "orders");
+  EXPECT_EQ(hop_metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kSlotWait), 1u);
+  EXPECT_EQ(other_metrics.Snapshot().deadline_exceeded(Side::kClient, DeadlineSource::kSlotWait),
+            0u);
+  held->TryCancel();
+  ASSERT_TRUE(holder.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
 INSTANTIATE_TEST_SUITE_P(Forms, SlotWaitTest, ::testing::Values(Form::kSync, Form::kCallback),
                          [](const ::testing::TestParamInfo<Form>& i) {
                            return i.param == Form::kSync ? "Sync" : "Callback";

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
+#include "hopbudget/hop.h"
 #include "sync.h"
 #include "timer_service.h"
 
@@ -583,6 +584,17 @@ struct Shield::Flights {
 
 Shield::Shield(ShieldOptions options)
     : impl_(std::make_unique<Impl>(options)), flights_(std::make_shared<Flights>()) {}
+
+namespace {
+ShieldOptions WithHopClockAndMetrics(const Hop& hop, ShieldOptions options) {
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
+  return options;
+}
+}  // namespace
+
+Shield::Shield(const Hop& hop, ShieldOptions options)
+    : Shield(WithHopClockAndMetrics(hop, std::move(options))) {}
 
 Shield::~Shield() = default;
 

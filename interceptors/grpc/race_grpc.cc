@@ -157,6 +157,13 @@ absl::StatusOr<std::unique_ptr<Race>> Race::Create(RaceOptions options) {
   return std::unique_ptr<Race>(new Race(std::move(options)));
 }
 
+absl::StatusOr<std::unique_ptr<Race>> Race::Create(const Hop& hop, RaceOptions options) {
+  options.hop = hop.name();
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
+  return Create(std::move(options));
+}
+
 Race::Race(RaceOptions options)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),

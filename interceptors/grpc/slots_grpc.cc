@@ -312,6 +312,14 @@ absl::StatusOr<std::unique_ptr<DownstreamSlots>> DownstreamSlots::Create(
       new DownstreamSlots(std::make_shared<State>(std::move(options), *std::move(queue))));
 }
 
+absl::StatusOr<std::unique_ptr<DownstreamSlots>> DownstreamSlots::Create(
+    const Hop& hop, DownstreamSlotsOptions options) {
+  options.hop = hop.name();
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
+  return Create(std::move(options));
+}
+
 DownstreamSlots::DownstreamSlots(std::shared_ptr<State> state) : state_(std::move(state)) {}
 DownstreamSlots::~DownstreamSlots() = default;
 

@@ -88,6 +88,8 @@
 
 namespace hopbudget {
 
+class Hop;  // hop.h
+
 namespace internal {
 class ShieldHandleToken;
 class ShieldOp;
@@ -256,6 +258,9 @@ struct DrainReport {
 class Shield {
  public:
   explicit Shield(ShieldOptions options = {});
+  // The same with `hop`'s clock and metrics (hop.h), whatever `options`
+  // says. `hop` is not owned; it must outlive the Shield and every handle.
+  explicit Shield(const Hop& hop, ShieldOptions options = {});
   // Drain(InfiniteDuration()), then joins the pool. Every operation has been
   // asked to stop at its bound, so this ends as soon as the work honours that
   // request; work that never returns keeps this waiting (there is no way to

@@ -54,6 +54,7 @@
 #include "hopbudget/attribution.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/race.h"
 #include "hopbudget/retry_loop.h"
@@ -107,6 +108,11 @@ class Race {
                                           std::function<void(grpc::Status)> done)>;
 
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Race>> Create(RaceOptions options);
+  // The same for `hop` (hop.h): its name, clock and metrics, whatever
+  // `options` says, so the race and the Hop's channels agree on whose
+  // attempt budget fired. `hop` is not owned and must outlive the race.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Race>> Create(const Hop& hop,
+                                                                    RaceOptions options);
   ~Race();
   Race(const Race&) = delete;
   Race& operator=(const Race&) = delete;

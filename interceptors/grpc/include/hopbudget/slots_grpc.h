@@ -60,6 +60,7 @@
 #include "absl/status/statusor.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry_loop.h"
 #include "hopbudget/slots.h"
@@ -101,6 +102,10 @@ class DownstreamSlots {
   // or a policy ValidatePolicy refuses.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DownstreamSlots>> Create(
       DownstreamSlotsOptions options);
+  // The same for `hop` (hop.h): its name, clock and metrics, whatever
+  // `options` says. `hop` is not owned and must outlive the slots.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DownstreamSlots>> Create(
+      const Hop& hop, DownstreamSlotsOptions options);
   ~DownstreamSlots();
   DownstreamSlots(const DownstreamSlots&) = delete;
   DownstreamSlots& operator=(const DownstreamSlots&) = delete;
