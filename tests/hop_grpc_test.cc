@@ -357,6 +357,47 @@ TEST(HopGrpcChannelTest, APlainChannelCapsEachCallAtItsMethodsAttemptCap) {
   }
 }
 
+// A stream's idle budget on a Hop's channel: its method's streamIdleBudget
+// (hopbudget's section) beats the channel's ClientOptions, and a call's own
+// SetStreamIdleBudget beats both.
+TEST(HopGrpcChannelTest, AStreamIsCutAtItsMethodsIdleBudget) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = NamedHop("orders", &metrics, R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Watch"}], "timeout": "20s"}],
+    "hopbudget": {"methodPolicy": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Watch"}],
+       "streamIdleBudget": "0.3s"}]}})");
+  ASSERT_NE(hop, nullptr);
+  HopConfig ledger_config;
+  ledger_config.hop = "ledger";
+  RelayHop ledger(ledger_config);
+  ClientOptions channel_options = ClientOptionsFor(*hop);
+  channel_options.stream_idle_budget = absl::Seconds(10);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      CreateChannel(*hop, channel_options, ledger.address(), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto stub = echo::Relay::NewStub(*channel);
+  for (const absl::Duration own :
+       {absl::InfiniteDuration(), absl::Milliseconds(500)}) {  // none, then the call's own
+    SCOPED_TRACE(absl::FormatDuration(own));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+    if (own != absl::InfiniteDuration()) SetStreamIdleBudget(ctx, own);
+    const absl::Duration expected = own != absl::InfiniteDuration() ? own : absl::Milliseconds(300);
+    auto reader = stub->Watch(&ctx, Request({Hang()}));  // one message, then silence
+    echo::RelayReply msg;
+    while (reader->Read(&msg)) {
+    }
+    const grpc::Status s = reader->Finish();
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+    const absl::optional<Attribution> a = AttributionOf(s);
+    ASSERT_TRUE(a.has_value()) << s.error_message();
+    EXPECT_EQ(a->source, DeadlineSource::kIdle);
+    EXPECT_EQ(a->hop, "orders");
+    EXPECT_EQ(a->budget, expected);
+  }
+}
+
 // This test links echo.Relay (Call, Write, Watch): a typo is refused by name.
 TEST(HopGrpcReloadTest, AMethodNameThisProgramDoesNotLinkIsATypo) {
   HopOptions options;

@@ -176,16 +176,23 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
         from_helper = true;
       }
     }
-    absl::Duration idle =
-        IsStreaming(info_->type()) ? shared_.stream_idle_budget : absl::InfiniteDuration();
+    const MethodPolicy* called = shared_.hop_config != nullptr
+                                     ? &shared_.hop_config->PolicyFor(method_, info_->method())
+                                     : nullptr;
+    // A stream's idle budget: the call's own (SetStreamIdleBudget), else its
+    // method's entry in the Hop's table (streamIdleBudget), else the
+    // channel's.
+    absl::Duration idle = absl::InfiniteDuration();
+    if (IsStreaming(info_->type())) {
+      idle = called != nullptr && called->stream_idle_budget != absl::InfiniteDuration()
+                 ? called->stream_idle_budget
+                 : shared_.stream_idle_budget;
+    }
     if (own.idle.has_value()) {
       ParsedBudget p = ParseBudgetHeader(*own.idle);
       if (p.result == HeaderParse::kOk && p.budget > absl::ZeroDuration()) idle = p.budget;
       if (p.result == HeaderParse::kEmpty) idle = absl::InfiniteDuration();
     }
-    const MethodPolicy* called = shared_.hop_config != nullptr
-                                     ? &shared_.hop_config->PolicyFor(method_, info_->method())
-                                     : nullptr;
     backend_wait_ = internal::BackendWaitOfCall(
         shared_.backend_wait, called != nullptr ? called->wait_for_ready : absl::nullopt,
         internal::CallBackendWait(own.backend_wait));
