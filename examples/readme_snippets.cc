@@ -44,19 +44,21 @@ using hopbudget::demo::Order;
 using hopbudget::demo::OrderResult;
 using hopbudget::demo::Orders;
 
-absl::Status ServerSetup(grpc::ServerBuilder& builder) {
+std::string ReadFile(const std::string& path);
+
+absl::StatusOr<std::unique_ptr<hopbudget::Hop>> ServerSetup(grpc::ServerBuilder& builder) {
   // [START server]
-  hopbudget::ServerOptions options;
-  options.hop = "orders";
-  options.policy.request_cap = absl::Seconds(1);
-  options.policy.attempt_cap = absl::Milliseconds(300);
-  auto factory = hopbudget::MakeServerInterceptorFactory(options);  // validates
-  if (!factory.ok()) return factory.status();                       // names the bad field
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-  creators.push_back(*std::move(factory));
-  builder.experimental().SetInterceptorCreators(std::move(creators));
+  hopbudget::HopOptions options;  // one Hop per process, kept as long as the server
+  options.name = "orders";
+  options.defaults.budget.request_cap = absl::Seconds(1);  // every method's, unless
+  options.defaults.budget.attempt_cap = absl::Milliseconds(300);
+  options.service_config = ReadFile("orders_service_config.json");  // says otherwise
+  absl::StatusOr<std::unique_ptr<hopbudget::Hop>> hop = hopbudget::Hop::Create(options);
+  if (!hop.ok()) return hop.status();  // names the bad field, or the method and the numbers
+  absl::Status installed = hopbudget::InstallServerInterceptor(**hop, builder);
+  if (!installed.ok()) return installed;
   // [END server]
-  return absl::OkStatus();
+  return hop;
 }
 
 absl::Status AdmissionSetup(grpc::ServerBuilder& builder) {
@@ -81,8 +83,7 @@ class OrdersService final : public Orders::Service {
   // [START handler]
   grpc::Status CreateOrder(grpc::ServerContext* ctx, const Order* order,
                            OrderResult* result) override {
-    const hopbudget::InboundBudget* budget = hopbudget::InboundBudget::Of(*ctx);
-    if (budget != nullptr && budget->refused()) return grpc::Status::CANCELLED;  // refused
+    if (auto refusal = hopbudget::Refusal(*ctx)) return *refusal;  // refused on arrival
     std::unique_ptr<grpc::ClientContext> call = hopbudget::NewDownstreamContext(*ctx);
     return ledger_->Commit(call.get(), *order, result);  // pass the status through
   }
@@ -92,13 +93,10 @@ class OrdersService final : public Orders::Service {
   std::unique_ptr<Ledger::Stub> ledger_;
 };
 
-absl::Status ClientSetup() {
+absl::Status ClientSetup(const hopbudget::Hop& hop) {
   // [START client]
-  hopbudget::ClientOptions options;
-  options.hop = "orders";
-  auto channel =
-      hopbudget::CreateChannel("ledger:50051", grpc::InsecureChannelCredentials(), options);
-  if (!channel.ok()) return channel.status();  // bad options, named
+  auto channel = hopbudget::CreateChannel(hop, "ledger:50051", grpc::InsecureChannelCredentials());
+  if (!channel.ok()) return channel.status();  // bad arguments, named
   std::unique_ptr<Ledger::Stub> ledger = Ledger::NewStub(*channel);
   // [END client]
   return absl::OkStatus();
@@ -300,8 +298,6 @@ void Waterfall(Gateway::Stub* stub, const Order& request) {
   // ledger   budget   638.7 ms  spent     3.0 ms  attempts 0  OK
   // [END trace]
 }
-
-std::string ReadFile(const std::string& path);
 
 absl::Status HopSetup(grpc::ServerBuilder& builder) {
   // [START hop]

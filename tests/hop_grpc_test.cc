@@ -1,6 +1,7 @@
 // A server interceptor made from a hopbudget::Hop: each method is cut at
 // its own budget from the Hop's service config, and a reload reaches the
 // calls that arrive after it.
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "hopbudget/client.h"
 #include "hopbudget/hop.h"
 #include "hopbudget/retry.h"
+#include "hopbudget/server.h"
 #include "relay_fixture.h"
 
 namespace hopbudget {
@@ -396,6 +398,99 @@ TEST(HopGrpcChannelTest, AStreamIsCutAtItsMethodsIdleBudget) {
     EXPECT_EQ(a->hop, "orders");
     EXPECT_EQ(a->budget, expected);
   }
+}
+
+// The drop-in pair: InstallServerInterceptor puts a Hop's interceptor on a
+// ServerBuilder, and a handler returns Refusal(*ctx) when the call was
+// refused on arrival, nothing else.
+class RefusingRelay final : public echo::Relay::Service {
+ public:
+  grpc::Status Call(grpc::ServerContext* ctx, const echo::RelayRequest*,
+                    echo::RelayReply*) override {
+    if (auto refusal = Refusal(*ctx)) {
+      refused_.fetch_add(1);
+      return *refusal;
+    }
+    accepted_.fetch_add(1);
+    return grpc::Status::OK;
+  }
+  int refused() const { return refused_.load(); }
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  std::atomic<int> refused_{0}, accepted_{0};
+};
+
+TEST(HopGrpcTest, InstallServerInterceptorAndRefusalAreTheWholeDropIn) {
+  Metrics metrics;
+  // Call needs 100 ms on arrival.
+  std::unique_ptr<Hop> hop = NamedHop("front", &metrics, R"({"methodConfig": [
+      {"name": [{"service": "hopbudget.echo.Relay"}], "timeout": "5s"}],
+    "hopbudget": {"methodPolicy": [
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "minBudget": "0.1s"}]}})");
+  ASSERT_NE(hop, nullptr);
+  RefusingRelay service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  ASSERT_TRUE(InstallServerInterceptor(*hop, builder).ok());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  // A plain gRPC client, no hopbudget.
+  auto stub = echo::Relay::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  for (const absl::Duration budget : {absl::Milliseconds(50), absl::Seconds(5)}) {
+    SCOPED_TRACE(absl::FormatDuration(budget));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + budget));
+    echo::RelayReply reply;
+    const grpc::Status s = stub->Call(&ctx, echo::RelayRequest(), &reply);
+    if (budget < absl::Milliseconds(100)) {
+      ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+      const absl::optional<Attribution> a = AttributionOf(s);
+      ASSERT_TRUE(a.has_value()) << s.error_message();
+      EXPECT_EQ(a->source, DeadlineSource::kArrivedExpired);
+      EXPECT_EQ(a->hop, "front");
+    } else {
+      EXPECT_TRUE(s.ok()) << s.error_message();
+    }
+  }
+  EXPECT_EQ(service.refused(), 1);
+  EXPECT_EQ(service.accepted(), 1);
+  server->Shutdown();
+}
+
+TEST(HopGrpcTest, InstallServerInterceptorRefusesBadAdmissionOptions) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = NamedHop("front", &metrics, R"({"methodConfig": []})");
+  ASSERT_NE(hop, nullptr);
+  AdmissionOptions admission;
+  admission.enabled = true;
+  admission.policy.max_in_flight = 0;
+  grpc::ServerBuilder builder;
+  const absl::Status s = InstallServerInterceptor(*hop, builder, admission);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message(), "");
+}
+
+// A call that never passed through hopbudget's interceptor is not refused.
+TEST(HopGrpcTest, RefusalIsNulloptWithoutHopbudget) {
+  RefusingRelay service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = echo::Relay::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  echo::RelayReply reply;
+  EXPECT_TRUE(stub->Call(&ctx, echo::RelayRequest(), &reply).ok());
+  EXPECT_EQ(service.accepted(), 1);
+  server->Shutdown();
 }
 
 // This test links echo.Relay (Call, Write, Watch): a typo is refused by name.

@@ -764,6 +764,23 @@ MakeServerInterceptorFactory(const Hop& hop, const AdmissionOptions& admission, 
   return std::make_unique<ServerFactory>(std::move(shared), admission);
 }
 
+absl::Status InstallServerInterceptor(const Hop& hop, grpc::ServerBuilder& builder,
+                                      const AdmissionOptions& admission) {
+  auto factory = MakeServerInterceptorFactory(hop, admission);
+  if (!factory.ok()) return factory.status();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(*std::move(factory));
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  return absl::OkStatus();
+}
+
+absl::optional<grpc::Status> Refusal(const grpc::ServerContextBase& inbound) {
+  const InboundBudget* budget = InboundBudget::Of(inbound);
+  if (budget == nullptr || !budget->refused()) return absl::nullopt;
+  // The interceptor answers with the refusal's own status and attribution.
+  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "hopbudget: refused on arrival");
+}
+
 namespace internal {
 std::unique_ptr<grpc::ClientContext> NewChildOfInbound(uintptr_t key, uint64_t id) {
   return InboundRegistry::Get().NewChild(key, id);

@@ -5,16 +5,9 @@
 // Install one interceptor on the server; it works for sync, callback and
 // async services alike:
 //
-//   hopbudget::ServerOptions options;
-//   options.hop = "orders";
-//   options.policy.request_cap = absl::Seconds(1);
-//   options.policy.attempt_cap = absl::Milliseconds(300);
-//   auto factory = hopbudget::MakeServerInterceptorFactory(options);
-//   if (!factory.ok()) return factory.status();   // policy did not validate
-//   std::vector<std::unique_ptr<
-//       grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-//   creators.push_back(*std::move(factory));
-//   builder.experimental().SetInterceptorCreators(std::move(creators));
+//   absl::StatusOr<std::unique_ptr<hopbudget::Hop>> hop = hopbudget::Hop::Create(options);
+//   if (!hop.ok()) return hop.status();   // a budget did not validate
+//   if (absl::Status s = hopbudget::InstallServerInterceptor(**hop, builder); !s.ok()) return s;
 //
 // For every call the interceptor:
 //   - reads the inbound deadline when the call arrives, narrowed by the exact
@@ -49,8 +42,7 @@
 // In a handler:
 //
 //   grpc::Status Place(grpc::ServerContext* ctx, const Req* req, Resp* resp) {
-//     const hopbudget::InboundBudget* budget = hopbudget::InboundBudget::Of(*ctx);
-//     if (budget != nullptr && budget->refused()) return grpc::Status::CANCELLED;
+//     if (auto refusal = hopbudget::Refusal(*ctx)) return *refusal;
 //     std::unique_ptr<grpc::ClientContext> call = hopbudget::NewDownstreamContext(*ctx);
 //     return ledger_->Commit(call.get(), ...);
 //   }
@@ -60,6 +52,7 @@
 #define HOPBUDGET_SERVER_H_
 
 #include <grpcpp/client_context.h>
+#include <grpcpp/server_builder.h>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/server_interceptor.h>
 
@@ -72,6 +65,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
 #include "hopbudget/admission.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/clock.h"
@@ -187,6 +181,19 @@ MakeServerInterceptorFactory(ServerOptions options);
 MakeServerInterceptorFactory(const Hop& hop, const AdmissionOptions& admission = {},
                              TraceMode trace = TraceMode::kOnFailureOrRequest);
 
+// Installs the server interceptor of `hop` (MakeServerInterceptorFactory
+// above) on `builder`: its interceptor creators become hopbudget's alone. A
+// server with interceptors of its own puts MakeServerInterceptorFactory's
+// factory in its own list instead. InvalidArgument, and `builder` left
+// alone, when the admission options do not validate. `hop` is not owned and
+// must outlive the server.
+//
+//   absl::StatusOr<std::unique_ptr<hopbudget::Hop>> hop = hopbudget::Hop::Create(options);
+//   if (!hop.ok()) return hop.status();
+//   if (absl::Status s = hopbudget::InstallServerInterceptor(**hop, builder); !s.ok()) return s;
+[[nodiscard]] absl::Status InstallServerInterceptor(const Hop& hop, grpc::ServerBuilder& builder,
+                                                    const AdmissionOptions& admission = {});
+
 // The admission counters of a factory made by MakeServerInterceptorFactory,
 // or nullopt when admission is off (or `factory` is not hopbudget's).
 // Keep a pointer before handing the factory to ServerBuilder: the server
@@ -274,6 +281,15 @@ struct DownstreamOptions {
   absl::Duration attempt_cap = absl::InfiniteDuration();
   DownstreamScope scope = DownstreamScope::kAttempt;
 };
+
+// What a handler returns at once when hopbudget refused its call on
+// arrival (InboundBudget::refused(): too little budget left, or shed by
+// admission); nullopt for a call it accepted, and for one that did not pass
+// through hopbudget's server interceptor. The server interceptor sends the
+// refusal with its attribution whatever the status says.
+//
+//   if (auto refusal = hopbudget::Refusal(*ctx)) return *refusal;
+[[nodiscard]] absl::optional<grpc::Status> Refusal(const grpc::ServerContextBase& inbound);
 
 // The ClientContext for a downstream call made while serving `inbound`:
 //   - cancellation of the inbound call propagates to it
