@@ -15,6 +15,10 @@
 //   retrying-channel  (e) like budget-only, the client channel being
 //                     CreateRetryingChannel: the drop-in's cost (every call
 //                     hijacked and re-issued as a second call)
+//   hop-table         (f) like budget-only, with the server's interceptor and
+//                     the client's channel made from a Hop whose service
+//                     config names 50 methods (BenchTableHop): a policy
+//                     table's cost beside one policy (issue 30)
 // The server side of (c), (d) and (e) is the same. scale_bench and
 // cancel_bench also use "hopbudget" for the server interceptor with a
 // budget-interceptor channel.
@@ -27,8 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "bench_util.h"
 #include "hopbudget/client.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/metrics.h"
 #include "hopbudget/retry.h"
 #include "hopbudget/retry_loop.h"
@@ -38,8 +44,8 @@ namespace hopbudget {
 namespace bench {
 
 inline const std::vector<std::string>& ModeNames() {
-  static const std::vector<std::string> names = {"plain", "noop", "budget-only", "retry-loop",
-                                                 "retrying-channel"};
+  static const std::vector<std::string> names = {
+      "plain", "noop", "budget-only", "retry-loop", "retrying-channel", "hop-table"};
   return names;
 }
 
@@ -55,7 +61,7 @@ inline absl::Status CheckMode(const std::string& mode) {
 // The modes whose server runs hopbudget's interceptor.
 inline bool ServerHasHopbudget(const std::string& mode) {
   return mode == "hopbudget" || mode == "budget-only" || mode == "retry-loop" ||
-         mode == "retrying-channel";
+         mode == "retrying-channel" || mode == "hop-table";
 }
 
 // Server policy of mode hopbudget: caps far above the client deadline, so the
@@ -67,6 +73,54 @@ inline BudgetPolicy BenchServerPolicy() {
   return p;
 }
 
+// The service config of mode hop-table: 50 methodConfig entries, one of
+// them the echo's Relay/Call with BenchServerPolicy's request cap (so its
+// calls are judged exactly as in budget-only), the other 49 made-up methods
+// of made-up services with their own timeouts, retry and hedging policies
+// and hopbudget entries (a table as big as a real server's). The table's
+// default is BenchServerPolicy.
+inline std::string BenchTableConfig() {
+  std::string entries = R"({"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}],
+                            "timeout": "30s"})";
+  std::string own;
+  for (int i = 0; i < 49; ++i) {
+    const std::string name =
+        absl::StrCat(R"({"service": "bench.Service)", i / 7, R"(", "method": "Method)", i, R"("})");
+    absl::StrAppend(&entries, R"(, {"name": [)", name, R"(], "timeout": ")", 11 + i % 5, "s\"");
+    if (i % 3 == 0) {
+      absl::StrAppend(&entries, R"(, "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.01s",
+          "maxBackoff": "0.1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
+          "perAttemptRecvTimeout": "0.2s"})");
+    } else if (i % 3 == 1) {
+      absl::StrAppend(&entries,
+                      R"(, "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.05s"})");
+    }
+    absl::StrAppend(&entries, "}");
+    absl::StrAppend(&own, own.empty() ? "" : ", ", R"({"name": [)", name,
+                    R"(], "hopReserve": "0.005s", "minBudget": "0.002s"})");
+  }
+  return absl::StrCat(R"({"methodConfig": [)", entries, R"(], "hopbudget": {"methodPolicy": [)",
+                      own, "]}}");
+}
+
+// The Hop of mode hop-table, named `hop`: made once, for the process (a
+// Hop must outlive every server and channel made from it). Its made-up
+// methods are not linked: names are not checked.
+inline const Hop& BenchTableHop(const std::string& hop, Metrics* metrics) {
+  static const Hop* const made = [&] {
+    HopOptions options;
+    options.name = hop;
+    options.metrics = metrics;
+    options.defaults.budget = BenchServerPolicy();
+    options.service_config = BenchTableConfig();
+    options.check_names = NameCheck::kNone;
+    auto created = Hop::Create(std::move(options));
+    if (!created.ok()) Die(created.status().ToString());
+    return created->release();
+  }();
+  return *made;
+}
+
 // Installs the interceptors of `mode` on `builder` (hop name `hop`).
 inline void InstallServerMode(const std::string& mode, grpc::ServerBuilder& builder,
                               const std::string& hop, const BudgetPolicy& policy,
@@ -74,6 +128,10 @@ inline void InstallServerMode(const std::string& mode, grpc::ServerBuilder& buil
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
   if (mode == "noop") {
     creators.push_back(std::make_unique<NoopServerFactory>());
+  } else if (mode == "hop-table") {
+    auto factory = MakeServerInterceptorFactory(BenchTableHop(hop, metrics));
+    if (!factory.ok()) Die(factory.status().ToString());
+    creators.push_back(*std::move(factory));
   } else if (ServerHasHopbudget(mode)) {
     ServerOptions options;
     options.hop = hop;
@@ -124,6 +182,14 @@ inline std::shared_ptr<grpc::Channel> MakeClientChannel(const std::string& mode,
     RetryOptions retry = BenchRetryOptions("loadgen", metrics);
     retry.client.send_budget_header = client.send_budget_header;
     auto channel = CreateRetryingChannel(target, creds, retry, args);
+    if (!channel.ok()) Die(channel.status().ToString());
+    return *channel;
+  }
+  if (mode == "hop-table") {
+    const Hop& hop = BenchTableHop("loadgen", metrics);
+    ClientOptions options = ClientOptionsFor(hop);
+    options.send_budget_header = client.send_budget_header;
+    auto channel = CreateChannel(hop, options, target, creds, args);
     if (!channel.ok()) Die(channel.status().ToString());
     return *channel;
   }

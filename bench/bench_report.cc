@@ -113,8 +113,8 @@ std::string JudgeP99(const Record* r, double target_ms, const std::string& faile
 
 // The overhead modes (bench_modes.h), in the order the report lists them.
 const std::vector<std::string>& ModeList() {
-  static const std::vector<std::string> modes = {"plain", "noop", "budget-only", "retry-loop",
-                                                 "retrying-channel"};
+  static const std::vector<std::string> modes = {
+      "plain", "noop", "budget-only", "retry-loop", "retrying-channel", "hop-table"};
   return modes;
 }
 
@@ -124,6 +124,7 @@ std::string ModeLabel(const std::string& mode) {
   if (mode == "budget-only") return "(c) budget interceptors";
   if (mode == "retry-loop") return "(d) budget interceptors + RetryLoop";
   if (mode == "retrying-channel") return "(e) budget interceptors + retrying channel";
+  if (mode == "hop-table") return "(f) budget interceptors from a 50-method Hop";
   return mode;
 }
 
@@ -206,6 +207,71 @@ std::string OverheadTarget(const std::string& api, const std::string& mode) {
          ": QPS >= 0.95x plain and >= 0.98x no-op, p99 <= 1.10x plain, CPU/call <= 1.05x no-op";
 }
 
+// Issue 30: the interceptors made from a Hop with a 50-method table beside
+// one policy (budget-only), in the same rounds. The target is "within the
+// round-to-round noise of the single policy": the median of hop-table's
+// per-round ratios to budget-only must lie within budget-only's own spread
+// over the rounds ((max - min) / median of each figure), QPS not below
+// 1 - that spread, client and server CPU per call not above 1 + it. Fewer
+// than 3 rounds give no spread to judge by: not measured.
+std::string TableTarget(const std::string& api) {
+  return "policy table, " + api + " API, " + std::to_string(kJudgedInflight) +
+         " in flight: a 50-method Hop's QPS and CPU/call within the single policy's round-to-round "
+         "spread";
+}
+
+void JudgeTable(const std::string& api, std::map<std::string, std::map<int, Record>>& modes) {
+  std::vector<double> qps, client, server, base_qps, base_client, base_server;
+  double errors = 0;
+  for (auto& [round, t] : modes["hop-table"]) {
+    if (!modes["budget-only"].count(round)) continue;
+    const Record& c = modes["budget-only"][round];
+    errors += Num(t, "errors") + Num(c, "errors");
+    if (Num(c, "qps") > 0) qps.push_back(Num(t, "qps") / Num(c, "qps"));
+    if (Num(c, "client_cpu_us") > 0) {
+      client.push_back(Num(t, "client_cpu_us") / Num(c, "client_cpu_us"));
+    }
+    if (Num(c, "server_cpu_us") > 0) {
+      server.push_back(Num(t, "server_cpu_us") / Num(c, "server_cpu_us"));
+    }
+    base_qps.push_back(Num(c, "qps"));
+    base_client.push_back(Num(c, "client_cpu_us"));
+    base_server.push_back(Num(c, "server_cpu_us"));
+  }
+  if (errors > 0) {
+    EmitVerdict(TableTarget(api), "-",
+                std::string(kNotMeasured) + " (" + Fixed(errors, 0) + " calls failed)");
+    return;
+  }
+  if (qps.size() < 3 || client.size() < 3 || server.size() < 3) {
+    EmitVerdict(TableTarget(api), "-",
+                std::string(kNotMeasured) + " (fewer than 3 rounds of both modes)");
+    return;
+  }
+  auto spread = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const double m = Median(v);
+    return m > 0 ? (v.back() - v.front()) / m : 0.0;
+  };
+  const double nq = spread(base_qps), nc = spread(base_client), ns = spread(base_server);
+  const double q = MedianOf(qps), c = MedianOf(client), s = MedianOf(server);
+  const std::string result = "QPS " + Fixed(q, 3) + "x, CPU " + Fixed(c, 3) + "x (client), " +
+                             Fixed(s, 3) + "x (server) the single policy's; its spread QPS " +
+                             Fixed(100 * nq, 1) + " %, CPU " + Fixed(100 * nc, 1) + " % / " +
+                             Fixed(100 * ns, 1) + " %";
+  std::vector<std::string> missed;
+  if (q < 1 - nq) missed.push_back("QPS");
+  if (c > 1 + nc) missed.push_back("client CPU");
+  if (s > 1 + ns) missed.push_back("server CPU");
+  std::string verdict = "met";
+  if (!missed.empty()) {
+    verdict = "**missed**:";
+    for (const std::string& m : missed) verdict += " " + m + ",";
+    verdict.pop_back();
+  }
+  EmitVerdict(TableTarget(api), result, verdict);
+}
+
 void Overhead(const std::vector<Record>& rs) {
   // (api, inflight) -> mode -> round -> record
   std::map<std::pair<std::string, int>, std::map<std::string, std::map<int, Record>>> g;
@@ -274,8 +340,15 @@ void Overhead(const std::vector<Record>& rs) {
                    r.p99_plain.empty() ? 0 : MedianOf(r.p99_plain));
     }
   }
+  std::set<std::string> tables;  // the APIs whose table runs were judged
+  for (auto& [key, modes] : g) {
+    if (key.second != kJudgedInflight || !modes.count("hop-table")) continue;
+    tables.insert(key.first);
+    JudgeTable(key.first, modes);
+  }
   // docs/benchmarks.md quotes both APIs at 32 in flight: a missing one is said so.
   for (const std::string api : {"callback", "sync"}) {
+    if (!tables.count(api)) EmitVerdict(TableTarget(api), "-", kNotMeasured);
     for (const std::string& mode : JudgedModes()) {
       if (judged.count({api, mode})) continue;
       EmitVerdict(OverheadTarget(api, mode), "-", kNotMeasured);

@@ -169,6 +169,29 @@ string(REPLACE "mode=budget-only inflight=32 round=1 qps=990 p50_us=50 p99_us=10
   "mode=budget-only inflight=32 round=1 qps=990 p50_us=50 p99_us=105 calls=1 errors=7"
   overhead_errors "${overhead_rounds}")
 verdict(overhead_errors overhead "${overhead_errors}" "budget-only: [^|]*\\| - \\| not measured \\(7 calls failed\\)")
+# The policy table beside one policy: within budget-only's own spread over
+# rounds, a table far slower than it, and one round (no spread to judge by).
+set(table_rounds "")
+foreach(round_base_table "1;1000;995" "2;1030;1020" "3;980;990")
+  list(GET round_base_table 0 round)
+  list(GET round_base_table 1 base)
+  list(GET round_base_table 2 table)
+  string(APPEND table_rounds
+    "RESULT bench=overhead api=callback mode=budget-only inflight=32 round=${round} qps=${base} p50_us=50 p99_us=100 calls=1 errors=0 cpu_us_per_call=10 client_cpu_us=6 server_cpu_us=6${nl}"
+    "RESULT bench=overhead api=callback mode=hop-table inflight=32 round=${round} qps=${table} p50_us=50 p99_us=100 calls=1 errors=0 cpu_us_per_call=10 client_cpu_us=6 server_cpu_us=6${nl}")
+endforeach()
+verdict(table_met overhead "${table_rounds}"
+  "policy table, callback API, 32 in flight[^|]*\\| QPS 0.995x[^|]*its spread QPS 5.0 %[^|]*\\| met.*policy table, sync API[^|]*\\| - \\| not measured")
+string(REPLACE "mode=hop-table inflight=32 round=2 qps=1020" "mode=hop-table inflight=32 round=2 qps=800"
+  table_slow "${table_rounds}")
+string(REPLACE "mode=hop-table inflight=32 round=3 qps=990" "mode=hop-table inflight=32 round=3 qps=800"
+  table_slow "${table_slow}")
+verdict(table_missed overhead "${table_slow}"
+  "policy table, callback API[^|]*\\| [^|]*\\| \\*\\*missed\\*\\*: QPS")
+string(REGEX REPLACE "RESULT[^\n]*round=[23][^\n]*\n" "" table_one "${table_rounds}")
+verdict(table_one_round overhead "${table_one}"
+  "policy table, callback API[^|]*\\| - \\| not measured \\(fewer than 3 rounds")
+
 # Overload: judged on every round (one bad round misses); the CPU fit needs
 # both kinds of call; no run at all.
 set(ov_setup "RESULT bench=overload kind=setup capacity=1000 duration_s=2 budget_ms=500 rounds=2 placement=pinned${nl}")

@@ -177,7 +177,7 @@ t_start=$SECONDS
 
 # ---------------------------------------------------------------- 1. overhead
 # Separate server and load-generator processes on loopback. Each round runs
-# the modes a..e back to back for each API (e..a in even rounds), so that
+# the modes a..f back to back for each API (f..a in even rounds), so that
 # slow drifts of the machine hit every mode alike; ratios are taken within a
 # round.
 #
@@ -223,8 +223,8 @@ run_overhead() {
   read -ra pin_client <<<"$(overhead_pin client)"
   : >"$log"
   for ((round = 1; round <= rounds; round++)); do
-    modes="plain noop budget-only retry-loop retrying-channel"
-    [ $((round % 2)) = 0 ] && modes="retrying-channel retry-loop budget-only noop plain"
+    modes="plain noop budget-only retry-loop retrying-channel hop-table"
+    [ $((round % 2)) = 0 ] && modes="hop-table retrying-channel retry-loop budget-only noop plain"
     for api in sync callback; do
       for mode in $modes; do
         start_echo_server "$raw/echo_server-$api-$mode-$round.out" --api="$api" --mode="$mode"
