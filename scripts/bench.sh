@@ -230,7 +230,7 @@ run_overhead() {
         start_echo_server "$raw/echo_server-$api-$mode-$round.out" --api="$api" --mode="$mode"
         for inflight in 1 32; do
           run_bench "$log" "load_gen api=$api mode=$mode inflight=$inflight round=$round" \
-            "${pin_client[@]}" "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$client_mode" \
+            "${pin_client[@]}" "$bin/load_gen" --target="127.0.0.1:$port" --api="$api" --mode="$mode" \
             --inflight="$inflight" --duration="$duration" --warmup="$warmup" \
             --round="$round" --server-pid="$spid" --deadlock-detection="$deadlock"
         done
