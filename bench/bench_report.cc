@@ -36,7 +36,7 @@
 
 ABSL_FLAG(std::string, section, "overhead",
           "the report section: overhead, scale, precision, cancel, hedge, admission, slots, "
-          "overload or refusal");
+          "overload, refusal or reload");
 
 namespace hopbudget {
 namespace bench {
@@ -1183,6 +1183,72 @@ void RefusalSection(const std::vector<Record>& rs) {
   }
 }
 
+// Issue 30: a Hop's table swapped under 2 000 calls/s (reload_bench). No
+// call may fail and none may see a budget that mixes two tables; the p99 of
+// OK calls in the reload rounds, each against the steady round next to it,
+// must stay within the steady rounds' own spread ((max - min) / median).
+// Fewer than 3 rounds of each, or a generator more than 50 ms behind its
+// schedule, cannot say: not measured.
+constexpr char kReloadTarget[] =
+    "reload under 2 000 calls/s: no failed call, no call whose budget mixes two tables, p99 "
+    "within the steady rounds' spread";
+
+void ReloadSection(const std::vector<Record>& rs) {
+  std::map<int, Record> reload, steady;
+  std::printf(
+      "| round | mode | calls/s | calls | failed | mixed | reloads | p50 (us) | p99 (us) | behind "
+      "schedule, max (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  double failed = 0, mixed = 0, lag = 0, rps = 0;
+  for (const Record& r : rs) {
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", Str(r, "round").c_str(),
+                Str(r, "mode").c_str(), Str(r, "rps").c_str(), Str(r, "calls").c_str(),
+                Str(r, "failed").c_str(), Str(r, "mixed").c_str(), Str(r, "reloads").c_str(),
+                Str(r, "p50_us").c_str(), Str(r, "p99_us").c_str(), Str(r, "lag_max_ms").c_str());
+    const int round = static_cast<int>(Num(r, "round"));
+    (Str(r, "mode") == "reload" ? reload : steady)[round] = r;
+    mixed += Num(r, "mixed");
+    lag = std::max(lag, Num(r, "lag_max_ms"));
+    rps = Num(r, "rps");
+    if (Str(r, "mode") == "reload") failed += Num(r, "failed");
+  }
+  std::vector<double> ratios, steady_p99;
+  for (const auto& [round, r] : reload) {
+    auto it = steady.find(round);
+    if (it == steady.end() || Num(it->second, "p99_us") <= 0) continue;
+    ratios.push_back(Num(r, "p99_us") / Num(it->second, "p99_us"));
+    steady_p99.push_back(Num(it->second, "p99_us"));
+  }
+  if (ratios.size() < 3 || rps < 2000) {
+    EmitVerdict(
+        kReloadTarget, "-",
+        std::string(kNotMeasured) + " (fewer than 3 rounds of both modes at 2 000 calls/s)");
+    return;
+  }
+  if (lag > 50) {
+    EmitVerdict(kReloadTarget, "-",
+                std::string(kNotMeasured) + " (the generator fell " + Fixed(lag, 0) +
+                    " ms behind its schedule)");
+    return;
+  }
+  std::sort(steady_p99.begin(), steady_p99.end());
+  const double noise = (steady_p99.back() - steady_p99.front()) / Median(steady_p99);
+  const double ratio = MedianOf(ratios);
+  const std::string result = Fixed(failed, 0) + " failed, " + Fixed(mixed, 0) + " mixed; p99 " +
+                             Fixed(ratio, 3) + "x the steady rounds', their spread " +
+                             Fixed(100 * noise, 1) + " %";
+  std::vector<std::string> missed;
+  if (failed > 0) missed.push_back("failed calls");
+  if (mixed > 0) missed.push_back("mixed budgets");
+  if (ratio > 1 + noise) missed.push_back("p99");
+  std::string verdict = "met";
+  if (!missed.empty()) {
+    verdict = "**missed**:";
+    for (const std::string& m : missed) verdict += " " + m + ",";
+    verdict.pop_back();
+  }
+  EmitVerdict(kReloadTarget, result, verdict);
+}
+
 void NothingMeasured(const std::string& section) {
   if (section == "overhead") {
     for (const std::string api : {"callback", "sync"}) {
@@ -1210,6 +1276,8 @@ void NothingMeasured(const std::string& section) {
     for (const char* target : {kSlotsThreadTarget, kSlotsLateTarget, kSlotsServerTarget}) {
       EmitVerdict(target, "-", kNotMeasured);
     }
+  } else if (section == "reload") {
+    EmitVerdict(kReloadTarget, "-", kNotMeasured);
   } else if (section == "overload") {
     for (const char* t : {kOverloadUnthrottledTarget, kOverloadThrottledTarget, kOverloadLateTarget,
                           kOverloadP99Target}) {
@@ -1224,11 +1292,12 @@ int Main(int argc, char** argv) {
                    "benchmark report (Markdown) with its verdicts.\n\n"
                    "  ... | bench_report "
                    "--section=overhead|scale|precision|cancel|hedge|admission|slots|overload|"
-                   "refusal");
+                   "refusal|reload");
   const std::string section = absl::GetFlag(FLAGS_section);
-  cli::ExitIfBad("bench_report", cli::OneOf("section", section,
-                                            {"overhead", "scale", "precision", "cancel", "hedge",
-                                             "admission", "slots", "overload", "refusal"}));
+  cli::ExitIfBad("bench_report",
+                 cli::OneOf("section", section,
+                            {"overhead", "scale", "precision", "cancel", "hedge", "admission",
+                             "slots", "overload", "refusal", "reload"}));
   const std::vector<Record> rs = ReadResults(section);
   if (rs.empty()) {
     std::printf(
@@ -1246,6 +1315,7 @@ int Main(int argc, char** argv) {
   if (section == "slots") SlotsSection(rs);
   if (section == "overload") OverloadSection(rs);
   if (section == "refusal") RefusalSection(rs);
+  if (section == "reload") ReloadSection(rs);
   return 0;
 }
 

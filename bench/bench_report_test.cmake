@@ -192,6 +192,32 @@ string(REGEX REPLACE "RESULT[^\n]*round=[23][^\n]*\n" "" table_one "${table_roun
 verdict(table_one_round overhead "${table_one}"
   "policy table, callback API[^|]*\\| - \\| not measured \\(fewer than 3 rounds")
 
+# Reload: met; a failed call; a mixed budget; a p99 beyond the steady
+# rounds' spread; too few rounds.
+set(reload_rounds "")
+foreach(round_p99s "1;1000;1010" "2;1050;1040" "3;980;1001")
+  list(GET round_p99s 0 round)
+  list(GET round_p99s 1 steady)
+  list(GET round_p99s 2 reloaded)
+  string(APPEND reload_rounds
+    "RESULT bench=reload mode=steady round=${round} rps=2000 calls=6000 failed=0 mixed=0 reloads=0 p50_us=300 p99_us=${steady} lag_max_ms=2${nl}"
+    "RESULT bench=reload mode=reload round=${round} rps=2000 calls=6000 failed=0 mixed=0 reloads=59 p50_us=300 p99_us=${reloaded} lag_max_ms=2${nl}")
+endforeach()
+verdict(reload_met reload "${reload_rounds}"
+  "reload under 2 000 calls/s[^|]*\\| 0 failed, 0 mixed; p99 1.010x the steady rounds', their spread 7.0 % \\| met")
+string(REPLACE "mode=reload round=2 rps=2000 calls=6000 failed=0" "mode=reload round=2 rps=2000 calls=6000 failed=3"
+  reload_failed "${reload_rounds}")
+verdict(reload_failed reload "${reload_failed}" "reload under[^|]*\\| 3 failed[^|]*\\| \\*\\*missed\\*\\*: failed calls")
+string(REPLACE "mode=reload round=3 rps=2000 calls=6000 failed=0 mixed=0" "mode=reload round=3 rps=2000 calls=6000 failed=0 mixed=1"
+  reload_mixed "${reload_rounds}")
+verdict(reload_mixed reload "${reload_mixed}" "reload under[^|]*\\| 0 failed, 1 mixed[^|]*\\| \\*\\*missed\\*\\*: mixed budgets")
+string(REPLACE "p99_us=1040" "p99_us=2000" reload_slow "${reload_rounds}")
+string(REPLACE "p99_us=1001" "p99_us=2000" reload_slow "${reload_slow}")
+verdict(reload_slow reload "${reload_slow}" "reload under[^|]*\\| [^|]*\\| \\*\\*missed\\*\\*: p99")
+string(REGEX REPLACE "RESULT[^\n]*round=[23][^\n]*\n" "" reload_one "${reload_rounds}")
+verdict(reload_one_round reload "${reload_one}" "reload under[^|]*\\| - \\| not measured \\(fewer than 3 rounds")
+verdict(reload_none reload "" "reload under[^|]*\\| - \\| not measured")
+
 # Overload: judged on every round (one bad round misses); the CPU fit needs
 # both kinds of call; no run at all.
 set(ov_setup "RESULT bench=overload kind=setup capacity=1000 duration_s=2 budget_ms=500 rounds=2 placement=pinned${nl}")

@@ -7,7 +7,7 @@
 #   ./scripts/bench.sh --out DIR    # report directory (default: bench/results for a
 #                                    # full run, whose report.md and chart.png are kept in
 #                                    # the repository; build/bench-report for --quick or --only)
-#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload,refusal
+#   ./scripts/bench.sh --only overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload,refusal,reload
 #   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
 #   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
 #                                    # in the overhead processes (see bench/bench_util.h)
@@ -28,7 +28,7 @@ usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=""
-all_sections="overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload,refusal"
+all_sections="overhead,precision,cancel,scale,micro,chain,hedge,admission,slots,overload,refusal,reload"
 only="$all_sections"
 build_dir=build/bench
 while [ $# -gt 0 ]; do
@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 for s in ${only//,/ }; do
-  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge|admission|slots|overload|refusal) ;;
+  case "$s" in overhead|precision|cancel|scale|micro|chain|hedge|admission|slots|overload|refusal|reload) ;;
     *) echo "error: --only: unknown section '$s' ($all_sections)" >&2
        exit 2 ;;
   esac
@@ -80,6 +80,7 @@ if [ "$quick" = 1 ]; then
   chain_rounds=1
   overload_duration=2s; overload_rounds=1; overload_gap=1
   refusal_duration=1s; refusal_warmup=300ms   # rounds: $rounds, as the overhead section
+  reload_rounds=2; reload_duration=1s
 else
   rounds=5; duration=3s; warmup=1s
   precision_calls=500; cancel_calls=500; hedge_calls=4000; hedge_races=300
@@ -92,6 +93,7 @@ else
   chain_rounds=3
   overload_duration=6s; overload_rounds=3; overload_gap=3
   refusal_duration=3s; refusal_warmup=1s
+  reload_rounds=5; reload_duration=3s
 fi
 scale_levels=(1 100 1000 10000)
 deadlock="${BENCH_DEADLOCK_DETECTION:-default}"
@@ -114,6 +116,7 @@ wants micro && bench_targets+=(micro_bench)
 wants hedge && bench_targets+=(hedge_bench)
 wants admission && bench_targets+=(admission_bench)
 wants slots && bench_targets+=(slots_bench)
+wants reload && bench_targets+=(reload_bench)
 if wants chain || wants overload; then
   bench_targets+=(gateway orders ledger chainctl)
   wants overload && bench_targets+=(h2_load)
@@ -238,6 +241,14 @@ run_overhead() {
       done
     done
   done
+}
+
+# ---------------------------------------------------------------- 12. reload
+# A Hop's table swapped under 2 000 calls/s (issue 30), one process.
+run_reload() {
+  : >"$raw/reload.txt"
+  run_bench "$raw/reload.txt" reload_bench "$bin/reload_bench" --rps=2000 \
+    --duration="$reload_duration" --rounds="$reload_rounds" --every=50ms
 }
 
 # ---------------------------------------------------------------- 11. refusal
@@ -855,6 +866,7 @@ if wants admission; then section "admission: queued calls and the common path"; 
 if wants slots; then section "slots: callers waiting for a downstream's slots"; run_slots; fi
 if wants overload; then section "overload: the hopbudget chain at multiples of its capacity"; run_overload; fi
 if wants refusal; then section "refusal: what a refused call costs the server"; run_refusal; fi
+if wants reload; then section "reload: a Hop's table swapped under load"; run_reload; fi
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 elapsed=$((SECONDS - t_start))
 
@@ -870,7 +882,7 @@ results() { cat "$raw"/*.txt 2>/dev/null | grep '^RESULT' || true; }
 # verdict" on bench_report's stderr) for the summary at the top.
 verdicts="$raw/verdicts.log"
 : >"$verdicts"
-for s in overhead precision cancel scale hedge admission slots overload refusal; do
+for s in overhead precision cancel scale hedge admission slots overload refusal reload; do
   results | "$bin/bench_report" --section="$s" >"$raw/$s.md" 2>>"$verdicts"
 done
 cat "$chain_verdicts" >>"$verdicts"
@@ -1099,6 +1111,18 @@ micro_table() {
           by["plain/error"] ? sprintf("%.2f", pc[i] / by["plain/error"]) : "-"
       if (n == 0) print "| (not measured) | | | | |"
     }' "$raw/refusal-instructions.txt" 2>/dev/null || echo "| (not run) | | | | |"
+  echo
+  echo "## 12. Reload: a Hop's table swapped under load"
+  echo
+  echo "\`bench/reload_bench\`: one process, a callback server made from a Hop and an open loop of"
+  echo "unary calls at 2 000/s from a plain gRPC client (1 s deadline each). Rounds alternate"
+  echo "\`reload\` (the Hop's service config swapped between two tables every 50 ms) and"
+  echo "\`steady\` (never swapped), their order swapped every round; $reload_rounds rounds of"
+  echo "$reload_duration. The tables give the called method different request caps and reserves;"
+  echo "the handler counts a call whose budget mixes them (\`mixed\`), and one whose downstream"
+  echo "deadline is not its request deadline less its own table's reserve."
+  echo
+  cat "$raw/reload.md"
   echo
   echo "## Raw data"
   echo
