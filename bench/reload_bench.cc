@@ -158,9 +158,8 @@ RoundResult RunRound(echo::Relay::Stub& stub, CheckingEcho& service, Hop& hop, b
   reloader.join();
   absl::MutexLock lock(&shared.mu);
   shared.expected = n;
-  const auto all_answered = +[](Shared* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
-    return s->answered == s->expected;
-  };
+  const auto all_answered =
+      +[](Shared* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->answered == s->expected; };
   if (!shared.mu.AwaitWithTimeout(absl::Condition(all_answered, &shared), absl::Seconds(30))) {
     std::fprintf(stderr, "error: %lld of %lld calls never answered\n",
                  static_cast<long long>(n - shared.answered), static_cast<long long>(n));
@@ -190,12 +189,13 @@ int Main(int argc, char** argv) {
   const absl::Duration every = absl::GetFlag(FLAGS_every);
   cli::ExitIfBad(
       "reload_bench",
-      cli::FirstError({cli::InRange("rps", rps, 1.0, 20000.0), cli::Positive("duration", duration),
-                       cli::InRange("rounds", rounds, 1, 100),
-                       every >= absl::Milliseconds(1) && every <= absl::Seconds(10)
-                           ? absl::OkStatus()
-                           : absl::InvalidArgumentError(absl::StrCat(
-                                 "--every=", absl::FormatDuration(every), ": must be in [1ms, 10s]"))}));
+      cli::FirstError(
+          {cli::InRange("rps", rps, 1.0, 20000.0), cli::Positive("duration", duration),
+           cli::InRange("rounds", rounds, 1, 100),
+           every >= absl::Milliseconds(1) && every <= absl::Seconds(10)
+               ? absl::OkStatus()
+               : absl::InvalidArgumentError(absl::StrCat("--every=", absl::FormatDuration(every),
+                                                         ": must be in [1ms, 10s]"))}));
 
   Metrics metrics;
   HopOptions options;
@@ -212,14 +212,13 @@ int Main(int argc, char** argv) {
   if (absl::Status s = InstallServerInterceptor(**hop, builder); !s.ok()) Die(s.ToString());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) Die("the server did not start");
-  auto stub = echo::Relay::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                                       grpc::InsecureChannelCredentials()));
+  auto stub = echo::Relay::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   // Warm-up: connections, threads, the first resolution of the method.
   RunRound(*stub, service, **hop, false, rps, absl::Milliseconds(500), every);
 
-  std::printf("Reload: %.0f calls/s for %s per round, %d rounds, the table swapped every %s\n",
-              rps, absl::FormatDuration(duration).c_str(), rounds,
-              absl::FormatDuration(every).c_str());
+  std::printf("Reload: %.0f calls/s for %s per round, %d rounds, the table swapped every %s\n", rps,
+              absl::FormatDuration(duration).c_str(), rounds, absl::FormatDuration(every).c_str());
   std::printf(
       "| round | mode | calls | failed | mixed | reloads | p50 (us) | p99 (us) | behind schedule, "
       "max (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
