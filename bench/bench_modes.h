@@ -104,8 +104,9 @@ inline std::string BenchTableConfig() {
 }
 
 // The Hop of mode hop-table, named `hop`: made once, for the process (a
-// Hop must outlive every server and channel made from it). Its made-up
-// methods are not linked: names are not checked.
+// Hop must outlive every server and channel made from it), so the first
+// call's `hop` and `metrics` are the ones used: echo_server and load_gen
+// each make one. Its made-up methods are not linked: names are not checked.
 inline const Hop& BenchTableHop(const std::string& hop, Metrics* metrics) {
   static const Hop* const made = [&] {
     HopOptions options;
