@@ -372,7 +372,8 @@ class Generator {
   void Lose(absl::Time now) {
     if (lost_) return;
     lost_ = true;
-    std::cerr << "\nh2_load: the connection to " << authority_ << " was lost\n";
+    std::cerr << "\nh2_load: the connection to " << authority_
+              << " was lost: " << (why_lost_.empty() ? "unknown" : why_lost_) << "\n";
     for (Call* c : in_flight_) {
       if (!c->finished) Finish(*c, absl::StatusCode::kUnavailable, now);
     }
@@ -390,7 +391,7 @@ class Generator {
         const ssize_t n = write(fd_, out_.data() + out_offset_, out_.size() - out_offset_);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-        if (n < 0) return false;
+        if (n < 0) return Failed(absl::StrCat("write: ", std::strerror(errno)));
         out_offset_ += static_cast<size_t>(n);
       }
       out_.clear();
@@ -398,12 +399,18 @@ class Generator {
       while (out_.size() < 65536) {
         const uint8_t* data = nullptr;
         const ssize_t n = nghttp2_session_mem_send(session_, &data);
-        if (n < 0) return false;
+        if (n < 0) return Failed(absl::StrCat("nghttp2: ", nghttp2_strerror(static_cast<int>(n))));
         if (n == 0) break;
         out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
       }
       if (out_.empty()) return true;
     }
+  }
+
+  // Keeps the first cause of a lost connection, for Lose() to say; false.
+  bool Failed(std::string why) {
+    if (why_lost_.empty()) why_lost_ = std::move(why);
+    return false;
   }
 
   // Hands what the socket has to nghttp2. False at EOF or on an error.
@@ -412,12 +419,16 @@ class Generator {
     for (;;) {
       const ssize_t n = read(fd_, buf, sizeof(buf));
       if (n > 0) {
-        if (nghttp2_session_mem_recv(session_, buf, static_cast<size_t>(n)) < 0) return false;
+        const ssize_t used = nghttp2_session_mem_recv(session_, buf, static_cast<size_t>(n));
+        if (used < 0) {
+          return Failed(absl::StrCat("nghttp2: ", nghttp2_strerror(static_cast<int>(used))));
+        }
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return !goaway_;
-      return false;
+      return Failed(n == 0 ? "the server closed the connection"
+                           : absl::StrCat("read: ", std::strerror(errno)));
     }
   }
 
@@ -476,6 +487,12 @@ class Generator {
       g->settings_seen_ = true;
     } else if (frame->hd.type == NGHTTP2_GOAWAY) {
       g->goaway_ = true;
+      g->why_lost_ = absl::StrCat(
+          "GOAWAY ", nghttp2_http2_strerror(frame->goaway.error_code), " (",
+          frame->goaway.error_code, "), last stream ", frame->goaway.last_stream_id, ": \"",
+          absl::string_view(reinterpret_cast<const char*>(frame->goaway.opaque_data),
+                            frame->goaway.opaque_data_len),
+          "\"");
     }
     return 0;
   }
@@ -505,6 +522,7 @@ class Generator {
   std::string authority_;
   bool settings_seen_ = false;
   bool goaway_ = false;
+  std::string why_lost_;  // the first cause seen: a GOAWAY, an error, an EOF
   bool lost_ = false;
   std::string out_;
   size_t out_offset_ = 0;

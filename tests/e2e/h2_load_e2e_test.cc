@@ -24,6 +24,7 @@
 namespace hopbudget::e2e {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 struct Chain {
@@ -193,7 +194,7 @@ TEST(H2LoadE2eTest, BudgetHeadersReachTheGatewayOnlyWhenAsked) {
 }
 
 // A gateway that goes away mid-run (here a deploy's SIGTERM: gRPC sends
-// GOAWAY) ends the run with exit status 1 and says so, rather than
+// GOAWAY) ends the run with exit status 1 and says so, and why, rather than
 // averaging a dead chain into a round.
 TEST(H2LoadE2eTest, AConnectionLostMidRunExitsOneNamingIt) {
   auto chain = std::make_unique<Chain>(std::vector<std::string>{}, "none");
@@ -219,6 +220,10 @@ TEST(H2LoadE2eTest, AConnectionLostMidRunExitsOneNamingIt) {
   const int status = pclose(f);
   EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << out;
   EXPECT_THAT(out, HasSubstr("was lost")) << out;
+  // And why: the gateway's GOAWAY, or the socket it closed.
+  EXPECT_THAT(out, AnyOf(HasSubstr("was lost: GOAWAY"),
+                         HasSubstr("was lost: the server closed the connection")))
+      << out;
 }
 
 TEST(H2LoadE2eTest, BadCommandLinesExit2NamingTheFlag) {
