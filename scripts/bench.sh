@@ -11,6 +11,9 @@
 #   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
 #   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
 #                                    # in the overhead processes (see bench/bench_util.h)
+#   BENCH_OVERLOAD_LEVELS="2 4" BENCH_OVERLOAD_STREAMS=1024 ./scripts/bench.sh --only overload
+#                                    # the overload section's levels (multiples of capacity;
+#                                    # default 1 2 4 8 16) and its gateway's stream bound
 #
 # Numbers are only comparable within one run: every comparison is made
 # inside the run (modes alternate round by round). Run it on a quiet
@@ -24,7 +27,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$(hopbudget_root)"
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=""
@@ -463,6 +466,29 @@ ok_share() {
   jq -r '(.sent + (.client_throttled // 0)) as $n | if $n > 0 then .ok / $n else 0 end' "$1"
 }
 
+# wait_quiet MAX_S PID...: waits until those processes together use under
+# 5 % of a core (over 200 ms), at most MAX_S seconds; prints the seconds
+# waited (MAX_S when they never went quiet). A hop that fell behind its
+# socket goes on reading streams whose callers have left, with no call in
+# its handlers: only its CPU shows it.
+wait_quiet() {
+  local max_ticks=$(($1 * 5)) ticks=0 before after hz
+  shift
+  hz="$(getconf CLK_TCK)"
+  cpu_ticks() { local p; for p in "$@"; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done |
+    awk '{ n += $1 } END { print n + 0 }'; }
+  before="$(cpu_ticks "$@")"
+  while [ "$ticks" -lt "$max_ticks" ]; do
+    sleep 0.2
+    ticks=$((ticks + 1))
+    after="$(cpu_ticks "$@")"
+    # 5 % of 200 ms is 10 ms of CPU.
+    if awk -v d=$((after - before)) -v hz="$hz" 'BEGIN { exit !(d / hz < 0.010) }'; then break; fi
+    before=$after
+  done
+  awk -v t="$ticks" 'BEGIN { printf "%.1f", t / 5 }'
+}
+
 # capacity_ramp NAME START MAX GAP RUN...: the highest rate at which >= 90 %
 # of the calls succeed: a doubling ramp from START (up to MAX), then two
 # bisection steps, GAP seconds apart. Each step runs `RUN... RPS FILE`, one
@@ -671,11 +697,11 @@ run_chain() {
 # second chain whose gateway has gRPC's default (no stream bound) takes the
 # unthrottled client's load in the same rounds: what the bound is worth,
 # shown, not judged (gateway=unbounded in its RESULT lines).
-overload_levels=(1 2 4 8 16)
+read -r -a overload_levels <<<"${BENCH_OVERLOAD_LEVELS:-1 2 4 8 16}"
 # The edge bounds the calls in progress on each client connection (HTTP/2
 # SETTINGS): beyond them a gRPC caller holds its calls in its own transport,
 # where their deadlines run out without costing the chain (docs/overload.md).
-overload_gateway_streams=256
+overload_gateway_streams=${BENCH_OVERLOAD_STREAMS:-256}
 run_overload() {
   local sbin="$build_dir/server" h2load="$build_dir/client/h2load/h2_load"
   local work="$raw/overload" chain_cpu=() load_cpu=() placement
@@ -701,6 +727,7 @@ run_overload() {
   }
   chain "" --max-concurrent-streams="$overload_gateway_streams"
   chain _unbounded
+  local idle_s chain_pids=("${pids[@]}")
   # one CLIENT RPS DURATION FILE [SUFFIX]: an open-loop run on the chain
   # SUFFIX names; CLIENT is unthrottled or throttled
   # (--client-throttle=$chain_client_throttle). A round in which every call
@@ -711,8 +738,14 @@ run_overload() {
     [ "$1" = throttled ] && extra=(--client-throttle="$chain_client_throttle")
     "${load_cpu[@]}" "$h2load" --gateway="127.0.0.1:${P[gateway$x]}" --rps="$2" \
       --duration="$3" --budget="$chain_budget" --admin="$admin" \
-      --json="$4" --quiet "${extra[@]}" >"$4.txt" 2>&1 ||
-      { echo "error: h2_load failed:" >&2; cat "$4.txt" >&2; exit 1; }
+      --json="$4" --quiet "${extra[@]}" >"$4.txt" 2>&1 && return
+    # A connection the chain dropped under load is a finding: the round is
+    # kept (its calls from then on failed UNAVAILABLE), its cause printed.
+    if grep -q "was lost" "$4.txt" && [ -s "$4" ]; then
+      echo "  h2_load, $2/s: $(grep -o 'the connection.*' "$4.txt")" >&2
+      return
+    fi
+    echo "error: h2_load failed:" >&2; cat "$4.txt" >&2; exit 1
   }
   ramp_one() { one unthrottled "$1" 3s "$2"; }
   echo "capacity ramp (hopbudget chain alone, $placement):"
@@ -750,6 +783,11 @@ run_overload() {
         client=${arm%/*} x=""
         [ "${arm#*/}" = unbounded ] && x=_unbounded
         f="$work/load-$factor-$client${x}-$round.json"
+        # Both chains share CPU 0: a round starts only once both are quiet,
+        # or the last round's backlog (a gateway that fell behind its
+        # socket reads it for seconds after its caller left) takes this
+        # round's CPU.
+        idle_s="$(wait_quiet 60 "${chain_pids[@]}")"
         one "$client" "$rate" "$overload_duration" "$f" "$x"
         local shed_text="" now
         for hop in gateway orders ledger; do
@@ -758,8 +796,10 @@ run_overload() {
           sheds[$hop$x]="$now"
         done
         jq -r --arg c "$client" --arg f "$factor" --arg r "$round" --arg rate "$rate" \
-          --arg sheds "$shed_text" --arg g "${arm#*/}" '
+          --arg sheds "$shed_text" --arg g "${arm#*/}" --arg idle "$idle_s" \
+          --arg lost "$(grep -c 'was lost' "$f.txt" || true)" '
           "RESULT bench=overload kind=round client=\($c) gateway=\($g) factor=\($f) round=\($r) rate=\($rate)" +
+          " idle_wait_s=\($idle) connection_lost=\($lost)" +
           " sent=\(.sent) ok=\(.ok) client_throttled=\(.client_throttled // 0)" +
           " ok_p99_ms=\(.ok_latency_ms.p99 // 0) total_s=\(.total_s) client_cpu_s=\(.client_cpu_s)" +
           " expired_unsent=\(.expired_unsent // 0) send_lag_p99_ms=\(.send_lag_ms.p99 // 0)" +
