@@ -163,14 +163,15 @@ start hb-orders orders --name=orders --ledger="127.0.0.1:${P[hb-ledger]}" \
   --ledger-replicas="127.0.0.1:${P[hb-replica]},127.0.0.1:${P[hb-ledger]}" \
   --peers="ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
 P[hb-orders]=$port M[hb-orders]=$mport
-# The gateway takes at most 256 calls at a time from one client connection
-# (HTTP/2 SETTINGS): a flood waits in the client's own transport, where its
-# deadlines run out without costing the chain (docs/overload.md).
+# The gateway takes at most 1024 calls at a time from one client connection
+# (HTTP/2 SETTINGS): a flood's excess waits in the client's own transport. Not
+# fewer: a bound that binds below overload holds a plain caller's calls until
+# their budget is spent (docs/overload.md).
 # Its service config (PlaceOrder 2 s, GetOrder 500 ms) is a copy, which
 # the reload scenario rewrites.
 cp server/config/gateway_service_config.json "$work/gateway_service_config.json"
 start hb-gateway gateway --name=gateway --orders="127.0.0.1:${P[hb-orders]}" --request-cap=2s \
-  --max-concurrent-streams=256 --service-config="$work/gateway_service_config.json" \
+  --max-concurrent-streams=1024 --service-config="$work/gateway_service_config.json" \
   --peers="orders=http://127.0.0.1:${M[hb-orders]}/deadlinez,ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
 P[hb-gateway]=$port M[hb-gateway]=$mport
 # The baseline chain: every hop gives the next a constant 1 s timeout, orders
