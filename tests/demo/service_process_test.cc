@@ -122,12 +122,17 @@ TEST(PortInUseTest, OrdersAndGatewayRefuseAPortInUse) {
   }
 }
 
-#if defined(HOPBUDGET_MINIMAL_SERVER) && defined(HOPBUDGET_INTEROP_SERVER)
-TEST(PortInUseTest, TheExampleServersRefuseAPortInUse) {
-  auto first = StartReady(HOPBUDGET_MINIMAL_SERVER, {"--port=0", "--hop=c"});
+// The relay hop of the tests (tests/relay), and the interop example when the
+// examples are built.
+TEST(PortInUseTest, TheRelayAndInteropServersRefuseAPortInUse) {
+  auto first = StartReady(HOPBUDGET_RELAY_SERVER, {"--port=0", "--hop=c"});
   ASSERT_NE(first, nullptr);
   const std::string taken = absl::StrCat("--port=", first->port());
-  for (const char* binary : {HOPBUDGET_MINIMAL_SERVER, HOPBUDGET_INTEROP_SERVER}) {
+  std::vector<const char*> binaries = {HOPBUDGET_RELAY_SERVER};
+#ifdef HOPBUDGET_INTEROP_SERVER
+  binaries.push_back(HOPBUDGET_INTEROP_SERVER);
+#endif
+  for (const char* binary : binaries) {
     auto p = ChildProcess::Spawn(binary, {taken});
     ASSERT_TRUE(p.ok());
     EXPECT_EQ(ExitStatusOf(**p), 1) << binary;
@@ -136,7 +141,6 @@ TEST(PortInUseTest, TheExampleServersRefuseAPortInUse) {
         << binary;
   }
 }
-#endif
 
 TEST(BadTargetTest, OrdersAndGatewayExitTwoNamingTheFlag) {
   struct Case {

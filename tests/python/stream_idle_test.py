@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A stream under one deadline, seen from Python grpcio: Relay.Watch of the examples.
+"""A stream under one deadline, seen from Python grpcio: Relay.Watch of tests/relay.
 
-Starts the examples' chain as real processes on loopback (port 0 each):
+Starts a chain of hopbudget_relay_server processes on loopback (port 0 each):
 
     Python -> a (--stream-idle=600ms) -> b (--stream-idle=300ms) -> c (last hop)
 
@@ -16,8 +16,8 @@ hopbudget-* trailers, the hopbudget-trace-bin trace), and that the cut came
 at the idle budget after the last message, not at the call's deadline.
 
 Run by ctest (tests/python/CMakeLists.txt):
-  python3 stream_idle_test.py --server PATH/hopbudget_minimal_server \
-      --client PATH/hopbudget_minimal_client --proto-dir DIR
+  python3 stream_idle_test.py --server PATH/hopbudget_relay_server \
+      --client PATH/hopbudget_relay_client --proto-dir DIR
 """
 import argparse
 import re
@@ -207,7 +207,7 @@ class StreamIdleTest(unittest.TestCase):
 
 
 class CommandLineTest(unittest.TestCase):
-    """The examples' command lines: examples/README.md's Watch chain, and bad flags."""
+    """The relay binaries' command lines: tests/relay/README.md's Watch chain, and bad flags."""
 
     def run_binary(self, *argv):
         return subprocess.run(argv, capture_output=True, text=True, timeout=30)
@@ -239,8 +239,8 @@ class CommandLineTest(unittest.TestCase):
 def main():
     global ARGS, FRONT
     parser = argparse.ArgumentParser()
-    parser.add_argument("--server", required=True, help="hopbudget_minimal_server")
-    parser.add_argument("--client", required=True, help="hopbudget_minimal_client")
+    parser.add_argument("--server", required=True, help="hopbudget_relay_server")
+    parser.add_argument("--client", required=True, help="hopbudget_relay_client")
     parser.add_argument("--proto-dir", required=True)
     ARGS, rest = parser.parse_known_args()
     args = ARGS

@@ -1,12 +1,13 @@
 // Copyright hopbudget authors.
 //
-// minimal_client: the edge of a Relay chain. Sends one Call with a deadline
-// and prints what each hop saw, or which budget fired where. With --watch
-// it opens a Relay.Watch stream instead and prints each message as it
-// arrives, then how the stream ended.
+// relay_client: the edge of a chain of relay_server hops, for the tests
+// (tests/relay/README.md). Sends one Call with a deadline and prints what
+// each hop saw, or which budget fired where. With --watch it opens a
+// Relay.Watch stream instead and prints each message as it arrives, then
+// how the stream ended.
 //
-//   hopbudget_minimal_client --target=localhost:PORT_A --budget=500ms --work=10ms,10ms,10ms
-//   hopbudget_minimal_client --target=localhost:PORT_A --budget=5s --watch --work=0,0,100ms
+//   hopbudget_relay_client --target=localhost:PORT_A --budget=500ms --work=10ms,10ms,10ms
+//   hopbudget_relay_client --target=localhost:PORT_A --budget=5s --watch --work=0,0,100ms
 //       --messages=5 --silent-after=3   (one command line)
 //
 // Exit status: 0 on OK, 1 on an RPC error, 2 on bad arguments.
@@ -69,17 +70,17 @@ std::string Micros(int64_t us) {
 
 int main(int argc, char** argv) {
   namespace cli = hopbudget::cli;
-  cli::ParseOrExit(argc, argv, "hopbudget_minimal_client",
-                   "hopbudget_minimal_client: the edge of a Relay chain; sends one Call and "
+  cli::ParseOrExit(argc, argv, "hopbudget_relay_client",
+                   "hopbudget_relay_client: the edge of a Relay chain; sends one Call and "
                    "prints what each hop saw, or which budget fired where.\n\n"
-                   "  hopbudget_minimal_client --target=HOST:PORT --budget=500ms "
+                   "  hopbudget_relay_client --target=HOST:PORT --budget=500ms "
                    "--work=10ms,10ms,10ms");
   const std::string target = absl::GetFlag(FLAGS_target);
   const absl::Duration budget = absl::GetFlag(FLAGS_budget);
   const bool watch = absl::GetFlag(FLAGS_watch);
   const int messages = absl::GetFlag(FLAGS_messages);
   const int silent_after = absl::GetFlag(FLAGS_silent_after);
-  cli::ExitIfBad("hopbudget_minimal_client",
+  cli::ExitIfBad("hopbudget_relay_client",
                  cli::FirstError({cli::NonNegative("budget", budget),
                                   cli::InRange("messages", messages, 0, 1000000),
                                   cli::InRange("silent-after", silent_after, 0, messages)}));
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
   for (const std::string& w : absl::GetFlag(FLAGS_work)) {
     absl::Duration d;
     if (!absl::ParseDuration(w, &d) || d < absl::ZeroDuration() || d == absl::InfiniteDuration()) {
-      cli::ExitIfBad("hopbudget_minimal_client",
+      cli::ExitIfBad("hopbudget_relay_client",
                      absl::InvalidArgumentError(
                          absl::StrCat("--work=", absl::StrJoin(absl::GetFlag(FLAGS_work), ","),
                                       ": \"", w, "\" is not a duration (10ms, 1s)")));
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
   // hopbudget: the edge installs the client interceptor too, so that the
   // first hop is told the exact budget and a local expiry is attributed.
   hopbudget::ClientOptions options;
-  options.hop = "minimal-client";
+  options.hop = "relay-client";
   auto channel = hopbudget::CreateChannel(target, grpc::InsecureChannelCredentials(), options);
   if (!channel.ok()) {
     std::cerr << channel.status() << "\n";

@@ -1,18 +1,22 @@
 // Copyright hopbudget authors.
 //
-// minimal_server: the smallest drop-in of hopbudget into an existing sync
-// gRPC service. Everything hopbudget-specific is marked "hopbudget:"; the
-// rest is an ordinary Relay hop.
+// relay_server: one hop of a Relay chain with hopbudget dropped in, and the
+// faults the tests need (--hang-first, --retry-attempts, --stream-idle,
+// Relay.Watch). Used by service_process_test (tests/demo), the cli checks
+// and python.stream_idle (tests/python); the smallest drop-in for reading is
+// examples/minimal_server.cc. Everything hopbudget-specific is marked
+// "hopbudget:"; the rest is an ordinary Relay hop.
 //
-//   hopbudget_minimal_server --port=0 --hop=c
-//   hopbudget_minimal_server --port=0 --hop=b --next=localhost:PORT_C --request-cap=50ms
-//   hopbudget_minimal_server --port=0 --hop=a --next=localhost:PORT_B
+//   hopbudget_relay_server --port=0 --hop=c
+//   hopbudget_relay_server --port=0 --hop=b --next=localhost:PORT_C --request-cap=50ms
+//   hopbudget_relay_server --port=0 --hop=a --next=localhost:PORT_B
 //
 // Relay.Watch streams through the same chain: the last hop sends one message
 // per step of its request, every other hop relays the stream from the next
 // one under a stream idle budget (--stream-idle, or the request's
 // steps[0].relay_watch_idle_ms), so a stream that goes silent below is cut
-// with DEADLINE_EXCEEDED, source idle, at the hop that saw the silence.
+// with DEADLINE_EXCEEDED, source idle, at the hop that saw the silence
+// (tests/relay/README.md).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -283,10 +287,10 @@ class RelayService final : public Relay::Service {
 int main(int argc, char** argv) {
   namespace cli = hopbudget::cli;
   const cli::CommandLine cl = cli::ParseOrExit(
-      argc, argv, "hopbudget_minimal_server",
-      "hopbudget_minimal_server: one hop of a Relay chain with hopbudget dropped in; prints "
+      argc, argv, "hopbudget_relay_server",
+      "hopbudget_relay_server: one hop of a Relay chain with hopbudget dropped in; prints "
       "\"listening on PORT\".\n\n"
-      "  hopbudget_minimal_server --port=0 --hop=b --next=localhost:PORT_C [--request-cap=50ms]");
+      "  hopbudget_relay_server --port=0 --hop=b --next=localhost:PORT_C [--request-cap=50ms]");
   Flags flags;
   flags.port = absl::GetFlag(FLAGS_port);
   flags.host = absl::GetFlag(FLAGS_host);
@@ -298,7 +302,7 @@ int main(int argc, char** argv) {
   flags.retry_attempts = absl::GetFlag(FLAGS_retry_attempts);
   flags.hang_first = absl::GetFlag(FLAGS_hang_first);
   flags.stream_idle = absl::GetFlag(FLAGS_stream_idle);
-  cli::ExitIfBad("hopbudget_minimal_server",
+  cli::ExitIfBad("hopbudget_relay_server",
                  cli::FirstError({cli::InRange("port", flags.port, 0, 65535),
                                   cli::Required("host", flags.host),
                                   cli::NonNegative("request-cap", flags.request_cap),
