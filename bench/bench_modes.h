@@ -123,9 +123,11 @@ inline const Hop& BenchTableHop(const std::string& hop, Metrics* metrics) {
 }
 
 // Installs the interceptors of `mode` on `builder` (hop name `hop`).
+// `admission`: hopbudget modes other than hop-table only.
 inline void InstallServerMode(const std::string& mode, grpc::ServerBuilder& builder,
                               const std::string& hop, const BudgetPolicy& policy,
-                              Metrics* metrics = nullptr) {
+                              Metrics* metrics = nullptr,
+                              const AdmissionOptions& admission = AdmissionOptions()) {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
   if (mode == "noop") {
     creators.push_back(std::make_unique<NoopServerFactory>());
@@ -138,6 +140,7 @@ inline void InstallServerMode(const std::string& mode, grpc::ServerBuilder& buil
     options.hop = hop;
     options.policy = policy;
     options.metrics = metrics;
+    options.admission = admission;
     auto factory = MakeServerInterceptorFactory(options);
     if (!factory.ok()) Die(factory.status().ToString());
     creators.push_back(*std::move(factory));

@@ -1071,19 +1071,21 @@ void OverloadSection(const std::vector<Record>& rs) {
 // ---------------------------------------------------------------- refusal
 // load_gen's runs against echo_server --answer (scripts/bench.sh
 // run_refusal, its bench=overhead lines renamed bench=refusal): per API and
-// in flight, five arms MODE/ANSWER (MODE the server's), each run once a
+// in flight, six arms MODE/ANSWER (MODE the server's), each run once a
 // round. The server's CPU
 // and context switches per call count every call that ended in the window,
 // answered OK or not.
 const std::vector<std::string>& RefusalArms() {
-  static const std::vector<std::string> arms = {"plain/echo", "plain/error", "budget-only/echo",
-                                                "budget-only/refuse", "budget-only/expired"};
+  static const std::vector<std::string> arms = {"plain/echo",          "plain/error",
+                                                "budget-only/echo",    "budget-only/refuse",
+                                                "budget-only/expired", "budget-only/shed"};
   return arms;
 }
 constexpr char kRefusalServed[] = "plain/echo";
 constexpr char kRefusalError[] = "plain/error";
 constexpr char kRefusalRefused[] = "budget-only/refuse";
 constexpr char kRefusalExpired[] = "budget-only/expired";
+constexpr char kRefusalShed[] = "budget-only/shed";
 
 std::string RefusalArmLabel(const std::string& arm) {
   if (arm == "plain/echo") return "plain/echo (served)";
@@ -1091,6 +1093,7 @@ std::string RefusalArmLabel(const std::string& arm) {
   if (arm == "budget-only/echo") return "budget-only/echo (served, hopbudget)";
   if (arm == "budget-only/refuse") return "budget-only/refuse (hopbudget's refusal)";
   if (arm == "budget-only/expired") return "budget-only/expired (ended on arrival, budget spent)";
+  if (arm == "budget-only/shed") return "budget-only/shed (shed by admission, RESOURCE_EXHAUSTED)";
   return arm;
 }
 
@@ -1179,6 +1182,17 @@ void RefusalSection(const std::vector<Record>& rs) {
           "call and %s of hopbudget's refusal.\n",
           where.c_str(), Fixed(MedianOf(ecpu), 2).c_str(), share(ratios(*expired, served)).c_str(),
           share(ratios(*expired, refused)).c_str());
+    }
+    // A call over admission's limit: RESOURCE_EXHAUSTED with pushback, the
+    // answer most of an overloaded edge's calls get (docs/overload.md).
+    if (const std::map<int, Record>* shed = arm_of(arms, kRefusalShed); shed != nullptr) {
+      std::vector<double> scpu;
+      for (const auto& [round, r] : *shed) scpu.push_back(Num(r, "server_cpu_us"));
+      std::printf(
+          "- %s: a call shed by admission costs %s us, %s of a served call and %s of gRPC's "
+          "own error answer.\n",
+          where.c_str(), Fixed(MedianOf(scpu), 2).c_str(), share(ratios(*shed, served)).c_str(),
+          share(ratios(*shed, error)).c_str());
     }
   }
 }

@@ -290,5 +290,16 @@ foreach(round_cpu "1;18" "2;21")
 endforeach()
 rendered(refusal_expired refusal "${refusal_expired_txt}"
   "\\| callback \\| 32 \\| budget-only/expired \\(ended on arrival, budget spent\\) \\| 2 \\| 19.50 \\(18.00..21.00\\) \\| 0.50 \\| 0.870 \\(0.840..0.900\\) \\|.*- callback API, 32 in flight: a call that arrives with its budget spent costs 19.50 us, 0.870x \\(0.840..0.900\\) of a served call and 1.500x \\(1.500..1.500\\) of hopbudget's refusal.")
+# With the shed arm (admission's RESOURCE_EXHAUSTED): 30/20 and 35/25 of
+# served, 30/16 and 35/20 of gRPC's error answer.
+set(refusal_shed_txt "${refusal_txt}")
+foreach(round_cpu "1;30" "2;35")
+  list(GET round_cpu 0 round)
+  list(GET round_cpu 1 cpu)
+  string(APPEND refusal_shed_txt
+    "RESULT bench=refusal api=callback mode=budget-only inflight=32 round=${round} qps=0.0 p50_us=0.0 p99_us=0.0 calls=0 errors=5000 cpu_us_per_call=40.00 client_cpu_us=20.00 server_cpu_us=${cpu} budget_header=1 server_cs_per_call=0.50 answer=shed${nl}")
+endforeach()
+rendered(refusal_shed refusal "${refusal_shed_txt}"
+  "\\| callback \\| 32 \\| budget-only/shed \\(shed by admission, RESOURCE_EXHAUSTED\\) \\| 2 \\| 32.50 \\(30.00..35.00\\) \\| 0.50 \\| 1.450 \\(1.400..1.500\\) \\|.*- callback API, 32 in flight: a call shed by admission costs 32.50 us, 1.450x \\(1.400..1.500\\) of a served call and 1.812x \\(1.750..1.875\\) of gRPC's own error answer.")
 rendered(refusal_not_overhead overhead "${refusal_txt}" "^_No results for this section")
 rendered(refusal_none refusal "" "^_No results for this section")

@@ -49,8 +49,9 @@ ABSL_FLAG(int, round, 1, "the round, for the RESULT line, 0..1000");
 ABSL_FLAG(int, server_pid, 0,
           "the server's pid: its CPU time and context switches are measured too (0 = not)");
 ABSL_FLAG(std::string, answer, "echo",
-          "what the server answers (echo_server --answer): echo, error, refuse or expired "
-          "(every call's budget header says its budget is spent; --mode=plain only); for the "
+          "what the server answers (echo_server --answer): echo, error, refuse, expired "
+          "(every call's budget header says its budget is spent; --mode=plain only) or shed "
+          "(RESOURCE_EXHAUSTED, OK for the few admitted); for the "
           "RESULT line, and the answer every call must get");
 ABSL_FLAG(bool, budget_header, true,
           "hopbudget modes: send hopbudget-budget-us (ClientOptions::send_budget_header)");
@@ -111,7 +112,7 @@ int64_t ProcContextSwitches(int pid) {
 
 // The status every call gets from echo_server --answer=`answer`, and its name.
 grpc::StatusCode ExpectedCode(const std::string& answer) {
-  if (answer == "error") return grpc::StatusCode::RESOURCE_EXHAUSTED;
+  if (answer == "error" || answer == "shed") return grpc::StatusCode::RESOURCE_EXHAUSTED;
   if (answer == "refuse" || answer == "expired") {
     return grpc::StatusCode::DEADLINE_EXCEEDED;  // hopbudget's refusal
   }
@@ -119,6 +120,7 @@ grpc::StatusCode ExpectedCode(const std::string& answer) {
 }
 const char* ExpectedName(const std::string& answer) {
   if (answer == "error") return "RESOURCE_EXHAUSTED";
+  if (answer == "shed") return "RESOURCE_EXHAUSTED (or OK: the few admission let in)";
   if (answer == "refuse" || answer == "expired") return "DEADLINE_EXCEEDED";
   return "OK";
 }
@@ -132,13 +134,15 @@ void SleepUntil(double t) {
 class ClosedLoop {
  public:
   // `loop`: make every call through this RetryLoop (mode retry-loop), or
-  // nullptr. `expected`: the status every call must end with.
-  // `spent_budget`: every call's budget header says its budget is spent.
+  // nullptr. `expected`: the status every call must end with, or OK too
+  // when `also_ok`. `spent_budget`: every call's budget header says its
+  // budget is spent.
   ClosedLoop(echo::Relay::Stub* stub, RetryLoop* loop, int inflight, double measure_start,
-             double measure_end, grpc::StatusCode expected, bool spent_budget)
+             double measure_end, grpc::StatusCode expected, bool also_ok, bool spent_budget)
       : stub_(stub),
         loop_(loop),
         expected_(expected),
+        also_ok_(also_ok),
         spent_budget_(spent_budget),
         slots_(inflight),
         measure_start_(measure_start),
@@ -208,7 +212,7 @@ class ClosedLoop {
   void Done(Slot* s, const grpc::Status& status) {
     const double now = MonoSeconds();
     if (now >= measure_start_ && now <= measure_end_) ended_in_window_++;
-    if (status.error_code() != expected_) unexpected_++;
+    if (status.error_code() != expected_ && !(also_ok_ && status.ok())) unexpected_++;
     if (!status.ok()) {
       errors_++;
     } else if (s->start >= measure_start_ && now <= measure_end_) {
@@ -225,6 +229,7 @@ class ClosedLoop {
   echo::Relay::Stub* stub_;
   RetryLoop* loop_;
   const grpc::StatusCode expected_;
+  const bool also_ok_;  // OK is expected too (--answer=shed)
   const bool spent_budget_;
   std::vector<Slot> slots_;
   const double measure_start_;
@@ -252,13 +257,13 @@ int Main(int argc, char** argv) {
   const std::string answer = absl::GetFlag(FLAGS_answer);
   cli::ExitIfBad(
       "load_gen",
-      cli::FirstError({ApplyDeadlockDetectionFlag(absl::GetFlag(FLAGS_deadlock_detection)),
-                       cli::Required("target", target), CheckMode(mode),
-                       cli::InRange("inflight", inflight, 1, 10000),
-                       cli::Positive("duration", duration), cli::Positive("warmup", warmup),
-                       cli::InRange("round", round, 0, 1000),
-                       cli::InRange("server-pid", server_pid, 0, 1 << 30),
-                       cli::OneOf("answer", answer, {"echo", "error", "refuse", "expired"})}));
+      cli::FirstError(
+          {ApplyDeadlockDetectionFlag(absl::GetFlag(FLAGS_deadlock_detection)),
+           cli::Required("target", target), CheckMode(mode),
+           cli::InRange("inflight", inflight, 1, 10000), cli::Positive("duration", duration),
+           cli::Positive("warmup", warmup), cli::InRange("round", round, 0, 1000),
+           cli::InRange("server-pid", server_pid, 0, 1 << 30),
+           cli::OneOf("answer", answer, {"echo", "error", "refuse", "expired", "shed"})}));
   if (answer == "expired" && mode != "plain") {
     // A hopbudget client would send its own budget header, not ours.
     cli::ExitIfBad("load_gen", absl::InvalidArgumentError(absl::StrCat(
@@ -286,7 +291,7 @@ int Main(int argc, char** argv) {
   const double start = MonoSeconds() + absl::ToDoubleSeconds(warmup);
   const double end = start + absl::ToDoubleSeconds(duration);
   ClosedLoop loop(stub.get(), retry_loop.get(), inflight, start, end, ExpectedCode(answer),
-                  answer == "expired");
+                  answer == "shed", answer == "expired");
   double self0 = 0, self1 = 0, server0 = 0, server1 = 0;
   int64_t cs0 = 0, cs1 = 0;
   loop.Run(

@@ -277,9 +277,9 @@ run_refusal() {
   read -ra pin_client <<<"$(overhead_pin client)"
   : >"$log"
   for ((round = 1; round <= rounds; round++)); do
-    arms="plain/echo plain/error budget-only/echo budget-only/refuse budget-only/expired"
+    arms="plain/echo plain/error budget-only/echo budget-only/refuse budget-only/expired budget-only/shed"
     [ $((round % 2)) = 0 ] &&
-      arms="budget-only/expired budget-only/refuse budget-only/echo plain/error plain/echo"
+      arms="budget-only/shed budget-only/expired budget-only/refuse budget-only/echo plain/error plain/echo"
     for api in sync callback; do
       for arm in $arms; do
         mode="${arm%/*}" answer="${arm#*/}" client_mode="${arm%/*}"
@@ -314,7 +314,8 @@ run_refusal_instructions() {
   local warm=2s measure=6s
   [ "$quick" = 1 ] && warm=1s measure=2s
   : >"$log"
-  for arm in plain/echo plain/error budget-only/echo budget-only/refuse budget-only/expired; do
+  for arm in plain/echo plain/error budget-only/echo budget-only/refuse budget-only/expired \
+    budget-only/shed; do
     mode="${arm%/*}" answer="${arm#*/}" client_mode="${arm%/*}"
     [ "$answer" = expired ] && client_mode=plain
     sout="$raw/echo_server-callgrind-$mode-$answer.out"
