@@ -25,6 +25,7 @@
 #include "relay_fixture.h"
 #include "stepped_clock.h"
 #include "sync.h"
+#include "test_hop.h"
 
 namespace hopbudget {
 namespace {
@@ -295,23 +296,19 @@ TEST(BackendWaitOfCallTest, TheCallThenTheMethodThenTheChannel) {
 // only when they may wait.
 TEST(BackendWaitTest, EachMethodOfAHopsChannelWaitsAsItsWaitForReadySays) {
   Metrics metrics;
-  HopOptions options;
-  options.name = "orders";
-  options.metrics = &metrics;
-  options.service_config = R"({"methodConfig": [
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, R"({"methodConfig": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "waitForReady": false,
        "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
                        "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}},
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}],
        "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
-                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  ASSERT_TRUE(hop.ok()) << hop.status();
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
+  ASSERT_NE(hop, nullptr);
   const std::string target = absl::StrCat("127.0.0.1:", UnusedPort());
   for (const bool retrying : {false, true}) {
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-        retrying ? CreateRetryingChannel(**hop, target, grpc::InsecureChannelCredentials())
-                 : CreateChannel(**hop, target, grpc::InsecureChannelCredentials());
+        retrying ? CreateRetryingChannel(*hop, target, grpc::InsecureChannelCredentials())
+                 : CreateChannel(*hop, target, grpc::InsecureChannelCredentials());
     ASSERT_TRUE(channel.ok()) << channel.status();
     ASSERT_TRUE(Eventually([&] {
       (*channel)->GetState(true);

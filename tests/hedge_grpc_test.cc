@@ -24,6 +24,7 @@
 #include "hopbudget/hop.h"
 #include "scripted_server.h"
 #include "sync.h"
+#include "test_hop.h"
 
 namespace hopbudget {
 namespace {
@@ -334,20 +335,14 @@ TEST(HedgeOptionsTest, BadOptionsAreRefused) {
 // A hedger made from a Hop: each call takes its method's entry in the Hop's
 // table (hedgingPolicy: maxAttempts, hedgingDelay, nonFatalStatusCodes).
 
-std::unique_ptr<Hop> OrdersHop(Metrics* metrics, const std::string& extra = "") {
-  HopOptions options;
-  options.name = "orders";
-  options.metrics = metrics;
-  // Call is hedged after 20 ms; Write is not.
-  options.service_config = absl::StrCat(R"({"methodConfig": [
+// The service config of these tests' Hop: Call is hedged after 20 ms; Write
+// is not.
+std::string HedgeConfig() {
+  return R"({"methodConfig": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
        "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.02s",
                          "nonFatalStatusCodes": ["UNAVAILABLE"]}},
-      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}])",
-                                        extra, "}");
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  EXPECT_TRUE(hop.ok()) << hop.status();
-  return hop.ok() ? *std::move(hop) : nullptr;
+      {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "5s"}]})";
 }
 
 // `calls` logical calls through `hedger` to two targets (attempt i to
@@ -380,7 +375,7 @@ HedgeResult HedgeThroughHop(const Hop& hop, Hedger& hedger, ScriptedServer& a, S
 // extra load at most): 20 calls earn the one hedge the last call sends.
 TEST(HedgeHopTest, AHopsHedgerHedgesAsTheMethodsHedgingPolicySays) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = OrdersHop(&metrics);
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, HedgeConfig());
   ASSERT_NE(hop, nullptr);
   auto hedger = Hedger::Create(*hop, "/hopbudget.echo.Relay/Call");
   ASSERT_TRUE(hedger.ok()) << hedger.status();
@@ -398,7 +393,7 @@ TEST(HedgeHopTest, AHopsHedgerHedgesAsTheMethodsHedgingPolicySays) {
 
 TEST(HedgeHopTest, AMethodWithoutAHedgingPolicyGetsOneAttempt) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = OrdersHop(&metrics);
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, HedgeConfig());
   ASSERT_NE(hop, nullptr);
   auto hedger = Hedger::Create(*hop, "/hopbudget.echo.Relay/Write");
   ASSERT_TRUE(hedger.ok()) << hedger.status();
@@ -416,7 +411,7 @@ TEST(HedgeHopTest, AMethodWithoutAHedgingPolicyGetsOneAttempt) {
 // logical deadline itself.
 TEST(HedgeHopTest, AReloadIntoShadowModeLeavesTheNextCallUnhedged) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = OrdersHop(&metrics);
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, HedgeConfig());
   ASSERT_NE(hop, nullptr);
   auto hedger = Hedger::Create(*hop, "/hopbudget.echo.Relay/Call");
   ASSERT_TRUE(hedger.ok()) << hedger.status();
@@ -438,7 +433,7 @@ TEST(HedgeHopTest, AReloadIntoShadowModeLeavesTheNextCallUnhedged) {
 
 TEST(HedgeOptionsTest, AHopsHedgerNeedsAFullMethodName) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = OrdersHop(&metrics);
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, HedgeConfig());
   ASSERT_NE(hop, nullptr);
   for (const char* bad : {"", "Call", "/hopbudget.echo.Relay", "/a/b/c"}) {
     auto hedger = Hedger::Create(*hop, bad);

@@ -14,6 +14,7 @@
 #include "hopbudget/retry.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
+#include "test_hop.h"
 
 namespace hopbudget {
 namespace {
@@ -21,6 +22,7 @@ namespace {
 using testing::Api;
 using testing::Hang;
 using testing::HopConfig;
+using testing::MakeTestHop;
 using testing::RelayHop;
 using testing::Request;
 using testing::Work;
@@ -33,22 +35,6 @@ std::string Config(absl::Duration call_timeout, absl::Duration service_timeout) 
       {"name": [{"service": "hopbudget.echo.Relay"}], "timeout": ")",
                       absl::ToDoubleSeconds(service_timeout), R"(s"}],
     "hopbudget": {"methodPolicy": [{"name": [{}], "hopReserve": "0.02s"}]}})");
-}
-
-// A Hop named `name` on `config`; nullptr (and a test failure) when it is
-// refused.
-std::unique_ptr<Hop> NamedHop(std::string name, Metrics* metrics, std::string config) {
-  HopOptions options;
-  options.name = std::move(name);
-  options.metrics = metrics;
-  options.service_config = std::move(config);
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  EXPECT_TRUE(hop.ok()) << hop.status();
-  return hop.ok() ? *std::move(hop) : nullptr;
-}
-
-std::unique_ptr<Hop> FrontHop(Metrics* metrics, std::string config) {
-  return NamedHop("front", metrics, std::move(config));
 }
 
 enum class Method { kCall, kWrite };
@@ -89,7 +75,7 @@ class HopGrpcTest : public ::testing::TestWithParam<Api> {};
 TEST_P(HopGrpcTest, EachMethodIsCutAtItsOwnTimeoutWithItsOwnAttribution) {
   Metrics metrics;
   std::unique_ptr<Hop> hop =
-      FrontHop(&metrics, Config(absl::Milliseconds(200), absl::Milliseconds(400)));
+      MakeTestHop("front", &metrics, Config(absl::Milliseconds(200), absl::Milliseconds(400)));
   ASSERT_NE(hop, nullptr);
   FrontAndBack chain(*hop, GetParam());
   auto stub = testing::ConnectedStub(chain.front.address(), /*with_interceptor=*/false);
@@ -119,7 +105,7 @@ TEST_P(HopGrpcTest, EachMethodIsCutAtItsOwnTimeoutWithItsOwnAttribution) {
 TEST_P(HopGrpcTest, ReloadReachesNewCallsAndSparesTheCallsInFlight) {
   Metrics metrics;
   std::unique_ptr<Hop> hop =
-      FrontHop(&metrics, Config(absl::Milliseconds(200), absl::Milliseconds(600)));
+      MakeTestHop("front", &metrics, Config(absl::Milliseconds(200), absl::Milliseconds(600)));
   ASSERT_NE(hop, nullptr);
   FrontAndBack chain(*hop, GetParam());
   auto stub = testing::ConnectedStub(chain.front.address(), /*with_interceptor=*/false);
@@ -158,7 +144,7 @@ TEST_P(HopGrpcTest, ReloadReachesNewCallsAndSparesTheCallsInFlight) {
 TEST(HopGrpcReloadTest, AReloadThatDoesNotValidateLeavesTheServerOnItsTable) {
   Metrics metrics;
   std::unique_ptr<Hop> hop =
-      FrontHop(&metrics, Config(absl::Milliseconds(200), absl::Milliseconds(400)));
+      MakeTestHop("front", &metrics, Config(absl::Milliseconds(200), absl::Milliseconds(400)));
   ASSERT_NE(hop, nullptr);
   FrontAndBack chain(*hop, Api::kSync);
   auto stub = testing::ConnectedStub(chain.front.address(), /*with_interceptor=*/false);
@@ -176,7 +162,7 @@ TEST(HopGrpcReloadTest, AReloadThatDoesNotValidateLeavesTheServerOnItsTable) {
 // write, has none: a retrying channel from the Hop sends it once.
 TEST(HopGrpcChannelTest, TheRetryingChannelRetriesOnlyWhatTheConfigSaysMayBeRetried) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = NamedHop("orders", &metrics, R"({"methodConfig": [
+  std::unique_ptr<Hop> hop = MakeTestHop("orders", &metrics, R"({"methodConfig": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s",
        "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
                        "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"],
@@ -214,22 +200,19 @@ TEST(HopGrpcChannelTest, TheRetryingChannelRetriesOnlyWhatTheConfigSaysMayBeRetr
 // The Hop's service config reaches gRPC core without what makes core retry:
 // Write's retryPolicy there would have core re-send an UNAVAILABLE.
 TEST(HopGrpcChannelTest, APlainChannelFromTheHopLeavesRetriesToHopbudget) {
-  HopOptions options;
-  options.name = "orders";
-  options.service_config = R"({"methodConfig": [
+  std::unique_ptr<Hop> hop = MakeTestHop("orders", /*metrics=*/nullptr, R"({"methodConfig": [
       {"name": [{"service": "hopbudget.echo.Relay"}], "timeout": "5s",
        "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
-                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  ASSERT_TRUE(hop.ok()) << hop.status();
-  EXPECT_EQ((*hop)->core_service_config(),
+                       "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
+  ASSERT_NE(hop, nullptr);
+  EXPECT_EQ(hop->core_service_config(),
             R"({"methodConfig":[{"name":[{"service":"hopbudget.echo.Relay"}],"timeout":"5s"}]})");
   HopConfig ledger_config;
   ledger_config.hop = "ledger";
   ledger_config.faults.unavailable_first = 1;
   RelayHop ledger(ledger_config);
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      CreateChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+      CreateChannel(*hop, ledger.address(), grpc::InsecureChannelCredentials());
   ASSERT_TRUE(channel.ok()) << channel.status();
   auto stub = echo::Relay::NewStub(*channel);
   grpc::ClientContext ctx;
@@ -250,7 +233,7 @@ TEST(HopGrpcChannelTest, AMethodInShadowModeIsRetriedByGrpcCoreAsWithoutHopbudge
                        "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"],
                        "perAttemptRecvTimeout": "1s"}}])";
   Metrics metrics;
-  std::unique_ptr<Hop> hop = NamedHop("orders", &metrics, absl::StrCat(retries, R"(,
+  std::unique_ptr<Hop> hop = MakeTestHop("orders", &metrics, absl::StrCat(retries, R"(,
     "hopbudget": {"methodPolicy": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "shadow": true}]}})"));
   ASSERT_NE(hop, nullptr);
@@ -297,7 +280,7 @@ TEST(HopGrpcChannelTest, AMethodInShadowModeIsRetriedByGrpcCoreAsWithoutHopbudge
 TEST(HopGrpcChannelTest, APlainChannelCapsEachCallAtItsMethodsAttemptCap) {
   Metrics metrics;
   // Call and Watch have a 200 ms attempt cap, Write none.
-  std::unique_ptr<Hop> hop = NamedHop("orders", &metrics, R"({"methodConfig": [
+  std::unique_ptr<Hop> hop = MakeTestHop("orders", &metrics, R"({"methodConfig": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"},
                 {"service": "hopbudget.echo.Relay", "method": "Watch"}], "timeout": "5s",
        "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
@@ -364,7 +347,7 @@ TEST(HopGrpcChannelTest, APlainChannelCapsEachCallAtItsMethodsAttemptCap) {
 // SetStreamIdleBudget beats both.
 TEST(HopGrpcChannelTest, AStreamIsCutAtItsMethodsIdleBudget) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = NamedHop("orders", &metrics, R"({"methodConfig": [
+  std::unique_ptr<Hop> hop = MakeTestHop("orders", &metrics, R"({"methodConfig": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Watch"}], "timeout": "20s"}],
     "hopbudget": {"methodPolicy": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Watch"}],
@@ -424,7 +407,7 @@ class RefusingRelay final : public echo::Relay::Service {
 TEST(HopGrpcTest, InstallServerInterceptorAndRefusalAreTheWholeDropIn) {
   Metrics metrics;
   // Call needs 100 ms on arrival.
-  std::unique_ptr<Hop> hop = NamedHop("front", &metrics, R"({"methodConfig": [
+  std::unique_ptr<Hop> hop = MakeTestHop("front", &metrics, R"({"methodConfig": [
       {"name": [{"service": "hopbudget.echo.Relay"}], "timeout": "5s"}],
     "hopbudget": {"methodPolicy": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "minBudget": "0.1s"}]}})");
@@ -463,7 +446,7 @@ TEST(HopGrpcTest, InstallServerInterceptorAndRefusalAreTheWholeDropIn) {
 
 TEST(HopGrpcTest, InstallServerInterceptorRefusesBadAdmissionOptions) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = NamedHop("front", &metrics, R"({"methodConfig": []})");
+  std::unique_ptr<Hop> hop = MakeTestHop("front", &metrics, R"({"methodConfig": []})");
   ASSERT_NE(hop, nullptr);
   AdmissionOptions admission;
   admission.enabled = true;
@@ -525,9 +508,7 @@ std::unique_ptr<Hop> ShadowHop(Metrics* metrics, bool shadow) {
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Write"}], "timeout": "0.25s"}],
     "hopbudget": {"methodPolicy": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "hopReserve": "0.3s"}]}})";
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  EXPECT_TRUE(hop.ok()) << hop.status();
-  return hop.ok() ? *std::move(hop) : nullptr;
+  return MakeTestHop(std::move(options));
 }
 
 struct ShadowCase {

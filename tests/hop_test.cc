@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test_hop.h"
 
 namespace hopbudget {
 namespace {
@@ -34,9 +35,7 @@ std::unique_ptr<Hop> MakeHop(Metrics* metrics, std::string config) {
   options.metrics = metrics;
   options.service_config = std::move(config);
   options.check_names = NameCheck::kNone;
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  EXPECT_TRUE(hop.ok()) << hop.status();
-  return hop.ok() ? *std::move(hop) : nullptr;
+  return testing::MakeTestHop(std::move(options));
 }
 
 TEST(HopTest, WithoutAServiceConfigEveryMethodGetsTheDefaults) {

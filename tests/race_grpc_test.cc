@@ -16,6 +16,7 @@
 #include "hopbudget/client.h"
 #include "scripted_server.h"
 #include "sync.h"
+#include "test_hop.h"
 
 namespace hopbudget {
 namespace {
@@ -140,19 +141,16 @@ TEST_P(RaceGrpcTest, AllFailedNamesEveryAttemptsCodeAndAttribution) {
 // whatever the race's options say.
 TEST(RaceHopTest, ARaceMadeFromAHopAttributesItsAttemptsToIt) {
   Metrics hop_metrics;
-  HopOptions hop_options;
-  hop_options.name = "orders";
-  hop_options.metrics = &hop_metrics;
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(hop_options);
-  ASSERT_TRUE(hop.ok()) << hop.status();
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &hop_metrics);
+  ASSERT_NE(hop, nullptr);
   Metrics other_metrics;
   RaceOptions o = Options(&other_metrics);
   o.hop = "someone-else";
   o.budget.attempt_cap = absl::Milliseconds(100);
-  auto race = Race::Create(**hop, o);
+  auto race = Race::Create(*hop, o);
   ASSERT_TRUE(race.ok()) << race.status();
   ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
-  auto channel = CreateChannel(**hop, hung.address(), grpc::InsecureChannelCredentials());
+  auto channel = CreateChannel(*hop, hung.address(), grpc::InsecureChannelCredentials());
   ASSERT_TRUE(channel.ok()) << channel.status();
   auto stub = echo::Relay::NewStub(*channel);
   const echo::RelayRequest request;

@@ -24,6 +24,7 @@
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 #include "sync.h"
+#include "test_hop.h"
 
 namespace hopbudget {
 namespace {
@@ -355,16 +356,6 @@ std::string RetryConfig(const std::string& extra = "") {
                       extra, "}");
 }
 
-std::unique_ptr<Hop> OrdersHop(Metrics* metrics, const std::string& config) {
-  HopOptions options;
-  options.name = "orders";
-  options.metrics = metrics;
-  options.service_config = config;
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(std::move(options));
-  EXPECT_TRUE(hop.ok()) << hop.status();
-  return hop.ok() ? *std::move(hop) : nullptr;
-}
-
 enum class Rpc { kCall, kWrite };
 
 // One logical call of `rpc` through a loop made from `hop`, on the Hop's
@@ -414,7 +405,7 @@ grpc::Status CallThroughHop(Form form, const Hop& hop, RelayHop& ledger, Rpc rpc
 
 TEST_P(RetryLoopTest, AHopsLoopRetriesOnlyTheMethodsItsConfigCallsRetryable) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = OrdersHop(&metrics, RetryConfig());
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, RetryConfig());
   ASSERT_NE(hop, nullptr);
   Faults faults;
   faults.unavailable_first = 2;
@@ -442,7 +433,7 @@ TEST_P(RetryLoopTest, AHopsLoopRetriesOnlyTheMethodsItsConfigCallsRetryable) {
 // the channel's would end the call there).
 TEST_P(RetryLoopTest, AnAttemptCutAtAHopsPerAttemptRecvTimeoutIsRetried) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = OrdersHop(&metrics, RetryConfig());
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, RetryConfig());
   ASSERT_NE(hop, nullptr);
   Faults faults;
   faults.hang_first = 1;
@@ -459,7 +450,7 @@ TEST_P(RetryLoopTest, AnAttemptCutAtAHopsPerAttemptRecvTimeoutIsRetried) {
 TEST(RetryLoopHopTest, AReloadAppliesFromTheNextCall) {
   Metrics metrics;
   // At first "Call" has no retryPolicy.
-  std::unique_ptr<Hop> hop = OrdersHop(&metrics, R"({"methodConfig": [
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, R"({"methodConfig": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "timeout": "5s"}]})");
   ASSERT_NE(hop, nullptr);
   absl::StatusOr<std::unique_ptr<RetryLoop>> loop =
@@ -482,7 +473,7 @@ TEST(RetryLoopHopTest, AReloadAppliesFromTheNextCall) {
 // loop were not there (gRPC core has the method's retryPolicy then).
 TEST(RetryLoopHopTest, AMethodInShadowModeGetsOneUncappedAttempt) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = OrdersHop(&metrics, RetryConfig(R"(,
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, RetryConfig(R"(,
     "hopbudget": {"methodPolicy": [
       {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}], "shadow": true}]})"));
   ASSERT_NE(hop, nullptr);
@@ -506,7 +497,7 @@ TEST(RetryLoopHopTest, AMethodInShadowModeGetsOneUncappedAttempt) {
 
 TEST(RetryLoopCreateTest, AHopsLoopNeedsAFullMethodName) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = OrdersHop(&metrics, RetryConfig());
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, RetryConfig());
   ASSERT_NE(hop, nullptr);
   for (const char* bad : {"", "Call", "hopbudget.echo.Relay/Call", "/hopbudget.echo.Relay",
                           "/hopbudget.echo.Relay/", "//Call", "/a/b/c"}) {

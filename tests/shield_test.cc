@@ -15,6 +15,7 @@
 #include "hopbudget/attribution.h"
 #include "hopbudget/hop.h"
 #include "sync.h"
+#include "test_hop.h"
 
 namespace hopbudget {
 namespace {
@@ -175,16 +176,13 @@ TEST_F(ShieldTest, HangingWorkIsAskedToStopExactlyAtItsBound) {
 TEST_F(ShieldTest, AShieldMadeWithAHopUsesItsClockAndMetrics) {
   FakeClock hop_clock;
   Metrics hop_metrics;
-  HopOptions hop_options;
-  hop_options.name = "ledger";
-  hop_options.clock = &hop_clock;
-  hop_options.metrics = &hop_metrics;
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(hop_options);
-  ASSERT_TRUE(hop.ok()) << hop.status();
+  std::unique_ptr<Hop> hop =
+      testing::MakeTestHop("ledger", &hop_metrics, /*service_config=*/"", &hop_clock);
+  ASSERT_NE(hop, nullptr);
   Metrics other_metrics;
   ShieldOptions options = Manual();  // this test's clock_, which the Hop's replaces
   options.metrics = &other_metrics;
-  Shield shield(**hop, options);
+  Shield shield(*hop, options);
   hopbudget::internal::Notification registered, stopped;
   absl::StatusOr<ShieldHandle> handle =
       shield.Run("flush", absl::Milliseconds(100), [&](ShieldContext& ctx) {

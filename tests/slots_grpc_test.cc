@@ -18,6 +18,7 @@
 #include "hopbudget/client.h"
 #include "scripted_server.h"
 #include "sync.h"
+#include "test_hop.h"
 
 namespace hopbudget {
 namespace {
@@ -141,18 +142,15 @@ TEST_P(SlotWaitTest, AWaitThatOutlivesTheBudgetFailsWithSlotWaitAndNoCallIsSent)
 // it in its metrics, whatever their options say.
 TEST(DownstreamSlotsTest, SlotsMadeFromAHopAttributeTheWaitToIt) {
   Metrics hop_metrics;
-  HopOptions hop_options;
-  hop_options.name = "orders";
-  hop_options.metrics = &hop_metrics;
-  absl::StatusOr<std::unique_ptr<Hop>> hop = Hop::Create(hop_options);
-  ASSERT_TRUE(hop.ok()) << hop.status();
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &hop_metrics);
+  ASSERT_NE(hop, nullptr);
   Metrics other_metrics;
   DownstreamSlotsOptions options = SlotOptions(1, &other_metrics);
   options.hop = "someone-else";
-  auto slots = DownstreamSlots::Create(**hop, options);
+  auto slots = DownstreamSlots::Create(*hop, options);
   ASSERT_TRUE(slots.ok()) << slots.status();
   ScriptedServer ledger("ledger", [](int) { return Action::Hang(); });
-  auto channel = CreateChannel(**hop, ledger.address(), grpc::InsecureChannelCredentials());
+  auto channel = CreateChannel(*hop, ledger.address(), grpc::InsecureChannelCredentials());
   ASSERT_TRUE(channel.ok()) << channel.status();
   auto stub = echo::Relay::NewStub(*channel);
   Result holder;

@@ -41,8 +41,7 @@ inline std::unique_ptr<Hop> MakeTestHop(HopOptions options) {
 // `clock`; every other option is HopOptions' default (names checked against
 // what the test links).
 inline std::unique_ptr<Hop> MakeTestHop(std::string name, Metrics* metrics,
-                                        std::string service_config = "",
-                                        Clock* clock = nullptr) {
+                                        std::string service_config = "", Clock* clock = nullptr) {
   HopOptions options;
   options.name = std::move(name);
   options.metrics = metrics;
