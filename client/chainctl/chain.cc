@@ -14,11 +14,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "demo/client_deadline.h"
 #include "hopbudget/budget.h"
 #include "hopbudget/client.h"
 #include "hopbudget/exposition.h"
 #include "hopbudget/trace.h"
-#include "server/common/accounting.h"
 #include "stats_delta.h"
 
 namespace hopbudget::chainctl {

@@ -34,7 +34,6 @@
 #include "client/cli/cli_flags.h"
 #include "inspect.h"
 #include "ledger_rows.h"
-#include "server/common/faults.h"
 #include "summary.h"
 
 // Every command's flags (absl flags are one set per binary; each command
@@ -443,9 +442,6 @@ int FaultsCmd(int argc, char** argv) {
                      cli::InRange("hang-next", absl::GetFlag(FLAGS_hang_next), 0, 1 << 30),
                      cli::NonNegative("slow-commit", absl::GetFlag(FLAGS_slow_commit)),
                  }));
-  if (absl::Status s = demo::ParseLatencySpec(latency).status(); !s.ok()) {
-    return Fail("faults", absl::StrCat("--latency=", latency, ": ", s.message()));
-  }
   demo::Faults f;
   f.set_latency("none");
   if (!absl::GetFlag(FLAGS_clear)) {

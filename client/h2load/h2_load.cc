@@ -70,6 +70,7 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "client/cli/cli_flags.h"
+#include "demo/client_deadline.h"
 #include "demo/demo.grpc.pb.h"
 #include "grpc_over_h2.h"
 #include "hopbudget/attribution.h"
@@ -77,7 +78,6 @@
 #include "hopbudget/clock.h"
 #include "hopbudget/deadline_source.h"
 #include "hopbudget/wire.h"
-#include "server/common/accounting.h"
 #include "stats_delta.h"
 #include "summary.h"
 

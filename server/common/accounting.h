@@ -2,9 +2,10 @@
 //
 // accounting.h: how much work a demo service does after its client has given
 // up. Measured the same way whatever the mode, from the demo-only header
-// `x-demo-client-deadline-us` (the load client's absolute deadline, unix
-// microseconds), which services forward downstream and use for accounting
-// ONLY: never to decide anything (that would make the baseline a hopbudget).
+// `x-demo-client-deadline-us` (proto/demo/client_deadline.h: the load
+// client's absolute deadline), which services forward downstream and use for
+// accounting ONLY: never to decide anything (that would make the baseline a
+// hopbudget).
 //
 //   hopbudget::demo::DeadlineAccounting accounting;
 //   auto work = accounting.Begin(hopbudget::demo::ClientDeadlineOf(*ctx));
@@ -29,16 +30,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
+#include "demo/client_deadline.h"
 #include "hopbudget/clock.h"
 
 namespace hopbudget::demo {
-
-inline constexpr char kClientDeadlineHeader[] = "x-demo-client-deadline-us";
-
-// 1..19 ASCII digits, unix microseconds. nullopt for anything else (the
-// header is untrusted like any other: a bad value means "no deadline known").
-absl::optional<absl::Time> ParseClientDeadline(absl::string_view value);
-std::string FormatClientDeadline(absl::Time deadline);
 
 struct AccountingSnapshot {
   int64_t calls = 0;

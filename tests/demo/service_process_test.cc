@@ -351,6 +351,25 @@ TEST(ChainctlTest, AFaultTheHopCannotInjectIsRefusedWithExitTwo) {
   EXPECT_THAT(out, HasSubstr("slow_commit_ms=1000"));
 }
 
+// chainctl faults --latency: the hop reads the spec (chainctl holds no
+// copy of the services' fault parser), refuses a bad one naming it, and
+// chainctl exits 2 with its answer; a good one is taken.
+TEST(ChainctlTest, ABadLatencySpecIsRefusedByTheHopWithExitTwo) {
+  Chain chain;
+  ASSERT_TRUE(chain.Start({}));
+  const std::string faults =
+      absl::StrCat(HOPBUDGET_CHAINCTL, " faults --admin=", chain.gateway->address());
+  auto [status, out] = RunCommand(faults + " --latency=uniform:9ms-1ms");
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_THAT(out, HasSubstr("uniform:9ms-1ms")) << out;
+  auto [get_status, now] = RunCommand(faults);
+  EXPECT_EQ(get_status, 0) << now;
+  EXPECT_THAT(now, HasSubstr("latency=none")) << now;
+  auto [good_status, good] = RunCommand(faults + " --latency=fixed:1ms");
+  EXPECT_EQ(good_status, 0) << good;
+  EXPECT_THAT(good, HasSubstr("latency=fixed:1ms")) << good;
+}
+
 // chainctl stats --json: one JSON document, on stdout with - (and nothing
 // else there), or in a file.
 TEST(ChainctlTest, StatsAsJsonOnStdoutOrInAFile) {

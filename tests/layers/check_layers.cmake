@@ -2,7 +2,8 @@
 #   core/, http/ and prometheus/ include no gRPC header (they must build
 #   without gRPC; the service config's generated protobuf header is not
 #   one);
-#   core/ includes no header of http/ or grpc/.
+#   core/ includes no header of http/ or grpc/;
+#   the tools (client/) include nothing from the services (server/).
 # (The build already refuses an adapter or http header in core/: it is not
 # on the core's include path. gRPC's headers are on every include path, so
 # this scan is what keeps them out.)
@@ -25,6 +26,15 @@ foreach(f IN LISTS core_files)
   file(STRINGS ${f} lines REGEX "hopbudget/(client|server|retry|retry_loop|shield_grpc|http_exporter)\\.h")
   foreach(l IN LISTS lines)
     list(APPEND bad "${f}: ${l}")
+  endforeach()
+endforeach()
+# The tools (client/) talk to the demo's services over their wire (proto/)
+# only: none includes the services' sources.
+file(GLOB_RECURSE tool_files ${ROOT}/client/*.h ${ROOT}/client/*.cc)
+foreach(f IN LISTS tool_files)
+  file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"server/")
+  foreach(l IN LISTS lines)
+    list(APPEND bad "${f}: ${l} (a tool reaching into the services' sources)")
   endforeach()
 endforeach()
 list(LENGTH core_files n_core)
