@@ -91,12 +91,15 @@ TEST(PickQueueOrderTest, NewestFirstOnlyAfterSustainedQueue) {
   EXPECT_EQ(PickQueueOrder(t0, t0, absl::ZeroDuration()), QueueOrder::kNewestFirst);
 }
 
+// No slow start: these tests start from a hop past it (the slow start has
+// its own tests below).
 AdmissionPolicy Adaptive() {
   AdmissionPolicy p;
   p.limit = LimitKind::kAdaptive;
   p.max_in_flight = 20;
   p.min_limit = 2;
   p.max_limit = 100;
+  p.slow_start_windows = 0;
   return p;
 }
 
@@ -167,6 +170,59 @@ TEST(NextAdaptiveLimitTest, RestartsOfACalleeUnderLightLoadDoNotRatchetTheLimitD
   }
 }
 
+// A cold hop whose limit starts below what its load needs (the demo
+// gateway: 32, where its capacity needs about 120 calls in progress):
+// while its handler time holds, each busy window doubles the limit, where
+// growing by sqrt(limit) smoothed took 4 s from 32 to 128 and shed calls
+// all that time.
+TEST(NextAdaptiveLimitTest, ASlowStartDoublesTheLimitWhileHandlerTimeHolds) {
+  AdmissionPolicy p = Adaptive();
+  p.max_in_flight = 10;
+  p.slow_start_windows = 20;
+  AdaptiveLimitState s{10, 0, 0};
+  s = NextAdaptiveLimit(p, s, {10 * kMs, 10});
+  EXPECT_DOUBLE_EQ(s.limit, 20.0);
+  s = NextAdaptiveLimit(p, s, {12 * kMs, 20});
+  EXPECT_DOUBLE_EQ(s.limit, 40.0);
+  s = NextAdaptiveLimit(p, s, {12 * kMs, 40});
+  EXPECT_DOUBLE_EQ(s.limit, 80.0);
+  s = NextAdaptiveLimit(p, s, {12 * kMs, 80});
+  EXPECT_DOUBLE_EQ(s.limit, 100.0);  // max_limit
+  EXPECT_EQ(s.windows, 4);
+  // Without it: a fifth of sqrt(limit) a window.
+  AdmissionPolicy plain = p;
+  plain.slow_start_windows = 0;
+  AdaptiveLimitState g{10, 0, 0};
+  for (int i = 0; i < 4; ++i)
+    g = NextAdaptiveLimit(plain, g, {10 * kMs, static_cast<int>(g.limit)});
+  EXPECT_LT(g.limit, 14.0);
+}
+
+// The slow start ends at the first window whose handler time rose beyond
+// the tolerance: that window shrinks the limit as Gradient2 does, and no
+// later window doubles it. An idle window neither doubles nor ends it; the
+// slow start ends after slow_start_windows windows in any case.
+TEST(NextAdaptiveLimitTest, TheSlowStartEndsWhenHandlerTimeRises) {
+  AdmissionPolicy p = Adaptive();
+  p.slow_start_windows = 20;
+  AdaptiveLimitState s{20, 0, 0};
+  s = NextAdaptiveLimit(p, s, {10 * kMs, 20});
+  EXPECT_DOUBLE_EQ(s.limit, 40.0);
+  s = NextAdaptiveLimit(p, s, {10 * kMs, 5});  // idle: unchanged, still starting
+  EXPECT_DOUBLE_EQ(s.limit, 40.0);
+  EXPECT_EQ(s.windows, 2);
+  s = NextAdaptiveLimit(p, s, {40 * kMs, 40});  // 4x slower: over
+  EXPECT_LT(s.limit, 40.0);
+  EXPECT_EQ(s.windows, 20);
+  const double after = s.limit;
+  s = NextAdaptiveLimit(p, s, {10 * kMs, static_cast<int>(after)});
+  EXPECT_LT(s.limit, 2 * after - 1);  // sqrt growth now, not doubling
+  // Windows count to the end of the slow start, and no further.
+  AdaptiveLimitState q{20, 0, 0};
+  for (int i = 0; i < 25; ++i) q = NextAdaptiveLimit(p, q, {10 * kMs, 5});
+  EXPECT_EQ(q.windows, 20);
+}
+
 TEST(ValidateAdmissionPolicyTest, NamesTheBadField) {
   struct Case {
     const char* field;
@@ -222,6 +278,11 @@ TEST(ValidateAdmissionPolicyTest, NamesTheBadField) {
        [](AdmissionPolicy& p) {
          p = Adaptive();
          p.window_handler_times = -1;
+       }},
+      {"slow_start_windows (-1)",
+       [](AdmissionPolicy& p) {
+         p = Adaptive();
+         p.slow_start_windows = -1;
        }},
   };
   EXPECT_TRUE(ValidateAdmissionPolicy(AdmissionPolicy{}).ok());

@@ -98,6 +98,12 @@ struct AdmissionPolicy {
   // handler times; 0: a window is `window_samples` completions, however
   // short. >= 0. See AdaptiveWindowCloses().
   double window_handler_times = 2;
+  // kAdaptive only: a slow start, as TCP's: in the hop's first
+  // `slow_start_windows` windows, a busy window whose handler time holds
+  // doubles the limit, and the first whose handler time rises beyond the
+  // tolerance ends the slow start (docs/admission.md, "Cold start"). >= 0;
+  // 0: none.
+  int slow_start_windows = 20;
 
   // Calls waiting for admission at most; 0: over the limit is shed at once.
   int max_queue = 1024;
@@ -149,7 +155,7 @@ struct AdmissionPolicy {
 // non-positive limits or windows, min_limit > max_limit, a start outside
 // [min_limit, max_limit] (adaptive), negative max_queue, a queue_per_limit
 // that is not > 0, negative lifo_after or pushback, a quantile outside
-// (0, 1), latency_tolerance <= 1.
+// (0, 1), latency_tolerance <= 1, negative slow_start_windows.
 absl::Status ValidateAdmissionPolicy(const AdmissionPolicy& policy);
 
 // What happens to a call that arrives (or leaves the queue).
@@ -231,6 +237,9 @@ struct AdaptiveLimitState {
   // Long-run average handler time (exponentially weighted, seconds); 0
   // before the first window.
   double long_seconds = 0;
+  // Windows closed so far, counted up to the policy's slow_start_windows
+  // (set to it when the slow start ends early).
+  int windows = 0;
 };
 
 // Gradient2: gradient = clamp(tolerance * long / recent, 0.5, 1); the new
@@ -245,7 +254,8 @@ struct AdaptiveLimitState {
 // rises by 1 % of a slower window (a time constant of 100 windows, so a
 // sustained overload keeps the limit down rather than becoming the new
 // normal), falls by 10 % of a faster one, and is pulled down at once when
-// the recent time is less than half of it.
+// the recent time is less than half of it. In the slow start, a busy window
+// whose handler time holds doubles the limit instead.
 AdaptiveLimitState NextAdaptiveLimit(const AdmissionPolicy& policy, const AdaptiveLimitState& state,
                                      const LimitWindow& window);
 
