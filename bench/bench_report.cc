@@ -8,7 +8,9 @@
 //   grep -h ^RESULT results/*.txt | bench_report --section=overhead
 //
 // Sections: overhead (aggregates rounds: medians, and the ratios c/a and c/b
-// per round with their spread), scale, precision, cancel, hedge, admission,
+// per round with their spread), scale, precision, cancel, chain (saved work
+// on the demo chain, baseline against hopbudget; also prints the chart's
+// data as "CHART chain ..." lines on standard error), hedge, admission,
 // slots, overload (the hopbudget chain at multiples of its own capacity),
 // refusal (what a refused call costs the server against a served one; no
 // target, so no verdict).
@@ -23,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -35,8 +38,8 @@
 #include "bench_util.h"
 
 ABSL_FLAG(std::string, section, "overhead",
-          "the report section: overhead, scale, precision, cancel, hedge, admission, slots, "
-          "overload, refusal or reload");
+          "the report section: overhead, scale, precision, cancel, chain, hedge, admission, "
+          "slots, overload, refusal or reload");
 
 namespace hopbudget {
 namespace bench {
@@ -790,6 +793,290 @@ void SlotsSection(const std::vector<Record>& rs) {
       Has(r, "server_calls") && server_calls == 0 && wrong == 0 && lost == 0 ? kMet : kMissed);
 }
 
+// ---------------------------------------------------------------- chain
+// Saved work under overload on the demo chain (scripts/bench.sh run_chain):
+// a baseline chain and a hopbudget chain side by side, each load level a
+// multiple of the baseline's capacity. One "kind=setup" line (capacity, the
+// baseline chain's; hopbudget_capacity; budget_ms; duration_s), then one
+// "kind=run" line per run: its mode (baseline; hopbudget, whose client
+// throttles itself; hopbudget-client-unthrottled, the same chain under a
+// client that does not back off), factor, rate, round, chainctl load's
+// counts, ok_p99_ms ("-" when chainctl did not report it) and
+// work_by_hop_ms ("hop:ms,..."). Past capacity each level runs several
+// rounds: a level (mode and factor) is judged on its median goodput
+// (min..max beside it), the sum of its late calls and work after the
+// deadline, and its highest p99 of OK calls.
+constexpr char kChainBaseline[] = "baseline";
+constexpr char kChainHopbudget[] = "hopbudget";
+constexpr char kChainUnthrottled[] = "hopbudget-client-unthrottled";
+constexpr char kChainWorkTarget[] =
+    "work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 %";
+constexpr char kChainLateTarget[] =
+    "calls started after the client deadline at 2x and 4x (hopbudget): 0";
+constexpr char kChainUnthrottledGoodputTarget[] =
+    "goodput at 2x and 4x >= 90 % of the capacity (hopbudget chain, a client that does not back "
+    "off)";
+constexpr char kChainUnthrottledLateTarget[] =
+    "calls started after the client deadline at 2x and 4x (hopbudget chain, a client that does "
+    "not back off): 0";
+constexpr char kChainUnthrottledWorkTarget[] =
+    "work after the client deadline at 2x and 4x, hopbudget chain with a client that does not "
+    "back off / baseline: <= 1 %";
+constexpr char kChainCapacityTarget[] = "demo chain capacity, hopbudget >= baseline";
+// The two targets that name the run's capacity and budget (without a setup
+// line, they name neither).
+std::string ChainGoodputTarget(double capacity) {
+  return "goodput at 2x and 4x >= 90 % of the capacity (hopbudget" +
+         (capacity > 0 ? "; capacity " + Fixed(capacity, 0) + "/s" : std::string()) + ")";
+}
+std::string ChainP99Target(double budget_ms) {
+  return "p99 latency of successful calls inside the " +
+         (budget_ms > 0 ? Fixed(budget_ms, 0) + "ms " : std::string()) +
+         "budget at every level (hopbudget)";
+}
+
+void ChainNothingMeasured(const std::string& why) {
+  for (const std::string& t :
+       {std::string(kChainWorkTarget), std::string(kChainLateTarget), ChainGoodputTarget(0),
+        ChainP99Target(0), std::string(kChainUnthrottledGoodputTarget),
+        std::string(kChainUnthrottledLateTarget), std::string(kChainUnthrottledWorkTarget),
+        std::string(kChainCapacityTarget)}) {
+    EmitVerdict(t, why, kNotMeasured);
+  }
+}
+
+// The runs of one mode at one load level (its rounds) taken together.
+struct ChainLevel {
+  std::string factor;           // as the runs print it: 0.5, 1, 2, 4
+  std::vector<double> goodput;  // per round, OK calls per second
+  double late = 0;              // calls started after the deadline, summed
+  double work_ms = 0;           // work after the deadline, summed
+  double ok_p99_ms = 0;         // the highest of the rounds'
+  bool ok_p99_all = true;       // every round reported its p99 of OK calls
+};
+using ChainLevels = std::map<double, ChainLevel>;  // by factor
+
+bool HasOkP99(const Record& r) { return Has(r, "ok_p99_ms") && Str(r, "ok_p99_ms") != "-"; }
+
+std::string Rounded(double v) { return Fixed(std::round(v), 0); }
+
+// "gateway 0, orders 1, ledger 0" from "gateway:0.2,orders:1.4,ledger:0".
+std::string ChainWorkByHop(const Record& r) {
+  const std::string list = Str(r, "work_by_hop_ms");
+  if (list.empty() || list == "-") return "-";
+  std::string out;
+  for (absl::string_view hop_ms : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> p = absl::StrSplit(hop_ms, absl::MaxSplits(':', 1));
+    double ms = 0;
+    if (!absl::SimpleAtod(p.second, &ms)) ms = 0;
+    if (!out.empty()) out += ", ";
+    out += p.first + " " + Rounded(ms);
+  }
+  return out;
+}
+
+// "2x: 3211/s = 161 %", with "(median of 3; 157..162 %)" for several rounds.
+std::string ChainGoodputText(const ChainLevel& l, double capacity) {
+  std::vector<double> g = l.goodput;
+  const double median = Median(g);  // sorts
+  std::string text =
+      l.factor + "x: " + Rounded(median) + "/s = " + Rounded(median / capacity * 100) + " %";
+  if (g.size() > 1) {
+    text += " (median of " + std::to_string(g.size()) + "; " + Rounded(g.front() / capacity * 100) +
+            ".." + Rounded(g.back() / capacity * 100) + " %)";
+  }
+  return text;
+}
+
+void ChainSection(const std::vector<Record>& rs) {
+  const Record* setup = nullptr;
+  std::vector<const Record*> runs;
+  for (const Record& r : rs) {
+    if (Str(r, "kind") == "setup") setup = &r;
+    if (Str(r, "kind") == "run") runs.push_back(&r);
+  }
+  if (setup == nullptr || runs.empty() || Num(*setup, "capacity") <= 0 ||
+      Num(*setup, "hopbudget_capacity") <= 0 || Num(*setup, "budget_ms") <= 0 ||
+      Num(*setup, "duration_s") <= 0) {
+    std::printf("_No complete chain run: not measured._\n");
+    ChainNothingMeasured(setup == nullptr ? "no setup line"
+                         : runs.empty()   ? "no runs"
+                                          : "incomplete setup line");
+    return;
+  }
+  const double capacity = Num(*setup, "capacity");
+  const double hb_capacity = Num(*setup, "hopbudget_capacity");
+  const double budget_ms = Num(*setup, "budget_ms");
+  const double seconds = Num(*setup, "duration_s");
+  std::printf(
+      "| load | offered/s | mode | round | sent | not sent | throttled by the client | OK | "
+      "goodput/s | DEADLINE_EXCEEDED | retries | p50 (ms) | p99 (ms) | p99 of OK (ms) | calls "
+      "started after deadline | work after deadline (ms) | by hop (ms) |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+      "| --- | --- |\n");
+  std::map<std::string, ChainLevels> modes;
+  for (const Record* r : runs) {
+    std::printf(
+        "| %sx | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+        Str(*r, "factor").c_str(), Str(*r, "rate").c_str(), Str(*r, "mode").c_str(),
+        Has(*r, "round") ? Str(*r, "round").c_str() : "1", Str(*r, "sent").c_str(),
+        Str(*r, "not_sent").c_str(), Str(*r, "client_throttled").c_str(), Str(*r, "ok").c_str(),
+        Fixed(Num(*r, "goodput"), 1).c_str(), Str(*r, "deadline_exceeded").c_str(),
+        Str(*r, "retries").c_str(), Fixed(Num(*r, "p50_ms"), 1).c_str(),
+        Fixed(Num(*r, "p99_ms"), 1).c_str(),
+        HasOkP99(*r) ? Fixed(Num(*r, "ok_p99_ms"), 1).c_str() : "-",
+        Str(*r, "calls_started_after_deadline").c_str(),
+        Rounded(Num(*r, "work_after_deadline_ms")).c_str(), ChainWorkByHop(*r).c_str());
+    ChainLevel& l = modes[Str(*r, "mode")][Num(*r, "factor")];
+    if (l.goodput.empty()) l.factor = Str(*r, "factor");
+    l.goodput.push_back(Num(*r, "goodput"));
+    l.late += Num(*r, "calls_started_after_deadline");
+    l.work_ms += Num(*r, "work_after_deadline_ms");
+    if (HasOkP99(*r)) {
+      l.ok_p99_ms = std::max(l.ok_p99_ms, Num(*r, "ok_p99_ms"));
+    } else {
+      l.ok_p99_all = false;
+    }
+  }
+  const ChainLevels& bl = modes[kChainBaseline];
+  const ChainLevels& hb = modes[kChainHopbudget];
+  const ChainLevels& un = modes[kChainUnthrottled];
+  // The levels past capacity (2x, 4x) of a mode.
+  auto over = [](const ChainLevels& levels) {
+    std::vector<const ChainLevel*> out;
+    for (const auto& [x, l] : levels) {
+      if (x >= 2) out.push_back(&l);
+    }
+    return out;
+  };
+  auto all = [](const ChainLevels& levels) {
+    std::vector<const ChainLevel*> out;
+    for (const auto& [x, l] : levels) out.push_back(&l);
+    return out;
+  };
+  // "2x: 0, 4x: 0": each level's text, joined.
+  auto list = [](const std::vector<const ChainLevel*>& levels,
+                 const std::function<std::string(const ChainLevel&)>& text) {
+    std::string out;
+    for (const ChainLevel* l : levels) out += (out.empty() ? "" : ", ") + text(*l);
+    return out;
+  };
+  auto late_text = [](const ChainLevel& l) { return l.factor + "x: " + Fixed(l.late, 0); };
+  auto work_of = [](const std::vector<const ChainLevel*>& levels) {
+    double ms = 0;
+    for (const ChainLevel* l : levels) ms += l->work_ms;
+    return ms;
+  };
+  auto late_of = [](const std::vector<const ChainLevel*>& levels) {
+    double n = 0;
+    for (const ChainLevel* l : levels) n += l->late;
+    return n;
+  };
+  auto goodput_met = [&](const std::vector<const ChainLevel*>& levels) {
+    for (const ChainLevel* l : levels) {
+      if (MedianOf(l->goodput) < 0.9 * capacity) return false;
+    }
+    return true;
+  };
+  std::vector<std::vector<std::string>> verdicts;  // target, result, verdict
+  auto verdict = [&](const std::string& target, const std::string& result, bool met) {
+    verdicts.push_back({target, result, met ? kMet : kMissed});
+  };
+  auto none = [&](const std::string& target, const std::string& result) {
+    verdicts.push_back({target, result, kNotMeasured});
+  };
+  const double bl_work = work_of(over(bl));
+  // hopbudget's client against the baseline: only with every level of both.
+  if (bl.empty() || bl.size() != hb.size()) {
+    const std::string why = std::to_string(bl.size()) + " baseline and " +
+                            std::to_string(hb.size()) + " hopbudget load levels";
+    for (const std::string& t : {std::string(kChainWorkTarget), std::string(kChainLateTarget),
+                                 ChainGoodputTarget(capacity), ChainP99Target(budget_ms)}) {
+      none(t, why);
+    }
+  } else {
+    const double h = work_of(over(hb));
+    if (bl_work > 0) {
+      verdict(kChainWorkTarget,
+              "hopbudget " + Rounded(h) + " ms vs baseline " + Rounded(bl_work) + " ms = **" +
+                  Fixed(h / bl_work * 100, 1) + " %**",
+              h <= 0.01 * bl_work);
+    } else {
+      none(kChainWorkTarget,
+           "the baseline did no work after the deadline (hopbudget " + Rounded(h) + " ms)");
+    }
+    if (over(hb).empty()) {
+      none(kChainLateTarget, "no hopbudget runs at 2x or 4x");
+      none(ChainGoodputTarget(capacity), "no hopbudget runs at 2x or 4x");
+    } else {
+      verdict(kChainLateTarget, list(over(hb), late_text), late_of(over(hb)) == 0);
+      verdict(ChainGoodputTarget(capacity),
+              list(over(hb), [&](const ChainLevel& l) { return ChainGoodputText(l, capacity); }),
+              goodput_met(over(hb)));
+    }
+    bool reported = true;
+    double worst = 0;
+    for (const auto& [x, l] : hb) {
+      reported = reported && l.ok_p99_all;
+      worst = std::max(worst, l.ok_p99_ms);
+    }
+    if (reported) {
+      verdict(
+          ChainP99Target(budget_ms),
+          list(all(hb),
+               [](const ChainLevel& l) { return l.factor + "x: " + Rounded(l.ok_p99_ms) + " ms"; }),
+          worst <= budget_ms);
+    } else {
+      none(ChainP99Target(budget_ms), "chainctl did not report it");
+    }
+  }
+  // The hopbudget chain under a client that does not back off.
+  if (un.empty()) {
+    for (const char* t : {kChainUnthrottledGoodputTarget, kChainUnthrottledLateTarget,
+                          kChainUnthrottledWorkTarget}) {
+      none(t, std::string("no ") + kChainUnthrottled + " runs");
+    }
+  } else {
+    verdict(kChainUnthrottledGoodputTarget,
+            list(all(un), [&](const ChainLevel& l) { return ChainGoodputText(l, capacity); }),
+            goodput_met(all(un)));
+    verdict(kChainUnthrottledLateTarget, list(all(un), late_text), late_of(all(un)) == 0);
+    const double h = work_of(all(un));
+    if (bl_work > 0) {
+      verdict(kChainUnthrottledWorkTarget,
+              Rounded(h) + " ms vs " + Rounded(bl_work) + " ms = **" + Fixed(h / bl_work * 100, 1) +
+                  " %**",
+              h <= 0.01 * bl_work);
+    } else {
+      none(kChainUnthrottledWorkTarget,
+           "the baseline did no work after the deadline (hopbudget " + Rounded(h) + " ms)");
+    }
+  }
+  verdict(kChainCapacityTarget,
+          "hopbudget " + Fixed(hb_capacity, 0) + "/s, baseline " + Fixed(capacity, 0) + "/s",
+          hb_capacity >= capacity);
+  std::printf("\n| target | result | verdict |\n| --- | --- | --- |\n");
+  for (const std::vector<std::string>& v : verdicts) {
+    std::printf("| %s | %s | %s |\n", v[0].c_str(), v[1].c_str(), v[2].c_str());
+    EmitVerdict(v[0], v[1], v[2]);
+  }
+  // The chart's data (scripts/bench.sh: chain.dat), a line per load level
+  // both chains ran: "CHART chain <factor> <goodput, baseline> <goodput,
+  // hopbudget> <work after the deadline per second of a run, baseline>
+  // <the same, hopbudget>", work in handler-seconds per second.
+  for (const auto& [x, b] : bl) {
+    auto it = hb.find(x);
+    if (it == hb.end()) continue;
+    const ChainLevel& h = it->second;
+    auto per_second = [&](const ChainLevel& l) {
+      return l.work_ms / static_cast<double>(l.goodput.size()) / 1000 / seconds;
+    };
+    std::fprintf(stderr, "CHART chain %s %s %s %s %s\n", b.factor.c_str(),
+                 Fixed(MedianOf(b.goodput), 3).c_str(), Fixed(MedianOf(h.goodput), 3).c_str(),
+                 Fixed(per_second(b), 6).c_str(), Fixed(per_second(h), 6).c_str());
+  }
+}
+
 // The verdicts of a section that has no results at all.
 // ---------------------------------------------------------------- overload
 // The hopbudget chain alone at multiples of its own capacity (scripts/bench.sh
@@ -1297,6 +1584,8 @@ void NothingMeasured(const std::string& section) {
                           kOverloadP99Target}) {
       EmitVerdict(t, "-", kNotMeasured);
     }
+  } else if (section == "chain") {
+    ChainNothingMeasured("-");
   }
 }
 
@@ -1305,13 +1594,13 @@ int Main(int argc, char** argv) {
                    "bench_report: reads RESULT lines on stdin and writes one section of the "
                    "benchmark report (Markdown) with its verdicts.\n\n"
                    "  ... | bench_report "
-                   "--section=overhead|scale|precision|cancel|hedge|admission|slots|overload|"
-                   "refusal|reload");
+                   "--section=overhead|scale|precision|cancel|chain|hedge|admission|slots|"
+                   "overload|refusal|reload");
   const std::string section = absl::GetFlag(FLAGS_section);
   cli::ExitIfBad("bench_report",
                  cli::OneOf("section", section,
-                            {"overhead", "scale", "precision", "cancel", "hedge", "admission",
-                             "slots", "overload", "refusal", "reload"}));
+                            {"overhead", "scale", "precision", "cancel", "chain", "hedge",
+                             "admission", "slots", "overload", "refusal", "reload"}));
   const std::vector<Record> rs = ReadResults(section);
   if (rs.empty()) {
     std::printf(
@@ -1324,6 +1613,7 @@ int Main(int argc, char** argv) {
   if (section == "scale") Scale(rs);
   if (section == "precision") Precision(rs);
   if (section == "cancel") Cancel(rs);
+  if (section == "chain") ChainSection(rs);
   if (section == "hedge") Hedge(rs);
   if (section == "admission") AdmissionSection(rs);
   if (section == "slots") SlotsSection(rs);

@@ -303,3 +303,124 @@ rendered(refusal_shed refusal "${refusal_shed_txt}"
   "\\| callback \\| 32 \\| budget-only/shed \\(shed by admission, RESOURCE_EXHAUSTED\\) \\| 2 \\| 32.50 \\(30.00..35.00\\) \\| 0.50 \\| 1.450 \\(1.400..1.500\\) \\|.*- callback API, 32 in flight: a call shed by admission costs 32.50 us, 1.450x \\(1.400..1.500\\) of a served call and 1.812x \\(1.750..1.875\\) of gRPC's own error answer.")
 rendered(refusal_not_overhead overhead "${refusal_txt}" "^_No results for this section")
 rendered(refusal_none refusal "" "^_No results for this section")
+
+# Chain: baseline and hopbudget side by side (bench.sh run_chain). Each
+# level is judged on its median goodput over its rounds, the sum of its late
+# calls and work after the deadline, its highest p99 of OK calls. In the
+# met run the baseline did 1000 ms of work after the deadline at 2x and 4x,
+# hopbudget none; capacities 1000/s (baseline) and 1500/s (hopbudget).
+set(chain_setup "RESULT bench=chain kind=setup capacity=1000 hopbudget_capacity=1500 budget_ms=500 duration_s=2 rounds=3${nl}")
+set(chain_runs "")
+set(chain_zero "gateway:0,orders:0,ledger:0")
+foreach(run "baseline;1;1000;1;1000;150;0;${chain_zero}" "hopbudget;1;1000;1;1000;100;0;${chain_zero}"
+        "baseline;2;2000;1;800;300;100;${chain_zero}" "hopbudget;2;2000;1;1400;120;0;${chain_zero}"
+        "hopbudget-client-unthrottled;2;2000;1;1200;125;0;${chain_zero}"
+        "hopbudget;2;2000;2;1300;130;0;${chain_zero}" "baseline;2;2000;2;700;310;200;${chain_zero}"
+        "hopbudget-client-unthrottled;2;2000;2;1100;126;0;${chain_zero}"
+        "baseline;2;2000;3;900;320;300;${chain_zero}" "hopbudget;2;2000;3;1500;140;0;${chain_zero}"
+        "hopbudget-client-unthrottled;2;2000;3;1000;127;0;${chain_zero}"
+        "hopbudget;4;4000;1;950;200;0;${chain_zero}"
+        "baseline;4;4000;1;500;450;400;gateway:250.4,orders:149.6,ledger:0"
+        "hopbudget-client-unthrottled;4;4000;1;920;210;0;${chain_zero}")
+  list(GET run 0 mode)
+  list(GET run 1 factor)
+  list(GET run 2 rate)
+  list(GET run 3 round)
+  list(GET run 4 goodput)
+  list(GET run 5 p99)
+  list(GET run 6 work)
+  list(GET run 7 hops)
+  math(EXPR ok "${goodput} * 2")
+  math(EXPR sent "${rate} * 2")
+  string(APPEND chain_runs
+    "RESULT bench=chain kind=run mode=${mode} factor=${factor} rate=${rate} round=${round} goodput=${goodput} ok_p99_ms=${p99} calls_started_after_deadline=0 work_after_deadline_ms=${work} sent=${sent} ok=${ok} not_sent=0 client_throttled=0 deadline_exceeded=0 retries=0 p50_ms=40.46 p99_ms=250 work_by_hop_ms=${hops}${nl}")
+endforeach()
+set(chain_ok "${chain_setup}${chain_runs}")
+verdict(chain_met chain "${chain_ok}"
+  "VERDICT work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 % \\| hopbudget 0 ms vs baseline 1000 ms = \\*\\*0.0 %\\*\\* \\| met${nl}VERDICT calls started after the client deadline at 2x and 4x \\(hopbudget\\): 0 \\| 2x: 0, 4x: 0 \\| met${nl}VERDICT goodput at 2x and 4x >= 90 % of the capacity \\(hopbudget; capacity 1000/s\\) \\| 2x: 1400/s = 140 % \\(median of 3; 130..150 %\\), 4x: 950/s = 95 % \\| met${nl}VERDICT p99 latency of successful calls inside the 500ms budget at every level \\(hopbudget\\) \\| 1x: 100 ms, 2x: 140 ms, 4x: 200 ms \\| met${nl}VERDICT goodput at 2x and 4x >= 90 % of the capacity \\(hopbudget chain, a client that does not back off\\) \\| 2x: 1100/s = 110 % \\(median of 3; 100..120 %\\), 4x: 920/s = 92 % \\| met${nl}VERDICT calls started after the client deadline at 2x and 4x \\(hopbudget chain, a client that does not back off\\): 0 \\| 2x: 0, 4x: 0 \\| met${nl}VERDICT work after the client deadline at 2x and 4x, hopbudget chain with a client that does not back off / baseline: <= 1 % \\| 0 ms vs 1000 ms = \\*\\*0.0 %\\*\\* \\| met${nl}VERDICT demo chain capacity, hopbudget >= baseline \\| hopbudget 1500/s, baseline 1000/s \\| met${nl}")
+# The runs' table, in the order they ran (the p99 of OK calls "-" when
+# chainctl did not report it), then the verdicts' table.
+string(REPLACE "mode=hopbudget factor=1 rate=1000 round=1 goodput=1000 ok_p99_ms=100"
+  "mode=hopbudget factor=1 rate=1000 round=1 goodput=1000 ok_p99_ms=-" chain_no_p99 "${chain_ok}")
+rendered(chain_table chain "${chain_no_p99}"
+  "^\\| load \\| offered/s \\| mode \\| round \\| sent \\| not sent \\| throttled by the client \\| OK \\| goodput/s \\| DEADLINE_EXCEEDED \\| retries \\| p50 \\(ms\\) \\| p99 \\(ms\\) \\| p99 of OK \\(ms\\) \\| calls started after deadline \\| work after deadline \\(ms\\) \\| by hop \\(ms\\) \\|${nl}[-| ]+${nl}\\| 1x \\| 1000 \\| baseline \\| 1 \\| 2000 \\| 0 \\| 0 \\| 2000 \\| 1000.0 \\| 0 \\| 0 \\| 40.5 \\| 250.0 \\| 150.0 \\| 0 \\| 0 \\| gateway 0, orders 0, ledger 0 \\|${nl}\\| 1x \\| 1000 \\| hopbudget \\| 1 \\| 2000 \\| 0 \\| 0 \\| 2000 \\| 1000.0 \\| 0 \\| 0 \\| 40.5 \\| 250.0 \\| - \\| 0 \\| 0 \\| gateway 0, orders 0, ledger 0 \\|${nl}.*\\| 4x \\| 4000 \\| baseline \\| 1 \\| 8000 \\| 0 \\| 0 \\| 1000 \\| 500.0 \\| 0 \\| 0 \\| 40.5 \\| 250.0 \\| 450.0 \\| 0 \\| 400 \\| gateway 250, orders 150, ledger 0 \\|${nl}\\| 4x \\| 4000 \\| hopbudget-client-unthrottled \\| 1 \\| 8000 \\|[^${nl}]*${nl}${nl}\\| target \\| result \\| verdict \\|${nl}\\| --- \\| --- \\| --- \\|${nl}\\| work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 % \\| hopbudget 0 ms vs baseline 1000 ms = \\*\\*0.0 %\\*\\* \\| met \\|${nl}.*\\| demo chain capacity, hopbudget >= baseline \\| hopbudget 1500/s, baseline 1000/s \\| met \\|${nl}$")
+verdict(chain_p99_not_reported chain "${chain_no_p99}"
+  "inside the 500ms budget at every level \\(hopbudget\\) \\| chainctl did not report it \\| not measured")
+# The chart's data: a line per level both chains ran, the median goodput
+# of each and the work after the deadline per second of a run.
+report_matches(stderr chain_chart chain "${chain_ok}"
+  "CHART chain 1 1000.000 1000.000 0.000000 0.000000${nl}CHART chain 2 800.000 1400.000 0.100000 0.000000${nl}CHART chain 4 500.000 950.000 0.200000 0.000000${nl}$")
+# chain_case(NAME REGEX FROM TO [FROM TO ...]): the met run with each FROM
+# replaced by its TO must give verdicts matching REGEX.
+function(chain_case name regex)
+  set(input "${chain_ok}")
+  set(pairs ${ARGN})
+  while(pairs)
+    list(POP_FRONT pairs from to)
+    string(REPLACE "${from}" "${to}" input "${input}")
+  endwhile()
+  verdict(${name} chain "${input}" "${regex}")
+endfunction()
+set(chain_hb4 "mode=hopbudget factor=4 rate=4000 round=1 goodput=950 ok_p99_ms=200 calls_started_after_deadline=0 work_after_deadline_ms=0")
+set(chain_un4 "mode=hopbudget-client-unthrottled factor=4 rate=4000 round=1 goodput=920 ok_p99_ms=210 calls_started_after_deadline=0 work_after_deadline_ms=0")
+# Missed, each target: 11 ms of work after the deadline is 1.1 % of the
+# baseline's; a late call; a level's median goodput under 90 %; a p99 over
+# the budget; the unthrottled client's goodput, late calls and work; a
+# hopbudget chain of less capacity than the baseline's.
+chain_case(chain_work_missed
+  "hopbudget / baseline: <= 1 % \\| hopbudget 11 ms vs baseline 1000 ms = \\*\\*1.1 %\\*\\* \\| \\*\\*missed\\*\\*"
+  "${chain_hb4}" "mode=hopbudget factor=4 rate=4000 round=1 goodput=950 ok_p99_ms=200 calls_started_after_deadline=0 work_after_deadline_ms=11")
+chain_case(chain_work_one_percent
+  "hopbudget / baseline: <= 1 % \\| hopbudget 10 ms vs baseline 1000 ms = \\*\\*1.0 %\\*\\* \\| met"
+  "${chain_hb4}" "mode=hopbudget factor=4 rate=4000 round=1 goodput=950 ok_p99_ms=200 calls_started_after_deadline=0 work_after_deadline_ms=10")
+chain_case(chain_late_missed
+  "deadline at 2x and 4x \\(hopbudget\\): 0 \\| 2x: 0, 4x: 3 \\| \\*\\*missed\\*\\*"
+  "${chain_hb4}" "mode=hopbudget factor=4 rate=4000 round=1 goodput=950 ok_p99_ms=200 calls_started_after_deadline=3 work_after_deadline_ms=0")
+chain_case(chain_goodput_missed
+  "capacity \\(hopbudget; capacity 1000/s\\) \\| 2x: 1400/s = 140 % \\(median of 3; 130..150 %\\), 4x: 850/s = 85 % \\| \\*\\*missed\\*\\*"
+  "mode=hopbudget factor=4 rate=4000 round=1 goodput=950" "mode=hopbudget factor=4 rate=4000 round=1 goodput=850")
+# The median, not the worst round, is judged: one round at 60 % of 3 passes.
+chain_case(chain_goodput_median
+  "capacity \\(hopbudget; capacity 1000/s\\) \\| 2x: 1400/s = 140 % \\(median of 3; 60..150 %\\), 4x: 950/s = 95 % \\| met"
+  "mode=hopbudget factor=2 rate=2000 round=2 goodput=1300" "mode=hopbudget factor=2 rate=2000 round=2 goodput=600")
+chain_case(chain_p99_missed
+  "inside the 500ms budget at every level \\(hopbudget\\) \\| 1x: 100 ms, 2x: 140 ms, 4x: 501 ms \\| \\*\\*missed\\*\\*"
+  "${chain_hb4}" "mode=hopbudget factor=4 rate=4000 round=1 goodput=950 ok_p99_ms=501 calls_started_after_deadline=0 work_after_deadline_ms=0")
+chain_case(chain_unthrottled_goodput_missed
+  "does not back off\\) \\| 2x: 1100/s = 110 % \\(median of 3; 100..120 %\\), 4x: 850/s = 85 % \\| \\*\\*missed\\*\\*"
+  "mode=hopbudget-client-unthrottled factor=4 rate=4000 round=1 goodput=920" "mode=hopbudget-client-unthrottled factor=4 rate=4000 round=1 goodput=850")
+chain_case(chain_unthrottled_late_missed
+  "does not back off\\): 0 \\| 2x: 0, 4x: 2 \\| \\*\\*missed\\*\\*"
+  "${chain_un4}" "mode=hopbudget-client-unthrottled factor=4 rate=4000 round=1 goodput=920 ok_p99_ms=210 calls_started_after_deadline=2 work_after_deadline_ms=0")
+chain_case(chain_unthrottled_work_missed
+  "does not back off / baseline: <= 1 % \\| 50 ms vs 1000 ms = \\*\\*5.0 %\\*\\* \\| \\*\\*missed\\*\\*"
+  "${chain_un4}" "mode=hopbudget-client-unthrottled factor=4 rate=4000 round=1 goodput=920 ok_p99_ms=210 calls_started_after_deadline=0 work_after_deadline_ms=50")
+chain_case(chain_capacity_missed
+  "demo chain capacity, hopbudget >= baseline \\| hopbudget 900/s, baseline 1000/s \\| \\*\\*missed\\*\\*"
+  "hopbudget_capacity=1500" "hopbudget_capacity=900")
+# Not measured: a baseline that did no work after the deadline gives no
+# ratio (hopbudget's work is still shown).
+chain_case(chain_no_baseline_work
+  "hopbudget / baseline: <= 1 % \\| the baseline did no work after the deadline \\(hopbudget 7 ms\\) \\| not measured.*does not back off / baseline: <= 1 % \\| the baseline did no work after the deadline \\(hopbudget 0 ms\\) \\| not measured"
+  "work_after_deadline_ms=100 " "work_after_deadline_ms=0 " "work_after_deadline_ms=200 " "work_after_deadline_ms=0 "
+  "work_after_deadline_ms=300 " "work_after_deadline_ms=0 " "work_after_deadline_ms=400 " "work_after_deadline_ms=0 "
+  "${chain_hb4}" "mode=hopbudget factor=4 rate=4000 round=1 goodput=950 ok_p99_ms=200 calls_started_after_deadline=0 work_after_deadline_ms=7")
+# A level one chain did not run: hopbudget's client is not judged against
+# the baseline, nor on its own.
+string(REGEX REPLACE "RESULT[^\n]*mode=baseline factor=1 [^\n]*\n" "" chain_missing_level "${chain_ok}")
+verdict(chain_missing_level chain "${chain_missing_level}"
+  "hopbudget / baseline: <= 1 % \\| 2 baseline and 3 hopbudget load levels \\| not measured${nl}VERDICT calls started after[^|]*\\(hopbudget\\): 0 \\| 2 baseline and 3 hopbudget load levels \\| not measured${nl}VERDICT goodput at 2x and 4x >= 90 % of the capacity \\(hopbudget; capacity 1000/s\\) \\| 2 baseline and 3 hopbudget load levels \\| not measured${nl}VERDICT p99 latency[^|]*\\| 2 baseline and 3 hopbudget load levels \\| not measured${nl}")
+# No run past capacity: nothing at 2x and 4x to judge.
+string(REGEX REPLACE "RESULT[^\n]*factor=[24] [^\n]*\n" "" chain_below "${chain_ok}")
+verdict(chain_below_capacity chain "${chain_below}"
+  "deadline at 2x and 4x \\(hopbudget\\): 0 \\| no hopbudget runs at 2x or 4x \\| not measured${nl}VERDICT goodput at 2x and 4x >= 90 % of the capacity \\(hopbudget; capacity 1000/s\\) \\| no hopbudget runs at 2x or 4x \\| not measured")
+# No run of the client that does not back off.
+string(REGEX REPLACE "RESULT[^\n]*mode=hopbudget-client-unthrottled [^\n]*\n" "" chain_no_unthrottled "${chain_ok}")
+verdict(chain_no_unthrottled chain "${chain_no_unthrottled}"
+  "VERDICT goodput at 2x and 4x >= 90 % of the capacity \\(hopbudget chain, a client that does not back off\\) \\| no hopbudget-client-unthrottled runs \\| not measured${nl}VERDICT calls started[^|]*does not back off\\): 0 \\| no hopbudget-client-unthrottled runs \\| not measured${nl}VERDICT work after[^|]*does not back off / baseline: <= 1 % \\| no hopbudget-client-unthrottled runs \\| not measured${nl}")
+# Without the setup line (the capacities, the budget) nothing is judged.
+verdict(chain_no_setup chain "${chain_runs}"
+  "hopbudget / baseline: <= 1 % \\| no setup line \\| not measured.*demo chain capacity, hopbudget >= baseline \\| no setup line \\| not measured")
+rendered(chain_no_setup_table chain "${chain_runs}" "^_No complete chain run: not measured._")
+verdict(chain_none chain ""
+  "hopbudget / baseline: <= 1 % \\| - \\| not measured.*inside the budget at every level \\(hopbudget\\) \\| - \\| not measured.*demo chain capacity, hopbudget >= baseline \\| - \\| not measured")

@@ -19,15 +19,15 @@
 # inside the run (modes alternate round by round). Run it on a quiet
 # machine; the report records the load average before and after.
 # Benchmarks never assert on times; the report judges every target the
-# docs quote (met, missed, or not measured) in code (bench/bench_report.cc,
-# and the chain section below). The script exits non-zero when a benchmark
-# binary fails (a non-zero exit, e.g. load_gen calls that failed): the report
-# is still written, with the failures listed first.
+# docs quote (met, missed, or not measured) in code (bench/bench_report.cc).
+# The script exits non-zero when a benchmark binary fails (a non-zero exit,
+# e.g. load_gen calls that failed): the report is still written, with the
+# failures listed first.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$(hopbudget_root)"
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=""
@@ -528,10 +528,11 @@ capacity_ramp() {
 # ledger, driven by client/chainctl). Two chains run side by side, started
 # like scripts/demo.sh does: a hopbudget one and a baseline one (constant
 # 1 s timeout per hop, a naive retry loop), with a latency mix injected at
-# every hop. Capacity is measured first on the baseline chain (an open-loop
-# ramp, doubling the rate until fewer than 70 % of the calls succeed; the
-# capacity is the highest goodput seen); then each load level (0.5x, 1x, 2x,
-# 4x capacity) runs on the baseline chain, then on the hopbudget chain.
+# every hop. Each chain's capacity is measured first (capacity_ramp); then
+# each load level (0.5x, 1x, 2x, 4x the baseline's capacity) runs on both
+# chains. The capacities and every run are RESULT lines (bench=chain, in
+# chain.txt), from which bench_report --section=chain writes the section's
+# tables, judges its targets and gives the chart's data.
 chain_budget=500ms
 chain_latency_gateway=uniform:1ms-5ms
 chain_latency_orders=uniform:5ms-15ms
@@ -588,12 +589,13 @@ run_chain() {
   }
   # Each chain's capacity on its own chain; the load levels are multiples of
   # the baseline's.
-  local capacity hb_capacity
+  local capacity hb_capacity d_s
   capacity="$(capacity_of baseline)"
   hb_capacity="$(capacity_of hopbudget)"
   echo "capacity: baseline $capacity/s, hopbudget $hb_capacity/s"
-  echo "$capacity" >"$work/capacity"
-  echo "$hb_capacity" >"$work/capacity-hopbudget"
+  d_s="$(secs "$chain_duration")"
+  echo "RESULT bench=chain kind=setup capacity=$capacity hopbudget_capacity=$hb_capacity" \
+    "budget_ms=${chain_budget%ms} duration_s=$d_s rounds=$chain_rounds" >"$raw/chain.txt"
 
   # Each level runs on both chains; the order alternates from run to run
   # and a gap follows each run, so that one chain's leftover work (the
@@ -601,8 +603,7 @@ run_chain() {
   # Past capacity (2x, 4x), where one run's goodput swings by a fifth from
   # run to run on this machine, each level runs chain_rounds rounds and is
   # judged on the median, its spread beside it.
-  local factor mode rate d_s order=0 modes round reps
-  d_s="$(secs "$chain_duration")"
+  local factor mode rate order=0 modes round reps
   for factor in 0.5 1 2 4; do
     rate="$(awk -v c="$capacity" -v f="$factor" 'BEGIN { r = int(c * f + 0.5); print r < 1 ? 1 : r }')"
     reps=1
@@ -616,33 +617,28 @@ run_chain() {
       case "$factor" in 2|4) modes="$modes hopbudget-client-unthrottled" ;; esac
       for mode in $modes; do
         load "$mode" "$rate" "$chain_duration" "$work/load-$factor-$mode-$round.json"
-        jq -c --arg mode "$mode" --arg factor "$factor" --arg rate "$rate" --arg d "$d_s" \
+        # One RESULT line per run: ok_p99_ms is "-" when chainctl did not
+        # report it, work_by_hop_ms "hop:ms,..." ("-" without hops).
+        jq -r --arg mode "$mode" --arg factor "$factor" --arg rate "$rate" --arg d "$d_s" \
           --arg round "$round" '
-          {mode: $mode, factor: ($factor | tonumber), rate: ($rate | tonumber),
-           round: ($round | tonumber),
-           sent, ok, not_sent, client_throttled: (.client_throttled // 0),
-           goodput: (.ok / ($d | tonumber)),
-           de: (.errors_by_code.DEADLINE_EXCEEDED // 0), retries,
-           p50: .latency_ms.p50, p99: .latency_ms.p99, ok_p99: (.ok_latency_ms.p99 // null),
-           late: .calls_started_after_deadline, work: .work_after_deadline_ms,
-           per_hop: ([.per_hop[]? | "\(.hop) \(.work_after_deadline_ms | round)"] | join(", "))}' \
-          "$work/load-$factor-$mode-$round.json" | tee -a "$work/levels.jsonl"
+          "RESULT bench=chain kind=run mode=\($mode) factor=\($factor) rate=\($rate) round=\($round)" +
+          " sent=\(.sent) ok=\(.ok) not_sent=\(.not_sent) client_throttled=\(.client_throttled // 0)" +
+          " goodput=\(.ok / ($d | tonumber))" +
+          " deadline_exceeded=\(.errors_by_code.DEADLINE_EXCEEDED // 0) retries=\(.retries)" +
+          " p50_ms=\(.latency_ms.p50) p99_ms=\(.latency_ms.p99) ok_p99_ms=\(.ok_latency_ms.p99 // "-")" +
+          " calls_started_after_deadline=\(.calls_started_after_deadline)" +
+          " work_after_deadline_ms=\(.work_after_deadline_ms)" +
+          " work_by_hop_ms=\([.per_hop[]? | "\(.hop):\(.work_after_deadline_ms)"] | join(",") |
+                              if . == "" then "-" else . end)"' \
+          "$work/load-$factor-$mode-$round.json" | tee -a "$raw/chain.txt"
         sleep "$chain_gap"
       done
     done
   done
   stop_pids
-  chain_judge "$work/levels.jsonl" "$capacity" "$hb_capacity"
 
-  # The report's section, the chart's data and a RESULT line per run.
-  jq -r '"RESULT bench=chain mode=\(.mode) factor=\(.factor) rate=\(.rate) sent=\(.sent) " +
-         "ok=\(.ok) goodput=\(.goodput) work_after_deadline_ms=\(.work) " +
-         "calls_started_after_deadline=\(.late)"' "$work/levels.jsonl" >"$raw/chain.txt"
-  jq -s -r --arg d "$d_s" "$chain_levels_jq"'
-    levels | group_by(.factor)[] | (map(select(.mode == "baseline"))[0]) as $b |
-    (map(select(.mode == "hopbudget"))[0]) as $h |
-    "\($b.factor) \($b.goodput) \($h.goodput) \($b.work / $b.rounds / 1000 / ($d | tonumber)) \($h.work / $h.rounds / 1000 / ($d | tonumber))"' \
-    "$work/levels.jsonl" >"$raw/chain.dat"
+  # The section's introduction; its tables and verdicts are bench_report's
+  # (the report, below).
   {
     echo "Two demo chains side by side (gateway -> orders -> ledger, separate processes):"
     echo "**baseline** (sync services: a thread per call; constant 1 s timeout per hop, naive"
@@ -668,18 +664,7 @@ run_chain() {
     echo "At 2x and 4x each mode runs $chain_rounds rounds (modes alternating); the targets"
     echo "are judged on each level's median goodput (min..max beside it), the sum of its"
     echo "late calls and work after the deadline, and the highest p99."
-    echo
-    echo "| load | offered/s | mode | round | sent | not sent | throttled by the client | OK | goodput/s | DEADLINE_EXCEEDED | retries | p50 (ms) | p99 (ms) | p99 of OK (ms) | calls started after deadline | work after deadline (ms) | by hop (ms) |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    jq -r '"| \(.factor)x | \(.rate) | \(.mode) | \(.round // 1) | \(.sent) | \(.not_sent) | \(.client_throttled) | \(.ok) | \(.goodput * 10 | round / 10) | \(.de) | \(.retries) | \(.p50 * 10 | round / 10) | \(.p99 * 10 | round / 10) | \(if .ok_p99 == null then "-" else (.ok_p99 * 10 | round / 10) end) | \(.late) | \(.work | round) | \(.per_hop) |"' \
-      "$work/levels.jsonl"
-    echo
-    echo "| target | result | verdict |"
-    echo "| --- | --- | --- |"
-    sed -n 's/^VERDICT \(.*\)$/| \1 |/p' "$chain_verdicts"
-    echo
-    echo "<!-- chart -->"
-  } >"$raw/chain.md"
+  } >"$raw/chain-intro.md"
 }
 
 # ---------------------------------------------------------------- 10. overload
@@ -818,87 +803,8 @@ run_overload() {
   stop_pids
 }
 
-# levels: the runs of a level and mode (rounds) as one: the median goodput
-# with its min and max, late calls and work after the deadline summed, the
-# highest p99 of OK calls (null if a run lacks it).
-chain_levels_jq='
-  def median: sort | if length % 2 == 1 then .[length / 2 | floor]
-                     else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-  def levels: group_by([.mode, .factor]) | map({
-    mode: .[0].mode, factor: .[0].factor, rate: .[0].rate, rounds: length,
-    goodput: (map(.goodput) | median), goodput_min: (map(.goodput) | min),
-    goodput_max: (map(.goodput) | max),
-    late: (map(.late) | add), work: (map(.work) | add),
-    ok_p99: (if all(.ok_p99 != null) then (map(.ok_p99) | max) else null end)});
-  def goodput_text($cap): "\(.factor)x: \(.goodput | round)/s = \(.goodput / $cap * 100 | round) %" +
-    (if .rounds > 1 then " (median of \(.rounds); \(.goodput_min / $cap * 100 | round)..\(.goodput_max / $cap * 100 | round) %)"
-     else "" end);
-'
-
-# chain_judge LEVELS BASELINE_CAPACITY HOPBUDGET_CAPACITY: the verdicts of
-# the overload targets from the runs of LEVELS (one JSON object per run), as
-# "VERDICT target | result | verdict" lines in $chain_verdicts: hopbudget's
-# work after the deadline over the baseline's at 2x and 4x, calls started
-# after the deadline, goodput against the capacity, p99 of OK calls, and the
-# two chains' capacities. Not measured when a chain's runs are missing or the
-# baseline did no such work (no ratio).
-chain_judge() {
-  local out
-  out="$(jq -s -r --argjson cap "$2" --argjson hbcap "$3" --arg budget "$chain_budget" "$chain_levels_jq"'
-    levels |
-    def verdict(t; r; ok): "VERDICT \(t) | \(r) | \(if ok then "met" else "**missed**" end)";
-    def none(t; r): "VERDICT \(t) | \(r) | not measured";
-    ($budget | sub("ms$"; "") | tonumber) as $budget_ms |
-    (map(select(.mode == "baseline"))) as $bl | (map(select(.mode == "hopbudget"))) as $hb |
-    (map(select(.mode == "hopbudget-client-unthrottled"))) as $un |
-    ($hb | map(select(.factor >= 2))) as $hb_over | ($bl | map(select(.factor >= 2))) as $bl_over |
-    if ($bl | length) == 0 or ($bl | length) != ($hb | length) then
-      none("work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 %";
-           "\($bl | length) baseline and \($hb | length) hopbudget runs")
-    else
-      (($bl_over | map(.work) | add) // 0) as $b | (($hb_over | map(.work) | add) // 0) as $h |
-      (if $b > 0 then
-        verdict("work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 %";
-                "hopbudget \($h | round) ms vs baseline \($b | round) ms = **\($h / $b * 1000 | round / 10) %**";
-                $h <= 0.01 * $b)
-      else none("work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 %";
-                "the baseline did no work after the deadline (hopbudget \($h | round) ms)") end),
-      verdict("calls started after the client deadline at 2x and 4x (hopbudget): 0";
-              ($hb_over | map("\(.factor)x: \(.late)") | join(", ")); ($hb_over | map(.late) | add) == 0),
-      verdict("goodput at 2x and 4x >= 90 % of the capacity (hopbudget; capacity \($cap)/s)";
-              ($hb_over | map(goodput_text($cap)) | join(", "));
-              ($hb_over | all(.goodput >= 0.9 * $cap))),
-      (if ($hb | all(.ok_p99 != null)) then
-        verdict("p99 latency of successful calls inside the \($budget) budget at every level (hopbudget)";
-                ($hb | map("\(.factor)x: \(.ok_p99 | round) ms") | join(", "));
-                ($hb | all(.ok_p99 <= $budget_ms)))
-      else none("p99 latency of successful calls inside the \($budget) budget at every level (hopbudget)";
-                "chainctl did not report it") end)
-    end,
-    (if ($un | length) > 0 then
-      verdict("goodput at 2x and 4x >= 90 % of the capacity (hopbudget chain, a client that does not back off)";
-              ($un | map(goodput_text($cap)) | join(", "));
-              ($un | all(.goodput >= 0.9 * $cap))),
-      verdict("calls started after the client deadline at 2x and 4x (hopbudget chain, a client that does not back off): 0";
-              ($un | map("\(.factor)x: \(.late)") | join(", ")); ($un | map(.late) | add) == 0),
-      ((($bl_over | map(.work) | add) // 0) as $b | (($un | map(.work) | add) // 0) as $h |
-       if $b > 0 then
-         verdict("work after the client deadline at 2x and 4x, hopbudget chain with a client that does not back off / baseline: <= 1 %";
-                 "\($h | round) ms vs \($b | round) ms = **\($h / $b * 1000 | round / 10) %**"; $h <= 0.01 * $b)
-       else none("work after the client deadline at 2x and 4x, hopbudget chain with a client that does not back off / baseline: <= 1 %";
-                 "the baseline did no work after the deadline (hopbudget \($h | round) ms)") end)
-    else empty end),
-    verdict("demo chain capacity, hopbudget >= baseline"; "hopbudget \($hbcap)/s, baseline \($cap)/s";
-            $hbcap >= $cap)' "$1" 2>/dev/null)" || out=""
-  [ -n "$out" ] || out="VERDICT work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 % | no runs | not measured"
-  printf '%s\n' "$out" >"$chain_verdicts"
-}
-
 # ---------------------------------------------------------------- run
 section() { echo; echo "=== $1 ($(date -u +%H:%M:%S), $((SECONDS - t_start)) s in)"; }
-chain_verdicts="$raw/chain-verdicts.log"
-echo "VERDICT work after the client deadline at 2x and 4x, hopbudget / baseline: <= 1 % | - | not measured (not run)" \
-  >"$chain_verdicts"
 if wants overhead; then section "overhead"; run_overhead; fi
 if wants precision; then section "enforcement precision"; run_precision; fi
 if wants cancel; then section "cancellation across three hops"; run_cancel; fi
@@ -923,13 +829,14 @@ grpc_version="$(dpkg-query -W -f='${Version}' libgrpc++-dev 2>/dev/null ||
 git_rev="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 results() { cat "$raw"/*.txt 2>/dev/null | grep '^RESULT' || true; }
 # Each section's tables, and its verdicts ("VERDICT target | result |
-# verdict" on bench_report's stderr) for the summary at the top.
+# verdict" on bench_report's stderr) for the summary at the top; the chain's
+# come last, and so does the chart's data ("CHART chain ...", chain.dat).
 verdicts="$raw/verdicts.log"
 : >"$verdicts"
-for s in overhead precision cancel scale hedge admission slots overload refusal reload; do
+for s in overhead precision cancel scale hedge admission slots overload refusal reload chain; do
   results | "$bin/bench_report" --section="$s" >"$raw/$s.md" 2>>"$verdicts"
 done
-cat "$chain_verdicts" >>"$verdicts"
+sed -n 's/^CHART chain //p' "$verdicts" >"$raw/chain.dat"
 verdict_table() {
   echo "| target | result | verdict |"
   echo "| --- | --- | --- |"
@@ -980,7 +887,7 @@ micro_table() {
   fi
   echo "## Targets"
   echo
-  echo "Judged by code (\`bench/bench_report.cc\`, the chain section in \`scripts/bench.sh\`):"
+  echo "Judged by code (\`bench/bench_report.cc\`):"
   echo "\"not measured\" when a section has no samples or its runs cannot support the claim;"
   echo "lost or wrongly answered calls count as infinitely late, never dropped."
   echo
@@ -1029,7 +936,14 @@ micro_table() {
   echo
   echo "## 4. Saved work under overload (demo chain)"
   echo
-  if [ -s "$raw/chain.md" ]; then cat "$raw/chain.md"; else echo "**Not run (--only left it out).**"; fi
+  if [ -s "$raw/chain-intro.md" ]; then
+    cat "$raw/chain-intro.md"
+    echo
+    cat "$raw/chain.md"
+    if [ -s "$raw/chain.dat" ]; then echo; echo "<!-- chart -->"; fi
+  else
+    echo "**Not run (--only left it out).**"
+  fi
   echo
   echo "## 5. Scale: ${scale_levels[*]} concurrent calls"
   echo
