@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   ctx.set_deadline(absl::ToChronoTime(start + absl::GetFlag(FLAGS_budget)));
   hopbudget::echo::RelayReply reply;
   const grpc::Status status = stub->Call(&ctx, hopbudget::echo::RelayRequest(), &reply);
-  const absl::Duration took = absl::Now() - start;
+  const absl::Duration took = absl::Trunc(absl::Now() - start, absl::Microseconds(100));
   if (status.ok()) {
     std::cout << "OK after " << took << std::endl;
     return 0;

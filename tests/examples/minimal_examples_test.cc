@@ -84,9 +84,10 @@ TEST_F(MinimalChainTest, AGenerousBudgetIsOk) {
   EXPECT_THAT(run.output, StartsWith("OK after "));
 }
 
-// The client's budget runs out while b works: a, the caller of the hop
-// where the time ran out, answers it with the client's budget
-// (docs/deadline-sources.md); b cannot answer in time, gRPC does for it.
+// The client's budget runs out while b works: b answers it, its work cut
+// at its budget, or a, b's caller, when gRPC ended b's call at its deadline
+// first (it answers for b then, bare; docs/deadline-sources.md). Either way
+// the attribution names the client's budget and a hop of the chain.
 TEST_F(MinimalChainTest, AClientBudgetTheChainCannotMeetNamesItsHop) {
   StartChain("30s", "60s");
   const ClientRun run = Call("1s");
