@@ -741,9 +741,9 @@ run_overload() {
   local capacity
   capacity="$(capacity_ramp overload 400 51200 "$overload_gap" ramp_one)"
   echo "capacity: $capacity/s"
-  # The unbounded chain has had no ramp: warm it at half the capacity (its
-  # admission limit and latency predictor start from their defaults, and a
-  # cold gateway at 1x shed half the calls, its limit falling to 57).
+  # The unbounded chain has had no ramp: warm it at half the capacity, so
+  # that both chains' admission and latency predictors have seen traffic
+  # (a cold gateway's slow start takes a few windows: docs/admission.md).
   one unthrottled $((capacity / 2)) 3s "$work/warm-unbounded.json" _unbounded
   sleep "$overload_gap"
   local d_s factor rate round client order=0 clients f
