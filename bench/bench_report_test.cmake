@@ -229,6 +229,10 @@ verdict(overload_met overload "${ov_good}"
 # The unbounded gateway's rounds are listed beside the bounded chain's, and
 # a collapse there misses nothing.
 set(ov_unbounded "${ov_good}RESULT bench=overload kind=round client=unthrottled gateway=unbounded factor=2 round=1 rate=2000 sent=4000 ok=20 client_throttled=0 ok_p99_ms=700 work_after_deadline_ms=90000 calls_started_after_deadline=40 ${ov_hops}${nl}")
+# The unbounded chain's cold first load is reported beside the capacity.
+rendered(overload_cold_start overload
+  "${ov_good}RESULT bench=overload kind=cold rate=1000 duration_s=3 sent=3000 ok=2994${nl}"
+  "Cold start \\(a chain that had seen no call, at 1000 calls/s for 3 s\\): 2994 of 3000 calls OK \\(99.8 %\\)")
 verdict(overload_unbounded_not_judged overload "${ov_unbounded}"
   "does not back off: [^|]*\\| worst round 95 % \\(2x, round 1\\) \\| met.*0 ms of work after the deadline, 0 calls started after it \\(all judged rounds\\) \\| met.*highest p99 120.0 ms, budget 500 ms \\| met")
 rendered(overload_unbounded_listed overload "${ov_unbounded}"
