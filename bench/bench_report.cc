@@ -1221,10 +1221,11 @@ void OverloadSection(const std::vector<Record>& rs) {
   // cold hop's admission does at 1x (docs/admission.md, "Cold start").
   for (const Record& r : rs) {
     if (Str(r, "kind") != "cold" || Num(r, "sent") <= 0) continue;
-    std::printf("Cold start (a chain that had seen no call, at %s calls/s for %s s): %s of %s "
-                "calls OK (%s %%).\n\n",
-                Str(r, "rate").c_str(), Str(r, "duration_s").c_str(), Str(r, "ok").c_str(),
-                Str(r, "sent").c_str(), Fixed(100 * Num(r, "ok") / Num(r, "sent"), 1).c_str());
+    std::printf(
+        "Cold start (a chain that had seen no call, at %s calls/s for %s s): %s of %s "
+        "calls OK (%s %%).\n\n",
+        Str(r, "rate").c_str(), Str(r, "duration_s").c_str(), Str(r, "ok").c_str(),
+        Str(r, "sent").c_str(), Fixed(100 * Num(r, "ok") / Num(r, "sent"), 1).c_str());
   }
   auto arm = [](const Record& r) {
     return Str(r, "client") + (UnboundedGateway(r) ? ", unbounded gateway" : "");
