@@ -3,7 +3,9 @@
 // Race against real servers on loopback, sync and callback forms: the first
 // OK wins and the losers are cancelled at the callee (how fast is printed),
 // all-failed names every attempt, cancelling the logical call cancels every
-// attempt, and bad sizes are refused.
+// attempt, and bad sizes are refused. A race made from a Hop and a method
+// caps its attempts at the method's entry in the table in force when it
+// starts.
 #include "hopbudget/race_grpc.h"
 
 #include <gmock/gmock.h>
@@ -11,8 +13,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "hopbudget/client.h"
 #include "scripted_server.h"
 #include "sync.h"
@@ -167,6 +171,166 @@ TEST(RaceHopTest, ARaceMadeFromAHopAttributesItsAttemptsToIt) {
   EXPECT_EQ(a->hop, "orders");
   EXPECT_EQ(hop_metrics.Snapshot().race(RaceOutcome::kAllFailed), 1u);
   EXPECT_EQ(other_metrics.Snapshot().race(RaceOutcome::kAllFailed), 0u);
+}
+
+// Races made from a Hop and a method (Race::Create(hop, method)): each race
+// takes the method's entry in the Hop's table in force when it starts.
+//
+// The attempts go to a ScriptedServer, which serves Relay/Call only, on a
+// channel with hopbudget's client interceptor and no table of its own
+// (AttemptStub): the cap a race's attempt gets is the race's method's, not
+// the wire method's, which a Hop's channel would add.
+
+constexpr char kCallName[] = R"({"service": "hopbudget.echo.Relay", "method": "Call"})";
+constexpr char kWriteName[] = R"({"service": "hopbudget.echo.Relay", "method": "Write"})";
+
+// A methodConfig for `name` whose perAttemptRecvTimeout (the attempt cap)
+// is `cap`; gRPC's config carries it only inside a retryPolicy.
+std::string CappedMethod(const std::string& name, const std::string& cap) {
+  return absl::StrCat(R"({"name": [)", name, R"(], "timeout": "5s",
+       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.01s", "maxBackoff": "0.02s",
+                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
+                       "perAttemptRecvTimeout": ")",
+                      cap, R"("}})");
+}
+
+// Call's attempts capped at `call_cap`, Write's at 250 ms, any other
+// method's (the default entry) at 150 ms; `extra`: more top-level keys.
+std::string CapsConfig(const std::string& call_cap, const std::string& extra = "") {
+  return absl::StrCat(R"({"methodConfig": [)", CappedMethod(kCallName, call_cap), ", ",
+                      CappedMethod(kWriteName, "0.25s"), ", ", CappedMethod("{}", "0.15s"), "]",
+                      extra, "}");
+}
+
+// A race of two attempts of Relay/Call on `stub` under a 20 s logical
+// deadline, in the sync form.
+RaceResult RaceTwice(Race& race, echo::Relay::Stub& stub) {
+  const echo::RelayRequest request;
+  echo::RelayReply replies[2];
+  return race.Call(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)), 2,
+                   [&](int i, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+                     stub.async()->Call(ctx, &request, &replies[i], std::move(done));
+                   });
+}
+
+// Every attempt of `r` was cut at this hop's attempt budget of `cap`.
+void ExpectEveryAttemptCutAt(const RaceResult& r, absl::Duration cap) {
+  EXPECT_EQ(r.outcome, RaceOutcome::kAllFailed);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << r.status.error_message();
+  ASSERT_EQ(r.attempts.size(), 2u);
+  for (const RaceAttemptReport& a : r.attempts) {
+    EXPECT_EQ(a.code, grpc::StatusCode::DEADLINE_EXCEEDED);
+    ASSERT_TRUE(a.attribution.has_value()) << r.status.error_message();
+    EXPECT_EQ(a.attribution->source, DeadlineSource::kAttempt);
+    EXPECT_EQ(a.attribution->hop, "orders");
+    EXPECT_EQ(a.attribution->budget, cap);
+  }
+}
+
+TEST(RaceHopMethodTest, EachMethodsAttemptsAreCutAtItsOwnPerAttemptRecvTimeout) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.1s"));
+  ASSERT_NE(hop, nullptr);
+  ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
+  auto stub = testing::AttemptStub(hung.address(), "orders", &metrics);
+  auto calls = Race::Create(*hop, "/hopbudget.echo.Relay/Call");
+  ASSERT_TRUE(calls.ok()) << calls.status();
+  auto writes = Race::Create(*hop, "/hopbudget.echo.Relay/Write");
+  ASSERT_TRUE(writes.ok()) << writes.status();
+  // A method the table does not name takes its default entry.
+  auto watches = Race::Create(*hop, "/hopbudget.echo.Relay/Watch");
+  ASSERT_TRUE(watches.ok()) << watches.status();
+  EXPECT_EQ((*calls)->options().hop, "orders");
+  EXPECT_EQ((*calls)->options().budget.attempt_cap, absl::Milliseconds(100));
+  EXPECT_EQ((*writes)->options().budget.attempt_cap, absl::Milliseconds(250));
+
+  ExpectEveryAttemptCutAt(RaceTwice(**calls, *stub), absl::Milliseconds(100));
+  ExpectEveryAttemptCutAt(RaceTwice(**writes, *stub), absl::Milliseconds(250));
+  ExpectEveryAttemptCutAt(RaceTwice(**watches, *stub), absl::Milliseconds(150));
+  EXPECT_EQ(metrics.Snapshot().race(RaceOutcome::kAllFailed), 3u);
+}
+
+// A race resolves its method's entry when it starts: one in flight across
+// a reload keeps the cap it started with, one started after gets the new.
+TEST(RaceHopMethodTest, AReloadChangesTheCapOfRacesStartedAfterIt) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.3s"));
+  ASSERT_NE(hop, nullptr);
+  ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
+  auto stub = testing::AttemptStub(hung.address(), "orders", &metrics);
+  auto race = Race::Create(*hop, "/hopbudget.echo.Relay/Call");
+  ASSERT_TRUE(race.ok()) << race.status();
+
+  const echo::RelayRequest request;
+  echo::RelayReply replies[2];
+  hopbudget::internal::Notification before_done;
+  RaceResult before;
+  (*race)->Start(
+      LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)), 2,
+      [&](int i, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+        stub->async()->Call(ctx, &request, &replies[i], std::move(done));
+      },
+      [&](RaceResult r) {
+        before = std::move(r);
+        before_done.Notify();
+      });
+  ASSERT_TRUE(hung.WaitForCalls(2, absl::Seconds(10)));
+  ASSERT_TRUE(hop->ReloadServiceConfig(CapsConfig("0.1s")).ok());
+  const RaceResult after = RaceTwice(**race, *stub);
+  ASSERT_TRUE(before_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ExpectEveryAttemptCutAt(before, absl::Milliseconds(300));
+  ExpectEveryAttemptCutAt(after, absl::Milliseconds(100));
+}
+
+TEST(RaceHopMethodTest, AMethodThatIsNotAFullMethodNameIsInvalidArgument) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.1s"));
+  ASSERT_NE(hop, nullptr);
+  for (const char* bad : {"", "Call", "hopbudget.echo.Relay/Call", "/hopbudget.echo.Relay",
+                          "/hopbudget.echo.Relay/", "//Call", "/a/b/c"}) {
+    auto race = Race::Create(*hop, bad);
+    ASSERT_FALSE(race.ok()) << bad;
+    EXPECT_EQ(race.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(
+        std::string(race.status().message()),
+        HasSubstr(absl::StrCat("Race of orders: method \"", bad, "\" is not a full method name")));
+  }
+}
+
+// Shadow mode: the attempts take the logical call's own deadline, no cap.
+TEST(RaceHopMethodTest, AMethodInShadowModePassesTheRequestsDeadlineThrough) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop =
+      testing::MakeTestHop("orders", &metrics,
+                           CapsConfig("0.1s", absl::StrCat(R"(, "hopbudget": {"methodPolicy": [
+      {"name": [)",
+                                                           kCallName, R"(], "shadow": true}]})")));
+  ASSERT_NE(hop, nullptr);
+  ScriptedServer ledger("ledger", [](int) { return Action::Ok(); });
+  auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);
+  const echo::RelayRequest request;
+  // The shadowed Call, then Write (capped, for contrast).
+  for (const char* method : {"/hopbudget.echo.Relay/Call", "/hopbudget.echo.Relay/Write"}) {
+    SCOPED_TRACE(method);
+    auto race = Race::Create(*hop, method);
+    ASSERT_TRUE(race.ok()) << race.status();
+    const LogicalCall call = LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20));
+    absl::Time deadlines[2] = {absl::InfinitePast(), absl::InfinitePast()};
+    echo::RelayReply replies[2];
+    const RaceResult r = (*race)->Call(
+        call, 2, [&](int i, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+          deadlines[i] = absl::FromChrono(ctx->deadline());
+          stub->async()->Call(ctx, &request, &replies[i], std::move(done));
+        });
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+    for (absl::Time d : deadlines) {
+      if (std::string(method) == "/hopbudget.echo.Relay/Call") {
+        EXPECT_LE(absl::AbsDuration(d - call.deadline), absl::Microseconds(1));
+      } else {
+        EXPECT_LT(d, call.deadline - absl::Seconds(10));  // now + 250 ms
+      }
+    }
+  }
 }
 
 TEST_P(RaceGrpcTest, CancellingTheLogicalCallCancelsEveryAttempt) {

@@ -10,6 +10,7 @@
 #include "attempt_context.h"
 #include "call_mutex.h"
 #include "completion_gate.h"
+#include "grpc_glue.h"
 #include "hopbudget/client.h"
 #include "sync.h"
 
@@ -20,7 +21,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
   RaceCallImpl(Race& race, const LogicalCall& call, int attempts, Race::AsyncAttempt attempt,
                absl::AnyInvocable<void(RaceResult)> on_done)
       : race_(race),
-        logical_(race.options_.budget, call, race.clock_.Now()),
+        logical_(race.BudgetNow(), call, race.clock_.Now()),
         tracker_(attempts),
         attempt_(std::move(attempt)),
         gate_(std::move(on_done)),
@@ -154,7 +155,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
 absl::StatusOr<std::unique_ptr<Race>> Race::Create(RaceOptions options) {
   if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
   if (absl::Status s = ValidatePolicy(options.budget); !s.ok()) return s;
-  return std::unique_ptr<Race>(new Race(std::move(options)));
+  return std::unique_ptr<Race>(new Race(std::move(options), nullptr, ""));
 }
 
 absl::StatusOr<std::unique_ptr<Race>> Race::Create(const Hop& hop, RaceOptions options) {
@@ -164,11 +165,36 @@ absl::StatusOr<std::unique_ptr<Race>> Race::Create(const Hop& hop, RaceOptions o
   return Create(std::move(options));
 }
 
-Race::Race(RaceOptions options)
+absl::StatusOr<std::unique_ptr<Race>> Race::Create(const Hop& hop, std::string method) {
+  if (!internal::IsFullMethodName(method)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hopbudget: Race of ", hop.name(), ": method \"", method,
+                     "\" is not a full method name (\"/pkg.Service/Method\")"));
+  }
+  RaceOptions options;
+  options.hop = hop.name();
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
+  // What options() shows; each race reads the table in force (BudgetNow).
+  options.budget = hop.PolicyFor(hop.metrics().Method(method), method).budget;
+  // Every entry was validated when the Hop read its config.
+  return std::unique_ptr<Race>(new Race(std::move(options), &hop, std::move(method)));
+}
+
+Race::Race(RaceOptions options, const Hop* hop, std::string method)
     : options_(std::move(options)),
+      hop_(hop),
+      method_(std::move(method)),
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
-      metrics_(options_.metrics != nullptr ? *options_.metrics : Metrics::Default()) {}
+      metrics_(options_.metrics != nullptr ? *options_.metrics : Metrics::Default()),
+      method_id_(hop_ != nullptr ? metrics_.Method(method_) : MethodId{}) {}
 Race::~Race() = default;
+
+const BudgetPolicy& Race::BudgetNow() const {
+  if (hop_ == nullptr) return options_.budget;
+  const MethodPolicy& entry = hop_->PolicyFor(method_id_, method_);
+  return entry.shadow ? PassThroughPolicy() : entry.budget;
+}
 
 namespace {
 RaceResult InvalidSize(int attempts) {

@@ -31,6 +31,8 @@
 //   hopbudget::RaceOptions o;
 //   o.hop = "orders"; o.budget = policy;
 //   auto race = hopbudget::Race::Create(o);
+//   // or, the budget from the method's entry in a Hop's table:
+//   // auto race = hopbudget::Race::Create(hop, "/demo.Ledger/GetOrder");
 //   echo::Reply replies[2];
 //   hopbudget::RaceResult r = (*race)->Call(hopbudget::LogicalCall::Of(*ctx), 2,
 //       [&](int i, grpc::ClientContext* c, std::function<void(grpc::Status)> done) {
@@ -113,6 +115,20 @@ class Race {
   // attempt budget fired. `hop` is not owned and must outlive the race.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Race>> Create(const Hop& hop,
                                                                     RaceOptions options);
+  // A race of calls of `method` ("/pkg.Service/Method") made by `hop`
+  // (hop.h): the hop's name, clock and metrics are the Hop's, as on its
+  // channels. Each race takes the method's entry in the Hop's table in force
+  // when it starts, for every one of its attempts (a reload applies from the
+  // next race): attempt_cap (a service config's perAttemptRecvTimeout),
+  // min_attempt_budget and hop_reserve are the entry's. A method the table
+  // does not name gets the table's default entry; a method in shadow mode
+  // gets no cap, reserve or minimum: each attempt takes the logical call's
+  // own deadline. options() shows the entry in force when the race was
+  // made. `hop` is not owned and must outlive the race; a reload may run on
+  // any thread while races run. A `method` that is not
+  // "/pkg.Service/Method" is InvalidArgument.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Race>> Create(const Hop& hop,
+                                                                    std::string method);
   ~Race();
   Race(const Race&) = delete;
   Race& operator=(const Race&) = delete;
@@ -130,14 +146,22 @@ class Race {
   std::shared_ptr<RacingCall> Start(const LogicalCall& call, int attempts, AsyncAttempt attempt,
                                     absl::AnyInvocable<void(RaceResult)> on_done);
 
+  // What the race was made with; for a race made from a Hop and a method,
+  // the method's entry when the race was made, filled in as options.
   const RaceOptions& options() const { return options_; }
 
  private:
-  explicit Race(RaceOptions options);
+  Race(RaceOptions options, const Hop* hop, std::string method);
   friend class RaceCallImpl;
+  // The budget one race runs under: options_.budget, or the method's entry
+  // in the Hop's table in force now (kept alive as long as the Hop).
+  const BudgetPolicy& BudgetNow() const;
   const RaceOptions options_;
+  const Hop* const hop_;      // the table each race takes its entry from; nullptr: options_
+  const std::string method_;  // "/pkg.Service/Method" when hop_ is set
   Clock& clock_;
   Metrics& metrics_;
+  const MethodId method_id_;
 };
 
 }  // namespace hopbudget
