@@ -3,7 +3,9 @@
 // DownstreamSlots against real servers on loopback: the limit holds, a slot
 // wait that outlives the budget fails with source slot-wait and never
 // reaches the server, a cancel while waiting answers at once, and 10 000
-// callers waiting for 100 slots hold no thread and expire on time.
+// callers waiting for 100 slots hold no thread and expire on time. Slots
+// made from a Hop and a method take the method's entry in the table in
+// force when each call starts.
 #include "hopbudget/slots_grpc.h"
 
 #include <gmock/gmock.h>
@@ -11,9 +13,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "eventually.h"
 #include "hopbudget/client.h"
 #include "scripted_server.h"
@@ -430,6 +435,185 @@ TEST(DownstreamSlotsTest, GrantCancelAndGiveUpRacingForAWaiterEndItOnce) {
   EXPECT_EQ(ended.load(), kRounds);
   EXPECT_TRUE(testing::Eventually(
       [&] { return (*slots)->in_flight() == 0 && (*slots)->waiting() == 0; }, absl::Seconds(10)));
+}
+
+// Slots made from a Hop and a method (DownstreamSlots::Create(hop, method,
+// max_in_flight)): each call takes the method's entry in the Hop's table in
+// force when it starts.
+//
+// The attempts go to a ScriptedServer, which serves Relay/Call only, on a
+// channel with hopbudget's client interceptor and no table of its own
+// (AttemptStub): the cap an attempt gets is the slots' method's, not the
+// wire method's, which a Hop's channel would add.
+
+constexpr char kCallName[] = R"({"service": "hopbudget.echo.Relay", "method": "Call"})";
+constexpr char kWriteName[] = R"({"service": "hopbudget.echo.Relay", "method": "Write"})";
+
+// A methodConfig for `name` whose perAttemptRecvTimeout (the attempt cap)
+// is `cap`; gRPC's config carries it only inside a retryPolicy.
+std::string CappedMethod(const std::string& name, const std::string& cap) {
+  return absl::StrCat(R"({"name": [)", name, R"(], "timeout": "5s",
+       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.01s", "maxBackoff": "0.02s",
+                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
+                       "perAttemptRecvTimeout": ")",
+                      cap, R"("}})");
+}
+
+// Call's attempts capped at `call_cap`, Write's at 250 ms, any other
+// method's (the default entry) at 150 ms; `extra`: more top-level keys.
+std::string CapsConfig(const std::string& call_cap, const std::string& extra = "") {
+  return absl::StrCat(R"({"methodConfig": [)", CappedMethod(kCallName, call_cap), ", ",
+                      CappedMethod(kWriteName, "0.25s"), ", ", CappedMethod("{}", "0.15s"), "]",
+                      extra, "}");
+}
+
+// One sync call of Relay/Call on `stub` through `slots`, 20 s at the edge.
+grpc::Status CallThrough(DownstreamSlots& slots, echo::Relay::Stub& stub) {
+  const echo::RelayRequest request;
+  echo::RelayReply reply;
+  return slots.Call(LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20)),
+                    [&](grpc::ClientContext* ctx) { return stub.Call(ctx, request, &reply); });
+}
+
+// `status` is this hop's attempt budget of `cap`, fired.
+void ExpectCutAt(const grpc::Status& status, absl::Duration cap) {
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  const absl::optional<Attribution> a = AttributionOf(status);
+  ASSERT_TRUE(a.has_value()) << status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kAttempt);
+  EXPECT_EQ(a->hop, "orders");
+  EXPECT_EQ(a->budget, cap);
+}
+
+TEST(SlotsHopMethodTest, EachMethodsAttemptIsCutAtItsOwnPerAttemptRecvTimeout) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.1s"));
+  ASSERT_NE(hop, nullptr);
+  ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
+  auto stub = testing::AttemptStub(hung.address(), "orders", &metrics);
+  auto calls = DownstreamSlots::Create(*hop, "/hopbudget.echo.Relay/Call", 1);
+  ASSERT_TRUE(calls.ok()) << calls.status();
+  auto writes = DownstreamSlots::Create(*hop, "/hopbudget.echo.Relay/Write", 1);
+  ASSERT_TRUE(writes.ok()) << writes.status();
+  // A method the table does not name takes its default entry.
+  auto watches = DownstreamSlots::Create(*hop, "/hopbudget.echo.Relay/Watch", 1);
+  ASSERT_TRUE(watches.ok()) << watches.status();
+
+  ExpectCutAt(CallThrough(**calls, *stub), absl::Milliseconds(100));
+  ExpectCutAt(CallThrough(**writes, *stub), absl::Milliseconds(250));
+  ExpectCutAt(CallThrough(**watches, *stub), absl::Milliseconds(150));
+  EXPECT_EQ(hung.calls(), 3);
+  EXPECT_EQ((*calls)->in_flight(), 0);
+}
+
+// The give-up time of a wait is the method's minBudget: with 50 ms, a call
+// with 40 ms left is refused at once rather than queued.
+TEST(SlotsHopMethodTest, AWaitGivesUpAtItsMethodsMinBudget) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = testing::MakeTestHop(
+      "orders", &metrics,
+      CapsConfig("0.1s", absl::StrCat(R"(, "hopbudget": {"methodPolicy": [
+      {"name": [)",
+                                      kWriteName, R"(], "minBudget": "0.05s"}]})")));
+  ASSERT_NE(hop, nullptr);
+  auto slots = DownstreamSlots::Create(*hop, "/hopbudget.echo.Relay/Write", 1);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  std::function<void(grpc::Status)> holder_done;
+  hopbudget::internal::Notification holder_ended;
+  StartHolder(**slots, &holder_done, &holder_ended);
+  ASSERT_EQ((*slots)->in_flight(), 1);
+  const grpc::Status status = (*slots)->Call(
+      LogicalCall::WithDeadline(absl::Now() + absl::Milliseconds(40)), [](grpc::ClientContext*) {
+        ADD_FAILURE() << "no attempt may start";
+        return grpc::Status::OK;
+      });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  const absl::optional<Attribution> a = AttributionOf(status);
+  ASSERT_TRUE(a.has_value()) << status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kSlotWait);
+  EXPECT_THAT(status.error_message(),
+              ::testing::HasSubstr("no slot of 1 free before the deadline less 50ms"));
+  EXPECT_EQ((*slots)->waiting(), 0u);
+  holder_done(grpc::Status::OK);
+  ASSERT_TRUE(holder_ended.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
+// A call resolves its method's entry when it starts: one in flight across a
+// reload keeps the cap it started with, one started after gets the new.
+TEST(SlotsHopMethodTest, AReloadChangesTheCapOfCallsStartedAfterIt) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.3s"));
+  ASSERT_NE(hop, nullptr);
+  ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
+  auto stub = testing::AttemptStub(hung.address(), "orders", &metrics);
+  auto slots = DownstreamSlots::Create(*hop, "/hopbudget.echo.Relay/Call", 2);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  Result before;
+  StartCall(**slots, *stub, absl::Seconds(20), &before);
+  ASSERT_TRUE(hung.WaitForCalls(1, absl::Seconds(10)));
+  ASSERT_TRUE(hop->ReloadServiceConfig(CapsConfig("0.1s")).ok());
+  const grpc::Status after = CallThrough(**slots, *stub);
+  ASSERT_TRUE(before.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ExpectCutAt(before.status, absl::Milliseconds(300));
+  ExpectCutAt(after, absl::Milliseconds(100));
+}
+
+TEST(SlotsHopMethodTest, AMethodThatIsNotAFullMethodNameIsInvalidArgument) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.1s"));
+  ASSERT_NE(hop, nullptr);
+  for (const char* bad : {"", "Call", "hopbudget.echo.Relay/Call", "/hopbudget.echo.Relay",
+                          "/hopbudget.echo.Relay/", "//Call", "/a/b/c"}) {
+    auto slots = DownstreamSlots::Create(*hop, bad, 1);
+    ASSERT_FALSE(slots.ok()) << bad;
+    EXPECT_EQ(slots.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(slots.status().message()),
+                ::testing::HasSubstr(absl::StrCat("DownstreamSlots of orders: method \"", bad,
+                                                  "\" is not a full method name")));
+  }
+  // And the sizes, as with options.
+  auto no_slots = DownstreamSlots::Create(*hop, "/hopbudget.echo.Relay/Call", 0);
+  ASSERT_FALSE(no_slots.ok());
+  EXPECT_EQ(no_slots.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_slots.status().message(),
+              ::testing::HasSubstr("max_in_flight must be >= 1, got 0"));
+  auto no_waiters = DownstreamSlots::Create(*hop, "/hopbudget.echo.Relay/Call", 1, 0);
+  ASSERT_FALSE(no_waiters.ok());
+  EXPECT_EQ(no_waiters.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_waiters.status().message(), ::testing::HasSubstr("max_waiters"));
+}
+
+// Shadow mode: the attempt takes the logical call's own deadline, no cap.
+TEST(SlotsHopMethodTest, AMethodInShadowModePassesTheRequestsDeadlineThrough) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop =
+      testing::MakeTestHop("orders", &metrics,
+                           CapsConfig("0.1s", absl::StrCat(R"(, "hopbudget": {"methodPolicy": [
+      {"name": [)",
+                                                           kCallName, R"(], "shadow": true}]})")));
+  ASSERT_NE(hop, nullptr);
+  ScriptedServer ledger("ledger", [](int) { return Action::Ok(); });
+  auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);
+  const echo::RelayRequest request;
+  // The shadowed Call, then Write (capped, for contrast).
+  for (const char* method : {"/hopbudget.echo.Relay/Call", "/hopbudget.echo.Relay/Write"}) {
+    SCOPED_TRACE(method);
+    auto slots = DownstreamSlots::Create(*hop, method, 1);
+    ASSERT_TRUE(slots.ok()) << slots.status();
+    const LogicalCall call = LogicalCall::WithDeadline(absl::Now() + absl::Seconds(20));
+    absl::Time deadline = absl::InfinitePast();
+    echo::RelayReply reply;
+    const grpc::Status s = (*slots)->Call(call, [&](grpc::ClientContext* ctx) {
+      deadline = absl::FromChrono(ctx->deadline());
+      return stub->Call(ctx, request, &reply);
+    });
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    if (std::string(method) == "/hopbudget.echo.Relay/Call") {
+      EXPECT_LE(absl::AbsDuration(deadline - call.deadline), absl::Microseconds(1));
+    } else {
+      EXPECT_LT(deadline, call.deadline - absl::Seconds(10));  // now + 250 ms
+    }
+  }
 }
 
 }  // namespace

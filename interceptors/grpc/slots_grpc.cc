@@ -14,6 +14,7 @@
 #include "attributed_status.h"
 #include "call_mutex.h"
 #include "completion_gate.h"
+#include "grpc_glue.h"
 #include "hopbudget/attribution.h"
 #include "sync.h"
 #include "timer_service.h"
@@ -26,16 +27,26 @@ using Resume = absl::AnyInvocable<void(WaitEnd end, absl::Duration waited) &&>;
 
 class DownstreamSlots::State : public std::enable_shared_from_this<DownstreamSlots::State> {
  public:
-  State(DownstreamSlotsOptions options, SlotQueue queue)
+  State(DownstreamSlotsOptions options, SlotQueue queue, const Hop* hop, std::string method)
       : options_(std::move(options)),
+        hop_(hop),
+        method_(std::move(method)),
         clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
         metrics_(options_.metrics != nullptr ? *options_.metrics : Metrics::Default()),
+        method_id_(hop_ != nullptr ? metrics_.Method(method_) : MethodId{}),
         own_timers_(&clock_ == &Clock::Real() ? nullptr
                                               : std::make_unique<internal::TimerService>(clock_)),
         timers_(own_timers_ != nullptr ? *own_timers_ : internal::TimerService::Shared()),
         queue_(std::move(queue)) {}
 
   const DownstreamSlotsOptions& options() const { return options_; }
+  // The budget one call runs under: the options', or the method's entry in
+  // the Hop's table in force now (kept alive as long as the Hop).
+  const BudgetPolicy& BudgetNow() const {
+    if (hop_ == nullptr) return options_.budget;
+    const MethodPolicy& entry = hop_->PolicyFor(method_id_, method_);
+    return entry.shadow ? PassThroughPolicy() : entry.budget;
+  }
   Clock& clock() { return clock_; }
   Metrics& metrics() { return metrics_; }
 
@@ -114,8 +125,11 @@ class DownstreamSlots::State : public std::enable_shared_from_this<DownstreamSlo
   }
 
   const DownstreamSlotsOptions options_;
+  const Hop* const hop_;      // the table each call takes its entry from; nullptr: options_
+  const std::string method_;  // "/pkg.Service/Method" when hop_ is set
   Clock& clock_;
   Metrics& metrics_;
+  const MethodId method_id_;
   std::unique_ptr<internal::TimerService> own_timers_;  // only for a non-real clock
   internal::TimerService& timers_;
   mutable internal::CallMutex mu_;
@@ -126,8 +140,9 @@ class DownstreamSlots::State : public std::enable_shared_from_this<DownstreamSlo
 
 namespace {
 
-grpc::Status SlotWaitStatus(DownstreamSlots::State& state, const internal::LogicalBudget& logical,
-                            SlotRefusal why) {
+// `policy`: the call's (DownstreamSlots::State::BudgetNow when it started).
+grpc::Status SlotWaitStatus(DownstreamSlots::State& state, const BudgetPolicy& policy,
+                            const internal::LogicalBudget& logical, SlotRefusal why) {
   const DownstreamSlotsOptions& o = state.options();
   state.metrics().CountSlotRefusal(why == SlotRefusal::kQueueFull
                                        ? SlotRefusalReason::kQueueFull
@@ -145,11 +160,11 @@ grpc::Status SlotWaitStatus(DownstreamSlots::State& state, const internal::Logic
   a.elapsed = state.clock().Now() - logical.start();
   return internal::AttributedStatus(
       a, absl::StrCat("no slot of ", o.max_in_flight, " free before the deadline less ",
-                      FormatBudget(o.budget.min_attempt_budget)));
+                      FormatBudget(policy.min_attempt_budget)));
 }
 
-absl::Time GiveUpOf(const DownstreamSlotsOptions& o, const internal::LogicalBudget& logical) {
-  return GiveUpTime(logical.deadline(), o.budget.min_attempt_budget);
+absl::Time GiveUpOf(const BudgetPolicy& policy, const internal::LogicalBudget& logical) {
+  return GiveUpTime(logical.deadline(), policy.min_attempt_budget);
 }
 
 grpc::Status CancelledStatus() {
@@ -163,7 +178,8 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
                 DownstreamSlots::AsyncAttempt attempt,
                 absl::AnyInvocable<void(grpc::Status)> on_done)
       : state_(std::move(state)),
-        logical_(state_->options().budget, call, state_->clock().Now()),
+        policy_(state_->BudgetNow()),
+        logical_(policy_, call, state_->clock().Now()),
         inbound_(call.inbound),
         attempt_(std::move(attempt)),
         gate_(std::move(on_done)) {}
@@ -176,7 +192,7 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
       // slot at once resumes us only after ticket_ is set.
       internal::CallMutexLock lock(&mu_);
       SlotRequest r =
-          state_->Acquire(GiveUpOf(state_->options(), logical_),
+          state_->Acquire(GiveUpOf(policy_, logical_),
                           [self = shared_from_this()](WaitEnd end, absl::Duration waited) {
                             self->OnWaitEnd(end, waited);
                           });
@@ -190,7 +206,7 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
           waiting_ = true;
           break;
         case SlotOutcome::kRefused:
-          refused = SlotWaitStatus(*state_, logical_, r.refusal);
+          refused = SlotWaitStatus(*state_, policy_, logical_, r.refusal);
           break;
       }
     }
@@ -235,7 +251,7 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
       state_->metrics().ObserveSlotWait(waited);
       RunAttempt();
     } else {
-      Done(SlotWaitStatus(*state_, logical_, SlotRefusal::kNoTimeToWait));
+      Done(SlotWaitStatus(*state_, policy_, logical_, SlotRefusal::kNoTimeToWait));
     }
   }
 
@@ -282,6 +298,7 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
   }
 
   const std::shared_ptr<DownstreamSlots::State> state_;
+  const BudgetPolicy& policy_;  // the options' or a Hop's table's: outlives the call
   const internal::LogicalBudget logical_;
   const grpc::ServerContextBase* const inbound_;
   const DownstreamSlots::AsyncAttempt attempt_;
@@ -294,22 +311,53 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// The queue of `max_in_flight` slots and `max_waiters` waiters, or
+// InvalidArgument naming the bad one.
+absl::StatusOr<SlotQueue> NewSlotQueue(int max_in_flight, size_t max_waiters) {
+  absl::StatusOr<SlotQueue> queue = SlotQueue::Create({max_in_flight, max_waiters});
+  if (!queue.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DownstreamSlotsOptions: ",
+        max_in_flight < 1 ? absl::StrCat("max_in_flight must be >= 1, got ", max_in_flight)
+                          : std::string("max_waiters must be >= 1, got 0")));
+  }
+  return queue;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DownstreamSlots>> DownstreamSlots::Create(
     DownstreamSlotsOptions options) {
   if (absl::Status s = ValidateHopName(options.hop); !s.ok()) return s;
   if (absl::Status s = ValidatePolicy(options.budget); !s.ok()) return s;
-  absl::StatusOr<SlotQueue> queue = SlotQueue::Create({options.max_in_flight, options.max_waiters});
-  if (!queue.ok()) {
+  absl::StatusOr<SlotQueue> queue = NewSlotQueue(options.max_in_flight, options.max_waiters);
+  if (!queue.ok()) return queue.status();
+  return std::unique_ptr<DownstreamSlots>(new DownstreamSlots(
+      std::make_shared<State>(std::move(options), *std::move(queue), nullptr, "")));
+}
+
+absl::StatusOr<std::unique_ptr<DownstreamSlots>> DownstreamSlots::Create(const Hop& hop,
+                                                                         std::string method,
+                                                                         int max_in_flight,
+                                                                         size_t max_waiters) {
+  if (!internal::IsFullMethodName(method)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("DownstreamSlotsOptions: ",
-                     options.max_in_flight < 1
-                         ? absl::StrCat("max_in_flight must be >= 1, got ", options.max_in_flight)
-                         : std::string("max_waiters must be >= 1, got 0")));
+        absl::StrCat("hopbudget: DownstreamSlots of ", hop.name(), ": method \"", method,
+                     "\" is not a full method name (\"/pkg.Service/Method\")"));
   }
-  return std::unique_ptr<DownstreamSlots>(
-      new DownstreamSlots(std::make_shared<State>(std::move(options), *std::move(queue))));
+  absl::StatusOr<SlotQueue> queue = NewSlotQueue(max_in_flight, max_waiters);
+  if (!queue.ok()) return queue.status();
+  DownstreamSlotsOptions options;
+  options.hop = hop.name();
+  options.max_in_flight = max_in_flight;
+  options.max_waiters = max_waiters;
+  options.clock = &hop.clock();
+  options.metrics = &hop.metrics();
+  // For reference only; each call reads the table in force (State::BudgetNow).
+  // Every entry was validated when the Hop read its config.
+  options.budget = hop.PolicyFor(hop.metrics().Method(method), method).budget;
+  return std::unique_ptr<DownstreamSlots>(new DownstreamSlots(
+      std::make_shared<State>(std::move(options), *std::move(queue), &hop, std::move(method))));
 }
 
 absl::StatusOr<std::unique_ptr<DownstreamSlots>> DownstreamSlots::Create(
@@ -327,24 +375,27 @@ int DownstreamSlots::in_flight() const { return state_->in_flight(); }
 size_t DownstreamSlots::waiting() const { return state_->waiting(); }
 
 grpc::Status DownstreamSlots::Call(const LogicalCall& call, SyncAttempt attempt) {
-  const internal::LogicalBudget logical(state_->options().budget, call, state_->clock().Now());
+  const BudgetPolicy& policy = state_->BudgetNow();
+  const internal::LogicalBudget logical(policy, call, state_->clock().Now());
   struct Wait {
     internal::Notification ended;
     WaitEnd end = WaitEnd::kExpired;
     absl::Duration waited;
   };
   auto wait = std::make_shared<Wait>();
-  const SlotRequest r = state_->Acquire(GiveUpOf(state_->options(), logical),
-                                        [wait](WaitEnd end, absl::Duration waited) {
-                                          wait->end = end;
-                                          wait->waited = waited;
-                                          wait->ended.Notify();
-                                        });
-  if (r.outcome == SlotOutcome::kRefused) return SlotWaitStatus(*state_, logical, r.refusal);
+  const SlotRequest r =
+      state_->Acquire(GiveUpOf(policy, logical), [wait](WaitEnd end, absl::Duration waited) {
+        wait->end = end;
+        wait->waited = waited;
+        wait->ended.Notify();
+      });
+  if (r.outcome == SlotOutcome::kRefused) {
+    return SlotWaitStatus(*state_, policy, logical, r.refusal);
+  }
   if (r.outcome == SlotOutcome::kQueued) {
     wait->ended.WaitForNotification();
     if (wait->end == WaitEnd::kExpired) {
-      return SlotWaitStatus(*state_, logical, SlotRefusal::kNoTimeToWait);
+      return SlotWaitStatus(*state_, policy, logical, SlotRefusal::kNoTimeToWait);
     }
   }
   state_->metrics().ObserveSlotWait(wait->waited);  // zero when granted at once

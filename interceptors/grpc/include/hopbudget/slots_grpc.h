@@ -41,6 +41,8 @@
 //   hopbudget::DownstreamSlotsOptions o;
 //   o.hop = "orders"; o.max_in_flight = 32; o.budget = policy;
 //   auto slots = hopbudget::DownstreamSlots::Create(o);          // at start-up
+//   // or, the budget from the method's entry in a Hop's table:
+//   // auto slots = hopbudget::DownstreamSlots::Create(hop, "/demo.Ledger/Commit", 32);
 //   (*slots)->Start(hopbudget::LogicalCall::Of(*ctx),
 //       [&](grpc::ClientContext* c, std::function<void(grpc::Status)> done) {
 //         ledger->async()->Commit(c, &req, &resp, std::move(done));
@@ -106,6 +108,21 @@ class DownstreamSlots {
   // `options` says. `hop` is not owned and must outlive the slots.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DownstreamSlots>> Create(
       const Hop& hop, DownstreamSlotsOptions options);
+  // Slots for calls of `method` ("/pkg.Service/Method") made by `hop`
+  // (hop.h): the hop's name, clock and metrics are the Hop's, as on its
+  // channels. Each call takes the method's entry in the Hop's table in
+  // force when it starts, for its wait and its attempt (a reload applies
+  // from the next call): min_attempt_budget sets the give-up time,
+  // attempt_cap (a service config's perAttemptRecvTimeout) caps the
+  // attempt, hop_reserve is the entry's. A method the table does not name
+  // gets the table's default entry; a method in shadow mode gets no cap,
+  // reserve or minimum: its calls still take a slot, may wait for one until
+  // the logical call's own deadline, and their attempt takes that deadline.
+  // `hop` is not owned and must outlive the slots; a reload may run on any
+  // thread while calls run. InvalidArgument for a `method` that is not
+  // "/pkg.Service/Method", max_in_flight < 1 or max_waiters < 1.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DownstreamSlots>> Create(
+      const Hop& hop, std::string method, int max_in_flight, size_t max_waiters = 1 << 20);
   ~DownstreamSlots();
   DownstreamSlots(const DownstreamSlots&) = delete;
   DownstreamSlots& operator=(const DownstreamSlots&) = delete;
