@@ -129,6 +129,12 @@ TEST(PolicyTableTest, ValidateMethodPolicyTable) {
   both.retry = RetryPolicy{};
   MethodPolicy idle_zero;
   idle_zero.stream_idle_budget = absl::ZeroDuration();
+  MethodPolicy shield_zero;
+  shield_zero.shield_bound = absl::ZeroDuration();
+  MethodPolicy shield_forever;
+  shield_forever.shield_bound = absl::InfiniteDuration();
+  MethodPolicy shield_2s;
+  shield_2s.shield_bound = absl::Seconds(2);
   MethodPolicy bad_hedge = hedged;
   bad_hedge.hedge->max_attempts = 4;
   struct Case {
@@ -142,6 +148,9 @@ TEST(PolicyTableTest, ValidateMethodPolicyTable) {
       {"hedged write", hedged_write, "must be idempotent"},
       {"retried and hedged", both, "not both"},
       {"idle zero", idle_zero, "stream_idle_budget must be > 0"},
+      {"shield bound zero", shield_zero, "shield_bound must be > 0 and finite"},
+      {"shield bound infinite", shield_forever, "shield_bound must be > 0 and finite"},
+      {"shield bound 2s", shield_2s, ""},
       {"hedge of 4", bad_hedge, "hedge policy: max_attempts must be 1..3, got 4"},
   };
   for (const Case& c : cases) {

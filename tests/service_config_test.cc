@@ -104,7 +104,8 @@ TEST(ServiceConfigTest, MostSpecificEntryWinsForEachSourceApart) {
     "hopbudget": {"methodPolicy": [
       {"name": [{"service": "demo.Orders"}], "hopReserve": "0.003s", "shadow": true},
       {"name": [{"service": "demo.Orders", "method": "Create"}], "minBudget": "0.02s",
-       "idempotent": false, "streamIdleBudget": "30s", "maxInboundBudget": "10s"},
+       "idempotent": false, "streamIdleBudget": "30s", "maxInboundBudget": "10s",
+       "shieldBound": "2.5s", "admission": false},
       {"name": [{"service": "demo.Ledger", "method": "Commit"}], "hopReserve": "0s"}
     ]}
   })json",
@@ -144,6 +145,12 @@ TEST(ServiceConfigTest, MostSpecificEntryWinsForEachSourceApart) {
   EXPECT_EQ(create.stream_idle_budget, absl::Seconds(30));
   EXPECT_EQ(create.budget.max_inbound_budget, absl::Seconds(10));
   EXPECT_FALSE(create.idempotent);
+  EXPECT_EQ(create.shield_bound, absl::Milliseconds(2500));
+  EXPECT_FALSE(create.admission);
+  // Unset: no bound from the config, and held to admission.
+  const MethodPolicy& get = p->table.Resolve("/demo.Orders/Get");
+  EXPECT_EQ(get.shield_bound, absl::nullopt);
+  EXPECT_TRUE(get.admission);
 }
 
 TEST(ServiceConfigTest, EmptyConfigGivesTheDefaults) {
@@ -354,6 +361,11 @@ TEST(ServiceConfigTest, MalformedInputsGetClearErrors) {
        "service config: hopbudget.methodPolicy[0]: hopReserve must be >= 0, got -1ms"},
       {"zero minBudget", R"({"hopbudget": {"methodPolicy": [{"name": [{}], "minBudget": "0s"}]}})",
        "minBudget must be > 0"},
+      {"zero shieldBound",
+       R"({"hopbudget": {"methodPolicy": [{"name": [{}], "shieldBound": "0s"}]}})",
+       "service config: hopbudget.methodPolicy[0]: shieldBound must be > 0, got 0"},
+      {"admission not a bool",
+       R"({"hopbudget": {"methodPolicy": [{"name": [{}], "admission": "off"}]}})", "admission"},
       {"reserve eats the request",
        R"({"methodConfig": [{"name": [{"service": "a.S"}], "timeout": "0.01s"}],
           "hopbudget": {"methodPolicy": [{"name": [{}], "hopReserve": "0.02s"}]}})",

@@ -204,6 +204,59 @@ TEST_F(ShieldTest, AShieldMadeWithAHopUsesItsClockAndMetrics) {
   EXPECT_EQ(other_metrics.Snapshot().shield(ShieldEvent::kStarted), 0u);
 }
 
+// RunFor takes the bound of the method whose handler shields the work from
+// the Hop's config (`shieldBound`): the method's own entry, else its
+// service's, else the code's default; a reload reaches the next RunFor.
+TEST_F(ShieldTest, RunForTakesEachMethodsShieldBoundFromTheHopsConfig) {
+  HopOptions hop_options;
+  hop_options.name = "orders";
+  hop_options.clock = &clock_;
+  hop_options.check_names = NameCheck::kNone;  // demo.Orders is not linked here
+  hop_options.service_config = R"({"hopbudget": {"methodPolicy": [
+      {"name": [{"service": "demo.Orders"}], "shieldBound": "3s"},
+      {"name": [{"service": "demo.Orders", "method": "PlaceOrder"}], "shieldBound": "0.25s"}]}})";
+  std::unique_ptr<Hop> hop = testing::MakeTestHop(hop_options);
+  ASSERT_NE(hop, nullptr);
+  Shield shield(*hop, Manual());
+  const absl::Duration code_default = absl::Seconds(2);
+  struct Row {
+    const char* method;
+    absl::Duration bound;
+  };
+  for (const Row& row :
+       {Row{"/demo.Orders/PlaceOrder", absl::Milliseconds(250)},
+        Row{"/demo.Orders/GetOrder", absl::Seconds(3)}, Row{"/demo.Ledger/Commit", code_default}}) {
+    SCOPED_TRACE(row.method);
+    EXPECT_EQ(shield.BoundFor(row.method, code_default), row.bound);
+    absl::Duration seen;
+    absl::StatusOr<ShieldHandle> handle =
+        shield.RunFor(row.method, "commit", code_default, [&](ShieldContext& ctx) {
+          seen = ctx.bound();
+          return absl::OkStatus();
+        });
+    ASSERT_TRUE(handle.ok()) << handle.status();
+    absl::optional<ShieldRecord> record = handle->Wait();
+    ASSERT_TRUE(record.has_value());
+    EXPECT_EQ(seen, row.bound);
+    EXPECT_EQ(record->bound, row.bound);
+  }
+
+  ASSERT_TRUE(hop->ReloadServiceConfig(R"({"hopbudget": {"methodPolicy": [
+      {"name": [{"service": "demo.Orders", "method": "PlaceOrder"}], "shieldBound": "1s"}]}})")
+                  .ok());
+  EXPECT_EQ(shield.BoundFor("/demo.Orders/PlaceOrder", code_default), absl::Seconds(1));
+  EXPECT_EQ(shield.BoundFor("/demo.Orders/GetOrder", code_default), code_default);
+
+  // A Shield without a Hop has no table: the code's bound.
+  Shield plain(Manual());
+  EXPECT_EQ(plain.BoundFor("/demo.Orders/PlaceOrder", code_default), code_default);
+  // And RunFor refuses what Run() refuses.
+  absl::StatusOr<ShieldHandle> unbounded =
+      plain.RunFor("/demo.Orders/PlaceOrder", "commit", absl::ZeroDuration(),
+                   [](ShieldContext&) { return absl::OkStatus(); });
+  EXPECT_EQ(unbounded.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(ShieldTest, ReturningAtTheBoundIsExceededEvenBeforeTheTimerRuns) {
   Shield shield(Manual());
   absl::StatusOr<ShieldHandle> in_time =

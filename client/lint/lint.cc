@@ -33,6 +33,10 @@ std::string Budgets(const MethodPolicy& p) {
   }
   parts.push_back(absl::StrCat("reserve ", FormatBudget(b.hop_reserve)));
   parts.push_back(absl::StrCat("minBudget ", FormatBudget(b.min_attempt_budget)));
+  if (p.shield_bound.has_value()) {
+    parts.push_back(absl::StrCat("shieldBound ", FormatBudget(*p.shield_bound)));
+  }
+  if (!p.admission) parts.push_back("no admission");
   if (p.shadow) parts.push_back("shadow");
   return absl::StrJoin(parts, ", ");
 }

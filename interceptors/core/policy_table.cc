@@ -34,6 +34,13 @@ absl::Status ValidateMethodPolicy(const MethodPolicy& policy) {
         absl::StrCat("stream_idle_budget must be > 0 (InfiniteDuration() for none), got ",
                      FormatBudget(policy.stream_idle_budget)));
   }
+  if (policy.shield_bound.has_value() && (*policy.shield_bound <= absl::ZeroDuration() ||
+                                          *policy.shield_bound == absl::InfiniteDuration())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shield_bound must be > 0 and finite (shielded work always has a bound), "
+                     "got ",
+                     FormatBudget(*policy.shield_bound)));
+  }
   return absl::OkStatus();
 }
 

@@ -299,8 +299,14 @@ absl::Status Apply(const config::MethodPolicy& h, absl::string_view where, Metho
       return s;
     }
   }
+  if (h.has_shield_bound()) {
+    absl::Duration bound;
+    if (auto s = positive(h.shield_bound(), "shieldBound", &bound); !s.ok()) return s;
+    p->shield_bound = bound;
+  }
   if (h.has_idempotent()) p->idempotent = h.idempotent().value();
   if (h.has_shadow()) p->shadow = h.shadow().value();
+  if (h.has_admission()) p->admission = h.admission().value();
   return absl::OkStatus();
 }
 

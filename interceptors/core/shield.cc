@@ -594,13 +594,27 @@ ShieldOptions WithHopClockAndMetrics(const Hop& hop, ShieldOptions options) {
 }  // namespace
 
 Shield::Shield(const Hop& hop, ShieldOptions options)
-    : Shield(WithHopClockAndMetrics(hop, std::move(options))) {}
+    : Shield(WithHopClockAndMetrics(hop, std::move(options))) {
+  hop_ = &hop;
+}
 
 Shield::~Shield() = default;
 
 absl::StatusOr<ShieldHandle> Shield::Run(std::string name, absl::Duration bound,
                                          absl::AnyInvocable<absl::Status(ShieldContext&)> work) {
   return impl_->Run(std::move(name), bound, std::move(work));
+}
+
+absl::Duration Shield::BoundFor(absl::string_view full_method, absl::Duration default_bound) const {
+  if (hop_ == nullptr) return default_bound;
+  const MethodPolicy& entry = hop_->PolicyFor(hop_->metrics().Method(full_method), full_method);
+  return entry.shield_bound.value_or(default_bound);
+}
+
+absl::StatusOr<ShieldHandle> Shield::RunFor(absl::string_view full_method, std::string name,
+                                            absl::Duration default_bound,
+                                            absl::AnyInvocable<absl::Status(ShieldContext&)> work) {
+  return impl_->Run(std::move(name), BoundFor(full_method, default_bound), std::move(work));
 }
 
 DrainReport Shield::Drain(absl::Duration max_wait) { return impl_->Drain(max_wait); }

@@ -112,6 +112,19 @@ TEST(LintTest, EveryEntryIsReportedEvenAfterAnUnfitOne) {
   EXPECT_THAT(text, HasSubstr("cfg.json: 3 entries: 2 fit, 1 unfit\n"));
 }
 
+// The hopbudget section's fields that shape no nesting are still shown, so
+// a reader sees every number the hop will use.
+TEST(LintTest, ShieldBoundAndAdmissionAreShown) {
+  const Report r = LintServiceConfig(Read(R"({"methodConfig": [
+      {"name": [{"service": "a.S", "method": "Write"}], "timeout": "1s"}],
+      "hopbudget": {"methodPolicy": [{"name": [{"service": "a.S", "method": "Write"}],
+                                      "shieldBound": "2s", "admission": false}]}})"));
+  ASSERT_EQ(r.methods.size(), 1u);
+  EXPECT_EQ(r.methods[0].verdict, Verdict::kFits);
+  EXPECT_THAT(FormatText("cfg.json", r),
+              HasSubstr("timeout 1s, reserve 5ms, minBudget 1ms, shieldBound 2s, no admission\n"));
+}
+
 TEST(LintTest, NotesAndAnEmptyConfigAreSaid) {
   const Report empty = LintServiceConfig(Read("{}"));
   EXPECT_THAT(empty.methods, IsEmpty());

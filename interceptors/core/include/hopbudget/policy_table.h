@@ -68,11 +68,18 @@ struct MethodPolicy {
   // Shadow mode: hopbudget computes and counts what it would do but changes
   // no call.
   bool shadow = false;
+  // Whether the method's calls are held to the server's admission gate, when
+  // it has one; false: never queued or shed by admission.
+  bool admission = true;
+  // The bound of work a handler of the method shields (Shield::RunFor);
+  // nullopt: the bound the handler's code gives. Finite and > 0.
+  absl::optional<absl::Duration> shield_bound;
 };
 
 // Checks one policy: ValidatePolicy(budget), then ValidateRetryPolicy or
 // ValidateHedgePolicy, then the rest (retry and hedge both set, a hedged
-// method that is not idempotent, stream_idle_budget <= 0). InvalidArgument
+// method that is not idempotent, stream_idle_budget <= 0, a shield_bound
+// that is not finite and > 0). InvalidArgument
 // with the checker's message.
 absl::Status ValidateMethodPolicy(const MethodPolicy& policy);
 

@@ -20,7 +20,7 @@
 // What the service config cannot say comes from hopbudget's section, the
 // top-level key "hopbudget" (schema: proto/hopbudget/config.proto):
 // hopReserve, minBudget, maxInboundBudget, idempotent, streamIdleBudget,
-// shadow, per name like methodConfig.
+// shadow, admission, shieldBound, per name like methodConfig.
 //
 // A method's policy is `defaults`, then the service config's fields of the
 // most specific methodConfig that names it, then the hopbudget fields of the

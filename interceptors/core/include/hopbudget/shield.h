@@ -259,7 +259,8 @@ class Shield {
  public:
   explicit Shield(ShieldOptions options = {});
   // The same with `hop`'s clock and metrics (hop.h), whatever `options`
-  // says. `hop` is not owned; it must outlive the Shield and every handle.
+  // says, and its policy table for RunFor's bounds. `hop` is not owned; it
+  // must outlive the Shield and every handle.
   explicit Shield(const Hop& hop, ShieldOptions options = {});
   // Drain(InfiniteDuration()), then joins the pool. Every operation has been
   // asked to stop at its bound, so this ends as soon as the work honours that
@@ -286,6 +287,23 @@ class Shield {
   [[nodiscard]] absl::StatusOr<ShieldHandle> Run(
       std::string name, absl::Duration bound,
       absl::AnyInvocable<absl::Status(ShieldContext&)> work);
+
+  // Like Run(), with the bound `full_method`'s entry gives in the policy
+  // table in force (MethodPolicy::shield_bound, a service config's
+  // `shieldBound`): the method whose handler shields the work
+  // ("/pkg.Service/Method", as gRPC names a call). When the entry sets no
+  // bound, or the Shield was not made from a Hop, `default_bound` (the
+  // bound the code would give Run()). The table is read at each call: a
+  // reload of the Hop's config reaches work shielded after it.
+  // Errors as Run()'s, the bound being whichever applies.
+  //
+  //   auto commit = shield.RunFor("/demo.Orders/PlaceOrder", "commit",
+  //                               absl::Seconds(2), std::move(work));
+  [[nodiscard]] absl::StatusOr<ShieldHandle> RunFor(
+      absl::string_view full_method, std::string name, absl::Duration default_bound,
+      absl::AnyInvocable<absl::Status(ShieldContext&)> work);
+  // The bound RunFor(full_method, ..., default_bound, ...) would use now.
+  absl::Duration BoundFor(absl::string_view full_method, absl::Duration default_bound) const;
 
   // Single flight: like Run(), unless an operation started by RunOnce() with
   // the same `key` is still in flight; then `work` is dropped unrun and the
@@ -322,6 +340,7 @@ class Shield {
   // Shared with the end-of-operation callbacks that forget keys, which may
   // run while impl_ drains in the destructor.
   std::shared_ptr<Flights> flights_;
+  const Hop* hop_ = nullptr;  // RunFor's table; nullptr: not made from a Hop
 };
 
 }  // namespace hopbudget
