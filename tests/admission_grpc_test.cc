@@ -23,8 +23,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hopbudget/client.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
+#include "test_hop.h"
 
 namespace hopbudget {
 namespace {
@@ -122,10 +124,21 @@ class AdmissionGrpcTest : public ::testing::TestWithParam<Api> {
     options.hop = "orders";
     options.policy = policy;
     options.admission = std::move(admission);
-    options.admission.handlers =
-        GetParam() == Api::kSync ? HandlerThreads::kBlocking : HandlerThreads::kNonBlocking;
+    options.admission.handlers = Handlers();
     options.metrics = &metrics_;
-    auto factory = MakeServerInterceptorFactory(options);
+    StartWith(MakeServerInterceptorFactory(options));
+  }
+  // The same on `hop`'s server interceptor: its policy table's entries.
+  void StartOnHop(const Hop& hop, AdmissionOptions admission) {
+    admission.handlers = Handlers();
+    StartWith(MakeServerInterceptorFactory(hop, admission));
+  }
+  HandlerThreads Handlers() const {
+    return GetParam() == Api::kSync ? HandlerThreads::kBlocking : HandlerThreads::kNonBlocking;
+  }
+  void StartWith(
+      absl::StatusOr<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+          factory) {
     ASSERT_TRUE(factory.ok()) << factory.status();
     factory_ = factory->get();
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
@@ -364,6 +377,49 @@ TEST_P(AdmissionGrpcTest, OverLimitWithoutQueueIsShedWithPushback) {
   EXPECT_EQ(one(kPushbackHeader), "100");
   EXPECT_EQ(counters_.started.load(), 1);
   EXPECT_EQ(Stats().shed[static_cast<int>(ArrivalDecision::kShedOverLimit)], 1u);
+}
+
+// A method whose entry in the Hop's config says "admission": false is never
+// held or shed by the server's gate: with a limit of one and a call
+// running, the next call is served at once. On the same config without the
+// field, that call is shed, as on a server without a Hop.
+TEST_P(AdmissionGrpcTest, MethodKeptOutOfAdmissionByItsEntryIsServedOverTheLimit) {
+  struct Row {
+    const char* name;
+    const char* config;
+    grpc::StatusCode code;
+  };
+  const Row rows[] = {
+      {"admission false",
+       R"({"hopbudget": {"methodPolicy": [
+           {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}],
+            "admission": false}]}})",
+       grpc::StatusCode::OK},
+      {"admission unset",
+       R"({"hopbudget": {"methodPolicy": [
+           {"name": [{"service": "hopbudget.echo.Relay", "method": "Call"}],
+            "hopReserve": "0.005s"}]}})",
+       grpc::StatusCode::RESOURCE_EXHAUSTED},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    TearDown();
+    counters_.started = 0;
+    Metrics metrics;
+    std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, row.config);
+    ASSERT_NE(hop, nullptr);
+    StartOnHop(*hop, Limit(1, 0));
+    std::thread blocker([&] { CallOnce(absl::Seconds(5), 1000); });
+    EXPECT_TRUE(Eventually([&] { return counters_.started.load() > 0; }, absl::Seconds(20),
+                           absl::Milliseconds(1)));
+    const Answer a = CallOnce(absl::Seconds(5), 0);
+    blocker.join();
+    EXPECT_EQ(a.status.error_code(), row.code) << a.status.error_message();
+    EXPECT_EQ(counters_.started.load(), row.code == grpc::StatusCode::OK ? 2 : 1);
+    const uint64_t shed = Stats().shed[static_cast<int>(ArrivalDecision::kShedOverLimit)];
+    EXPECT_EQ(shed, row.code == grpc::StatusCode::OK ? 0u : 1u);
+    TearDown();
+  }
 }
 
 TEST_P(AdmissionGrpcTest, CallThatCannotFinishIsRefusedOnArrival) {

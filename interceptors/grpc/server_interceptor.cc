@@ -197,7 +197,8 @@ struct ServerShared {
 // What a call of one method is served under.
 struct ServedPolicy {
   BudgetPolicy budget;
-  bool shadow = false;  // MethodPolicy::shadow: count what `budget` would do, do none of it
+  bool shadow = false;    // MethodPolicy::shadow: count what `budget` would do, do none of it
+  bool admission = true;  // MethodPolicy::admission: held to the gate, when there is one
 };
 
 // The budgets of a call of `full_method`: the server's one policy, or its
@@ -208,12 +209,13 @@ struct ServedPolicy {
 // of another one.
 ServedPolicy PolicyOf(const ServerShared& shared, MethodId method, const char* full_method) {
   if (shared.hop_config == nullptr) {
-    return {InboundPolicy(shared.policy, full_method, nullptr), false};
+    return {InboundPolicy(shared.policy, full_method, nullptr), false, true};
   }
   const Hop::Resolved r = shared.hop_config->Resolve(method, full_method);  // one table
   BudgetPolicy p = r.method->budget;
   p.attempt_cap = r.table_default->budget.attempt_cap;
-  return {InboundPolicy(p, full_method, &shared.hop_config->policies()), r.method->shadow};
+  return {InboundPolicy(p, full_method, &shared.hop_config->policies()), r.method->shadow,
+          r.method->admission};
 }
 
 // A waiting call gives up with this much left: no downstream attempt could
@@ -400,9 +402,9 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       // gRPC's deadline is later than the caller's by about the wait.
       ArmTimer(rb.deadline + kCallerCutsFirst);
     }
-    // Admission holds calls back and refuses them: a method in shadow mode
-    // is not held to it.
-    if (shared_.gate != nullptr && !served_.shadow) return Admit(rb, m);
+    // Admission holds calls back and refuses them: a method in shadow mode,
+    // or one its entry keeps out of admission, is not held to it.
+    if (shared_.gate != nullptr && !served_.shadow && served_.admission) return Admit(rb, m);
     return Arrival::kGoOn;
   }
 

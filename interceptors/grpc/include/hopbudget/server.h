@@ -143,7 +143,8 @@ struct AdmissionOptions {
   bool enabled = false;
   AdmissionPolicy policy;
   // Full method names ("/package.Service/Method") held to admission; empty:
-  // every method of the server.
+  // every method of the server. On a Hop's server interceptor, a method
+  // whose entry says `admission = false` (MethodPolicy) is left out too.
   std::vector<std::string> methods;
   HandlerThreads handlers = HandlerThreads::kBlocking;
 };
