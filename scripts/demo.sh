@@ -143,8 +143,9 @@ declare -A P M
 # The hopbudget chain: gateway caps requests at 2 s, orders gives each
 # ledger attempt at most 300 ms (3 attempts), the ledger bounds a commit at 600 ms.
 # Each hopbudget hop takes its per-method budgets from a gRPC service config
-# in server/config/ (a write and a read with different timeouts).
-start hb-ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
+# in server/config/ (a write and a read with different timeouts; the ledger's
+# shieldBound for Commit is the 600 ms).
+start hb-ledger ledger --name=ledger --db="$work/hopbudget.db" \
   --service-config=server/config/ledger_service_config.json
 P[hb-ledger]=$port M[hb-ledger]=$mport
 # A read replica of the same file (read-only; it refuses commits). Orders

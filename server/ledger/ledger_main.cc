@@ -5,7 +5,8 @@
 //   hopbudget mode: the commit runs as shield-plus-bound work
 //     (hopbudget::Shield): a caller that leaves does not abandon a commit,
 //     and a commit held up (--slow-commit, a dead peer) is stopped at its
-//     bound (--shield-bound) instead of running forever. Shutdown drains it.
+//     bound (the --service-config's shieldBound for Commit, else
+//     --shield-bound) instead of running forever. Shutdown drains it.
 //   baseline mode: the commit runs on the handler's thread and cannot be
 //     interrupted: shielded, but without a bound.
 //
@@ -38,6 +39,7 @@
 #include "absl/time/clock.h"
 #include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
+#include "hopbudget/hop.h"
 #include "hopbudget/server.h"
 #include "hopbudget/shield.h"
 #include "hopbudget/shield_grpc.h"
@@ -51,7 +53,8 @@ ABSL_FLAG(bool, replica, false,
           "a read replica: opens --db read-only (a primary ledger must have made it), "
           "serves GetOrder and refuses Commit");
 ABSL_FLAG(absl::Duration, shield_bound, absl::Seconds(2),
-          "hopbudget mode: most time one commit may take");
+          "hopbudget mode: most time one commit may take (a --service-config's shieldBound "
+          "for Ledger/Commit wins)");
 ABSL_FLAG(int, shield_threads, 8, "threads that run commits, 1..256");
 ABSL_FLAG(int, shield_max_in_flight, 256,
           "commits in flight at most, 1..100000 (more are refused)");
@@ -305,7 +308,7 @@ class LedgerService final : public Ledger::Service {
     {
       absl::MutexLock lock(&slots_->mu);
       c.handle = shield_.RunOnce(
-          request.key(), "commit", bound_,
+          request.key(), "commit", CommitBound(),
           // Captures what outlives the Shield (process, store), not `this`:
           // work the drain gave up on may still be returning when the service goes.
           [&process = process_, &store = store_, key = request.key(), items = ItemsText(request),
@@ -358,6 +361,14 @@ class LedgerService final : public Ledger::Service {
   // shorter than the shield's bound, so its retries can only wait for the
   // first commit. Said once (a policy problem, not a per-call event), with
   // the numbers; counted every time (commits_joined).
+  // The commit's shieldBound in the service config in force (a Shield
+  // made from the Hop, with --service-config), else --shield-bound.
+  absl::Duration CommitBound() const {
+    static const std::string* const kCommit =
+        new std::string(absl::StrCat("/", Ledger::service_full_name(), "/Commit"));
+    return shield_.BoundFor(*kCommit, bound_);
+  }
+
   void ReportJoin(const grpc::ServerContextBase& ctx) {
     if (join_reported_.exchange(true)) return;
     const InboundBudget* budget = InboundBudget::Of(ctx);
@@ -365,7 +376,8 @@ class LedgerService final : public Ledger::Service {
               << "caller's attempt budget ("
               << (budget != nullptr ? absl::FormatDuration(budget->budget_on_arrival())
                                     : std::string("unknown"))
-              << " on arrival) is shorter than the shield bound (" << absl::FormatDuration(bound_)
+              << " on arrival) is shorter than the shield bound ("
+              << absl::FormatDuration(CommitBound())
               << "), so its retries can only wait for the first commit\n";
   }
 
@@ -454,12 +466,22 @@ int Main(int argc, char** argv) {
             << SchemaOutcomeName((*store)->schema_outcome())
             << (replica ? " (read replica: read-only)" : "") << "\n";
   DemoProcess process(common, faults, LedgerFaultSupport());
+  absl::StatusOr<const Hop*> hop = process.LoadHop();
+  if (!hop.ok()) {
+    std::cerr << "ledger: " << hop.status().message() << "\n";
+    return 2;
+  }
   ShieldOptions shield_options;
   shield_options.threads = shield_threads;
   shield_options.max_in_flight = shield_max_in_flight;
-  Shield shield(shield_options);  // destroyed before the store and the process
-  LedgerService service(process, **store, shield, bound, watch_interval);
-  return process.Serve({&service}, &shield);
+  // With --service-config, made from the Hop: a commit's bound is the
+  // file's shieldBound for Ledger/Commit when it sets one (a SIGHUP reload
+  // reaches the next commit), --shield-bound otherwise. Destroyed before the
+  // store and the process (which owns the Hop).
+  std::unique_ptr<Shield> shield = *hop != nullptr ? std::make_unique<Shield>(**hop, shield_options)
+                                                   : std::make_unique<Shield>(shield_options);
+  LedgerService service(process, **store, *shield, bound, watch_interval);
+  return process.Serve({&service}, shield.get());
 }
 
 }  // namespace

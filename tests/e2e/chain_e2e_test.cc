@@ -430,6 +430,40 @@ TEST(ChainE2eTest, CommitPastItsShieldBoundIsAnsweredByTheShieldOnTheCallbackPat
   EXPECT_EQ(chain.Rows(), 0);
 }
 
+// With --service-config, the ledger's Shield is made from its Hop: the
+// file's shieldBound for Ledger/Commit bounds the commit, over
+// --shield-bound (5 s here, longer than the 3 s slow commit).
+TEST(ChainE2eTest, TheLedgersServiceConfigBoundsTheShieldedCommitPerMethod) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/ledger_shield_config.json");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr) << path;
+    std::fputs(R"({"hopbudget": {"methodPolicy": [
+        {"name": [{"service": "hopbudget.demo.Ledger", "method": "Commit"}],
+         "shieldBound": "0.4s"}]}})",
+               f);
+    std::fclose(f);
+  }
+  ChainOptions o;
+  o.ledger = {"--slow-commit=3s", "--shield-bound=5s", "--service-config=" + path};
+  o.orders = {"--attempt-cap=4s", "--request-cap=5s", "--max-attempts=1"};
+  o.gateway = {"--request-cap=6s"};
+  START_CHAIN(chain, o);
+  Chain::Result r = chain.Place("order-sc", absl::Seconds(5));
+  ASSERT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << r.status.error_message();
+  EXPECT_GE(r.latency, absl::Milliseconds(400));
+  EXPECT_LT(r.latency, absl::Milliseconds(2500));  // well before the slow commit's 3 s
+  absl::optional<Attribution> a = AttributionOf(r.status);
+  ASSERT_TRUE(a.has_value()) << r.status.error_message();
+  EXPECT_EQ(a->source, DeadlineSource::kShield) << r.status.error_message();
+  EXPECT_EQ(a->hop, "ledger") << r.status.error_message();
+  EXPECT_EQ(a->budget, absl::Milliseconds(400)) << r.status.error_message();
+  ASSERT_TRUE(chain.WaitIdle());
+  EXPECT_EQ(StatsOf(chain.ledger()).commits_stopped(), 1);
+  EXPECT_EQ(chain.Rows(), 0);
+  std::remove(path.c_str());
+}
+
 TEST(ChainE2eTest, ClientCancelDuringCommitLeavesExactlyOneRow) {
   ChainOptions o;
   o.ledger = {"--slow-commit=1500ms"};
