@@ -33,11 +33,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench_util.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry.h"
+#include "hopbudget/advanced/retry_loop.h"
 #include "hopbudget/client.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry.h"
-#include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 
 namespace hopbudget {

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "demo/demo.pb.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/exposition.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/prometheus_collectable.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/exposition.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/prometheus_collectable.h"
 
 namespace hopbudget {
 namespace {

@@ -52,9 +52,9 @@
 #include "absl/time/clock.h"
 #include "bench_util.h"
 #include "echo/relay.grpc.pb.h"
+#include "hopbudget/advanced/hedge_grpc.h"
+#include "hopbudget/advanced/race_grpc.h"
 #include "hopbudget/client.h"
-#include "hopbudget/hedge_grpc.h"
-#include "hopbudget/race_grpc.h"
 #include "hopbudget/server.h"
 
 ABSL_FLAG(int, calls, 2000, "calls counted per run, 100..1000000");

@@ -37,7 +37,7 @@
 #include "bench_modes.h"
 #include "bench_util.h"
 #include "echo/relay.grpc.pb.h"
-#include "hopbudget/wire.h"
+#include "hopbudget/advanced/wire.h"
 
 ABSL_FLAG(std::string, target, "", "the echo server, HOST:PORT (required)");
 ABSL_FLAG(std::string, mode, "plain", "what the client installs (bench_modes.h)");

@@ -14,13 +14,13 @@
 #include "admission_gate.h"  // internal: interceptors/grpc, added to the bench's includes
 #include "call_mutex.h"      // internal
 #include "echo/relay.pb.h"
-#include "hopbudget/attribution.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/exposition.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/trace.h"
-#include "hopbudget/wire.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/exposition.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/trace.h"
+#include "hopbudget/advanced/wire.h"
 #include "timer_service.h"  // internal: the bench target adds interceptors/ to its includes
 
 namespace hopbudget {

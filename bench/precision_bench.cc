@@ -33,8 +33,8 @@
 #include "bench_modes.h"
 #include "bench_util.h"
 #include "echo/relay.grpc.pb.h"
+#include "hopbudget/advanced/retry.h"
 #include "hopbudget/client.h"
-#include "hopbudget/retry.h"
 #include "hopbudget/server.h"
 
 ABSL_FLAG(int, calls, 500, "calls per measurement, 1..1000000");

@@ -1,7 +1,7 @@
 // Copyright hopbudget authors.
 //
 // slots_bench: 10 000 calls waiting for 100 slots (DownstreamSlots,
-// hopbudget/slots_grpc.h): no thread growth, waits expire on time, and no
+// hopbudget/advanced/slots_grpc.h): no thread growth, waits expire on time, and no
 // waiting call reaches the server. One process holds a callback server on
 // 127.0.0.1 whose handler parks every call until it is cancelled (and counts
 // the calls it sees), and a callback-API client on one hopbudget channel.
@@ -43,8 +43,8 @@
 #include "absl/time/clock.h"
 #include "bench_util.h"
 #include "echo/relay.grpc.pb.h"
+#include "hopbudget/advanced/slots_grpc.h"
 #include "hopbudget/client.h"
-#include "hopbudget/slots_grpc.h"
 #include "park_service.h"
 
 ABSL_FLAG(int, calls, 10000, "callers waiting for a slot per round, 1..100000");

@@ -18,22 +18,22 @@
 
 #include "absl/status/status.h"
 #include "demo/demo.grpc.pb.h"
+#include "hopbudget/advanced/client_throttle.h"
+#include "hopbudget/advanced/http_exporter.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/race_grpc.h"
+#include "hopbudget/advanced/retry.h"
+#include "hopbudget/advanced/retry_loop.h"
+#include "hopbudget/advanced/shield.h"
+#include "hopbudget/advanced/shield_grpc.h"
+#include "hopbudget/advanced/trace.h"
 #include "hopbudget/client.h"
-#include "hopbudget/client_throttle.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/http_exporter.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/race_grpc.h"
-#include "hopbudget/retry.h"
-#include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
-#include "hopbudget/shield.h"
-#include "hopbudget/shield_grpc.h"
-#include "hopbudget/trace.h"
 #ifdef HOPBUDGET_WITH_PROMETHEUS
 #include <prometheus/exposer.h>
 
-#include "hopbudget/prometheus_collectable.h"
+#include "hopbudget/advanced/prometheus_collectable.h"
 #endif
 
 namespace readme {

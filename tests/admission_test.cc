@@ -2,7 +2,7 @@
 //
 // The admission decisions, table-style, and the Admission state on a
 // FakeClock: limit, queue order, expiry while queued, prediction. No sleeps.
-#include "hopbudget/admission.h"
+#include "hopbudget/advanced/admission.h"
 
 #include <limits>
 #include <sstream>

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,10 +1,10 @@
 // Copyright hopbudget authors.
-#include "hopbudget/budget.h"
+#include "hopbudget/advanced/budget.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget {
 namespace {

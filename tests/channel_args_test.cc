@@ -40,8 +40,8 @@
 #include "echo/relay.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hopbudget/advanced/retry.h"
 #include "hopbudget/client.h"
-#include "hopbudget/retry.h"
 #include "sync.h"
 
 namespace hopbudget {

@@ -3,7 +3,7 @@
 // ClassifyClientDeadline, table-style on fixed times (the way Envoy tests
 // FilterUtility::finalTimeout): every input a client can see when a call
 // ends DEADLINE_EXCEEDED, and what it concludes.
-#include "hopbudget/classify.h"
+#include "hopbudget/advanced/classify.h"
 
 #include <gtest/gtest.h>
 

@@ -15,9 +15,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "eventually.h"
+#include "hopbudget/advanced/wire.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
-#include "hopbudget/wire.h"
 #include "relay_fixture.h"
 #include "sync.h"
 

@@ -3,7 +3,7 @@
 // Client-side adaptive throttling: the pure decision, the classification of
 // answers, and the windowed counts on a FakeClock.
 
-#include "hopbudget/client_throttle.h"
+#include "hopbudget/advanced/client_throttle.h"
 
 #include <sstream>
 #include <thread>

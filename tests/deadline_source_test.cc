@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/deadline_source.h"
+#include "hopbudget/advanced/deadline_source.h"
 
 #include <gtest/gtest.h>
 

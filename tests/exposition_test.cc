@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/exposition.h"
+#include "hopbudget/advanced/exposition.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "hopbudget/process_metrics.h"
+#include "hopbudget/advanced/process_metrics.h"
 #include "metric_table.h"  // internal
 
 namespace hopbudget {

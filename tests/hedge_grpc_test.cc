@@ -8,7 +8,7 @@
 // fatal answer stops the hedging, a non-fatal one sends the next hedge at
 // once, an attempt whose target has no ready backend leaves the others running,
 // and cancelling the logical call cancels every attempt.
-#include "hopbudget/hedge_grpc.h"
+#include "hopbudget/advanced/hedge_grpc.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

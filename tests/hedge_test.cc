@@ -3,12 +3,12 @@
 // Hedge decisions on a FakeClock: the delay (fixed, then the quantile of a
 // bounded window), the extra-load bucket, the budget floor, A6's stop on a
 // fatal answer or a pushback, and bad policies.
-#include "hopbudget/hedge.h"
+#include "hopbudget/advanced/hedge.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget {
 namespace {

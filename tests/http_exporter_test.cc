@@ -3,7 +3,7 @@
 // HttpExporter over real HTTP, in front of a real gRPC hop: /metrics is what
 // promtool accepts and shows the calls just made; /deadlinez.json lists them
 // with their traces; bad options are refused with clear errors.
-#include "hopbudget/http_exporter.h"
+#include "hopbudget/advanced/http_exporter.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "hopbudget/advanced/clock.h"
 #include "hopbudget/client.h"
-#include "hopbudget/clock.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 

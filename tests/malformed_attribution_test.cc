@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "hopbudget/advanced/metrics.h"
 #include "hopbudget/client.h"
-#include "hopbudget/metrics.h"
 #include "hopbudget/status.pb.h"
 #include "relay_fixture.h"
 

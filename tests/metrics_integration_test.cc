@@ -9,9 +9,9 @@
 #include <cstring>
 #include <map>
 
+#include "hopbudget/advanced/retry.h"
+#include "hopbudget/advanced/retry_loop.h"
 #include "hopbudget/client.h"
-#include "hopbudget/retry.h"
-#include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 

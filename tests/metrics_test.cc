@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/metrics.h"
+#include "hopbudget/advanced/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "hopbudget/exposition.h"
+#include "hopbudget/advanced/exposition.h"
 
 namespace hopbudget {
 namespace {

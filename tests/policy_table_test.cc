@@ -1,4 +1,4 @@
-#include "hopbudget/policy_table.h"
+#include "hopbudget/advanced/policy_table.h"
 
 #include <string>
 #include <vector>

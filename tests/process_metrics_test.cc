@@ -2,14 +2,14 @@
 //
 // process_* families parsed from /proc text fixtures (pure), then read from
 // this process's own /proc.
-#include "hopbudget/process_metrics.h"
+#include "hopbudget/advanced/process_metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/time/clock.h"
-#include "hopbudget/exposition.h"
-#include "hopbudget/metrics.h"
+#include "hopbudget/advanced/exposition.h"
+#include "hopbudget/advanced/metrics.h"
 
 namespace hopbudget {
 namespace {

@@ -5,7 +5,7 @@
 // prometheus-cpp's TextSerializer writes of Collect(), with the same HELP
 // and TYPE; over a registry that saw calls, latencies, budgets, retries and
 // expiries.
-#include "hopbudget/prometheus_collectable.h"
+#include "hopbudget/advanced/prometheus_collectable.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "hopbudget/exposition.h"
+#include "hopbudget/advanced/exposition.h"
 
 namespace hopbudget {
 namespace {

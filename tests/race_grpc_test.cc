@@ -6,7 +6,7 @@
 // attempt, and bad sizes are refused. A race made from a Hop and a method
 // caps its attempts at the method's entry in the table in force when it
 // starts.
-#include "hopbudget/race_grpc.h"
+#include "hopbudget/advanced/race_grpc.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 //
 // RaceTracker and FormatRaceFailure: the first OK wins, the rest are
 // cancelled losers, all-failed names every attempt, a cancel decides.
-#include "hopbudget/race.h"
+#include "hopbudget/advanced/race.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -10,10 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "hopbudget/advanced/shield_grpc.h"
+#include "hopbudget/advanced/wire.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
-#include "hopbudget/shield_grpc.h"
-#include "hopbudget/wire.h"
 #include "sync.h"
 
 namespace hopbudget {

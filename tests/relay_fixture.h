@@ -18,11 +18,11 @@
 
 #include "absl/time/time.h"
 #include "echo/relay.grpc.pb.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry.h"
+#include "hopbudget/advanced/shield.h"
 #include "hopbudget/server.h"
-#include "hopbudget/shield.h"
 #include "sync.h"
 
 namespace hopbudget {

@@ -3,7 +3,7 @@
 // Remaining() in real handlers on loopback: behind hopbudget's interceptor
 // (the request cap or the caller's deadline bounds it, the reserve is kept)
 // and on a plain server (the gRPC deadline alone).
-#include "hopbudget/remaining_grpc.h"
+#include "hopbudget/advanced/remaining_grpc.h"
 
 #include <gtest/gtest.h>
 

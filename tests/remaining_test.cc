@@ -2,11 +2,11 @@
 //
 // RemainingOf: what is left of a request budget and which budget bounds it,
 // table-style on fixed times.
-#include "hopbudget/remaining.h"
+#include "hopbudget/advanced/remaining.h"
 
 #include <gtest/gtest.h>
 
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget {
 namespace {

@@ -5,7 +5,7 @@
 // incident's hang then success, UNAVAILABLE twice then success, pushback,
 // the throttle, no room for another attempt, cancel of the logical call),
 // one server call per attempt, and no thread held between attempts.
-#include "hopbudget/retry_loop.h"
+#include "hopbudget/advanced/retry_loop.h"
 
 #include <dirent.h>
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "hopbudget/budget.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget {
 namespace {

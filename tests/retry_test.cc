@@ -4,7 +4,7 @@
 // naive loop never retries; derived attempt budgets do), the protocol
 // headers, the retry budget under steady failures, cancellation, and attempts
 // that cannot fit.
-#include "hopbudget/retry.h"
+#include "hopbudget/advanced/retry.h"
 
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -17,8 +17,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/time/clock.h"
 #include "eventually.h"
+#include "hopbudget/advanced/exposition.h"
 #include "hopbudget/client.h"
-#include "hopbudget/exposition.h"
 #include "hopbudget/server.h"
 #include "relay_fixture.h"
 #include "sync.h"

@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "absl/time/clock.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/wire.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
-#include "hopbudget/wire.h"
 #include "relay_fixture.h"
 
 namespace hopbudget {

@@ -1,4 +1,4 @@
-#include "hopbudget/service_config.h"
+#include "hopbudget/advanced/service_config.h"
 
 #include <string>
 

@@ -3,7 +3,7 @@
 // Shield plus bound inside real gRPC services on loopback: a caller that
 // leaves does not take a commit with it, shielded work keeps its own budget,
 // and a server stops gracefully within a bound.
-#include "hopbudget/shield_grpc.h"
+#include "hopbudget/advanced/shield_grpc.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/shield.h"
+#include "hopbudget/advanced/shield.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "eventually.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 #include "hopbudget/hop.h"
 #include "sync.h"
 #include "test_hop.h"

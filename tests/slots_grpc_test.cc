@@ -6,7 +6,7 @@
 // callers waiting for 100 slots hold no thread and expire on time. Slots
 // made from a Hop and a method take the method's entry in the table in
 // force when each call starts.
-#include "hopbudget/slots_grpc.h"
+#include "hopbudget/advanced/slots_grpc.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,12 +2,12 @@
 //
 // SlotQueue on a FakeClock: FIFO order, no barging, expiry while waiting,
 // cancel while waiting, refusals, bad options.
-#include "hopbudget/slots.h"
+#include "hopbudget/advanced/slots.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget {
 namespace {

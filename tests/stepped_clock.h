@@ -13,7 +13,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget {
 namespace testing {

@@ -22,9 +22,9 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/metrics.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/metrics.h"
 
 namespace hopbudget {
 namespace testing {

@@ -6,9 +6,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "hopbudget/advanced/trace.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
-#include "hopbudget/trace.h"
 #include "relay_fixture.h"
 
 namespace hopbudget {

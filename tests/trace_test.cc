@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/trace.h"
+#include "hopbudget/advanced/trace.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/wire.h"
+#include "hopbudget/advanced/wire.h"
 
 #include <gtest/gtest.h>
 

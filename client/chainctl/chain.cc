@@ -15,10 +15,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "demo/client_deadline.h"
-#include "hopbudget/budget.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/exposition.h"
+#include "hopbudget/advanced/trace.h"
 #include "hopbudget/client.h"
-#include "hopbudget/exposition.h"
-#include "hopbudget/trace.h"
 #include "stats_delta.h"
 
 namespace hopbudget::chainctl {

@@ -25,7 +25,7 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "demo/demo.grpc.pb.h"
-#include "hopbudget/client_throttle.h"
+#include "hopbudget/advanced/client_throttle.h"
 #include "summary.h"
 
 namespace hopbudget::chainctl {

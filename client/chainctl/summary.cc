@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/types/optional.h"
-#include "hopbudget/exposition.h"
+#include "hopbudget/advanced/exposition.h"
 
 namespace hopbudget::chainctl {
 

@@ -36,7 +36,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "hopbudget/client_throttle.h"
+#include "hopbudget/advanced/client_throttle.h"
 
 namespace hopbudget::chainctl {
 

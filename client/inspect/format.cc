@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "hopbudget/exposition.h"
+#include "hopbudget/advanced/exposition.h"
 
 namespace hopbudget::inspect {
 namespace {

@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "format.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 #include "inspect.h"
 
 namespace hopbudget::inspect {

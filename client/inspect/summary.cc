@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "hopbudget/deadline_source.h"
+#include "hopbudget/advanced/deadline_source.h"
 
 namespace hopbudget::inspect {
 namespace {

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/exposition.h"
-#include "hopbudget/policy_table.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/exposition.h"
+#include "hopbudget/advanced/policy_table.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 namespace hopbudget::lint {
 namespace {

@@ -3,7 +3,7 @@
 // lint.h: what hopbudget-lint says about a service config, as values.
 //
 // For every method, service and default a gRPC service config names
-// (ReadServiceConfig, hopbudget/service_config.h), LintServiceConfig says
+// (ReadServiceConfig, hopbudget/advanced/service_config.h), LintServiceConfig says
 // whether its budgets nest (ValidateMethodPolicy), how many attempts fit in
 // its timeout, and whether it is the seeds' incident: retries configured
 // under a timeout that fires during the first attempt, so that retries
@@ -20,7 +20,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/service_config.h"
+#include "hopbudget/advanced/service_config.h"
 
 namespace hopbudget::lint {
 

@@ -18,7 +18,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli/cli_flags.h"
-#include "hopbudget/service_config.h"
+#include "hopbudget/advanced/service_config.h"
 #include "lint.h"
 
 ABSL_FLAG(bool, json, false, "print the report as JSON on stdout instead of text");

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/admission.h"
+#include "hopbudget/advanced/admission.h"
 
 #include <algorithm>
 #include <cmath>

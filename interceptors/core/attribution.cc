@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 
 #include <cstdint>
 #include <vector>
@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "hopbudget/advanced/wire.h"
 #include "hopbudget/status.pb.h"
-#include "hopbudget/wire.h"
 
 namespace hopbudget {
 namespace {

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/budget.h"
+#include "hopbudget/advanced/budget.h"
 
 #include <algorithm>
 

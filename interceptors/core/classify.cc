@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/classify.h"
+#include "hopbudget/advanced/classify.h"
 
 #include <algorithm>
 

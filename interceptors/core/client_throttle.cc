@@ -1,6 +1,6 @@
 // Copyright hopbudget authors.
 
-#include "hopbudget/client_throttle.h"
+#include "hopbudget/advanced/client_throttle.h"
 
 #include <algorithm>
 #include <cmath>

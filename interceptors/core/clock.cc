@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 #include <chrono>
 

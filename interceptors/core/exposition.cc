@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/exposition.h"
+#include "hopbudget/advanced/exposition.h"
 
 #include <cmath>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
-#include "hopbudget/process_metrics.h"
+#include "hopbudget/advanced/process_metrics.h"
 #include "metric_table.h"
 
 namespace hopbudget {

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/hedge.h"
+#include "hopbudget/advanced/hedge.h"
 
 #include <algorithm>
 #include <cmath>

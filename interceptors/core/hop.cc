@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
-#include "hopbudget/attribution.h"
-#include "hopbudget/service_config.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/service_config.h"
 #include "sync.h"
 
 namespace hopbudget {

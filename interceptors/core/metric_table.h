@@ -50,7 +50,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "hopbudget/metrics.h"
+#include "hopbudget/advanced/metrics.h"
 
 namespace hopbudget {
 namespace internal {

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/metrics.h"
+#include "hopbudget/advanced/metrics.h"
 
 #include <google/protobuf/descriptor.h>
 
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
 #include "call_mutex.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 #include "label_table.h"
 #include "metric_table.h"
 #include "striped_cells.h"

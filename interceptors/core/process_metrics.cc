@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/process_metrics.h"
+#include "hopbudget/advanced/process_metrics.h"
 
 #include <dirent.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/race.h"
+#include "hopbudget/advanced/race.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/remaining.h"
+#include "hopbudget/advanced/remaining.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "hopbudget/wire.h"
+#include "hopbudget/advanced/wire.h"
 
 namespace hopbudget {
 namespace {

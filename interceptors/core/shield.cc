@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/shield.h"
+#include "hopbudget/advanced/shield.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,8 +13,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "hopbudget/attribution.h"
-#include "hopbudget/budget.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/budget.h"
 #include "hopbudget/hop.h"
 #include "sync.h"
 #include "timer_service.h"

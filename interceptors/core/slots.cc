@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/slots.h"
+#include "hopbudget/advanced/slots.h"
 
 #include "absl/strings/str_cat.h"
 

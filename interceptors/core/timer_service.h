@@ -26,7 +26,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 #include "sync.h"
 
 namespace hopbudget {

@@ -1,12 +1,12 @@
 // Copyright hopbudget authors.
-#include "hopbudget/trace.h"
+#include "hopbudget/advanced/trace.h"
 
 #include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 #include "hopbudget/trace.pb.h"
 
 namespace hopbudget {

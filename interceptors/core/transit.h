@@ -37,7 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "hopbudget/wire.h"
+#include "hopbudget/advanced/wire.h"
 
 namespace hopbudget {
 namespace internal {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "hopbudget/policy_table.h"
+#include "hopbudget/advanced/policy_table.h"
 
 namespace hopbudget {
 namespace internal {

@@ -26,7 +26,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
-#include "hopbudget/admission.h"
+#include "hopbudget/advanced/admission.h"
 #include "hopbudget/server.h"
 #include "timer_service.h"
 

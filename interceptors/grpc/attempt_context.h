@@ -16,9 +16,9 @@
 
 #include "absl/time/time.h"
 #include "grpc_glue.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/deadline_source.h"
-#include "hopbudget/retry_loop.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/deadline_source.h"
+#include "hopbudget/advanced/retry_loop.h"
 
 namespace hopbudget {
 namespace internal {

@@ -12,7 +12,7 @@
 #include <map>
 
 #include "absl/strings/string_view.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 namespace hopbudget {
 namespace internal {

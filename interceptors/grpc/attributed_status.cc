@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "hopbudget/wire.h"
+#include "hopbudget/advanced/wire.h"
 
 namespace hopbudget {
 namespace internal {

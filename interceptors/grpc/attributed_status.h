@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 
 namespace hopbudget {
 namespace internal {

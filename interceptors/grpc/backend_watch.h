@@ -25,7 +25,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
-#include "hopbudget/budget.h"
+#include "hopbudget/advanced/budget.h"
 
 namespace hopbudget::internal {
 

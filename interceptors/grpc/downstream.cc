@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "grpc_glue.h"
+#include "hopbudget/advanced/wire.h"
 #include "hopbudget/server.h"
-#include "hopbudget/wire.h"
 
 namespace hopbudget {
 namespace {

@@ -17,10 +17,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry_policy.h"
+#include "hopbudget/advanced/trace.h"
 #include "hopbudget/server.h"
-#include "hopbudget/trace.h"
 
 namespace hopbudget {
 namespace internal {

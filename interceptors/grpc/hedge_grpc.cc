@@ -4,7 +4,7 @@
 // per-method state (latency window, extra-load bucket) lives in Shared,
 // under its own lock, which is only ever taken inside a call's lock or
 // alone, never the other way round.
-#include "hopbudget/hedge_grpc.h"
+#include "hopbudget/advanced/hedge_grpc.h"
 
 #include <string>
 #include <utility>
@@ -16,7 +16,7 @@
 #include "call_mutex.h"
 #include "completion_gate.h"
 #include "grpc_glue.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 #include "sync.h"
 #include "timer_service.h"
 

@@ -2,7 +2,7 @@
 //
 // Race: RaceTracker behind one lock; each attempt's completion feeds it, and
 // the winner's completion cancels the rest from the thread it arrived on.
-#include "hopbudget/race_grpc.h"
+#include "hopbudget/advanced/race_grpc.h"
 
 #include <utility>
 

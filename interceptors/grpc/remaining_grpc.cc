@@ -1,8 +1,8 @@
 // Copyright hopbudget authors.
-#include "hopbudget/remaining_grpc.h"
+#include "hopbudget/advanced/remaining_grpc.h"
 
 #include "grpc_glue.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 #include "hopbudget/server.h"
 
 namespace hopbudget {

@@ -25,8 +25,8 @@
 #include "channel_defaults.h"
 #include "grpc_glue.h"
 #include "hijacked_call.h"
-#include "hopbudget/attribution.h"
-#include "hopbudget/retry.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/retry.h"
 #include "retry_step.h"
 #include "timer_service.h"
 

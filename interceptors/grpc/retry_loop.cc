@@ -4,7 +4,7 @@
 // retry core. RetryLoopCall holds what one logical call needs between
 // attempts; the sync form loops on it, the callback form chains attempts and
 // backoff timers on it.
-#include "hopbudget/retry_loop.h"
+#include "hopbudget/advanced/retry_loop.h"
 
 #include <grpc/support/log.h>
 
@@ -18,7 +18,7 @@
 #include "call_mutex.h"
 #include "completion_gate.h"
 #include "grpc_glue.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 #include "hopbudget/server.h"
 #include "retry_step.h"
 #include "sync.h"

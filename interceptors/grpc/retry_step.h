@@ -15,9 +15,9 @@
 #include "absl/random/random.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 namespace hopbudget {
 namespace internal {

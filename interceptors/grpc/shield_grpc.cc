@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/shield_grpc.h"
+#include "hopbudget/advanced/shield_grpc.h"
 
 #include <grpcpp/server_context.h>
 
@@ -9,7 +9,7 @@
 #include "absl/time/clock.h"
 #include "attributed_status.h"
 #include "grpc_glue.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 #include "hopbudget/server.h"
 #include "sync.h"
 

@@ -3,7 +3,7 @@
 // DownstreamSlots: a SlotQueue behind one mutex and one expiry timer. Waiters
 // are resumed by whoever releases a slot or by the timer; neither holds a
 // thread per waiter.
-#include "hopbudget/slots_grpc.h"
+#include "hopbudget/advanced/slots_grpc.h"
 
 #include <utility>
 #include <vector>
@@ -15,7 +15,7 @@
 #include "call_mutex.h"
 #include "completion_gate.h"
 #include "grpc_glue.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 #include "sync.h"
 #include "timer_service.h"
 

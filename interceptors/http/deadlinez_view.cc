@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "hopbudget/deadline_source.h"
-#include "hopbudget/exposition.h"
+#include "hopbudget/advanced/deadline_source.h"
+#include "hopbudget/advanced/exposition.h"
 
 namespace hopbudget::internal {
 namespace {

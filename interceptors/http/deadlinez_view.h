@@ -37,10 +37,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/http_exporter.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/http_exporter.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry_policy.h"
 #include "sync.h"
 
 namespace hopbudget::internal {

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/http_exporter.h"
+#include "hopbudget/advanced/http_exporter.h"
 
 #include <httplib.h>
 #include <sys/socket.h>
@@ -12,9 +12,9 @@
 #include "absl/time/clock.h"
 #include "deadlinez_page.h"
 #include "deadlinez_view.h"
-#include "hopbudget/attribution.h"
-#include "hopbudget/exposition.h"
-#include "hopbudget/process_metrics.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/exposition.h"
+#include "hopbudget/advanced/process_metrics.h"
 #include "sync.h"
 
 namespace hopbudget {

@@ -1,5 +1,5 @@
 // Copyright hopbudget authors.
-#include "hopbudget/prometheus_collectable.h"
+#include "hopbudget/advanced/prometheus_collectable.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "hopbudget/attribution.h"
-#include "hopbudget/exposition.h"
-#include "hopbudget/process_metrics.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/exposition.h"
+#include "hopbudget/advanced/process_metrics.h"
 
 namespace hopbudget {
 namespace {

@@ -31,7 +31,7 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "demo/client_deadline.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget::demo {
 

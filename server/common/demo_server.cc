@@ -12,8 +12,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/descriptor.h"
+#include "hopbudget/advanced/wire.h"
 #include "hopbudget/server.h"
-#include "hopbudget/wire.h"
 
 namespace hopbudget::demo {
 

@@ -19,9 +19,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "hopbudget/http_exporter.h"
+#include "hopbudget/advanced/http_exporter.h"
+#include "hopbudget/advanced/shield_grpc.h"
 #include "hopbudget/server.h"
-#include "hopbudget/shield_grpc.h"
 
 namespace hopbudget::demo {
 

@@ -34,11 +34,11 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "hopbudget/budget.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/retry_policy.h"
+#include "hopbudget/advanced/shield.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/retry_policy.h"
 #include "hopbudget/server.h"
-#include "hopbudget/shield.h"
 
 namespace hopbudget::demo {
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/cli_flags.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 
 namespace hopbudget::demo {
 

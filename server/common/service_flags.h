@@ -28,8 +28,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "faults.h"
-#include "hopbudget/admission.h"
-#include "hopbudget/budget.h"
+#include "hopbudget/advanced/admission.h"
+#include "hopbudget/advanced/budget.h"
 
 namespace hopbudget::demo {
 
@@ -87,7 +87,7 @@ struct CommonFlags {
   // does. Off by default: the services run as they would be deployed; the
   // library's tests and the TSan build check lock order.
   bool mutex_deadlock_detection = false;
-  // hopbudget mode: deadline-aware admission (hopbudget/admission.h).
+  // hopbudget mode: deadline-aware admission (hopbudget/advanced/admission.h).
   bool admission = true;
   int admission_limit = 32;
   bool admission_adaptive = true;

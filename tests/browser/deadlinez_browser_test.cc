@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "chromium.h"
-#include "hopbudget/http_exporter.h"
+#include "hopbudget/advanced/http_exporter.h"
 #include "relay_fixture.h"
 
 namespace hopbudget {

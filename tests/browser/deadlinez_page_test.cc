@@ -26,9 +26,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "chromium.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/http_exporter.h"
-#include "hopbudget/metrics.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/http_exporter.h"
+#include "hopbudget/advanced/metrics.h"
 
 namespace hopbudget {
 namespace {

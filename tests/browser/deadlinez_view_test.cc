@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget::internal {
 namespace {

@@ -4,24 +4,24 @@
 #include <iostream>
 #include <string>
 
-#include "hopbudget/attribution.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/classify.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/classify.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/deadline_source.h"
+#include "hopbudget/advanced/exposition.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry.h"
+#include "hopbudget/advanced/retry_loop.h"
+#include "hopbudget/advanced/retry_policy.h"
+#include "hopbudget/advanced/shield.h"
+#include "hopbudget/advanced/shield_grpc.h"
+#include "hopbudget/advanced/trace.h"
+#include "hopbudget/advanced/wire.h"
 #include "hopbudget/client.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/deadline_source.h"
-#include "hopbudget/exposition.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry.h"
-#include "hopbudget/retry_loop.h"
-#include "hopbudget/retry_policy.h"
 #include "hopbudget/server.h"
-#include "hopbudget/shield.h"
-#include "hopbudget/shield_grpc.h"
-#include "hopbudget/trace.h"
-#include "hopbudget/wire.h"
 #ifdef CONSUMER_WITH_HTTP
-#include "hopbudget/http_exporter.h"
+#include "hopbudget/advanced/http_exporter.h"
 #endif
 
 int main() {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 
 namespace {
 

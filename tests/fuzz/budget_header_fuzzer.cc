@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "hopbudget/wire.h"
+#include "hopbudget/advanced/wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view in(reinterpret_cast<const char*>(data), size);

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <limits>
 
-#include "hopbudget/retry_policy.h"
-#include "hopbudget/wire.h"
+#include "hopbudget/advanced/retry_policy.h"
+#include "hopbudget/advanced/wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view in(reinterpret_cast<const char*>(data), size);

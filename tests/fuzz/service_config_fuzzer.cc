@@ -13,7 +13,7 @@
 #include <cstdlib>
 
 #include "absl/strings/match.h"
-#include "hopbudget/service_config.h"
+#include "hopbudget/advanced/service_config.h"
 
 namespace {
 [[noreturn]] void Die(const char* what, const absl::Status& status) {

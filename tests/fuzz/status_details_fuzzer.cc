@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view in(reinterpret_cast<const char*>(data), size);

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "hopbudget/attribution.h"
-#include "hopbudget/trace.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/trace.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "hopbudget/http_exporter.h"
+#include "hopbudget/advanced/http_exporter.h"
 #include "inspect.h"
 #include "relay_fixture.h"
 

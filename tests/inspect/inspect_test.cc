@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "client/cli/cli_flags.h"
 #include "fixed_http_server.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 #include "inspect_flags.h"
 #include "run.h"
 #include "sample_exposition.h"

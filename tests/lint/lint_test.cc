@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hopbudget/service_config.h"
+#include "hopbudget/advanced/service_config.h"
 
 namespace hopbudget::lint {
 namespace {

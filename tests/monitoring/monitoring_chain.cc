@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-#include "hopbudget/http_exporter.h"
+#include "hopbudget/advanced/http_exporter.h"
 #include "relay_fixture.h"
 
 namespace hopbudget {

@@ -36,7 +36,7 @@
 #include "absl/time/clock.h"
 #include "client/cli/cli_flags.h"
 #include "demo/demo.grpc.pb.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 
 ABSL_FLAG(std::string, gateway, "", "gateway HOST:PORT (required)");
 ABSL_FLAG(std::string, admin, "", "HOP=HOST:PORT,... whose Admin stats to poll (required)");

@@ -5,7 +5,7 @@ Starts attribution_server (real hopbudget servers on loopback, sync, callback
 and async APIs), calls them from Python grpcio, and decodes every answer with
 nothing but the .proto files in proto/: the google.rpc.Status in
 grpc-status-details-bin, the hopbudget-* trailers, the status message (its
-grammar is in interceptors/include/hopbudget/attribution.h) and the
+grammar is in interceptors/include/hopbudget/advanced/attribution.h) and the
 hopbudget-trace-bin trace. For each source hopbudget can produce, on each
 server API, checks code, details, trailers, hop, budget_ms and elapsed_ms
 against what the servers were configured with.

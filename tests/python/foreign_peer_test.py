@@ -19,7 +19,7 @@ details, hopbudget's ErrorInfo first, then the ledger's own details as it
 sent them; and no hop may count hopbudget_bad_attribution_total (a
 well-formed foreign status is not malformed attribution). Decoded with
 nothing but proto/hopbudget/status.proto (the contract is in
-interceptors/core/include/hopbudget/attribution.h).
+interceptors/core/include/hopbudget/advanced/attribution.h).
 
 Run by ctest (tests/python/CMakeLists.txt):
   python3 foreign_peer_test.py --hops PATH/foreign_peer_hops --proto-dir DIR

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-# The status message grammar, version 1 (interceptors/core/include/hopbudget/attribution.h).
+# The status message grammar, version 1 (interceptors/core/include/hopbudget/advanced/attribution.h).
 MESSAGE = re.compile(
     r"^hopbudget/1: source=(?P<source>[a-z-]+)"
     r"(?: hop=(?P<hop>[A-Za-z0-9._-]{1,64}))?"

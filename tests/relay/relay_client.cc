@@ -28,7 +28,7 @@
 #include "absl/time/time.h"
 #include "client/cli/cli_flags.h"
 #include "echo/relay.grpc.pb.h"
-#include "hopbudget/budget.h"
+#include "hopbudget/advanced/budget.h"
 #include "hopbudget/client.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051", "the first hop, HOST:PORT");

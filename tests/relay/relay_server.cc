@@ -37,8 +37,8 @@
 #include "absl/types/optional.h"
 #include "client/cli/cli_flags.h"
 #include "echo/relay.grpc.pb.h"
+#include "hopbudget/advanced/retry_loop.h"
 #include "hopbudget/client.h"
-#include "hopbudget/retry_loop.h"
 #include "hopbudget/server.h"
 
 ABSL_FLAG(int, port, 50051, "port, 0..65535 (0 = any free port)");

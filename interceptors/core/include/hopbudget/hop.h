@@ -47,10 +47,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/policy_table.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/policy_table.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 namespace hopbudget {
 

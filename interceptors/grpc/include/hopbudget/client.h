@@ -61,11 +61,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "hopbudget/attribution.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/trace.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/trace.h"
 
 namespace hopbudget {
 

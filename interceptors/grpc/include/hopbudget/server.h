@@ -66,12 +66,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "hopbudget/admission.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/deadline_source.h"
+#include "hopbudget/advanced/admission.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/deadline_source.h"
+#include "hopbudget/advanced/metrics.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/metrics.h"
 
 namespace hopbudget {
 

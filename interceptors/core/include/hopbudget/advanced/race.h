@@ -23,8 +23,8 @@
 //   hopbudget::RaceStep step = race.OnEnd(1, absl::StatusCode::kOk);
 //   if (step.cancel_running) { cancel attempts 0 and 2 }
 //   if (step.finished) { answer with race.outcome(), race.winner() }
-#ifndef HOPBUDGET_RACE_H_
-#define HOPBUDGET_RACE_H_
+#ifndef HOPBUDGET_ADVANCED_RACE_H_
+#define HOPBUDGET_ADVANCED_RACE_H_
 
 #include <cstdint>
 #include <ostream>
@@ -34,7 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
-#include "hopbudget/attribution.h"
+#include "hopbudget/advanced/attribution.h"
 
 namespace hopbudget {
 
@@ -126,4 +126,4 @@ std::string FormatRaceFailure(const std::vector<RaceAttemptSummary>& attempts);
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_RACE_H_
+#endif  // HOPBUDGET_ADVANCED_RACE_H_

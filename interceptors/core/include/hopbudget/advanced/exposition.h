@@ -40,15 +40,15 @@
 //   hopbudget_slot_refusals_total{reason}
 //
 // Thread safety: the functions are pure.
-#ifndef HOPBUDGET_EXPOSITION_H_
-#define HOPBUDGET_EXPOSITION_H_
+#ifndef HOPBUDGET_ADVANCED_EXPOSITION_H_
+#define HOPBUDGET_ADVANCED_EXPOSITION_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/metrics.h"
+#include "hopbudget/advanced/metrics.h"
 
 namespace hopbudget {
 
@@ -83,4 +83,4 @@ absl::string_view RetrySkipReason(RetryOutcome outcome);
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_EXPOSITION_H_
+#endif  // HOPBUDGET_ADVANCED_EXPOSITION_H_

@@ -54,8 +54,8 @@
 //                            absl::Milliseconds(300), absl::Milliseconds(301)};
 //   std::string bin = hopbudget::EncodeStatusDetails(a, "deadline exceeded");
 //   assert(hopbudget::DecodeStatusDetails(bin)->hop == "orders");
-#ifndef HOPBUDGET_ATTRIBUTION_H_
-#define HOPBUDGET_ATTRIBUTION_H_
+#ifndef HOPBUDGET_ADVANCED_ATTRIBUTION_H_
+#define HOPBUDGET_ADVANCED_ATTRIBUTION_H_
 
 #include <ostream>
 #include <string>
@@ -64,7 +64,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "hopbudget/deadline_source.h"
+#include "hopbudget/advanced/deadline_source.h"
 
 namespace hopbudget {
 
@@ -191,4 +191,4 @@ ParsedAttribution ReadAttributionTrailers(const AttributionTrailers& trailers);
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_ATTRIBUTION_H_
+#endif  // HOPBUDGET_ADVANCED_ATTRIBUTION_H_

@@ -48,8 +48,8 @@
 //         ledger->async()->Commit(c, &req, &resp, std::move(done));
 //       },
 //       [reactor](grpc::Status s) { reactor->Finish(s); });
-#ifndef HOPBUDGET_SLOTS_GRPC_H_
-#define HOPBUDGET_SLOTS_GRPC_H_
+#ifndef HOPBUDGET_ADVANCED_SLOTS_GRPC_H_
+#define HOPBUDGET_ADVANCED_SLOTS_GRPC_H_
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
@@ -60,12 +60,12 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry_loop.h"
+#include "hopbudget/advanced/slots.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry_loop.h"
-#include "hopbudget/slots.h"
 
 namespace hopbudget {
 
@@ -153,4 +153,4 @@ class DownstreamSlots {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_SLOTS_GRPC_H_
+#endif  // HOPBUDGET_ADVANCED_SLOTS_GRPC_H_

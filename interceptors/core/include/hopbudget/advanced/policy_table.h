@@ -25,8 +25,8 @@
 //       hopbudget::MethodPolicy{}, {{"demo.Orders/Get", read}});
 //   if (!table.ok()) return table.status();
 //   const hopbudget::MethodPolicy& p = table->Resolve("/demo.Orders/Get");
-#ifndef HOPBUDGET_POLICY_TABLE_H_
-#define HOPBUDGET_POLICY_TABLE_H_
+#ifndef HOPBUDGET_ADVANCED_POLICY_TABLE_H_
+#define HOPBUDGET_ADVANCED_POLICY_TABLE_H_
 
 #include <memory>
 #include <ostream>
@@ -41,9 +41,9 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/hedge.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/hedge.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 namespace hopbudget {
 
@@ -182,4 +182,4 @@ class PolicyTable {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_POLICY_TABLE_H_
+#endif  // HOPBUDGET_ADVANCED_POLICY_TABLE_H_

@@ -29,8 +29,8 @@
 // happened below.
 //
 // Thread safety: the functions are pure.
-#ifndef HOPBUDGET_TRACE_H_
-#define HOPBUDGET_TRACE_H_
+#ifndef HOPBUDGET_ADVANCED_TRACE_H_
+#define HOPBUDGET_ADVANCED_TRACE_H_
 
 #include <ostream>
 #include <string>
@@ -40,7 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/deadline_source.h"
+#include "hopbudget/advanced/deadline_source.h"
 
 namespace hopbudget {
 
@@ -104,4 +104,4 @@ std::string FormatWaterfall(const BudgetTrace& trace);
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_TRACE_H_
+#endif  // HOPBUDGET_ADVANCED_TRACE_H_

@@ -18,8 +18,8 @@
 //                              absl::Milliseconds(300), start, "orders"};
 //   hopbudget::ClientVerdict v = hopbudget::ClassifyClientDeadline(call, received, now);
 //   if (v.rewrite) status = StatusOf(v.attribution);
-#ifndef HOPBUDGET_CLASSIFY_H_
-#define HOPBUDGET_CLASSIFY_H_
+#ifndef HOPBUDGET_ADVANCED_CLASSIFY_H_
+#define HOPBUDGET_ADVANCED_CLASSIFY_H_
 
 #include <ostream>
 #include <string>
@@ -27,9 +27,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/attribution.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/deadline_source.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/deadline_source.h"
 
 namespace hopbudget {
 
@@ -175,4 +175,4 @@ ClientVerdict ClassifyClientDeadline(const ClientCall& call, const ReceivedAttri
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_CLASSIFY_H_
+#endif  // HOPBUDGET_ADVANCED_CLASSIFY_H_

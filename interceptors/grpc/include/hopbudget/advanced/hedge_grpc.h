@@ -49,8 +49,8 @@
 //         replicas[i % 2]->async()->Get(c, &req, &replies[i], std::move(done));
 //       },
 //       [reactor](hopbudget::HedgeResult r) { reactor->Finish(r.status); });
-#ifndef HOPBUDGET_HEDGE_GRPC_H_
-#define HOPBUDGET_HEDGE_GRPC_H_
+#ifndef HOPBUDGET_ADVANCED_HEDGE_GRPC_H_
+#define HOPBUDGET_ADVANCED_HEDGE_GRPC_H_
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
@@ -61,12 +61,12 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/hedge.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/hedge.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry_loop.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry_loop.h"
 
 namespace hopbudget {
 
@@ -162,4 +162,4 @@ class Hedger {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_HEDGE_GRPC_H_
+#endif  // HOPBUDGET_ADVANCED_HEDGE_GRPC_H_

@@ -33,8 +33,8 @@
 //   hopbudget::CallDeadline call =
 //       hopbudget::DeriveCallDeadline(policy, req.deadline, req.source, clock.Now());
 //   if (call.outcome == hopbudget::CallOutcome::kExhausted) { /* fail fast */ }
-#ifndef HOPBUDGET_BUDGET_H_
-#define HOPBUDGET_BUDGET_H_
+#ifndef HOPBUDGET_ADVANCED_BUDGET_H_
+#define HOPBUDGET_ADVANCED_BUDGET_H_
 
 #include <cstdint>
 #include <ostream>
@@ -43,7 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/deadline_source.h"
+#include "hopbudget/advanced/deadline_source.h"
 
 namespace hopbudget {
 
@@ -282,4 +282,4 @@ std::string FormatBudget(absl::Duration d);
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_BUDGET_H_
+#endif  // HOPBUDGET_ADVANCED_BUDGET_H_

@@ -17,15 +17,15 @@
 //   hopbudget::RemainingTime r =
 //       hopbudget::RemainingOf(budget.request_budget(), policy.hop_reserve, clock.Now());
 //   if (r.usable < absl::Milliseconds(50)) return CheapAnswer();
-#ifndef HOPBUDGET_REMAINING_H_
-#define HOPBUDGET_REMAINING_H_
+#ifndef HOPBUDGET_ADVANCED_REMAINING_H_
+#define HOPBUDGET_ADVANCED_REMAINING_H_
 
 #include <ostream>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/deadline_source.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/deadline_source.h"
 
 namespace hopbudget {
 
@@ -74,4 +74,4 @@ RemainingTime RemainingOf(const RequestBudget& budget, absl::Duration hop_reserv
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_REMAINING_H_
+#endif  // HOPBUDGET_ADVANCED_REMAINING_H_

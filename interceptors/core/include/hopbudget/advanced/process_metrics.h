@@ -20,8 +20,8 @@
 // Example (http_exporter.h does this on every scrape unless told not to):
 //   absl::StatusOr<hopbudget::ProcessStats> p = hopbudget::ReadProcessStats();
 //   if (p.ok()) body += hopbudget::FormatProcessMetrics(*p);
-#ifndef HOPBUDGET_PROCESS_METRICS_H_
-#define HOPBUDGET_PROCESS_METRICS_H_
+#ifndef HOPBUDGET_ADVANCED_PROCESS_METRICS_H_
+#define HOPBUDGET_ADVANCED_PROCESS_METRICS_H_
 
 #include <cstdint>
 #include <string>
@@ -67,4 +67,4 @@ absl::string_view BuildVersion();
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_PROCESS_METRICS_H_
+#endif  // HOPBUDGET_ADVANCED_PROCESS_METRICS_H_

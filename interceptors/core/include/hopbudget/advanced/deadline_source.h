@@ -26,8 +26,8 @@
 // when a handler dropped that detail, in which case the origin stays unknown.
 //
 // Thread safety: pure functions.
-#ifndef HOPBUDGET_DEADLINE_SOURCE_H_
-#define HOPBUDGET_DEADLINE_SOURCE_H_
+#ifndef HOPBUDGET_ADVANCED_DEADLINE_SOURCE_H_
+#define HOPBUDGET_ADVANCED_DEADLINE_SOURCE_H_
 
 #include <cstdint>
 #include <ostream>
@@ -78,4 +78,4 @@ absl::optional<DeadlineSource> DeadlineSourceFromReason(absl::string_view reason
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_DEADLINE_SOURCE_H_
+#endif  // HOPBUDGET_ADVANCED_DEADLINE_SOURCE_H_

@@ -45,8 +45,8 @@
 //   grpc::Status s = stub->Call(&ctx, req, &resp);
 //   throttle->Record(hopbudget::BackendAnswerOf(
 //       static_cast<absl::StatusCode>(s.error_code())));
-#ifndef HOPBUDGET_CLIENT_THROTTLE_H_
-#define HOPBUDGET_CLIENT_THROTTLE_H_
+#ifndef HOPBUDGET_ADVANCED_CLIENT_THROTTLE_H_
+#define HOPBUDGET_ADVANCED_CLIENT_THROTTLE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -57,7 +57,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget {
 
@@ -159,4 +159,4 @@ class ClientThrottle {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_CLIENT_THROTTLE_H_
+#endif  // HOPBUDGET_ADVANCED_CLIENT_THROTTLE_H_

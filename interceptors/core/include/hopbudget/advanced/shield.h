@@ -67,8 +67,8 @@
 //     return absl::DeadlineExceededError("commit still running");
 //   }
 //   return r->status;
-#ifndef HOPBUDGET_SHIELD_H_
-#define HOPBUDGET_SHIELD_H_
+#ifndef HOPBUDGET_ADVANCED_SHIELD_H_
+#define HOPBUDGET_ADVANCED_SHIELD_H_
 
 #include <cstdint>
 #include <memory>
@@ -83,8 +83,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/metrics.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/metrics.h"
 
 namespace hopbudget {
 
@@ -345,4 +345,4 @@ class Shield {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_SHIELD_H_
+#endif  // HOPBUDGET_ADVANCED_SHIELD_H_

@@ -35,8 +35,8 @@
 //
 // Thread safety: Start() and the destructor may be called from any thread;
 // the destructor stops serving and waits for requests in progress.
-#ifndef HOPBUDGET_HTTP_EXPORTER_H_
-#define HOPBUDGET_HTTP_EXPORTER_H_
+#ifndef HOPBUDGET_ADVANCED_HTTP_EXPORTER_H_
+#define HOPBUDGET_ADVANCED_HTTP_EXPORTER_H_
 
 #include <functional>
 #include <memory>
@@ -45,10 +45,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 namespace hopbudget {
 
@@ -122,4 +122,4 @@ class HttpExporter {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_HTTP_EXPORTER_H_
+#endif  // HOPBUDGET_ADVANCED_HTTP_EXPORTER_H_

@@ -48,8 +48,8 @@
 //         stub->async()->Commit(attempt, &req, &resp, std::move(done));
 //       },
 //       [reactor](grpc::Status s) { reactor->Finish(s); });
-#ifndef HOPBUDGET_RETRY_LOOP_H_
-#define HOPBUDGET_RETRY_LOOP_H_
+#ifndef HOPBUDGET_ADVANCED_RETRY_LOOP_H_
+#define HOPBUDGET_ADVANCED_RETRY_LOOP_H_
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/server_context.h>
@@ -63,11 +63,11 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/retry_policy.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/retry_policy.h"
 
 namespace hopbudget {
 
@@ -218,4 +218,4 @@ class RetryLoop {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_RETRY_LOOP_H_
+#endif  // HOPBUDGET_ADVANCED_RETRY_LOOP_H_

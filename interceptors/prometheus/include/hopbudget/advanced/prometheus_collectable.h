@@ -18,8 +18,8 @@
 //
 // Built only when CMake finds prometheus-cpp (target hopbudget::prometheus).
 // Thread safety: Collect() may be called concurrently.
-#ifndef HOPBUDGET_PROMETHEUS_COLLECTABLE_H_
-#define HOPBUDGET_PROMETHEUS_COLLECTABLE_H_
+#ifndef HOPBUDGET_ADVANCED_PROMETHEUS_COLLECTABLE_H_
+#define HOPBUDGET_ADVANCED_PROMETHEUS_COLLECTABLE_H_
 
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
@@ -30,7 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "hopbudget/metrics.h"
+#include "hopbudget/advanced/metrics.h"
 
 namespace hopbudget {
 
@@ -58,4 +58,4 @@ struct PrometheusOptions {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_PROMETHEUS_COLLECTABLE_H_
+#endif  // HOPBUDGET_ADVANCED_PROMETHEUS_COLLECTABLE_H_

@@ -39,8 +39,8 @@
 //         replicas[i]->async()->Get(c, &req, &replies[i], std::move(done));
 //       });
 //   if (r.status.ok()) use(replies[r.winner]);
-#ifndef HOPBUDGET_RACE_GRPC_H_
-#define HOPBUDGET_RACE_GRPC_H_
+#ifndef HOPBUDGET_ADVANCED_RACE_GRPC_H_
+#define HOPBUDGET_ADVANCED_RACE_GRPC_H_
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
@@ -53,13 +53,13 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/types/optional.h"
-#include "hopbudget/attribution.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/attribution.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/metrics.h"
+#include "hopbudget/advanced/race.h"
+#include "hopbudget/advanced/retry_loop.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/metrics.h"
-#include "hopbudget/race.h"
-#include "hopbudget/retry_loop.h"
 
 namespace hopbudget {
 
@@ -166,4 +166,4 @@ class Race {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_RACE_GRPC_H_
+#endif  // HOPBUDGET_ADVANCED_RACE_GRPC_H_

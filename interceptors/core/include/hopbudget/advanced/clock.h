@@ -22,8 +22,8 @@
 //   hopbudget::FakeClock clock(absl::FromUnixSeconds(1000));
 //   clock.Advance(absl::Milliseconds(5));
 //   assert(clock.Now() == absl::FromUnixSeconds(1000) + absl::Milliseconds(5));
-#ifndef HOPBUDGET_CLOCK_H_
-#define HOPBUDGET_CLOCK_H_
+#ifndef HOPBUDGET_ADVANCED_CLOCK_H_
+#define HOPBUDGET_ADVANCED_CLOCK_H_
 
 #include <atomic>
 #include <cstdint>
@@ -68,4 +68,4 @@ class FakeClock final : public Clock {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_CLOCK_H_
+#endif  // HOPBUDGET_ADVANCED_CLOCK_H_

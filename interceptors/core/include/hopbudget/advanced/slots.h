@@ -36,8 +36,8 @@
 //   hopbudget::SlotRequest r = q->Acquire(now, hopbudget::GiveUpTime(deadline, min_budget));
 //   if (r.outcome == hopbudget::SlotOutcome::kQueued) { remember r.ticket; arm q->NextExpiry(); }
 //   ... when a call ends: hopbudget::SlotHandoff h = q->Release(clock.Now());
-#ifndef HOPBUDGET_SLOTS_H_
-#define HOPBUDGET_SLOTS_H_
+#ifndef HOPBUDGET_ADVANCED_SLOTS_H_
+#define HOPBUDGET_ADVANCED_SLOTS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -170,4 +170,4 @@ class SlotQueue {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_SLOTS_H_
+#endif  // HOPBUDGET_ADVANCED_SLOTS_H_

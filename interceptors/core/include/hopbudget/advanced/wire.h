@@ -42,8 +42,8 @@
 // crash, accept only canonical forms and report why they refused.
 //
 // Thread safety: pure functions.
-#ifndef HOPBUDGET_WIRE_H_
-#define HOPBUDGET_WIRE_H_
+#ifndef HOPBUDGET_ADVANCED_WIRE_H_
+#define HOPBUDGET_ADVANCED_WIRE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -151,4 +151,4 @@ ParsedMillis ParseMillisTrailer(absl::string_view value);
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_WIRE_H_
+#endif  // HOPBUDGET_ADVANCED_WIRE_H_

@@ -47,8 +47,8 @@
 //       hopbudget::PolicyTableFromServiceConfig(json, hopbudget::MethodPolicy{});
 //   if (!p.ok()) return p.status();  // names the method and the numbers
 //   const hopbudget::MethodPolicy& get = p->table.Resolve("/demo.Orders/Get");
-#ifndef HOPBUDGET_SERVICE_CONFIG_H_
-#define HOPBUDGET_SERVICE_CONFIG_H_
+#ifndef HOPBUDGET_ADVANCED_SERVICE_CONFIG_H_
+#define HOPBUDGET_ADVANCED_SERVICE_CONFIG_H_
 
 #include <string>
 #include <vector>
@@ -56,8 +56,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
-#include "hopbudget/policy_table.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/policy_table.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 namespace hopbudget {
 
@@ -100,4 +100,4 @@ struct ServiceConfigEntries {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_SERVICE_CONFIG_H_
+#endif  // HOPBUDGET_ADVANCED_SERVICE_CONFIG_H_

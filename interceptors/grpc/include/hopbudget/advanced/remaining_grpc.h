@@ -15,12 +15,12 @@
 //   hopbudget::RemainingTime r = hopbudget::Remaining(*ctx);
 //   if (r.outcome == hopbudget::RemainingOutcome::kExhausted) return Refuse();
 //   LOG(INFO) << "left " << r.left << " bounded by " << DeadlineSourceName(r.source);
-#ifndef HOPBUDGET_REMAINING_GRPC_H_
-#define HOPBUDGET_REMAINING_GRPC_H_
+#ifndef HOPBUDGET_ADVANCED_REMAINING_GRPC_H_
+#define HOPBUDGET_ADVANCED_REMAINING_GRPC_H_
 
 #include <grpcpp/server_context.h>
 
-#include "hopbudget/remaining.h"
+#include "hopbudget/advanced/remaining.h"
 
 namespace hopbudget {
 
@@ -28,4 +28,4 @@ RemainingTime Remaining(const grpc::ServerContextBase& inbound);
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_REMAINING_GRPC_H_
+#endif  // HOPBUDGET_ADVANCED_REMAINING_GRPC_H_

@@ -30,8 +30,8 @@
 //   hopbudget::HedgeOutcome o = hopbudget::DecideHedge(budget, policy, sent, stopped,
 //       logical_deadline, clock.Now(), bucket.Available());
 //   if (o == hopbudget::HedgeOutcome::kSend) { bucket.Take(); start attempt sent + 1; }
-#ifndef HOPBUDGET_HEDGE_H_
-#define HOPBUDGET_HEDGE_H_
+#ifndef HOPBUDGET_ADVANCED_HEDGE_H_
+#define HOPBUDGET_ADVANCED_HEDGE_H_
 
 #include <cstdint>
 #include <ostream>
@@ -40,8 +40,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/retry_policy.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/retry_policy.h"
 
 namespace hopbudget {
 
@@ -173,4 +173,4 @@ HedgeVerdict HedgeVerdictOf(const HedgePolicy& policy, const AttemptResult& resu
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_HEDGE_H_
+#endif  // HOPBUDGET_ADVANCED_HEDGE_H_

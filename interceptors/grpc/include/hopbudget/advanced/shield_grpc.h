@@ -18,8 +18,8 @@
 //   hopbudget::DrainReport r = hopbudget::ShutdownAndDrain(*server, shield, absl::Seconds(5));
 //
 // Thread safety: the functions are safe to call concurrently.
-#ifndef HOPBUDGET_SHIELD_GRPC_H_
-#define HOPBUDGET_SHIELD_GRPC_H_
+#ifndef HOPBUDGET_ADVANCED_SHIELD_GRPC_H_
+#define HOPBUDGET_ADVANCED_SHIELD_GRPC_H_
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/server.h>
@@ -32,7 +32,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "hopbudget/shield.h"
+#include "hopbudget/advanced/shield.h"
 
 namespace hopbudget {
 
@@ -109,4 +109,4 @@ absl::Status ToAbslStatus(const grpc::Status& status);
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_SHIELD_GRPC_H_
+#endif  // HOPBUDGET_ADVANCED_SHIELD_GRPC_H_

@@ -54,8 +54,8 @@
 // cost of the budget interceptors alone: use it where call sites can change.
 //
 // Thread safety: the channel is safe for concurrent use like any channel.
-#ifndef HOPBUDGET_RETRY_H_
-#define HOPBUDGET_RETRY_H_
+#ifndef HOPBUDGET_ADVANCED_RETRY_H_
+#define HOPBUDGET_ADVANCED_RETRY_H_
 
 #include <grpcpp/channel.h>
 #include <grpcpp/security/credentials.h>
@@ -65,10 +65,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "hopbudget/budget.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/retry_policy.h"
 #include "hopbudget/client.h"
 #include "hopbudget/hop.h"
-#include "hopbudget/retry_policy.h"
 
 namespace hopbudget {
 
@@ -117,4 +117,4 @@ struct RetryOptions {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_RETRY_H_
+#endif  // HOPBUDGET_ADVANCED_RETRY_H_

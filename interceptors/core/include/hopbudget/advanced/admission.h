@@ -57,8 +57,8 @@
 // Thread safety: the free functions are pure; LatencyPredictor and Admission
 // are safe for concurrent use. The path of a call admitted while nothing
 // waits takes no lock (two atomic operations).
-#ifndef HOPBUDGET_ADMISSION_H_
-#define HOPBUDGET_ADMISSION_H_
+#ifndef HOPBUDGET_ADVANCED_ADMISSION_H_
+#define HOPBUDGET_ADVANCED_ADMISSION_H_
 
 #include <array>
 #include <atomic>
@@ -73,7 +73,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "hopbudget/clock.h"
+#include "hopbudget/advanced/clock.h"
 
 namespace hopbudget {
 
@@ -433,4 +433,4 @@ class Admission {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_ADMISSION_H_
+#endif  // HOPBUDGET_ADVANCED_ADMISSION_H_

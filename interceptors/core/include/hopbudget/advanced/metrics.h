@@ -26,8 +26,8 @@
 //   ... server_options.metrics = &metrics; client_options.metrics = &metrics; ...
 //   hopbudget::MetricsSnapshot s = metrics.Snapshot();
 //   s.deadline_exceeded(hopbudget::Side::kClient, hopbudget::DeadlineSource::kAttempt);
-#ifndef HOPBUDGET_METRICS_H_
-#define HOPBUDGET_METRICS_H_
+#ifndef HOPBUDGET_ADVANCED_METRICS_H_
+#define HOPBUDGET_ADVANCED_METRICS_H_
 
 #include <array>
 #include <cstdint>
@@ -40,15 +40,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hopbudget/admission.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/clock.h"
-#include "hopbudget/deadline_source.h"
-#include "hopbudget/hedge.h"
-#include "hopbudget/race.h"
-#include "hopbudget/retry_policy.h"
-#include "hopbudget/trace.h"
-#include "hopbudget/wire.h"
+#include "hopbudget/advanced/admission.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/clock.h"
+#include "hopbudget/advanced/deadline_source.h"
+#include "hopbudget/advanced/hedge.h"
+#include "hopbudget/advanced/race.h"
+#include "hopbudget/advanced/retry_policy.h"
+#include "hopbudget/advanced/trace.h"
+#include "hopbudget/advanced/wire.h"
 
 namespace hopbudget {
 
@@ -471,4 +471,4 @@ class Metrics {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_METRICS_H_
+#endif  // HOPBUDGET_ADVANCED_METRICS_H_

@@ -62,8 +62,8 @@
 //     if (d.outcome != hopbudget::RetryOutcome::kRetry) break;
 //     SleepFor(d.backoff);
 //   }
-#ifndef HOPBUDGET_RETRY_POLICY_H_
-#define HOPBUDGET_RETRY_POLICY_H_
+#ifndef HOPBUDGET_ADVANCED_RETRY_POLICY_H_
+#define HOPBUDGET_ADVANCED_RETRY_POLICY_H_
 
 #include <atomic>
 #include <cstdint>
@@ -75,8 +75,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "hopbudget/budget.h"
-#include "hopbudget/deadline_source.h"
+#include "hopbudget/advanced/budget.h"
+#include "hopbudget/advanced/deadline_source.h"
 
 namespace hopbudget {
 
@@ -418,4 +418,4 @@ inline std::ostream& operator<<(std::ostream& os, RetrySetup value) {
 
 }  // namespace hopbudget
 
-#endif  // HOPBUDGET_RETRY_POLICY_H_
+#endif  // HOPBUDGET_ADVANCED_RETRY_POLICY_H_
