@@ -228,4 +228,11 @@ BudgetTrace TraceOf(const grpc::ClientContext& finished_call);
 
 }  // namespace hopbudget
 
+// The rest of a service's client side, so that hop.h, server.h and this
+// header are all a service includes: the retrying channel
+// (CreateRetryingChannel) and the retry loop (RetryLoop). Included last:
+// retry.h builds on the declarations above.
+#include "hopbudget/advanced/retry.h"       // IWYU pragma: export
+#include "hopbudget/advanced/retry_loop.h"  // IWYU pragma: export
+
 #endif  // HOPBUDGET_CLIENT_H_
