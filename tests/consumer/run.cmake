@@ -63,3 +63,4 @@ run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build"
     "-DCMAKE_EXE_LINKER_FLAGS=${EXTRA_FLAGS}" "-DHOPBUDGET_COMPONENTS=${COMPONENTS}")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run("${WORK_DIR}/build/consumer")
+run("${WORK_DIR}/build/drop_in")
