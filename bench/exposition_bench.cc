@@ -19,6 +19,7 @@
 #include "hopbudget/advanced/exposition.h"
 #include "hopbudget/advanced/metrics.h"
 #include "hopbudget/advanced/prometheus_collectable.h"
+#include "metrics_recorder.h"
 
 namespace hopbudget {
 namespace {
@@ -50,29 +51,31 @@ Metrics& Populated(int set) {
       const absl::Duration d = absl::Microseconds(200 + (i * 7919) % 900000);
       const absl::StatusCode code = kCodes[i % 3];
       if (server) {
-        m->EndServerCall(id, code, d);
-        m->ObserveBudgetAtArrival(id, absl::Milliseconds(800) - d / 4);
-        m->ObserveRequestBudget(id, absl::Milliseconds(700) - d / 4);
-        m->ObserveBudgetRemaining(id, absl::Milliseconds(500) - d / 2);
+        internal::Record(*m).EndServerCall(id, code, d);
+        internal::Record(*m).ObserveBudgetAtArrival(id, absl::Milliseconds(800) - d / 4);
+        internal::Record(*m).ObserveRequestBudget(id, absl::Milliseconds(700) - d / 4);
+        internal::Record(*m).ObserveBudgetRemaining(id, absl::Milliseconds(500) - d / 2);
       }
       if (client) {
-        m->EndClientAttempt(id, code, d, ClientCallKind::kRetryAttempt);
-        m->EndRetryingCall(id, code, 1 + i % 3, d);
-        if (code != absl::StatusCode::kOk) m->CountRetry(id, code);
+        internal::Record(*m).EndClientAttempt(id, code, d, ClientCallKind::kRetryAttempt);
+        internal::Record(*m).EndRetryingCall(id, code, 1 + i % 3, d);
+        if (code != absl::StatusCode::kOk) internal::Record(*m).CountRetry(id, code);
       }
     }
   };
   if (set == 0) {
     observe("/hopbudget.demo.Orders/CreateOrder", true, false);
     observe("/hopbudget.demo.Ledger/Commit", false, true);
-    m->EndServerCall(m->Method("/hopbudget.demo.Admin/GetStats"), absl::StatusCode::kOk,
-                     absl::Milliseconds(1));
+    internal::Record(*m).EndServerCall(m->Method("/hopbudget.demo.Admin/GetStats"),
+                                       absl::StatusCode::kOk, absl::Milliseconds(1));
   } else {
     for (const char* name : kMethods) observe(name, true, true);
   }
   for (int s = 1; s < kDeadlineSourceCount; ++s) {
-    m->CountDeadlineExceeded(Side::kServer, static_cast<DeadlineSource>(s), "ledger");
-    m->CountDeadlineExceeded(Side::kClient, static_cast<DeadlineSource>(s), "orders");
+    internal::Record(*m).CountDeadlineExceeded(Side::kServer, static_cast<DeadlineSource>(s),
+                                               "ledger");
+    internal::Record(*m).CountDeadlineExceeded(Side::kClient, static_cast<DeadlineSource>(s),
+                                               "orders");
   }
   metrics[set] = m;
   return *m;

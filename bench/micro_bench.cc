@@ -21,6 +21,7 @@
 #include "hopbudget/advanced/metrics.h"
 #include "hopbudget/advanced/trace.h"
 #include "hopbudget/advanced/wire.h"
+#include "metrics_recorder.h"
 #include "timer_service.h"  // internal: the bench target adds interceptors/ to its includes
 
 namespace hopbudget {
@@ -97,7 +98,8 @@ BENCHMARK(BM_DecodeStatusDetails);
 void BM_MetricCallEnd(benchmark::State& state) {
   static Metrics metrics;
   static const MethodId method = metrics.Method("/hopbudget.echo.Relay/Call");
-  for (auto _ : state) metrics.CountCallEnd(Side::kClient, method, absl::StatusCode::kOk);
+  for (auto _ : state)
+    internal::Record(metrics).CountCallEnd(Side::kClient, method, absl::StatusCode::kOk);
 }
 BENCHMARK(BM_MetricCallEnd)->Threads(1)->Threads(2);
 
@@ -113,7 +115,7 @@ void BM_MetricEndServerCall(benchmark::State& state) {
     durations.push_back(absl::Microseconds(1000 + (i * 58593) % 60000000));
   size_t i = 0;
   for (auto _ : state) {
-    metrics.EndServerCall(method, absl::StatusCode::kOk, durations[i++ & 1023]);
+    internal::Record(metrics).EndServerCall(method, absl::StatusCode::kOk, durations[i++ & 1023]);
   }
 }
 BENCHMARK(BM_MetricEndServerCall)->Threads(1)->Threads(2);
@@ -160,7 +162,8 @@ BENCHMARK(BM_PerCallCallMutex)->Threads(1)->Threads(2);
 void BM_MetricBudgetAtArrival(benchmark::State& state) {
   static Metrics metrics;
   static const MethodId method = metrics.Method("/hopbudget.echo.Relay/Call");
-  for (auto _ : state) metrics.ObserveBudgetAtArrival(method, absl::Milliseconds(734));
+  for (auto _ : state)
+    internal::Record(metrics).ObserveBudgetAtArrival(method, absl::Milliseconds(734));
 }
 BENCHMARK(BM_MetricBudgetAtArrival)->Threads(1)->Threads(2);
 
@@ -185,7 +188,8 @@ BENCHMARK(BM_MetricMethodLookupUnknown);
 void BM_MetricDeadlineExceeded(benchmark::State& state) {
   static Metrics metrics;
   for (auto _ : state) {
-    metrics.CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt, "orders");
+    internal::Record(metrics).CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt,
+                                                    "orders");
   }
 }
 BENCHMARK(BM_MetricDeadlineExceeded);
@@ -194,7 +198,7 @@ BENCHMARK(BM_MetricDeadlineExceeded);
 // slot events are all counted this way).
 void BM_MetricCountScalar(benchmark::State& state) {
   static Metrics metrics;
-  for (auto _ : state) metrics.CountShield(ShieldEvent::kCompleted);
+  for (auto _ : state) internal::Record(metrics).CountShield(ShieldEvent::kCompleted);
 }
 BENCHMARK(BM_MetricCountScalar)->Threads(1)->Threads(2);
 
@@ -207,14 +211,14 @@ Metrics& ScrapedMetrics() {
     for (const char* name : methods) {
       const MethodId id = m->Method(name);
       for (int i = 0; i < 100; ++i) {
-        m->EndServerCall(id, absl::StatusCode::kOk, absl::Milliseconds(i));
-        m->EndClientAttempt(id, absl::StatusCode::kUnavailable, absl::Milliseconds(i),
-                            ClientCallKind::kRetryAttempt);
-        m->ObserveBudgetAtArrival(id, absl::Milliseconds(10 * i));
+        internal::Record(*m).EndServerCall(id, absl::StatusCode::kOk, absl::Milliseconds(i));
+        internal::Record(*m).EndClientAttempt(id, absl::StatusCode::kUnavailable,
+                                              absl::Milliseconds(i), ClientCallKind::kRetryAttempt);
+        internal::Record(*m).ObserveBudgetAtArrival(id, absl::Milliseconds(10 * i));
       }
     }
-    m->CountShield(ShieldEvent::kStarted);
-    m->CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "ledger");
+    internal::Record(*m).CountShield(ShieldEvent::kStarted);
+    internal::Record(*m).CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "ledger");
     return m;
   }();
   return *metrics;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "hopbudget/advanced/process_metrics.h"
 #include "metric_table.h"  // internal
+#include "metrics_recorder.h"
 
 namespace hopbudget {
 namespace {
@@ -40,10 +41,11 @@ TEST(PrometheusTextTest, EmptyRegistryStillDescribesEveryFamily) {
 
 TEST(PrometheusTextTest, CountersCarryTheirLabels) {
   Metrics m;
-  m.CountCallEnd(Side::kServer, MethodId{}, absl::StatusCode::kDeadlineExceeded);
-  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall, "orders");
-  m.CountRetryDecision(RetryOutcome::kThrottled);
-  m.CountRetry(MethodId{}, absl::StatusCode::kUnavailable);
+  internal::Record(m).CountCallEnd(Side::kServer, MethodId{}, absl::StatusCode::kDeadlineExceeded);
+  internal::Record(m).CountDeadlineExceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall,
+                                            "orders");
+  internal::Record(m).CountRetryDecision(RetryOutcome::kThrottled);
+  internal::Record(m).CountRetry(MethodId{}, absl::StatusCode::kUnavailable);
   const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
   EXPECT_THAT(
       text, HasSubstr("hopbudget_calls_total{side=\"server\",method=\"other\",role=\"application\","
@@ -57,8 +59,8 @@ TEST(PrometheusTextTest, CountersCarryTheirLabels) {
 
 TEST(PrometheusTextTest, HistogramBucketsAreCumulativeWithSumAndCount) {
   Metrics m;
-  m.ObserveBudgetAtArrival(MethodId{}, absl::Milliseconds(20));
-  m.ObserveBudgetAtArrival(MethodId{}, absl::Milliseconds(800));
+  internal::Record(m).ObserveBudgetAtArrival(MethodId{}, absl::Milliseconds(20));
+  internal::Record(m).ObserveBudgetAtArrival(MethodId{}, absl::Milliseconds(800));
   const std::string text = FormatPrometheusText(m.Snapshot(), "gateway");
   const std::string name = "hopbudget_budget_at_arrival_seconds";
   const std::string labels = "method=\"other\",role=\"application\"";
@@ -73,9 +75,9 @@ TEST(PrometheusTextTest, HistogramBucketsAreCumulativeWithSumAndCount) {
 
 TEST(PrometheusTextTest, LatencyHistogramsAreLabelledByMethodAndCode) {
   Metrics m;
-  m.EndServerCall(MethodId{}, absl::StatusCode::kOk, absl::Milliseconds(800));
-  m.EndClientAttempt(MethodId{}, absl::StatusCode::kUnavailable, absl::Seconds(1),
-                     ClientCallKind::kPlainCall);
+  internal::Record(m).EndServerCall(MethodId{}, absl::StatusCode::kOk, absl::Milliseconds(800));
+  internal::Record(m).EndClientAttempt(MethodId{}, absl::StatusCode::kUnavailable, absl::Seconds(1),
+                                       ClientCallKind::kPlainCall);
   const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
   for (const char* family :
        {"hopbudget_client_attempt_duration_seconds", "hopbudget_client_call_duration_seconds",
@@ -169,7 +171,7 @@ TEST(DeadlinezJsonTest, EmptyRegistryGivesAnEmptyRecentList) {
 
 TEST(DeadlinezJsonTest, RecentCallsCarryTheirTraceWithNullForNoBudget) {
   Metrics m;
-  m.CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, "orders");
+  internal::Record(m).CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, "orders");
   RecentCall c;
   c.method = "/demo.Orders/Create\"x";
   c.start = absl::FromUnixMillis(1700000000000);
@@ -198,11 +200,11 @@ TEST(DeadlinezJsonTest, RecentCallsCarryTheirTraceWithNullForNoBudget) {
 
 TEST(DeadlinezJsonTest, RetriesSayHowManyStartedSavedAndWhyOthersDidNot) {
   Metrics m;
-  m.CountRetryDecision(RetryOutcome::kRetry);
-  m.CountRetryDecision(RetryOutcome::kThrottled);
-  m.CountRetryDecision(RetryOutcome::kThrottled);
-  m.CountRetryDecision(RetryOutcome::kNoRoom);
-  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 2, absl::Milliseconds(3));
+  internal::Record(m).CountRetryDecision(RetryOutcome::kRetry);
+  internal::Record(m).CountRetryDecision(RetryOutcome::kThrottled);
+  internal::Record(m).CountRetryDecision(RetryOutcome::kThrottled);
+  internal::Record(m).CountRetryDecision(RetryOutcome::kNoRoom);
+  internal::Record(m).EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 2, absl::Milliseconds(3));
   const std::string json = FormatDeadlinezJson(m.Snapshot(), {}, "orders", absl::UnixEpoch());
   EXPECT_THAT(json, HasSubstr("\"retries\":{\"started\":1,\"succeeded_after_retry\":1,"
                               "\"skipped\":{"));
@@ -232,12 +234,12 @@ namespace {
 
 TEST(PrometheusTextTest, RacesHedgesAndSlotsHaveTheirFamilies) {
   Metrics m;
-  m.CountRace(RaceOutcome::kWon, 2);
-  m.CountHedgedCall(2, 1, 1);
-  m.CountHedgedCall(1, 0, 0);
-  m.CountHedgeSkipped(HedgeOutcome::kNoBudget);
-  m.ObserveSlotWait(absl::Milliseconds(20));
-  m.CountSlotRefusal(SlotRefusalReason::kQueueFull);
+  internal::Record(m).CountRace(RaceOutcome::kWon, 2);
+  internal::Record(m).CountHedgedCall(2, 1, 1);
+  internal::Record(m).CountHedgedCall(1, 0, 0);
+  internal::Record(m).CountHedgeSkipped(HedgeOutcome::kNoBudget);
+  internal::Record(m).ObserveSlotWait(absl::Milliseconds(20));
+  internal::Record(m).CountSlotRefusal(SlotRefusalReason::kQueueFull);
   const std::string text = FormatPrometheusText(m.Snapshot(), "orders");
   for (const char* line :
        {"hopbudget_races_total{outcome=\"won\"} 1\n",
@@ -267,54 +269,59 @@ TEST(PrometheusTextTest, RacesHedgesAndSlotsHaveTheirFamilies) {
 MetricsSnapshot EveryScalarAtADistinctValue() {
   Metrics m;
   for (int k = 0; k < kHeaderParseCount; ++k) {
-    for (int j = 0; j <= k; ++j) m.CountBadBudgetHeader(static_cast<HeaderParse>(k));
+    for (int j = 0; j <= k; ++j)
+      internal::Record(m).CountBadBudgetHeader(static_cast<HeaderParse>(k));
   }
-  m.CountBadAttribution();
-  m.CountBadAttribution();
-  m.CountLeak(LeakKind::kNoDeadline);
-  for (int j = 0; j < 3; ++j) m.CountLeak(LeakKind::kLaterThanInbound);
-  for (int j = 0; j < 4; ++j) m.CountTimerArmed();
-  m.ObserveBackendWait(absl::Milliseconds(30));
+  internal::Record(m).CountBadAttribution();
+  internal::Record(m).CountBadAttribution();
+  internal::Record(m).CountLeak(LeakKind::kNoDeadline);
+  for (int j = 0; j < 3; ++j) internal::Record(m).CountLeak(LeakKind::kLaterThanInbound);
+  for (int j = 0; j < 4; ++j) internal::Record(m).CountTimerArmed();
+  internal::Record(m).ObserveBackendWait(absl::Milliseconds(30));
   for (int o = 0; o < kRetryOutcomeCount; ++o) {
-    for (int j = 0; j <= o; ++j) m.CountRetryDecision(static_cast<RetryOutcome>(o));
+    for (int j = 0; j <= o; ++j)
+      internal::Record(m).CountRetryDecision(static_cast<RetryOutcome>(o));
   }
-  for (int j = 0; j < 5; ++j) m.CountBackoffClipped();
-  for (int j = 0; j < 6; ++j) m.CountPushbackHonoured();
-  for (int j = 0; j < 7; ++j) m.CountUnfitPolicyCall();
-  m.CountTraceDropped(TraceDrop::kMalformed);
-  for (int j = 0; j < 2; ++j) m.CountTraceDropped(TraceDrop::kOversized);
+  for (int j = 0; j < 5; ++j) internal::Record(m).CountBackoffClipped();
+  for (int j = 0; j < 6; ++j) internal::Record(m).CountPushbackHonoured();
+  for (int j = 0; j < 7; ++j) internal::Record(m).CountUnfitPolicyCall();
+  internal::Record(m).CountTraceDropped(TraceDrop::kMalformed);
+  for (int j = 0; j < 2; ++j) internal::Record(m).CountTraceDropped(TraceDrop::kOversized);
   for (int e = 0; e < kShieldEventCount; ++e) {
-    for (int j = 0; j <= e + 10; ++j) m.CountShield(static_cast<ShieldEvent>(e));
+    for (int j = 0; j <= e + 10; ++j) internal::Record(m).CountShield(static_cast<ShieldEvent>(e));
   }
-  m.AddShieldInFlight(3);
-  m.AddShieldInFlight(-5);
+  internal::Record(m).AddShieldInFlight(3);
+  internal::Record(m).AddShieldInFlight(-5);
   for (int o = 0; o < kRaceOutcomeCount; ++o) {
-    for (int j = 0; j <= o + 20; ++j) m.CountRace(static_cast<RaceOutcome>(o), j % 3);
+    for (int j = 0; j <= o + 20; ++j)
+      internal::Record(m).CountRace(static_cast<RaceOutcome>(o), j % 3);
   }
-  m.CountHedgedCall(3, 1, 2);
-  m.CountHedgedCall(1, 0, 0);
-  m.CountHedgedCall(2, -1, 1);
-  m.CountHedgedCall(2, 1, 1);
+  internal::Record(m).CountHedgedCall(3, 1, 2);
+  internal::Record(m).CountHedgedCall(1, 0, 0);
+  internal::Record(m).CountHedgedCall(2, -1, 1);
+  internal::Record(m).CountHedgedCall(2, 1, 1);
   for (int o = 0; o < kHedgeOutcomeCount; ++o) {
-    for (int j = 0; j <= o + 30; ++j) m.CountHedgeSkipped(static_cast<HedgeOutcome>(o));
+    for (int j = 0; j <= o + 30; ++j)
+      internal::Record(m).CountHedgeSkipped(static_cast<HedgeOutcome>(o));
   }
-  m.ObserveSlotWait(absl::Milliseconds(12));
-  m.ObserveSlotWait(absl::ZeroDuration());
-  m.CountSlotRefusal(SlotRefusalReason::kNoTimeToWait);
-  for (int j = 0; j < 4; ++j) m.CountSlotRefusal(SlotRefusalReason::kQueueFull);
+  internal::Record(m).ObserveSlotWait(absl::Milliseconds(12));
+  internal::Record(m).ObserveSlotWait(absl::ZeroDuration());
+  internal::Record(m).CountSlotRefusal(SlotRefusalReason::kNoTimeToWait);
+  for (int j = 0; j < 4; ++j) internal::Record(m).CountSlotRefusal(SlotRefusalReason::kQueueFull);
   for (int d = 0; d < kArrivalDecisionCount; ++d) {
-    for (int j = 0; j <= d + 40; ++j) m.CountAdmission(static_cast<ArrivalDecision>(d));
+    for (int j = 0; j <= d + 40; ++j)
+      internal::Record(m).CountAdmission(static_cast<ArrivalDecision>(d));
   }
-  m.CountAdmittedAfterWait(absl::Milliseconds(3));
-  m.SetAdmissionState(7, 8, 9);
-  m.ObserveAdmittedHandler(absl::Milliseconds(20), absl::Milliseconds(25));
-  m.ObserveAdmittedHandler(absl::Milliseconds(30), absl::nullopt);
-  for (int j = 0; j < 3; ++j) m.CountConfigReload(ConfigReload::kApplied);
-  m.CountConfigReload(ConfigReload::kRefused);
-  m.SetConfigGeneration(4);
-  for (int j = 0; j < 5; ++j) m.CountShadow(ShadowAction::kRefuse);
-  for (int j = 0; j < 6; ++j) m.CountShadow(ShadowAction::kCut);
-  for (int j = 0; j < 7; ++j) m.CountShadow(ShadowAction::kFailFast);
+  internal::Record(m).CountAdmittedAfterWait(absl::Milliseconds(3));
+  internal::Record(m).SetAdmissionState(7, 8, 9);
+  internal::Record(m).ObserveAdmittedHandler(absl::Milliseconds(20), absl::Milliseconds(25));
+  internal::Record(m).ObserveAdmittedHandler(absl::Milliseconds(30), absl::nullopt);
+  for (int j = 0; j < 3; ++j) internal::Record(m).CountConfigReload(ConfigReload::kApplied);
+  internal::Record(m).CountConfigReload(ConfigReload::kRefused);
+  internal::Record(m).SetConfigGeneration(4);
+  for (int j = 0; j < 5; ++j) internal::Record(m).CountShadow(ShadowAction::kRefuse);
+  for (int j = 0; j < 6; ++j) internal::Record(m).CountShadow(ShadowAction::kCut);
+  for (int j = 0; j < 7; ++j) internal::Record(m).CountShadow(ShadowAction::kFailFast);
   return m.Snapshot();
 }
 

@@ -1,6 +1,8 @@
 #include "hopbudget/hop.h"
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,6 +159,34 @@ TEST(HopTest, ReloadThatDoesNotValidateKeepsTheTableInForce) {
   EXPECT_EQ(metrics.Snapshot().config_reload(ConfigReload::kApplied), 0u);
   EXPECT_EQ(metrics.Snapshot().config_generation, 1);
   EXPECT_EQ(hop->PolicyFor(metrics.Method(kGet), kGet).budget.request_cap, absl::Milliseconds(50));
+}
+
+// A SIGHUP handler's reload reads the file itself: a file that cannot be
+// opened is refused like a config that does not read (the table kept, one
+// count), and a good one replaces the table.
+TEST(HopTest, ReloadFromAFileThatCannotBeOpenedKeepsTheTableInForce) {
+  Metrics metrics;
+  std::unique_ptr<Hop> hop =
+      MakeHop(&metrics, Config(absl::Milliseconds(50), absl::Milliseconds(2)));
+  ASSERT_NE(hop, nullptr);
+  const char* kGet = "/demo.Orders/Get";
+  const std::string missing = ::testing::TempDir() + "/no_such_service_config.json";
+  const absl::Status s = hop->ReloadServiceConfigFile(missing);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(missing + ": cannot open it"));
+  EXPECT_EQ(hop->generation(), 1u);
+  EXPECT_EQ(metrics.Snapshot().config_reload(ConfigReload::kRefused), 1u);
+
+  const std::string path = ::testing::TempDir() + "/hop_test_service_config.json";
+  {
+    std::ofstream out(path);
+    out << Config(absl::Milliseconds(80), absl::Milliseconds(2));
+  }
+  EXPECT_TRUE(hop->ReloadServiceConfigFile(path).ok());
+  std::remove(path.c_str());
+  EXPECT_EQ(hop->generation(), 2u);
+  EXPECT_EQ(metrics.Snapshot().config_reload(ConfigReload::kApplied), 1u);
+  EXPECT_EQ(hop->PolicyFor(metrics.Method(kGet), kGet).budget.request_cap, absl::Milliseconds(80));
 }
 
 // Readers resolve while a writer reloads two tables in turn: every policy a

@@ -16,6 +16,7 @@
 #include "hopbudget/advanced/clock.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
+#include "metrics_recorder.h"
 #include "relay_fixture.h"
 
 namespace hopbudget {
@@ -199,11 +200,14 @@ TEST(HttpExporterClockTest, RatesFollowTheInjectedClock) {
   ASSERT_TRUE(exporter.ok()) << exporter.status();
   // Counters change before the clock moves: whenever the exporter's own
   // sampler runs, it samples what a request at that time would.
-  metrics.CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt, "orders");
+  internal::Record(metrics).CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt,
+                                                  "orders");
   clock.Advance(absl::Minutes(5));
   ASSERT_EQ(Get((*exporter)->port(), "/deadlinez.json").status, 200);
-  metrics.CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt, "orders");
-  metrics.CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt, "orders");
+  internal::Record(metrics).CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt,
+                                                  "orders");
+  internal::Record(metrics).CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt,
+                                                  "orders");
   clock.Advance(absl::Seconds(70));
   const Response r = Get((*exporter)->port(), "/deadlinez.json");
   ASSERT_EQ(r.status, 200);

@@ -13,6 +13,7 @@
 #include "hopbudget/advanced/retry_loop.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
+#include "metrics_recorder.h"
 #include "relay_fixture.h"
 
 namespace hopbudget {
@@ -337,14 +338,15 @@ TEST(MetricsIntegrationTest, InfrastructureMethodsAreKeptApartByRole) {
   absl::StatusOr<std::unique_ptr<Metrics>> created = Metrics::Create(o);
   ASSERT_TRUE(created.ok()) << created.status();
   Metrics& m = **created;
-  m.CountCallEnd(Side::kServer, m.Method("/hopbudget.echo.Relay/Call"), absl::StatusCode::kOk);
-  m.CountCallEnd(Side::kServer, MethodId{}, absl::StatusCode::kOk);
+  internal::Record(m).CountCallEnd(Side::kServer, m.Method("/hopbudget.echo.Relay/Call"),
+                                   absl::StatusCode::kOk);
+  internal::Record(m).CountCallEnd(Side::kServer, MethodId{}, absl::StatusCode::kOk);
   const MetricsSnapshot s = m.Snapshot();
   EXPECT_EQ(s.method("/hopbudget.echo.Relay/Call")->role, MethodRole::kInfrastructure);
   EXPECT_EQ(s.method("other")->role, MethodRole::kApplication);
   Metrics plain;
-  plain.CountCallEnd(Side::kServer, plain.Method("/hopbudget.echo.Relay/Call"),
-                     absl::StatusCode::kOk);
+  internal::Record(plain).CountCallEnd(Side::kServer, plain.Method("/hopbudget.echo.Relay/Call"),
+                                       absl::StatusCode::kOk);
   EXPECT_EQ(plain.Snapshot().method("/hopbudget.echo.Relay/Call")->role, MethodRole::kApplication);
 }
 

@@ -7,22 +7,43 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "hopbudget/advanced/exposition.h"
+#include "metrics_recorder.h"
 
 namespace hopbudget {
 namespace {
 
+// Whether code outside the library can record into a registry: access is
+// checked during substitution, so a private member makes this false.
+template <typename M, typename = void>
+struct CanRecord : std::false_type {};
+template <typename M>
+struct CanRecord<M, std::void_t<decltype(std::declval<M&>().CountTimerArmed())>> : std::true_type {
+};
+
+// A user reads a registry (Snapshot) and cannot write to it; the library
+// records through internal::MetricsRecorder.
+TEST(MetricsTest, ARegistryIsReadOnlyToItsUsers) {
+  static_assert(!CanRecord<Metrics>::value, "Metrics' recording side must be private");
+  static_assert(CanRecord<internal::MetricsRecorder>::value);
+  Metrics metrics;
+  internal::Record(metrics).CountTimerArmed();
+  EXPECT_EQ(metrics.Snapshot().timers_armed, 1u);
+}
+
 TEST(MetricsTest, CountsByKey) {
   Metrics m;
-  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "orders");
-  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "orders");
-  m.CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, "ledger");
-  m.CountBadBudgetHeader(HeaderParse::kNegative);
-  m.CountLeak(LeakKind::kNoDeadline);
-  m.CountCallEnd(Side::kServer, m.Method("/nope.Svc/M"), absl::StatusCode::kOk);
+  internal::Record(m).CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "orders");
+  internal::Record(m).CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "orders");
+  internal::Record(m).CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, "ledger");
+  internal::Record(m).CountBadBudgetHeader(HeaderParse::kNegative);
+  internal::Record(m).CountLeak(LeakKind::kNoDeadline);
+  internal::Record(m).CountCallEnd(Side::kServer, m.Method("/nope.Svc/M"), absl::StatusCode::kOk);
   MetricsSnapshot s = m.Snapshot();
   EXPECT_EQ(s.deadline_exceeded(Side::kClient, DeadlineSource::kAttempt), 2u);
   EXPECT_EQ(s.deadline_exceeded(Side::kServer, DeadlineSource::kRequest), 1u);
@@ -38,7 +59,7 @@ TEST(MetricsTest, ConcurrentIncrementsAreAllCounted) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&m] {
       for (int i = 0; i < 10000; ++i)
-        m.CountCallEnd(Side::kClient, MethodId{}, absl::StatusCode::kOk);
+        internal::Record(m).CountCallEnd(Side::kClient, MethodId{}, absl::StatusCode::kOk);
     });
   }
   for (auto& t : threads) t.join();
@@ -61,8 +82,8 @@ TEST(MetricsLabelsTest, MethodsUnknownToTheDescriptorPoolFoldIntoOther) {
   EXPECT_EQ(m.Method("garbage").index, 0);
   EXPECT_EQ(m.Method("").index, 0);
   EXPECT_EQ(m.Method("/").index, 0);
-  m.CountCallEnd(Side::kServer, m.Method("/no.such.Service/Method"),
-                 absl::StatusCode::kUnavailable);
+  internal::Record(m).CountCallEnd(Side::kServer, m.Method("/no.such.Service/Method"),
+                                   absl::StatusCode::kUnavailable);
   MetricsSnapshot s = m.Snapshot();
   EXPECT_EQ(s.calls_with_code(Side::kServer, "other", absl::StatusCode::kUnavailable), 1u);
 }
@@ -70,9 +91,9 @@ TEST(MetricsLabelsTest, MethodsUnknownToTheDescriptorPoolFoldIntoOther) {
 TEST(MetricsLabelsTest, CallsAreCountedBySideMethodAndCode) {
   Metrics m;
   const MethodId other = m.Method(kKnown);  // not in the pool either: "other"
-  m.CountCallEnd(Side::kClient, other, absl::StatusCode::kOk);
-  m.CountCallEnd(Side::kClient, other, absl::StatusCode::kOk);
-  m.CountCallEnd(Side::kServer, other, absl::StatusCode::kDeadlineExceeded);
+  internal::Record(m).CountCallEnd(Side::kClient, other, absl::StatusCode::kOk);
+  internal::Record(m).CountCallEnd(Side::kClient, other, absl::StatusCode::kOk);
+  internal::Record(m).CountCallEnd(Side::kServer, other, absl::StatusCode::kDeadlineExceeded);
   MetricsSnapshot s = m.Snapshot();
   EXPECT_EQ(s.calls[static_cast<int>(Side::kClient)], 2u);
   EXPECT_EQ(s.calls_with_code(Side::kClient, "other", absl::StatusCode::kOk), 2u);
@@ -82,12 +103,14 @@ TEST(MetricsLabelsTest, CallsAreCountedBySideMethodAndCode) {
 
 TEST(MetricsLabelsTest, DeadlineExceededIsCountedByHopWithBoundedHops) {
   Metrics m;
-  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "ledger");
-  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "ledger");
-  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "");
-  m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "not a hop!");
+  internal::Record(m).CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "ledger");
+  internal::Record(m).CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "ledger");
+  internal::Record(m).CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream, "");
+  internal::Record(m).CountDeadlineExceeded(Side::kClient, DeadlineSource::kDownstream,
+                                            "not a hop!");
   for (int i = 0; i < kMaxHopLabels + 10; ++i) {
-    m.CountDeadlineExceeded(Side::kServer, DeadlineSource::kClient, "hop" + std::to_string(i));
+    internal::Record(m).CountDeadlineExceeded(Side::kServer, DeadlineSource::kClient,
+                                              "hop" + std::to_string(i));
   }
   MetricsSnapshot s = m.Snapshot();
   EXPECT_EQ(s.deadline_exceeded(Side::kClient, DeadlineSource::kDownstream, "ledger"), 2u);
@@ -104,11 +127,13 @@ TEST(MetricsLabelsTest, DeadlineExceededIsCountedByHopWithBoundedHops) {
 TEST(MetricsHistogramTest, BudgetAtArrivalFallsIntoItsBucketAndSums) {
   Metrics m;
   const MethodId id = m.Method("/x.Y/Z");
-  m.ObserveBudgetAtArrival(id, absl::Milliseconds(1));     // the first bucket, le=0.00109
-  m.ObserveBudgetAtArrival(id, absl::Milliseconds(30));    // (0.0287, 0.03125]
-  m.ObserveBudgetAtArrival(id, absl::Seconds(100));        // +Inf
-  m.ObserveBudgetAtArrival(id, absl::Milliseconds(-5));    // counts as 0: the first bucket
-  m.ObserveBudgetAtArrival(id, absl::InfiniteDuration());  // no deadline
+  internal::Record(m).ObserveBudgetAtArrival(
+      id, absl::Milliseconds(1));  // the first bucket, le=0.00109
+  internal::Record(m).ObserveBudgetAtArrival(id, absl::Milliseconds(30));  // (0.0287, 0.03125]
+  internal::Record(m).ObserveBudgetAtArrival(id, absl::Seconds(100));      // +Inf
+  internal::Record(m).ObserveBudgetAtArrival(
+      id, absl::Milliseconds(-5));  // counts as 0: the first bucket
+  internal::Record(m).ObserveBudgetAtArrival(id, absl::InfiniteDuration());  // no deadline
   const MetricsSnapshot snapshot = m.Snapshot();
   const MethodSnapshot* ms = snapshot.method("other");
   ASSERT_NE(ms, nullptr);
@@ -127,8 +152,8 @@ TEST(MetricsHistogramTest, BudgetAtArrivalFallsIntoItsBucketAndSums) {
 
 TEST(MetricsHistogramTest, RemainingIgnoresInfiniteAndClampsNegative) {
   Metrics m;
-  m.ObserveBudgetRemaining(MethodId{}, absl::InfiniteDuration());
-  m.ObserveBudgetRemaining(MethodId{}, absl::Milliseconds(-3));
+  internal::Record(m).ObserveBudgetRemaining(MethodId{}, absl::InfiniteDuration());
+  internal::Record(m).ObserveBudgetRemaining(MethodId{}, absl::Milliseconds(-3));
   const MetricsSnapshot snapshot = m.Snapshot();
   const MethodSnapshot* ms = snapshot.method("other");
   ASSERT_NE(ms, nullptr);
@@ -138,9 +163,9 @@ TEST(MetricsHistogramTest, RemainingIgnoresInfiniteAndClampsNegative) {
 
 TEST(MetricsHistogramTest, AttemptsPerCallBucketsOneToTenThenInf) {
   Metrics m;
-  m.CountAttemptsPerCall(MethodId{}, 1);
-  m.CountAttemptsPerCall(MethodId{}, 3);
-  m.CountAttemptsPerCall(MethodId{}, 25);
+  internal::Record(m).CountAttemptsPerCall(MethodId{}, 1);
+  internal::Record(m).CountAttemptsPerCall(MethodId{}, 3);
+  internal::Record(m).CountAttemptsPerCall(MethodId{}, 25);
   MetricsSnapshot s = m.Snapshot();
   ASSERT_NE(s.method("other"), nullptr);
   const HistogramSnapshot& h = s.method("other")->attempts;
@@ -188,10 +213,10 @@ TEST(MetricsLatencyTest, ComputedBucketAgreesWithTheBoundsEverywhere) {
     const MethodId other{};
     // 1e-4 of a bound: finer than the finest bucket (2^(1/256) - 1 = 0.27 %).
     for (double bound : b) {
-      m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
-                       absl::Seconds(bound * (1 - 1e-4)));
-      m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
-                       absl::Seconds(bound * (1 + 1e-4)));
+      internal::Record(m).ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                                         absl::Seconds(bound * (1 - 1e-4)));
+      internal::Record(m).ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                                         absl::Seconds(bound * (1 + 1e-4)));
     }
     const MetricsSnapshot s = m.Snapshot();
     const HistogramSnapshot* h =
@@ -208,8 +233,8 @@ TEST(MetricsLatencyTest, ComputedBucketAgreesWithTheBoundsEverywhere) {
   const MethodId other{};
   const std::vector<double> b = exact.latency_bounds(LatencyKind::kServerCall);
   for (double bound : {0.5, 1.0, 2.0, 32.0}) {
-    exact.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
-                         absl::Seconds(bound));
+    internal::Record(exact).ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kOk,
+                                           absl::Seconds(bound));
   }
   const MetricsSnapshot e = exact.Snapshot();
   const HistogramSnapshot* eh =
@@ -238,8 +263,8 @@ TEST(MetricsLatencyTest, ComputedBucketIsTheFirstBoundAtOrAboveForEverySchema) {
       // The metric's own conversion: nanoseconds, then seconds as a double.
       const double seconds = static_cast<double>(ns) / 1e9;
       expected[std::lower_bound(b.begin(), b.end(), seconds) - b.begin()]++;
-      m.ObserveLatency(LatencyKind::kServerCall, MethodId{}, absl::StatusCode::kOk,
-                       absl::Nanoseconds(ns));
+      internal::Record(m).ObserveLatency(LatencyKind::kServerCall, MethodId{},
+                                         absl::StatusCode::kOk, absl::Nanoseconds(ns));
     };
     double previous = b.front() / 2;
     for (double bound : b) {
@@ -262,11 +287,14 @@ TEST(MetricsLatencyTest, ComputedBucketIsTheFirstBoundAtOrAboveForEverySchema) {
 TEST(MetricsLatencyTest, ZeroAndNegativeFallIntoTheFirstBucketInfiniteIntoTheLast) {
   Metrics m;
   const MethodId other{};
-  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk, absl::ZeroDuration());
-  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk, -absl::Seconds(1));
-  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk,
-                   absl::InfiniteDuration());
-  m.ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk, absl::Minutes(5));
+  internal::Record(m).ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk,
+                                     absl::ZeroDuration());
+  internal::Record(m).ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk,
+                                     -absl::Seconds(1));
+  internal::Record(m).ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk,
+                                     absl::InfiniteDuration());
+  internal::Record(m).ObserveLatency(LatencyKind::kClientAttempt, other, absl::StatusCode::kOk,
+                                     absl::Minutes(5));
   const MetricsSnapshot s = m.Snapshot();
   const HistogramSnapshot* h =
       s.method("other")->latency_of(LatencyKind::kClientAttempt, absl::StatusCode::kOk);
@@ -282,14 +310,14 @@ TEST(MetricsLatencyTest, ZeroAndNegativeFallIntoTheFirstBucketInfiniteIntoTheLas
 TEST(MetricsLatencyTest, PlainCallIsAttemptAndCallRetryAttemptIsAttemptOnly) {
   Metrics m;
   const MethodId other{};
-  m.EndClientAttempt(other, absl::StatusCode::kOk, absl::Milliseconds(10),
-                     ClientCallKind::kPlainCall);
-  m.EndClientAttempt(other, absl::StatusCode::kUnavailable, absl::Milliseconds(20),
-                     ClientCallKind::kRetryAttempt);
-  m.EndClientAttempt(other, absl::StatusCode::kOk, absl::Milliseconds(30),
-                     ClientCallKind::kRetryAttempt);
-  m.EndRetryingCall(other, absl::StatusCode::kOk, 2, absl::Milliseconds(55));
-  m.EndServerCall(other, absl::StatusCode::kNotFound, absl::Milliseconds(7));
+  internal::Record(m).EndClientAttempt(other, absl::StatusCode::kOk, absl::Milliseconds(10),
+                                       ClientCallKind::kPlainCall);
+  internal::Record(m).EndClientAttempt(other, absl::StatusCode::kUnavailable,
+                                       absl::Milliseconds(20), ClientCallKind::kRetryAttempt);
+  internal::Record(m).EndClientAttempt(other, absl::StatusCode::kOk, absl::Milliseconds(30),
+                                       ClientCallKind::kRetryAttempt);
+  internal::Record(m).EndRetryingCall(other, absl::StatusCode::kOk, 2, absl::Milliseconds(55));
+  internal::Record(m).EndServerCall(other, absl::StatusCode::kNotFound, absl::Milliseconds(7));
   const MetricsSnapshot s = m.Snapshot();
   const MethodSnapshot* o = s.method("other");
   ASSERT_NE(o, nullptr);
@@ -361,33 +389,33 @@ TEST(MetricsSharedObservationTest, SnapshotIsThatOfSeparateCountsAndObservations
     auto separate = *Metrics::Create(options);
     const MethodId m{};
     for (const auto& a : arrivals) {
-      shared->ObserveArrivalBudgets(m, a.at_arrival, a.request_budget);
-      separate->ObserveBudgetAtArrival(m, a.at_arrival);
-      separate->ObserveRequestBudget(m, a.request_budget);
+      internal::Record(*shared).ObserveArrivalBudgets(m, a.at_arrival, a.request_budget);
+      internal::Record(*separate).ObserveBudgetAtArrival(m, a.at_arrival);
+      internal::Record(*separate).ObserveRequestBudget(m, a.request_budget);
     }
     const absl::StatusCode codes[] = {absl::StatusCode::kOk, absl::StatusCode::kDeadlineExceeded};
     for (absl::StatusCode code : codes) {
       for (absl::Duration d : {absl::Milliseconds(3), absl::Milliseconds(250), absl::Seconds(90)}) {
-        shared->EndServerCall(m, code, d);
-        separate->CountCallEnd(Side::kServer, m, code);
-        separate->ObserveLatency(LatencyKind::kServerCall, m, code, d);
+        internal::Record(*shared).EndServerCall(m, code, d);
+        internal::Record(*separate).CountCallEnd(Side::kServer, m, code);
+        internal::Record(*separate).ObserveLatency(LatencyKind::kServerCall, m, code, d);
 
-        shared->EndClientAttempt(m, code, d, ClientCallKind::kPlainCall);
-        separate->CountCallEnd(Side::kClient, m, code);
-        separate->ObserveLatency(LatencyKind::kClientAttempt, m, code, d);
-        separate->ObserveLatency(LatencyKind::kClientCall, m, code, d);
+        internal::Record(*shared).EndClientAttempt(m, code, d, ClientCallKind::kPlainCall);
+        internal::Record(*separate).CountCallEnd(Side::kClient, m, code);
+        internal::Record(*separate).ObserveLatency(LatencyKind::kClientAttempt, m, code, d);
+        internal::Record(*separate).ObserveLatency(LatencyKind::kClientCall, m, code, d);
 
-        shared->EndClientAttempt(m, code, d / 2, ClientCallKind::kRetryAttempt);
-        separate->CountCallEnd(Side::kClient, m, code);
-        separate->ObserveLatency(LatencyKind::kClientAttempt, m, code, d / 2);
+        internal::Record(*shared).EndClientAttempt(m, code, d / 2, ClientCallKind::kRetryAttempt);
+        internal::Record(*separate).CountCallEnd(Side::kClient, m, code);
+        internal::Record(*separate).ObserveLatency(LatencyKind::kClientAttempt, m, code, d / 2);
       }
     }
     // The primitives still work beside them, and add up with them.
     for (Metrics* both : {shared.get(), separate.get()}) {
-      both->CountCallEnd(Side::kServer, m, absl::StatusCode::kOk);
-      both->ObserveLatency(LatencyKind::kClientCall, m, absl::StatusCode::kOk,
-                           absl::Milliseconds(40));
-      both->ObserveBudgetAtArrival(m, absl::Milliseconds(70));
+      internal::Record(*both).CountCallEnd(Side::kServer, m, absl::StatusCode::kOk);
+      internal::Record(*both).ObserveLatency(LatencyKind::kClientCall, m, absl::StatusCode::kOk,
+                                             absl::Milliseconds(40));
+      internal::Record(*both).ObserveBudgetAtArrival(m, absl::Milliseconds(70));
     }
     const MetricsSnapshot got = shared->Snapshot();
     const MetricsSnapshot want = separate->Snapshot();
@@ -403,10 +431,11 @@ TEST(MetricsSharedObservationTest, SnapshotIsThatOfSeparateCountsAndObservations
 // failure after retries.
 TEST(MetricsTest, SuccessAfterRetryCountsOnlyOkCallsWithMoreThanOneAttempt) {
   Metrics m;
-  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 1, absl::Milliseconds(1));
-  m.EndRetryingCall(MethodId{}, absl::StatusCode::kUnavailable, 3, absl::Milliseconds(1));
-  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 2, absl::Milliseconds(1));
-  m.EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 3, absl::Milliseconds(1));
+  internal::Record(m).EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 1, absl::Milliseconds(1));
+  internal::Record(m).EndRetryingCall(MethodId{}, absl::StatusCode::kUnavailable, 3,
+                                      absl::Milliseconds(1));
+  internal::Record(m).EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 2, absl::Milliseconds(1));
+  internal::Record(m).EndRetryingCall(MethodId{}, absl::StatusCode::kOk, 3, absl::Milliseconds(1));
   const MetricsSnapshot s = m.Snapshot();
   EXPECT_EQ(s.method("other")->succeeded_after_retry, 2u);
   EXPECT_THAT(FormatPrometheusText(s, "orders"),
@@ -423,8 +452,9 @@ TEST(MetricsLatencyTest, ConcurrentFirstObservationsAreAllCounted) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 5000; ++i) {
-        m.ObserveLatency(LatencyKind::kServerCall, other, absl::StatusCode::kInternal,
-                         absl::Milliseconds(i % 100));
+        internal::Record(m).ObserveLatency(LatencyKind::kServerCall, other,
+                                           absl::StatusCode::kInternal,
+                                           absl::Milliseconds(i % 100));
       }
     });
   }
@@ -496,8 +526,9 @@ TEST(MetricsOptionsTest, BucketsAreConfiguredPerHistogram) {
   EXPECT_NEAR(budget.front(), 0.1051, 1e-4);
   EXPECT_EQ(budget.back(), 2.0);
 
-  m.EndServerCall(MethodId{}, absl::StatusCode::kOk, absl::Milliseconds(300));  // (0.25, 0.5]
-  m.ObserveBudgetAtArrival(MethodId{}, absl::Seconds(1));
+  internal::Record(m).EndServerCall(MethodId{}, absl::StatusCode::kOk,
+                                    absl::Milliseconds(300));  // (0.25, 0.5]
+  internal::Record(m).ObserveBudgetAtArrival(MethodId{}, absl::Seconds(1));
   const MetricsSnapshot s = m.Snapshot();
   const HistogramSnapshot* h =
       s.method("other")->latency_of(LatencyKind::kServerCall, absl::StatusCode::kOk);
@@ -508,14 +539,14 @@ TEST(MetricsOptionsTest, BucketsAreConfiguredPerHistogram) {
 
 TEST(MetricsShieldTest, EventsAndInFlightGauge) {
   Metrics m;
-  m.CountShield(ShieldEvent::kStarted);
-  m.AddShieldInFlight(1);
-  m.CountShield(ShieldEvent::kRefused);
+  internal::Record(m).CountShield(ShieldEvent::kStarted);
+  internal::Record(m).AddShieldInFlight(1);
+  internal::Record(m).CountShield(ShieldEvent::kRefused);
   MetricsSnapshot s = m.Snapshot();
   EXPECT_EQ(s.shield(ShieldEvent::kStarted), 1u);
   EXPECT_EQ(s.shield(ShieldEvent::kRefused), 1u);
   EXPECT_EQ(s.shield_in_flight, 1);
-  m.AddShieldInFlight(-1);
+  internal::Record(m).AddShieldInFlight(-1);
   EXPECT_EQ(m.Snapshot().shield_in_flight, 0);
 }
 
@@ -530,8 +561,9 @@ TEST(MetricsRecentTest, KeepsTheNewestCallsNewestFirst) {
   Metrics m(&clock);
   for (int i = 0; i < kRecentCallCapacity + 5; ++i) {
     clock.Advance(kRecentCallInterval);
-    m.RecordRecentCall(absl::StatusCode::kOk, m.SampleOnArrival(clock.Now()),
-                       [&] { return Named("m" + std::to_string(i)); });
+    internal::Record(m).RecordRecentCall(absl::StatusCode::kOk,
+                                         internal::Record(m).SampleOnArrival(clock.Now()),
+                                         [&] { return Named("m" + std::to_string(i)); });
   }
   std::vector<RecentCall> recent = m.RecentCalls();
   ASSERT_EQ(recent.size(), static_cast<size_t>(kRecentCallCapacity));
@@ -545,10 +577,11 @@ TEST(MetricsRecentTest, AtHighRatesKeepsASampleWithFailuresMoreOften) {
   int built = 0;
   // Each call arrives and finishes at the same instant.
   auto record = [&](absl::StatusCode code, std::string name) {
-    m.RecordRecentCall(code, m.SampleOnArrival(clock.Now()), [&] {
-      ++built;
-      return Named(std::move(name));
-    });
+    internal::Record(m).RecordRecentCall(code, internal::Record(m).SampleOnArrival(clock.Now()),
+                                         [&] {
+                                           ++built;
+                                           return Named(std::move(name));
+                                         });
   };
   clock.Advance(absl::Seconds(1));
   record(absl::StatusCode::kOk, "first");             // kept: the first in a while
@@ -578,7 +611,8 @@ TEST(MetricsLabelsTest, ConcurrentInterningGivesOneIndexPerValue) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&m, &seen, t] {
       for (int i = 0; i < 1000; ++i) {
-        m.CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt, "orders");
+        internal::Record(m).CountDeadlineExceeded(Side::kClient, DeadlineSource::kAttempt,
+                                                  "orders");
       }
       seen[t] = 1;
     });
@@ -597,18 +631,18 @@ namespace {
 
 TEST(FanOutMetricsTest, RacesHedgesAndSlotsAreCounted) {
   Metrics m;
-  m.CountRace(RaceOutcome::kWon, 2);
-  m.CountRace(RaceOutcome::kAllFailed, 0);
-  m.CountHedgedCall(/*sent=*/2, /*winner=*/1, /*losers=*/1);
-  m.CountHedgedCall(1, 0, 0);
-  m.CountHedgedCall(1, -1, 0);
-  m.CountHedgedCall(1, 0, 0);
-  m.CountHedgeSkipped(HedgeOutcome::kNoBudget);
-  m.CountHedgeSkipped(HedgeOutcome::kExtraLoad);
-  m.CountHedgeSkipped(HedgeOutcome::kExtraLoad);
-  m.ObserveSlotWait(absl::Milliseconds(3));
-  m.ObserveSlotWait(absl::ZeroDuration());
-  m.CountSlotRefusal(SlotRefusalReason::kNoTimeToWait);
+  internal::Record(m).CountRace(RaceOutcome::kWon, 2);
+  internal::Record(m).CountRace(RaceOutcome::kAllFailed, 0);
+  internal::Record(m).CountHedgedCall(/*sent=*/2, /*winner=*/1, /*losers=*/1);
+  internal::Record(m).CountHedgedCall(1, 0, 0);
+  internal::Record(m).CountHedgedCall(1, -1, 0);
+  internal::Record(m).CountHedgedCall(1, 0, 0);
+  internal::Record(m).CountHedgeSkipped(HedgeOutcome::kNoBudget);
+  internal::Record(m).CountHedgeSkipped(HedgeOutcome::kExtraLoad);
+  internal::Record(m).CountHedgeSkipped(HedgeOutcome::kExtraLoad);
+  internal::Record(m).ObserveSlotWait(absl::Milliseconds(3));
+  internal::Record(m).ObserveSlotWait(absl::ZeroDuration());
+  internal::Record(m).CountSlotRefusal(SlotRefusalReason::kNoTimeToWait);
   const MetricsSnapshot s = m.Snapshot();
   EXPECT_EQ(s.race(RaceOutcome::kWon), 1u);
   EXPECT_EQ(s.race(RaceOutcome::kAllFailed), 1u);

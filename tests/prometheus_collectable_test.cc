@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "hopbudget/advanced/exposition.h"
+#include "metrics_recorder.h"
 
 namespace hopbudget {
 namespace {
@@ -76,19 +77,20 @@ Series Read(const std::string& text) {
 TEST(PrometheusCollectableTest, ServesTheSameSeriesAsHopbudgetsOwnExposition) {
   Metrics m;
   const MethodId other{};
-  m.EndServerCall(other, absl::StatusCode::kOk, absl::Milliseconds(12));
-  m.EndServerCall(other, absl::StatusCode::kDeadlineExceeded, absl::Milliseconds(800));
-  m.EndClientAttempt(other, absl::StatusCode::kUnavailable, absl::Milliseconds(3),
-                     ClientCallKind::kRetryAttempt);
-  m.EndRetryingCall(other, absl::StatusCode::kOk, 2, absl::Milliseconds(9));
-  m.ObserveBudgetAtArrival(other, absl::Milliseconds(800));
-  m.ObserveRequestBudget(other, absl::Milliseconds(300));
-  m.ObserveBudgetRemaining(other, absl::Milliseconds(20));
-  m.CountRetry(other, absl::StatusCode::kUnavailable);
-  m.CountRetryDecision(RetryOutcome::kThrottled);
-  m.CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, "a\"b");
-  m.CountShield(ShieldEvent::kRefused);
-  m.AddShieldInFlight(2);
+  internal::Record(m).EndServerCall(other, absl::StatusCode::kOk, absl::Milliseconds(12));
+  internal::Record(m).EndServerCall(other, absl::StatusCode::kDeadlineExceeded,
+                                    absl::Milliseconds(800));
+  internal::Record(m).EndClientAttempt(other, absl::StatusCode::kUnavailable, absl::Milliseconds(3),
+                                       ClientCallKind::kRetryAttempt);
+  internal::Record(m).EndRetryingCall(other, absl::StatusCode::kOk, 2, absl::Milliseconds(9));
+  internal::Record(m).ObserveBudgetAtArrival(other, absl::Milliseconds(800));
+  internal::Record(m).ObserveRequestBudget(other, absl::Milliseconds(300));
+  internal::Record(m).ObserveBudgetRemaining(other, absl::Milliseconds(20));
+  internal::Record(m).CountRetry(other, absl::StatusCode::kUnavailable);
+  internal::Record(m).CountRetryDecision(RetryOutcome::kThrottled);
+  internal::Record(m).CountDeadlineExceeded(Side::kServer, DeadlineSource::kRequest, "a\"b");
+  internal::Record(m).CountShield(ShieldEvent::kRefused);
+  internal::Record(m).AddShieldInFlight(2);
 
   PrometheusOptions options;
   options.hop = "orders";

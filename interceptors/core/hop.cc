@@ -2,6 +2,8 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "google/protobuf/descriptor.h"
 #include "hopbudget/advanced/attribution.h"
 #include "hopbudget/advanced/service_config.h"
+#include "metrics_recorder.h"
 #include "sync.h"
 
 namespace hopbudget {
@@ -77,7 +80,7 @@ absl::StatusOr<std::unique_ptr<Hop>> Hop::Create(HopOptions options) {
   internal::MutexLock lock(&hop->tables_->mu);
   hop->tables_->all.push_back(std::make_unique<Table>(*std::move(config), 1));
   hop->current_.store(hop->tables_->all.back().get(), std::memory_order_release);
-  hop->metrics_->SetConfigGeneration(1);
+  internal::Record(*hop->metrics_).SetConfigGeneration(1);
   return hop;
 }
 
@@ -105,23 +108,34 @@ const absl::optional<RetryThrottleOptions>& Hop::retry_throttling() const {
 const std::string& Hop::core_service_config() const { return Current().config.core_json; }
 uint64_t Hop::generation() const { return Current().generation; }
 
+absl::Status Hop::RefuseReload(absl::Status why) const {
+  internal::Record(*metrics_).CountConfigReload(ConfigReload::kRefused);
+  std::fprintf(stderr, "hopbudget: %s: service config reload refused, generation %llu kept: %s\n",
+               name_.c_str(), static_cast<unsigned long long>(generation()),
+               std::string(why.message()).c_str());
+  return why;
+}
+
+absl::Status Hop::ReloadServiceConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return RefuseReload(absl::NotFoundError(absl::StrCat(path, ": cannot open it")));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return RefuseReload(absl::DataLossError(absl::StrCat(path, ": cannot read it")));
+  return ReloadServiceConfig(text.str());
+}
+
 absl::Status Hop::ReloadServiceConfig(absl::string_view json) {
   absl::StatusOr<ServiceConfigPolicies> config = Read(json, defaults_, check_names_);
-  if (!config.ok()) {
-    metrics_->CountConfigReload(ConfigReload::kRefused);
-    std::fprintf(stderr, "hopbudget: %s: service config reload refused, generation %llu kept: %s\n",
-                 name_.c_str(), static_cast<unsigned long long>(generation()),
-                 std::string(config.status().message()).c_str());
-    return config.status();
-  }
+  if (!config.ok()) return RefuseReload(config.status());
   uint64_t next;
   {
     internal::MutexLock lock(&tables_->mu);
     next = Current().generation + 1;
     tables_->all.push_back(std::make_unique<Table>(*std::move(config), next));
     current_.store(tables_->all.back().get(), std::memory_order_release);
-    metrics_->CountConfigReload(ConfigReload::kApplied);
-    metrics_->SetConfigGeneration(static_cast<int64_t>(next));
+    internal::Record(*metrics_).CountConfigReload(ConfigReload::kApplied);
+    internal::Record(*metrics_).SetConfigGeneration(static_cast<int64_t>(next));
   }
   std::fprintf(stderr, "hopbudget: %s: service config reloaded, generation %llu\n", name_.c_str(),
                static_cast<unsigned long long>(next));

@@ -16,6 +16,7 @@
 #include "hopbudget/advanced/attribution.h"
 #include "hopbudget/advanced/budget.h"
 #include "hopbudget/hop.h"
+#include "metrics_recorder.h"
 #include "sync.h"
 #include "timer_service.h"
 
@@ -227,7 +228,7 @@ class ShieldHandleToken {
       if (op->ended && !op->observed && !op->delivering) {
         unobserved = true;
         ++state.stats.unobserved;
-        state.metrics->CountShield(ShieldEvent::kUnobserved);
+        internal::Record(*state.metrics).CountShield(ShieldEvent::kUnobserved);
       }
     }
     if (unobserved) LogUnobserved(op->record);
@@ -364,13 +365,13 @@ class Shield::Impl {
       draining = state_->draining;
       full = !draining && state_->in_flight.size() >= max_in_flight_;
       if (full) ++state_->stats.refused;
-      if (draining || full) state_->metrics->CountShield(ShieldEvent::kRefused);
+      if (draining || full) internal::Record(*state_->metrics).CountShield(ShieldEvent::kRefused);
       if (!draining && !full) {
         op->seq = state_->next_seq++;
         state_->in_flight.emplace(op->seq, op);
         ++state_->stats.started;
-        state_->metrics->CountShield(ShieldEvent::kStarted);
-        state_->metrics->AddShieldInFlight(1);
+        internal::Record(*state_->metrics).CountShield(ShieldEvent::kStarted);
+        internal::Record(*state_->metrics).AddShieldInFlight(1);
       }
     }
     // Refused: `op`, and what the work captured (a handle, say, whose
@@ -423,8 +424,9 @@ class Shield::Impl {
         report.still_running.push_back(entry.second->name);
         to_stop.push_back(entry.second);
       }
-      state_->metrics->CountShield(report.still_running.empty() ? ShieldEvent::kDrained
-                                                                : ShieldEvent::kDrainTimedOut);
+      internal::Record(*state_->metrics)
+          .CountShield(report.still_running.empty() ? ShieldEvent::kDrained
+                                                    : ShieldEvent::kDrainTimedOut);
     }
     std::vector<std::shared_ptr<ShieldOp>> marked;
     for (std::shared_ptr<ShieldOp>& op : to_stop) {
@@ -520,18 +522,18 @@ class Shield::Impl {
       switch (record.outcome) {
         case ShieldOutcome::kCompleted:
           ++state.stats.completed;
-          state.metrics->CountShield(ShieldEvent::kCompleted);
+          internal::Record(*state.metrics).CountShield(ShieldEvent::kCompleted);
           break;
         case ShieldOutcome::kFailed:
           ++state.stats.failed;
-          state.metrics->CountShield(ShieldEvent::kFailed);
+          internal::Record(*state.metrics).CountShield(ShieldEvent::kFailed);
           break;
         case ShieldOutcome::kExceededBound:
           ++state.stats.exceeded_bound;
-          state.metrics->CountShield(ShieldEvent::kExceededBound);
+          internal::Record(*state.metrics).CountShield(ShieldEvent::kExceededBound);
           break;
       }
-      state.metrics->AddShieldInFlight(-1);
+      internal::Record(*state.metrics).AddShieldInFlight(-1);
       op.record = std::move(record);
       op.ended = true;
       on_done.swap(op.on_done);
@@ -539,7 +541,7 @@ class Shield::Impl {
       if (op.handles_gone && !op.observed && !op.delivering) {
         unobserved = true;
         ++state.stats.unobserved;
-        state.metrics->CountShield(ShieldEvent::kUnobserved);
+        internal::Record(*state.metrics).CountShield(ShieldEvent::kUnobserved);
       }
       // With callbacks to run the operation stays in flight until they
       // did: Drain() must not report it done before its outcome is placed.
@@ -557,7 +559,7 @@ class Shield::Impl {
       unobserved = op.handles_gone && !op.observed;
       if (unobserved) {
         ++state.stats.unobserved;
-        state.metrics->CountShield(ShieldEvent::kUnobserved);
+        internal::Record(*state.metrics).CountShield(ShieldEvent::kUnobserved);
       }
       state.in_flight.erase(op.seq);
     }

@@ -28,6 +28,7 @@
 #include "hopbudget/advanced/wire.h"
 #include "hopbudget/client.h"
 #include "hopbudget/server.h"
+#include "metrics_recorder.h"
 #include "sync.h"
 #include "timer_service.h"
 #include "transit.h"
@@ -249,7 +250,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       // A request in shadow mode: the call goes out as it came, and gRPC
       // alone ends it (at its deadline, even one already passed).
       if (fail_fast || tagged.shadow_would_fail_fast) {
-        shared_.metrics->CountShadow(ShadowAction::kFailFast);
+        internal::Record(*shared_.metrics).CountShadow(ShadowAction::kFailFast);
       }
       if (deadline_source_ == DeadlineSource::kExhaustedBeforeCall) {
         deadline_source_ = tagged.logical_source;
@@ -273,7 +274,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
       enforce_deadline_ = enforce;
       idle_ = idle;
       last_activity_ns_.store(absl::ToUnixNanos(now), std::memory_order_relaxed);
-      shared_.metrics->CountTimerArmed();
+      internal::Record(*shared_.metrics).CountTimerArmed();
       ArmTimer(NextTimerAt());
     }
     return true;
@@ -313,11 +314,12 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
         internal::BackendStateOf(state), effective_deadline_, shared_.min_call_budget, now);
     if (step.outcome == BackendWaitOutcome::kGo) return BackendCheck::kGo;
     if (step.outcome == BackendWaitOutcome::kGiveUp) {
-      shared_.metrics->ObserveBackendWait(absl::ZeroDuration());
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kNoBackend,
-                                             shared_.hop);
-      shared_.metrics->EndClientAttempt(method_, absl::StatusCode::kDeadlineExceeded,
-                                        absl::ZeroDuration(), call_kind_);
+      internal::Record(*shared_.metrics).ObserveBackendWait(absl::ZeroDuration());
+      internal::Record(*shared_.metrics)
+          .CountDeadlineExceeded(Side::kClient, DeadlineSource::kNoBackend, shared_.hop);
+      internal::Record(*shared_.metrics)
+          .EndClientAttempt(method_, absl::StatusCode::kDeadlineExceeded, absl::ZeroDuration(),
+                            call_kind_);
       SetHijackAttribution(
           {DeadlineSource::kNoBackend, shared_.hop, deadline_budget_, now - budget_start_});
       return BackendCheck::kFailed;
@@ -370,7 +372,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   // into DEADLINE_EXCEEDED by Classify(). Proceed() is the last touch: the
   // call may end and free this at once.
   void EndHold(bool give_up, absl::Duration waited, InterceptorBatchMethods* batch) {
-    shared_.metrics->ObserveBackendWait(waited);
+    internal::Record(*shared_.metrics).ObserveBackendWait(waited);
     // A stream's idle budget counts from when it is sent.
     last_activity_ns_.store(absl::ToUnixNanos(shared_.clock->Now()), std::memory_order_relaxed);
     if (give_up) {
@@ -397,7 +399,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     BackendHold* hold = hold_ptr_.load(std::memory_order_acquire);
     if (hold == nullptr || !hold->held.exchange(false, std::memory_order_acq_rel)) return;
     released_by_cancel_.store(true, std::memory_order_release);
-    shared_.metrics->ObserveBackendWait(shared_.clock->Steady() - hold->since);
+    internal::Record(*shared_.metrics).ObserveBackendWait(shared_.clock->Steady() - hold->since);
     InterceptorBatchMethods* batch = hold->batch;
     internal::TimerService::Shared().Schedule(absl::InfinitePast(), [batch] { batch->Proceed(); });
   }
@@ -430,15 +432,16 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   }
 
   void Leak(LeakKind kind) {
-    shared_.metrics->CountLeak(kind);
+    internal::Record(*shared_.metrics).CountLeak(kind);
     LogLeakOnce(info_->method(), kind);
   }
 
   void FailFast(absl::Duration remaining) {
-    shared_.metrics->CountDeadlineExceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall,
-                                           shared_.hop);
-    shared_.metrics->EndClientAttempt(method_, absl::StatusCode::kDeadlineExceeded,
-                                      shared_.clock->Now() - start_, call_kind_);
+    internal::Record(*shared_.metrics)
+        .CountDeadlineExceeded(Side::kClient, DeadlineSource::kExhaustedBeforeCall, shared_.hop);
+    internal::Record(*shared_.metrics)
+        .EndClientAttempt(method_, absl::StatusCode::kDeadlineExceeded,
+                          shared_.clock->Now() - start_, call_kind_);
     SetHijackAttribution({DeadlineSource::kExhaustedBeforeCall, shared_.hop,
                           std::max(remaining, absl::ZeroDuration()), absl::ZeroDuration()});
   }
@@ -538,9 +541,9 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
   void OnStatus(InterceptorBatchMethods* m) {
     StopTimer();
     Classify(m);
-    shared_.metrics->EndClientAttempt(
-        method_, static_cast<absl::StatusCode>(m->GetRecvStatus()->error_code()),
-        shared_.clock->Steady() - steady_start_, call_kind_);
+    internal::Record(*shared_.metrics)
+        .EndClientAttempt(method_, static_cast<absl::StatusCode>(m->GetRecvStatus()->error_code()),
+                          shared_.clock->Steady() - steady_start_, call_kind_);
     if (inbound_key_ != 0) ReportToInbound(*m->GetRecvTrailingMetadata());
   }
 
@@ -554,7 +557,8 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
     }
     absl::StatusOr<BudgetTrace> trace =
         DecodeTrace(absl::string_view(it->second.data(), it->second.size()));
-    if (!trace.ok()) shared_.metrics->CountTraceDropped(DropReason(trace.status()));
+    if (!trace.ok())
+      internal::Record(*shared_.metrics).CountTraceDropped(DropReason(trace.status()));
     internal::RecordDownstreamCall(inbound_key_, inbound_id_, trace.ok() ? &*trace : nullptr);
   }
 
@@ -586,7 +590,7 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
            : fired == DeadlineSource::kNoBackend ? deadline_budget_
                                                  : enforce_budget_,
            absl::Nanoseconds(fired_elapsed_ns_.load(std::memory_order_relaxed))});
-      shared_.metrics->CountDeadlineExceeded(Side::kClient, fired, shared_.hop);
+      internal::Record(*shared_.metrics).CountDeadlineExceeded(Side::kClient, fired, shared_.hop);
       return;
     }
     if (status->error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) return;
@@ -606,9 +610,11 @@ class ClientBudgetInterceptor final : public grpc::experimental::Interceptor {
         ReadAttributionTrailers(internal::AttributionTrailersOf(*m->GetRecvTrailingMetadata())),
     };
     const ClientVerdict v = ClassifyClientDeadline(call, received, now);
-    for (int i = 0; i < v.malformed_forms; ++i) shared_.metrics->CountBadAttribution();
+    for (int i = 0; i < v.malformed_forms; ++i)
+      internal::Record(*shared_.metrics).CountBadAttribution();
     if (v.rewrite) Rewrite(status, v);
-    shared_.metrics->CountDeadlineExceeded(Side::kClient, v.counted_source, v.counted_hop);
+    internal::Record(*shared_.metrics)
+        .CountDeadlineExceeded(Side::kClient, v.counted_source, v.counted_hop);
   }
 
   // What the callee said (its message's text, its own details) stays beside

@@ -17,6 +17,7 @@
 #include "completion_gate.h"
 #include "grpc_glue.h"
 #include "hopbudget/advanced/attribution.h"
+#include "metrics_recorder.h"
 #include "sync.h"
 #include "timer_service.h"
 
@@ -185,7 +186,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       // A hedge held back by the bucket again is still the one hedge: count it once.
       if (o != HedgeOutcome::kMaxAttempts && o != skipped_) {
         skipped_ = o;
-        shared_->metrics.CountHedgeSkipped(o);
+        internal::Record(shared_->metrics).CountHedgeSkipped(o);
       }
       return -1;
     }
@@ -340,7 +341,7 @@ class HedgeCall final : public HedgingCall, public std::enable_shared_from_this<
       r.skipped = skipped_;
     }
     for (auto& c : ended) internal::DestroyLater(std::move(c));
-    shared_->metrics.CountHedgedCall(r.sent, r.winner, r.losers);
+    internal::Record(shared_->metrics).CountHedgedCall(r.sent, r.winner, r.losers);
     gate_.Complete(std::move(r));
   }
 

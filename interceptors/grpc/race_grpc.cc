@@ -12,6 +12,7 @@
 #include "completion_gate.h"
 #include "grpc_glue.h"
 #include "hopbudget/client.h"
+#include "metrics_recorder.h"
 #include "sync.h"
 
 namespace hopbudget {
@@ -137,7 +138,7 @@ class RaceCallImpl final : public RacingCall, public std::enable_shared_from_thi
       }
     }
     for (auto& c : ended) internal::DestroyLater(std::move(c));
-    race_.metrics_.CountRace(r.outcome, r.losers);
+    internal::Record(race_.metrics_).CountRace(r.outcome, r.losers);
     gate_.Complete(std::move(r));
   }
 

@@ -27,6 +27,7 @@
 #include "hijacked_call.h"
 #include "hopbudget/advanced/attribution.h"
 #include "hopbudget/advanced/retry.h"
+#include "metrics_recorder.h"
 #include "retry_step.h"
 #include "timer_service.h"
 
@@ -128,7 +129,7 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       TakeLogicalCall(m);
       channel_ = m->GetInterceptedChannel();
       stub_ = std::make_unique<grpc::GenericStub>(channel_);
-      if (shared_.unfit) shared_.metrics->CountUnfitPolicyCall();
+      if (shared_.unfit) internal::Record(*shared_.metrics).CountUnfitPolicyCall();
       // Hijack() re-enters Intercept() at once with this batch's receive
       // hooks; they wait in pending_ until there is something to answer.
       m->Hijack();
@@ -423,9 +424,9 @@ class RetryInterceptor final : public grpc::experimental::Interceptor {
       if (committed_to_ == nullptr) CopyMetadata(last->GetServerInitialMetadata(), &initial_md_);
       CopyMetadata(last->GetServerTrailingMetadata(), &trailing_md_);
     }
-    shared_.metrics->EndRetryingCall(method_,
-                                     static_cast<absl::StatusCode>(final_status_.error_code()),
-                                     attempt_, shared_.clock->Now() - started_);
+    internal::Record(*shared_.metrics)
+        .EndRetryingCall(method_, static_cast<absl::StatusCode>(final_status_.error_code()),
+                         attempt_, shared_.clock->Now() - started_);
     return ServeLocked(nullptr);
   }
 

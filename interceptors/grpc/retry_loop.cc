@@ -20,6 +20,7 @@
 #include "grpc_glue.h"
 #include "hopbudget/advanced/attribution.h"
 #include "hopbudget/server.h"
+#include "metrics_recorder.h"
 #include "retry_step.h"
 #include "sync.h"
 #include "timer_service.h"
@@ -54,9 +55,9 @@ class RetryLoopCall {
   // The logical call's status, once `d` says no retry follows `status`.
   grpc::Status Final(grpc::Status status, const RetryDecision& d) {
     internal::RecordRetrySkipped(logical_.inbound_key(), logical_.inbound_id(), d.outcome);
-    loop_.metrics_.EndRetryingCall(loop_.method_,
-                                   static_cast<absl::StatusCode>(status.error_code()), attempt_,
-                                   loop_.clock_.Now() - started_);
+    internal::Record(loop_.metrics_)
+        .EndRetryingCall(loop_.method_, static_cast<absl::StatusCode>(status.error_code()),
+                         attempt_, loop_.clock_.Now() - started_);
     return internal::NotRetried(std::move(status), d);
   }
 
@@ -89,7 +90,7 @@ class RetryLoopCall {
         logical_(policy.budget, call, loop.clock_.Now()),
         step_(logical_.attempt_policy(), policy.retry, loop.throttle_, loop.metrics_, loop.method_,
               loop.clock_) {
-    if (loop.unfit_) loop.metrics_.CountUnfitPolicyCall();
+    if (loop.unfit_) internal::Record(loop.metrics_).CountUnfitPolicyCall();
   }
 
   RetryLoop& loop_;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "metrics_recorder.h"
 
 namespace hopbudget {
 namespace internal {
@@ -31,11 +32,12 @@ RetryDecision RetryStep::Decide(const AttemptResult& result, int attempt,
   const RetryDecision d =
       DecideRetry(attempt_policy_, retry_, attempt, result, throttle_.RetryAllowed(),
                   logical_deadline, clock_.Now(), draw);
-  metrics_.CountRetryDecision(d.outcome);
+  internal::Record(metrics_).CountRetryDecision(d.outcome);
   if (d.outcome == RetryOutcome::kRetry) {
-    metrics_.CountRetry(method_, result.code);
-    if (d.backoff_clipped) metrics_.CountBackoffClipped();
-    if (result.pushback.kind == PushbackKind::kDelay) metrics_.CountPushbackHonoured();
+    internal::Record(metrics_).CountRetry(method_, result.code);
+    if (d.backoff_clipped) internal::Record(metrics_).CountBackoffClipped();
+    if (result.pushback.kind == PushbackKind::kDelay)
+      internal::Record(metrics_).CountPushbackHonoured();
   }
   return d;
 }

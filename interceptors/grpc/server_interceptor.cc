@@ -26,6 +26,7 @@
 #include "hopbudget/advanced/policy_table.h"
 #include "hopbudget/advanced/wire.h"
 #include "hopbudget/server.h"
+#include "metrics_recorder.h"
 #include "timer_service.h"
 #include "transit.h"
 
@@ -309,7 +310,8 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
         const absl::Time now = shared_.clock->Now();
         const ServerVerdict v = ClassifyServerEnd(Call(), now);
         if (v.count) {
-          shared_.metrics->CountDeadlineExceeded(Side::kServer, v.counted_source, v.counted_hop);
+          internal::Record(*shared_.metrics)
+              .CountDeadlineExceeded(Side::kServer, v.counted_source, v.counted_hop);
         }
         Finish(v.code, v.fired, now);
       }
@@ -348,7 +350,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
         transit = TransitDelay(own.sent);
         inbound = std::min(inbound, arrival_ + parsed.budget - transit);
       } else {
-        shared_.metrics->CountBadBudgetHeader(parsed.result);
+        internal::Record(*shared_.metrics).CountBadBudgetHeader(parsed.result);
       }
     }
     const RequestBudget would = DeriveRequestBudget(served_.budget, inbound, arrival_);
@@ -362,26 +364,28 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     send_trace_ = caller_wants_trace || shared_.trace == TraceMode::kAlways;
     // A call kept for /deadlinez asks its downstream calls for their traces,
     // so that its waterfall is whole.
-    sampled_ = shared_.metrics->SampleOnArrival(arrival_);
+    sampled_ = internal::Record(*shared_.metrics).SampleOnArrival(arrival_);
     budget_.emplace(internal::InboundBudgetAccess::Make(
         rb, &shared_.hop, served_.shadow ? &PassThroughPolicy() : &served_.budget, shared_.clock,
         ctx_, caller_wants_trace || sampled_));
     if (served_.shadow) {
       internal::InboundBudgetAccess::SetShadowed(*budget_, &served_.budget, would);
       if (ShadowActionAt(would, arrival_) == ShadowAction::kRefuse) {
-        shared_.metrics->CountShadow(ShadowAction::kRefuse);
+        internal::Record(*shared_.metrics).CountShadow(ShadowAction::kRefuse);
       }
     }
     InboundRegistry::Get().Insert(ctx_, InboundEntry{&*budget_, &downstream_});
     // What the caller brought, before this hop's caps; then what this hop
     // allows itself.
-    shared_.metrics->ObserveArrivalBudgets(
-        method_, inbound == absl::InfiniteFuture() ? absl::InfiniteDuration() : inbound - arrival_,
-        rb.budget_on_arrival);
+    internal::Record(*shared_.metrics)
+        .ObserveArrivalBudgets(
+            method_,
+            inbound == absl::InfiniteFuture() ? absl::InfiniteDuration() : inbound - arrival_,
+            rb.budget_on_arrival);
 
     if (rb.outcome != ArrivalOutcome::kAccepted) {
-      shared_.metrics->CountDeadlineExceeded(Side::kServer, DeadlineSource::kArrivedExpired,
-                                             shared_.hop);
+      internal::Record(*shared_.metrics)
+          .CountDeadlineExceeded(Side::kServer, DeadlineSource::kArrivedExpired, shared_.hop);
       // The handler sees refused() and returns; its answer goes out through
       // OnSendStatus with the attribution in every form. Only a cancel can
       // answer for a handler that does not return, and a cancel carries the
@@ -416,7 +420,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     const ParsedSentStamp stamp = ParseSentHeader(absl::string_view(sent->data(), sent->size()));
     if (stamp.result != HeaderParse::kOk) return absl::ZeroDuration();
     const absl::Duration d = shared_.transit->Observe(stamp.stamp, shared_.clock->Steady());
-    shared_.metrics->ObserveTransitDelay(d);
+    internal::Record(*shared_.metrics).ObserveTransitDelay(d);
     return d;
   }
 
@@ -429,9 +433,9 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     Admission::Ready others;
     Admission& admission = shared_.gate->admission();
     const ArrivalDecision d = admission.Arrive(&waiter_, rb.deadline, predictor_, &others);
-    shared_.metrics->CountAdmission(d);
-    shared_.metrics->SetAdmissionState(admission.in_flight(), admission.queued(),
-                                       admission.limit());
+    internal::Record(*shared_.metrics).CountAdmission(d);
+    internal::Record(*shared_.metrics)
+        .SetAdmissionState(admission.in_flight(), admission.queued(), admission.limit());
     shared_.gate->Dispatch(others);
     switch (d) {
       case ArrivalDecision::kAdmit:
@@ -454,11 +458,11 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     admitted_ = true;
     handler_start_ = shared_.clock->Now();
     predicted_ = predictor_->Predicted(handler_start_);
-    shared_.metrics->CountAdmittedAfterWait(handler_start_ - waiter_.enqueued);
+    internal::Record(*shared_.metrics).CountAdmittedAfterWait(handler_start_ - waiter_.enqueued);
     pending_->Proceed();
   }
   void Shed(ArrivalDecision why) override {
-    shared_.metrics->CountAdmission(why);
+    internal::Record(*shared_.metrics).CountAdmission(why);
     MarkShed(why);
     pending_->Proceed();
   }
@@ -470,8 +474,9 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     const ArrivalOutcome outcome = OutcomeOf(why);
     internal::InboundBudgetAccess::SetOutcome(*budget_, outcome);
     if (outcome != ArrivalOutcome::kShedOverload) {
-      shared_.metrics->CountDeadlineExceeded(
-          Side::kServer, ServerCutAttribution(Call(), arrival_).source, shared_.hop);
+      internal::Record(*shared_.metrics)
+          .CountDeadlineExceeded(Side::kServer, ServerCutAttribution(Call(), arrival_).source,
+                                 shared_.hop);
     }
     const RequestBudget& rb = budget_->request_budget();
     if (rb.deadline == absl::InfiniteFuture()) return;
@@ -491,20 +496,20 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     const absl::Duration handler_time = now - handler_start_;
     // Only answers that finished teach the prediction "time to finish".
     if (code == absl::StatusCode::kOk) predictor_->Record(handler_time, now);
-    shared_.metrics->ObserveAdmittedHandler(handler_time, predicted_);
+    internal::Record(*shared_.metrics).ObserveAdmittedHandler(handler_time, predicted_);
     Admission& admission = shared_.gate->admission();
     Admission::Ready ready;
     // Only finished work is a latency sample for the adaptive limit, as for
     // the prediction (admission.h).
     admission.Release(
         code == absl::StatusCode::kOk ? absl::make_optional(handler_time) : absl::nullopt, &ready);
-    shared_.metrics->SetAdmissionState(admission.in_flight(), admission.queued(),
-                                       admission.limit());
+    internal::Record(*shared_.metrics)
+        .SetAdmissionState(admission.in_flight(), admission.queued(), admission.limit());
     shared_.gate->Dispatch(ready);
   }
 
   void ArmTimer(absl::Time at, absl::Duration slack = absl::ZeroDuration()) {
-    shared_.metrics->CountTimerArmed();
+    internal::Record(*shared_.metrics).CountTimerArmed();
     grpc_call* call = ctx_->c_call();
     grpc_call_ref(call);
     timer_call_ = call;
@@ -543,8 +548,10 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     // Counted before the cancel: once the caller has its answer, the count
     // must already be visible. A refusal was counted on arrival.
     if (!budget_->refused()) {
-      shared_.metrics->CountDeadlineExceeded(
-          Side::kServer, ServerCutAttribution(Call(), shared_.clock->Now()).source, shared_.hop);
+      internal::Record(*shared_.metrics)
+          .CountDeadlineExceeded(Side::kServer,
+                                 ServerCutAttribution(Call(), shared_.clock->Now()).source,
+                                 shared_.hop);
     }
     grpc_call_cancel_with_status(
         timer_call_, GRPC_STATUS_DEADLINE_EXCEEDED,
@@ -582,9 +589,11 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     }
     const absl::Time now = shared_.clock->Now();
     const ServerVerdict v = ClassifyServerAnswer(Call(), code, relayed, now);
-    for (int i = 0; i < v.malformed_forms; ++i) shared_.metrics->CountBadAttribution();
+    for (int i = 0; i < v.malformed_forms; ++i)
+      internal::Record(*shared_.metrics).CountBadAttribution();
     if (v.count) {
-      shared_.metrics->CountDeadlineExceeded(Side::kServer, v.counted_source, v.counted_hop);
+      internal::Record(*shared_.metrics)
+          .CountDeadlineExceeded(Side::kServer, v.counted_source, v.counted_hop);
     }
     if (v.overload_shed) {
       AnswerOverloadShed(m);
@@ -635,11 +644,11 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
     const RequestBudget& rb = budget_->request_budget();
     if (budget_->shadow() && ShadowActionAt(internal::InboundBudgetAccess::Shadowed(*budget_),
                                             now) == ShadowAction::kCut) {
-      shared_.metrics->CountShadow(ShadowAction::kCut);
+      internal::Record(*shared_.metrics).CountShadow(ShadowAction::kCut);
     }
-    shared_.metrics->EndServerCall(method_, code, now - arrival_);
+    internal::Record(*shared_.metrics).EndServerCall(method_, code, now - arrival_);
     if (rb.deadline != absl::InfiniteFuture()) {
-      shared_.metrics->ObserveBudgetRemaining(method_, rb.deadline - now);
+      internal::Record(*shared_.metrics).ObserveBudgetRemaining(method_, rb.deadline - now);
     }
     auto make_trace = [&] {
       BudgetTrace trace;
@@ -655,7 +664,7 @@ class ServerBudgetInterceptor final : public grpc::experimental::Interceptor,
       downstream_.AppendTo(trace);
       return trace;
     };
-    shared_.metrics->RecordRecentCall(code, sampled_, [&] {
+    internal::Record(*shared_.metrics).RecordRecentCall(code, sampled_, [&] {
       return RecentCall{method_name_, arrival_,     code,
                         fired,        make_trace(), downstream_.retry_skipped()};
     });

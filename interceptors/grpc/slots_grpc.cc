@@ -16,6 +16,7 @@
 #include "completion_gate.h"
 #include "grpc_glue.h"
 #include "hopbudget/advanced/attribution.h"
+#include "metrics_recorder.h"
 #include "sync.h"
 #include "timer_service.h"
 
@@ -144,15 +145,16 @@ namespace {
 grpc::Status SlotWaitStatus(DownstreamSlots::State& state, const BudgetPolicy& policy,
                             const internal::LogicalBudget& logical, SlotRefusal why) {
   const DownstreamSlotsOptions& o = state.options();
-  state.metrics().CountSlotRefusal(why == SlotRefusal::kQueueFull
-                                       ? SlotRefusalReason::kQueueFull
-                                       : SlotRefusalReason::kNoTimeToWait);
+  internal::Record(state.metrics())
+      .CountSlotRefusal(why == SlotRefusal::kQueueFull ? SlotRefusalReason::kQueueFull
+                                                       : SlotRefusalReason::kNoTimeToWait);
   if (why == SlotRefusal::kQueueFull) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         absl::StrCat("hopbudget: ", o.max_waiters,
                                      " calls already wait for a slot towards this downstream"));
   }
-  state.metrics().CountDeadlineExceeded(Side::kClient, DeadlineSource::kSlotWait, o.hop);
+  internal::Record(state.metrics())
+      .CountDeadlineExceeded(Side::kClient, DeadlineSource::kSlotWait, o.hop);
   Attribution a;
   a.source = DeadlineSource::kSlotWait;
   a.hop = o.hop;
@@ -199,7 +201,7 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
       switch (r.outcome) {
         case SlotOutcome::kGranted:
           granted = true;
-          state_->metrics().ObserveSlotWait(absl::ZeroDuration());
+          internal::Record(state_->metrics()).ObserveSlotWait(absl::ZeroDuration());
           break;
         case SlotOutcome::kQueued:
           ticket_ = r.ticket;
@@ -248,7 +250,7 @@ class AsyncSlotCall final : public SlotCall, public std::enable_shared_from_this
       waiting_ = false;
     }
     if (end == WaitEnd::kGranted) {
-      state_->metrics().ObserveSlotWait(waited);
+      internal::Record(state_->metrics()).ObserveSlotWait(waited);
       RunAttempt();
     } else {
       Done(SlotWaitStatus(*state_, policy_, logical_, SlotRefusal::kNoTimeToWait));
@@ -398,7 +400,7 @@ grpc::Status DownstreamSlots::Call(const LogicalCall& call, SyncAttempt attempt)
       return SlotWaitStatus(*state_, policy, logical, SlotRefusal::kNoTimeToWait);
     }
   }
-  state_->metrics().ObserveSlotWait(wait->waited);  // zero when granted at once
+  internal::Record(state_->metrics()).ObserveSlotWait(wait->waited);  // zero when granted at once
   if (call.inbound != nullptr && call.inbound->IsCancelled()) {
     state_->Release();
     return CancelledStatus();

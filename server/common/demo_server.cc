@@ -231,16 +231,7 @@ int DemoProcess::Serve(const std::vector<grpc::Service*>& services, Shield* shie
     if (*hop != nullptr) {
       run.hop = hop_.get();
       // The Hop logs a line and counts the result of each reload.
-      run.reload = [this] {
-        absl::StatusOr<std::string> text = ReadServiceConfigFile(common_.service_config);
-        if (!text.ok()) {
-          std::cerr << common_.name
-                    << ": service config reload refused: " << text.status().message() << "\n";
-          hop_->metrics().CountConfigReload(ConfigReload::kRefused);
-          return;
-        }
-        (void)hop_->ReloadServiceConfig(*text);
-      };
+      run.reload = [this] { (void)hop_->ReloadServiceConfigFile(common_.service_config); };
     }
     // The demo's handlers block, but for those on the callback API (the
     // gateway's PlaceOrder): kBlocking starts admitted calls on hopbudget's

@@ -29,6 +29,7 @@
 #include "hopbudget/advanced/clock.h"
 #include "hopbudget/advanced/http_exporter.h"
 #include "hopbudget/advanced/metrics.h"
+#include "metrics_recorder.h"
 
 namespace hopbudget {
 namespace {
@@ -302,8 +303,8 @@ class FixedHop {
     // moves, so the exporter's own 10 s sampler, whenever it runs, samples
     // what a request at that time would: the windows do not depend on it.
     for (int i = 0; i < 3; ++i) Timeout(Side::kServer, DeadlineSource::kAttempt);
-    for (int i = 0; i < 4; ++i) metrics_.CountShield(ShieldEvent::kStarted);
-    for (int i = 0; i < 4; ++i) metrics_.CountShield(ShieldEvent::kCompleted);
+    for (int i = 0; i < 4; ++i) internal::Record(metrics_).CountShield(ShieldEvent::kStarted);
+    for (int i = 0; i < 4; ++i) internal::Record(metrics_).CountShield(ShieldEvent::kCompleted);
     for (int i = 0; i < 20; ++i) Server(absl::StatusCode::kOk);
     clock_.Advance(absl::Minutes(9));
     Get("/deadlinez.json");  // a sample at t0 + 9 min
@@ -311,11 +312,12 @@ class FixedHop {
     for (int i = 0; i < 5; ++i) Timeout(Side::kServer, DeadlineSource::kRequest);
     for (int i = 0; i < 2; ++i) Timeout(Side::kClient, DeadlineSource::kAttempt);
     for (int i = 0; i < 6; ++i) Server(absl::StatusCode::kOk);
-    for (int i = 0; i < 3; ++i) metrics_.CountRetryDecision(RetryOutcome::kRetry);
-    for (int i = 0; i < 2; ++i) metrics_.CountRetryDecision(RetryOutcome::kThrottled);
-    metrics_.CountRetryDecision(RetryOutcome::kNoRoom);
-    metrics_.CountShield(ShieldEvent::kStarted);
-    metrics_.CountShield(ShieldEvent::kExceededBound);
+    for (int i = 0; i < 3; ++i) internal::Record(metrics_).CountRetryDecision(RetryOutcome::kRetry);
+    for (int i = 0; i < 2; ++i)
+      internal::Record(metrics_).CountRetryDecision(RetryOutcome::kThrottled);
+    internal::Record(metrics_).CountRetryDecision(RetryOutcome::kNoRoom);
+    internal::Record(metrics_).CountShield(ShieldEvent::kStarted);
+    internal::Record(metrics_).CountShield(ShieldEvent::kExceededBound);
     clock_.Advance(absl::Seconds(90));
     now_ = clock_.Now();
     EXPECT_EQ(now_ - t0, absl::Seconds(630));
@@ -343,10 +345,11 @@ class FixedHop {
 
  private:
   void Server(absl::StatusCode code) {
-    metrics_.EndServerCall(metrics_.Method(kOrders), code, absl::Milliseconds(20));
+    internal::Record(metrics_).EndServerCall(metrics_.Method(kOrders), code,
+                                             absl::Milliseconds(20));
   }
   void Timeout(Side side, DeadlineSource source) {
-    metrics_.CountDeadlineExceeded(side, source, "orders");
+    internal::Record(metrics_).CountDeadlineExceeded(side, source, "orders");
   }
   void Get(const char* path) {
     httplib::Client client("127.0.0.1", port());
@@ -382,7 +385,7 @@ class FixedHop {
         {400, kGateway, C::kOk, S::kNone, R::kSucceeded},
     };
     for (const Spec& spec : specs) {
-      metrics_.RecordRecentCall(spec.code, /*sampled=*/true, [&] {
+      internal::Record(metrics_).RecordRecentCall(spec.code, /*sampled=*/true, [&] {
         RecentCall c;
         c.method = spec.method;
         c.start = now_ - absl::Milliseconds(spec.started_ms_ago);

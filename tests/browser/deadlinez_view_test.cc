@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hopbudget/advanced/clock.h"
+#include "metrics_recorder.h"
 
 namespace hopbudget::internal {
 namespace {
@@ -145,17 +146,20 @@ TEST(SummaryCountersTest, ReadFromTheSnapshot) {
   FakeClock clock;
   Metrics metrics(&clock);
   const MethodId m = metrics.Method("other");
-  metrics.EndServerCall(m, absl::StatusCode::kOk, absl::Milliseconds(1));
-  metrics.EndServerCall(m, absl::StatusCode::kDeadlineExceeded, absl::Milliseconds(1));
-  metrics.EndClientAttempt(m, absl::StatusCode::kUnavailable, absl::Milliseconds(1),
-                           ClientCallKind::kPlainCall);
-  metrics.CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt, "ledger");
-  metrics.CountDeadlineExceeded(Side::kClient, DeadlineSource::kSlotWait, "orders");
-  metrics.CountShield(ShieldEvent::kCompleted);
-  metrics.CountRetryDecision(RetryOutcome::kRetry);
-  metrics.CountRetryDecision(RetryOutcome::kThrottled);
-  metrics.CountRetryDecision(RetryOutcome::kThrottled);
-  metrics.CountShadow(ShadowAction::kCut);
+  internal::Record(metrics).EndServerCall(m, absl::StatusCode::kOk, absl::Milliseconds(1));
+  internal::Record(metrics).EndServerCall(m, absl::StatusCode::kDeadlineExceeded,
+                                          absl::Milliseconds(1));
+  internal::Record(metrics).EndClientAttempt(m, absl::StatusCode::kUnavailable,
+                                             absl::Milliseconds(1), ClientCallKind::kPlainCall);
+  internal::Record(metrics).CountDeadlineExceeded(Side::kServer, DeadlineSource::kAttempt,
+                                                  "ledger");
+  internal::Record(metrics).CountDeadlineExceeded(Side::kClient, DeadlineSource::kSlotWait,
+                                                  "orders");
+  internal::Record(metrics).CountShield(ShieldEvent::kCompleted);
+  internal::Record(metrics).CountRetryDecision(RetryOutcome::kRetry);
+  internal::Record(metrics).CountRetryDecision(RetryOutcome::kThrottled);
+  internal::Record(metrics).CountRetryDecision(RetryOutcome::kThrottled);
+  internal::Record(metrics).CountShadow(ShadowAction::kCut);
   const std::vector<uint64_t> v = SummaryCounters(metrics.Snapshot());
   ASSERT_EQ(v.size(), SummaryCounterNames().size());
   EXPECT_EQ(v[Key("calls.server")], 2u);

@@ -139,12 +139,19 @@ class Hop {
   // line goes to stderr and metrics() counts it
   // (hopbudget_config_reloads_total{result}, hopbudget_config_generation).
   absl::Status ReloadServiceConfig(absl::string_view json);
+  // The same with the contents of the file at `path` (a SIGHUP handler's
+  // call). A file that cannot be read is refused as a config that does not
+  // read is: NotFound naming the path, the table in force kept, one line
+  // and one count.
+  absl::Status ReloadServiceConfigFile(const std::string& path);
 
  private:
   struct Table;
   Hop(std::string name, Clock* clock, Metrics* metrics, MethodPolicy defaults,
       NameCheck check_names);
   const Table& Current() const;
+  // Counts and logs a refused reload; returns `why`.
+  absl::Status RefuseReload(absl::Status why) const;
 
   struct Tables;  // every table made, and the lock reloads take
 

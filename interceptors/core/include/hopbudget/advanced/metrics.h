@@ -3,9 +3,11 @@
 // metrics.h: what hopbudget observes, counted for Prometheus and for tests.
 //
 // One `Metrics` registry per process is the usual set-up: every interceptor
-// and Shield writes to the one named in its options, or to
-// `Metrics::Default()`. exposition.h turns a Snapshot() into the Prometheus
-// text format; http_exporter.h serves it.
+// and Shield writes to the one named in its options (a Hop's), or to
+// `Metrics::Default()`. To its users a registry is read-only: Snapshot()
+// and RecentCalls(); the recording side is the library's own. exposition.h
+// turns a Snapshot() into the Prometheus text format; http_exporter.h
+// serves it.
 //
 // Cost: an increment is a relaxed atomic add on a fixed array; no lock and no
 // allocation on the hot path. Label values are interned into small indexes
@@ -54,6 +56,7 @@ namespace hopbudget {
 
 namespace internal {
 struct MetricsCells;
+class MetricsRecorder;
 }  // namespace internal
 
 enum class Side : uint8_t { kClient = 0, kServer = 1 };
@@ -358,6 +361,17 @@ class Metrics {
   // "other" label.
   MethodId Method(absl::string_view full_method);
 
+  MetricsSnapshot Snapshot() const;
+  // Newest first.
+  std::vector<RecentCall> RecentCalls() const;
+
+ private:
+  // Recording is the library's: its interceptors, channels, loops and
+  // shields write here through internal::MetricsRecorder
+  // (interceptors/core/metrics_recorder.h), so a user of the registry reads
+  // it and cannot skew it.
+  friend class internal::MetricsRecorder;
+
   // Counts a finished call (hopbudget_calls_total) without its latency; the
   // adapters use the End* calls below.
   void CountCallEnd(Side side, MethodId method, absl::StatusCode code);
@@ -440,10 +454,6 @@ class Metrics {
   // kept. `make` builds the entry only for calls kept.
   void RecordRecentCall(absl::StatusCode code, bool sampled, absl::FunctionRef<RecentCall()> make);
 
-  MetricsSnapshot Snapshot() const;
-  // Newest first.
-  std::vector<RecentCall> RecentCalls() const;
-
   // Races, hedges and concurrency slots.
   void CountRace(RaceOutcome outcome, int losers_cancelled);
   // One hedged call ended: `sent` attempts, won by attempt `winner` (-1:
@@ -463,7 +473,6 @@ class Metrics {
   void SetAdmissionState(int in_progress, int waiting, int limit);
   void ObserveAdmittedHandler(absl::Duration actual, absl::optional<absl::Duration> predicted);
 
- private:
   explicit Metrics(const MetricsOptions& options);
   Clock& clock_;
   std::unique_ptr<internal::MetricsCells> cells_;
