@@ -181,26 +181,9 @@ TEST(RaceHopTest, ARaceMadeFromAHopAttributesItsAttemptsToIt) {
 // (AttemptStub): the cap a race's attempt gets is the race's method's, not
 // the wire method's, which a Hop's channel would add.
 
-constexpr char kCallName[] = R"({"service": "hopbudget.echo.Relay", "method": "Call"})";
-constexpr char kWriteName[] = R"({"service": "hopbudget.echo.Relay", "method": "Write"})";
-
-// A methodConfig for `name` whose perAttemptRecvTimeout (the attempt cap)
-// is `cap`; gRPC's config carries it only inside a retryPolicy.
-std::string CappedMethod(const std::string& name, const std::string& cap) {
-  return absl::StrCat(R"({"name": [)", name, R"(], "timeout": "5s",
-       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.01s", "maxBackoff": "0.02s",
-                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
-                       "perAttemptRecvTimeout": ")",
-                      cap, R"("}})");
-}
-
-// Call's attempts capped at `call_cap`, Write's at 250 ms, any other
-// method's (the default entry) at 150 ms; `extra`: more top-level keys.
-std::string CapsConfig(const std::string& call_cap, const std::string& extra = "") {
-  return absl::StrCat(R"({"methodConfig": [)", CappedMethod(kCallName, call_cap), ", ",
-                      CappedMethod(kWriteName, "0.25s"), ", ", CappedMethod("{}", "0.15s"), "]",
-                      extra, "}");
-}
+using ::hopbudget::testing::AttemptCapsConfig;
+using ::hopbudget::testing::kRelayCallName;
+using ::hopbudget::testing::kRelayWriteName;
 
 // A race of two attempts of Relay/Call on `stub` under a 20 s logical
 // deadline, in the sync form.
@@ -229,7 +212,7 @@ void ExpectEveryAttemptCutAt(const RaceResult& r, absl::Duration cap) {
 
 TEST(RaceHopMethodTest, EachMethodsAttemptsAreCutAtItsOwnPerAttemptRecvTimeout) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.1s"));
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, AttemptCapsConfig("0.1s"));
   ASSERT_NE(hop, nullptr);
   ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
   auto stub = testing::AttemptStub(hung.address(), "orders", &metrics);
@@ -254,7 +237,7 @@ TEST(RaceHopMethodTest, EachMethodsAttemptsAreCutAtItsOwnPerAttemptRecvTimeout) 
 // a reload keeps the cap it started with, one started after gets the new.
 TEST(RaceHopMethodTest, AReloadChangesTheCapOfRacesStartedAfterIt) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.3s"));
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, AttemptCapsConfig("0.3s"));
   ASSERT_NE(hop, nullptr);
   ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
   auto stub = testing::AttemptStub(hung.address(), "orders", &metrics);
@@ -275,7 +258,7 @@ TEST(RaceHopMethodTest, AReloadChangesTheCapOfRacesStartedAfterIt) {
         before_done.Notify();
       });
   ASSERT_TRUE(hung.WaitForCalls(2, absl::Seconds(10)));
-  ASSERT_TRUE(hop->ReloadServiceConfig(CapsConfig("0.1s")).ok());
+  ASSERT_TRUE(hop->ReloadServiceConfig(AttemptCapsConfig("0.1s")).ok());
   const RaceResult after = RaceTwice(**race, *stub);
   ASSERT_TRUE(before_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   ExpectEveryAttemptCutAt(before, absl::Milliseconds(300));
@@ -284,7 +267,7 @@ TEST(RaceHopMethodTest, AReloadChangesTheCapOfRacesStartedAfterIt) {
 
 TEST(RaceHopMethodTest, AMethodThatIsNotAFullMethodNameIsInvalidArgument) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.1s"));
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, AttemptCapsConfig("0.1s"));
   ASSERT_NE(hop, nullptr);
   for (const char* bad : {"", "Call", "hopbudget.echo.Relay/Call", "/hopbudget.echo.Relay",
                           "/hopbudget.echo.Relay/", "//Call", "/a/b/c"}) {
@@ -300,11 +283,11 @@ TEST(RaceHopMethodTest, AMethodThatIsNotAFullMethodNameIsInvalidArgument) {
 // Shadow mode: the attempts take the logical call's own deadline, no cap.
 TEST(RaceHopMethodTest, AMethodInShadowModePassesTheRequestsDeadlineThrough) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop =
-      testing::MakeTestHop("orders", &metrics,
-                           CapsConfig("0.1s", absl::StrCat(R"(, "hopbudget": {"methodPolicy": [
+  std::unique_ptr<Hop> hop = testing::MakeTestHop(
+      "orders", &metrics,
+      AttemptCapsConfig("0.1s", absl::StrCat(R"(, "hopbudget": {"methodPolicy": [
       {"name": [)",
-                                                           kCallName, R"(], "shadow": true}]})")));
+                                             kRelayCallName, R"(], "shadow": true}]})")));
   ASSERT_NE(hop, nullptr);
   ScriptedServer ledger("ledger", [](int) { return Action::Ok(); });
   auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);

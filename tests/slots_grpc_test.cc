@@ -446,26 +446,9 @@ TEST(DownstreamSlotsTest, GrantCancelAndGiveUpRacingForAWaiterEndItOnce) {
 // (AttemptStub): the cap an attempt gets is the slots' method's, not the
 // wire method's, which a Hop's channel would add.
 
-constexpr char kCallName[] = R"({"service": "hopbudget.echo.Relay", "method": "Call"})";
-constexpr char kWriteName[] = R"({"service": "hopbudget.echo.Relay", "method": "Write"})";
-
-// A methodConfig for `name` whose perAttemptRecvTimeout (the attempt cap)
-// is `cap`; gRPC's config carries it only inside a retryPolicy.
-std::string CappedMethod(const std::string& name, const std::string& cap) {
-  return absl::StrCat(R"({"name": [)", name, R"(], "timeout": "5s",
-       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.01s", "maxBackoff": "0.02s",
-                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
-                       "perAttemptRecvTimeout": ")",
-                      cap, R"("}})");
-}
-
-// Call's attempts capped at `call_cap`, Write's at 250 ms, any other
-// method's (the default entry) at 150 ms; `extra`: more top-level keys.
-std::string CapsConfig(const std::string& call_cap, const std::string& extra = "") {
-  return absl::StrCat(R"({"methodConfig": [)", CappedMethod(kCallName, call_cap), ", ",
-                      CappedMethod(kWriteName, "0.25s"), ", ", CappedMethod("{}", "0.15s"), "]",
-                      extra, "}");
-}
+using ::hopbudget::testing::AttemptCapsConfig;
+using ::hopbudget::testing::kRelayCallName;
+using ::hopbudget::testing::kRelayWriteName;
 
 // One sync call of Relay/Call on `stub` through `slots`, 20 s at the edge.
 grpc::Status CallThrough(DownstreamSlots& slots, echo::Relay::Stub& stub) {
@@ -487,7 +470,7 @@ void ExpectCutAt(const grpc::Status& status, absl::Duration cap) {
 
 TEST(SlotsHopMethodTest, EachMethodsAttemptIsCutAtItsOwnPerAttemptRecvTimeout) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.1s"));
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, AttemptCapsConfig("0.1s"));
   ASSERT_NE(hop, nullptr);
   ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
   auto stub = testing::AttemptStub(hung.address(), "orders", &metrics);
@@ -512,9 +495,9 @@ TEST(SlotsHopMethodTest, AWaitGivesUpAtItsMethodsMinBudget) {
   Metrics metrics;
   std::unique_ptr<Hop> hop = testing::MakeTestHop(
       "orders", &metrics,
-      CapsConfig("0.1s", absl::StrCat(R"(, "hopbudget": {"methodPolicy": [
+      AttemptCapsConfig("0.1s", absl::StrCat(R"(, "hopbudget": {"methodPolicy": [
       {"name": [)",
-                                      kWriteName, R"(], "minBudget": "0.05s"}]})")));
+                                             kRelayWriteName, R"(], "minBudget": "0.05s"}]})")));
   ASSERT_NE(hop, nullptr);
   auto slots = DownstreamSlots::Create(*hop, "/hopbudget.echo.Relay/Write", 1);
   ASSERT_TRUE(slots.ok()) << slots.status();
@@ -542,7 +525,7 @@ TEST(SlotsHopMethodTest, AWaitGivesUpAtItsMethodsMinBudget) {
 // reload keeps the cap it started with, one started after gets the new.
 TEST(SlotsHopMethodTest, AReloadChangesTheCapOfCallsStartedAfterIt) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.3s"));
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, AttemptCapsConfig("0.3s"));
   ASSERT_NE(hop, nullptr);
   ScriptedServer hung("ledger", [](int) { return Action::Hang(); });
   auto stub = testing::AttemptStub(hung.address(), "orders", &metrics);
@@ -551,7 +534,7 @@ TEST(SlotsHopMethodTest, AReloadChangesTheCapOfCallsStartedAfterIt) {
   Result before;
   StartCall(**slots, *stub, absl::Seconds(20), &before);
   ASSERT_TRUE(hung.WaitForCalls(1, absl::Seconds(10)));
-  ASSERT_TRUE(hop->ReloadServiceConfig(CapsConfig("0.1s")).ok());
+  ASSERT_TRUE(hop->ReloadServiceConfig(AttemptCapsConfig("0.1s")).ok());
   const grpc::Status after = CallThrough(**slots, *stub);
   ASSERT_TRUE(before.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   ExpectCutAt(before.status, absl::Milliseconds(300));
@@ -560,7 +543,7 @@ TEST(SlotsHopMethodTest, AReloadChangesTheCapOfCallsStartedAfterIt) {
 
 TEST(SlotsHopMethodTest, AMethodThatIsNotAFullMethodNameIsInvalidArgument) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, CapsConfig("0.1s"));
+  std::unique_ptr<Hop> hop = testing::MakeTestHop("orders", &metrics, AttemptCapsConfig("0.1s"));
   ASSERT_NE(hop, nullptr);
   for (const char* bad : {"", "Call", "hopbudget.echo.Relay/Call", "/hopbudget.echo.Relay",
                           "/hopbudget.echo.Relay/", "//Call", "/a/b/c"}) {
@@ -586,11 +569,11 @@ TEST(SlotsHopMethodTest, AMethodThatIsNotAFullMethodNameIsInvalidArgument) {
 // Shadow mode: the attempt takes the logical call's own deadline, no cap.
 TEST(SlotsHopMethodTest, AMethodInShadowModePassesTheRequestsDeadlineThrough) {
   Metrics metrics;
-  std::unique_ptr<Hop> hop =
-      testing::MakeTestHop("orders", &metrics,
-                           CapsConfig("0.1s", absl::StrCat(R"(, "hopbudget": {"methodPolicy": [
+  std::unique_ptr<Hop> hop = testing::MakeTestHop(
+      "orders", &metrics,
+      AttemptCapsConfig("0.1s", absl::StrCat(R"(, "hopbudget": {"methodPolicy": [
       {"name": [)",
-                                                           kCallName, R"(], "shadow": true}]})")));
+                                             kRelayCallName, R"(], "shadow": true}]})")));
   ASSERT_NE(hop, nullptr);
   ScriptedServer ledger("ledger", [](int) { return Action::Ok(); });
   auto stub = testing::AttemptStub(ledger.address(), "orders", &metrics);

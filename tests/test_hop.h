@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "hopbudget/advanced/clock.h"
 #include "hopbudget/advanced/metrics.h"
@@ -48,6 +49,30 @@ inline std::unique_ptr<Hop> MakeTestHop(std::string name, Metrics* metrics,
   options.clock = clock;
   options.service_config = std::move(service_config);
   return MakeTestHop(std::move(options));
+}
+
+// The relay's methods as a service config names them.
+inline constexpr char kRelayCallName[] = R"({"service": "hopbudget.echo.Relay", "method": "Call"})";
+inline constexpr char kRelayWriteName[] =
+    R"({"service": "hopbudget.echo.Relay", "method": "Write"})";
+
+// A methodConfig for `name` whose perAttemptRecvTimeout (the attempt cap)
+// is `cap` ("0.1s"); gRPC's config carries it only inside a retryPolicy.
+inline std::string AttemptCappedMethod(const std::string& name, const std::string& cap) {
+  return absl::StrCat(R"({"name": [)", name, R"(], "timeout": "5s",
+       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.01s", "maxBackoff": "0.02s",
+                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
+                       "perAttemptRecvTimeout": ")",
+                      cap, R"("}})");
+}
+
+// A service config: Relay/Call's attempts capped at `call_cap`, Write's at
+// 250 ms, any other method's (the default entry) at 150 ms; `extra`: more
+// top-level keys, starting with a comma.
+inline std::string AttemptCapsConfig(const std::string& call_cap, const std::string& extra = "") {
+  return absl::StrCat(R"({"methodConfig": [)", AttemptCappedMethod(kRelayCallName, call_cap), ", ",
+                      AttemptCappedMethod(kRelayWriteName, "0.25s"), ", ",
+                      AttemptCappedMethod("{}", "0.15s"), "]", extra, "}");
 }
 
 }  // namespace testing

@@ -19,6 +19,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "accounting.h"
@@ -410,58 +411,48 @@ TEST(ChainE2eTest, GatewayErrorFaultAnswersUnavailableOnTheCallbackPath) {
 
 // The ledger's Commit runs on the callback API in hopbudget mode: the
 // shield's end answers the call. A commit held past its bound is stopped
-// there, and the answer names the shield at the ledger.
+// there, and the answer names the shield at the ledger with the bound as
+// its budget. The bound is --shield-bound, or, with --service-config, the
+// file's shieldBound for Ledger/Commit (the ledger's Shield is made from
+// its Hop), over a --shield-bound longer than the 3 s slow commit.
 TEST(ChainE2eTest, CommitPastItsShieldBoundIsAnsweredByTheShieldOnTheCallbackPath) {
-  ChainOptions o;
-  o.ledger = {"--slow-commit=3s", "--shield-bound=400ms"};
-  o.orders = {"--attempt-cap=4s", "--request-cap=5s", "--max-attempts=1"};
-  o.gateway = {"--request-cap=6s"};
-  START_CHAIN(chain, o);
-  Chain::Result r = chain.Place("order-s", absl::Seconds(5));
-  ASSERT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << r.status.error_message();
-  EXPECT_GE(r.latency, absl::Milliseconds(400));
-  EXPECT_LT(r.latency, absl::Milliseconds(2500));  // well before the slow commit's 3 s
-  absl::optional<Attribution> a = AttributionOf(r.status);
-  ASSERT_TRUE(a.has_value()) << r.status.error_message();
-  EXPECT_EQ(a->source, DeadlineSource::kShield) << r.status.error_message();
-  EXPECT_EQ(a->hop, "ledger") << r.status.error_message();
-  ASSERT_TRUE(chain.WaitIdle());
-  EXPECT_EQ(StatsOf(chain.ledger()).commits_stopped(), 1);
-  EXPECT_EQ(chain.Rows(), 0);
-}
-
-// With --service-config, the ledger's Shield is made from its Hop: the
-// file's shieldBound for Ledger/Commit bounds the commit, over
-// --shield-bound (5 s here, longer than the 3 s slow commit).
-TEST(ChainE2eTest, TheLedgersServiceConfigBoundsTheShieldedCommitPerMethod) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/ledger_shield_config.json");
+  const std::string config = absl::StrCat(::testing::TempDir(), "/ledger_shield_config.json");
   {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr) << path;
+    std::FILE* f = std::fopen(config.c_str(), "w");
+    ASSERT_NE(f, nullptr) << config;
     std::fputs(R"({"hopbudget": {"methodPolicy": [
         {"name": [{"service": "hopbudget.demo.Ledger", "method": "Commit"}],
          "shieldBound": "0.4s"}]}})",
                f);
     std::fclose(f);
   }
-  ChainOptions o;
-  o.ledger = {"--slow-commit=3s", "--shield-bound=5s", "--service-config=" + path};
-  o.orders = {"--attempt-cap=4s", "--request-cap=5s", "--max-attempts=1"};
-  o.gateway = {"--request-cap=6s"};
-  START_CHAIN(chain, o);
-  Chain::Result r = chain.Place("order-sc", absl::Seconds(5));
-  ASSERT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << r.status.error_message();
-  EXPECT_GE(r.latency, absl::Milliseconds(400));
-  EXPECT_LT(r.latency, absl::Milliseconds(2500));  // well before the slow commit's 3 s
-  absl::optional<Attribution> a = AttributionOf(r.status);
-  ASSERT_TRUE(a.has_value()) << r.status.error_message();
-  EXPECT_EQ(a->source, DeadlineSource::kShield) << r.status.error_message();
-  EXPECT_EQ(a->hop, "ledger") << r.status.error_message();
-  EXPECT_EQ(a->budget, absl::Milliseconds(400)) << r.status.error_message();
-  ASSERT_TRUE(chain.WaitIdle());
-  EXPECT_EQ(StatsOf(chain.ledger()).commits_stopped(), 1);
-  EXPECT_EQ(chain.Rows(), 0);
-  std::remove(path.c_str());
+  const std::vector<std::vector<std::string>> rows = {
+      {"--shield-bound=400ms"},
+      {"--shield-bound=5s", "--service-config=" + config},
+  };
+  for (const std::vector<std::string>& bound : rows) {
+    SCOPED_TRACE(absl::StrJoin(bound, " "));
+    ChainOptions o;
+    o.ledger = {"--slow-commit=3s"};
+    o.ledger.insert(o.ledger.end(), bound.begin(), bound.end());
+    o.orders = {"--attempt-cap=4s", "--request-cap=5s", "--max-attempts=1"};
+    o.gateway = {"--request-cap=6s"};
+    START_CHAIN(chain, o);
+    Chain::Result r = chain.Place("order-s", absl::Seconds(5));
+    ASSERT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+        << r.status.error_message();
+    EXPECT_GE(r.latency, absl::Milliseconds(400));
+    EXPECT_LT(r.latency, absl::Milliseconds(2500));  // well before the slow commit's 3 s
+    absl::optional<Attribution> a = AttributionOf(r.status);
+    ASSERT_TRUE(a.has_value()) << r.status.error_message();
+    EXPECT_EQ(a->source, DeadlineSource::kShield) << r.status.error_message();
+    EXPECT_EQ(a->hop, "ledger") << r.status.error_message();
+    EXPECT_EQ(a->budget, absl::Milliseconds(400)) << r.status.error_message();
+    ASSERT_TRUE(chain.WaitIdle());
+    EXPECT_EQ(StatsOf(chain.ledger()).commits_stopped(), 1);
+    EXPECT_EQ(chain.Rows(), 0);
+  }
+  std::remove(config.c_str());
 }
 
 TEST(ChainE2eTest, ClientCancelDuringCommitLeavesExactlyOneRow) {
