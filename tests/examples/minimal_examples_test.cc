@@ -86,16 +86,21 @@ TEST_F(MinimalChainTest, AGenerousBudgetIsOk) {
 
 // The client's budget runs out while b works: b answers it, its work cut
 // at its budget, or a, b's caller, when gRPC ended b's call at its deadline
-// first (it answers for b then, bare; docs/deadline-sources.md). Either way
-// the attribution names the client's budget and a hop of the chain.
+// first (it answers for b then, bare; docs/deadline-sources.md), or, when
+// neither answer is back before the client's own timer fires at the same
+// instant (an ASan CI run, 2026-12-07), the client itself. Every deadline is
+// the client's, so which hop reports it is a race; the attribution always
+// names the client's budget and the hop where it was seen.
 TEST_F(MinimalChainTest, AClientBudgetTheChainCannotMeetNamesItsHop) {
   StartChain("30s", "60s");
   const ClientRun run = Call("1s");
   EXPECT_EQ(run.status, 1) << run.output;
   EXPECT_THAT(run.output, StartsWith("DEADLINE_EXCEEDED after ")) << run.output;
   EXPECT_THAT(run.output, HasSubstr(": hopbudget/1: source=client hop=")) << run.output;
-  EXPECT_THAT(run.output,
-              ContainsRegex("\nattribution: source=client hop=(a|b) budget=[^ ]+ elapsed=[^ ]+\n"))
+  EXPECT_THAT(
+      run.output,
+      ContainsRegex(
+          "\nattribution: source=client hop=(a|b|minimal-client) budget=[^ ]+ elapsed=[^ ]+\n"))
       << run.output;
 }
 
