@@ -2,11 +2,8 @@
 //
 // retry_policy.h: budget-aware retries. Pure decisions, no gRPC types.
 //
-// The incident this prevents: an outer 5 s request budget around a retry loop
-// with a 10 s per-attempt budget and three attempts. The outer budget fires
-// during attempt one, the attempt budget never trips, and retries == 0
-// forever. Here every attempt's budget comes from the one shrinking deadline
-// (DeriveCallDeadline in budget.h):
+// Every attempt's budget comes from the one shrinking deadline
+// (DeriveCallDeadline in budget.h; why: docs/retries.md):
 //   attempt deadline = min(request deadline - hop_reserve, now + attempt_cap)
 // and every wait between attempts is clipped so that the next attempt still
 // starts with at least min_attempt_budget: a retry never sleeps past the

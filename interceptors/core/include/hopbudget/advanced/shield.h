@@ -3,15 +3,9 @@
 // shield.h: must-complete work that outlives its caller's cancellation, but
 // is never unbounded and never orphaned. Pure core, no gRPC types.
 //
-// Some work costs more to abandon than to finish: a commit already sent, a
-// write-behind flush. When the caller's deadline fires or the caller is
-// cancelled, that work should go on. Shielding it answers only *who may
-// interrupt*; on its own it creates two failures:
-//   - unbounded: shielded work waiting on a dead peer runs forever, and a
-//     service whose work is all shielded cannot be stopped at all;
-//   - orphaned: once the caller has gone, nobody reads the result, and an
-//     error vanishes.
-// So a Shield runs work with all three parts of the discipline:
+// Work that costs more to abandon than to finish (a commit already sent)
+// goes on when its caller leaves, but never unbounded and never orphaned
+// (why: docs/shield.md). A Shield runs it with three parts:
 //   - shield: the work runs on the Shield's own pool, not on the caller's
 //     thread or under its deadline; the caller may give up waiting at any time
 //     (ShieldHandle::WaitUntil) without touching the work;

@@ -21,12 +21,10 @@
 //       "ledger:50051", grpc::InsecureChannelCredentials(), options);
 //   auto stub = Ledger::NewStub(*channel);   // unchanged stub code
 //
-// How: the channel's first interceptor hijacks each unary call, keeps the
-// serialized request, and issues the attempts through the rest of the
-// interceptor chain (hopbudget's budget interceptor, so each attempt fails
-// fast, sends its exact budget and is attributed like any call). gRPC core
-// keeps only its transparent retries (a stream that never reached the
-// server is sent again), as on CreateChannel: one layer retries answers.
+// Each attempt passes through hopbudget's budget interceptor (fail fast,
+// exact budget header, attribution), as any call does; gRPC core keeps only
+// its transparent retries. How, and why it works in gRPC 1.51:
+// docs/retries.md.
 //
 // What is retried: codes in RetryPolicy::retryable_codes (default
 // UNAVAILABLE), and DEADLINE_EXCEEDED when the attempt's own attempt budget
@@ -47,11 +45,9 @@
 // inbound cancel reaches the attempt in flight as it reaches any propagated
 // call: the attempts are new calls, not children of the logical one.
 //
-// Cost: each call is two gRPC calls in the client (the application's,
-// hijacked, and its attempt's); measured in docs/retries.md. RetryLoop
-// (retry_loop.h) retries
-// around the generated stub call, one real call per attempt, at about the
-// cost of the budget interceptors alone: use it where call sites can change.
+// Each call is two gRPC calls in the client (the application's, hijacked,
+// and its attempt's). Where call sites can change, RetryLoop (retry_loop.h)
+// makes one real call per attempt.
 //
 // Thread safety: the channel is safe for concurrent use like any channel.
 #ifndef HOPBUDGET_ADVANCED_RETRY_H_
