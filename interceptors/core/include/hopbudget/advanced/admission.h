@@ -2,28 +2,17 @@
 //
 // admission.h: deadline-aware admission and shedding at one hop.
 //
-// A service that starts every call it is sent turns overload into congestion
-// collapse: queued calls wait in the CPU run queue (or hold a thread each),
-// start after their callers have given up, and the work they do is wasted.
 // Admission decides, for each call that arrives, whether it may start now,
-// wait, or be refused at once:
-//
+// wait, or be refused at once (why, and the sources of each rule:
+// docs/admission.md):
 //   - a limit of calls in progress (admitted, handler not yet answered):
-//     fixed, or adaptive (AdaptiveLimit below: the limit follows measured
-//     handler time, the way Netflix's Gradient2 and Envoy's adaptive
-//     concurrency filter do);
-//   - calls over the limit wait in a bounded queue (never more of them than
-//     `queue_per_limit` times the current limit: QueueBound), earliest
-//     deadline first; when the queue has not been empty for `lifo_after`
-//     (sustained overload), newest first, so that the calls most likely to
-//     still finish are served ("Fail at Scale", ACM Queue 2015);
-//   - a waiting call whose remaining budget falls below `min_attempt_budget`
-//     leaves the queue at once and is answered without starting
-//     (Expire()); so does one that waited `max_wait`, or, under sustained
-//     overload, `overload_wait` ("Fail at Scale"'s controlled delay: a
-//     queue that never empties turns its waiters away within milliseconds,
-//     while they can still be told, instead of holding them until their
-//     callers' deadlines fire and every caller cancels);
+//     fixed, or adaptive (AdaptiveLimit: it follows measured handler time);
+//   - calls over the limit wait in a bounded queue (at most `queue_per_limit`
+//     times the limit: QueueBound), earliest deadline first; newest first
+//     once the queue has not been empty for `lifo_after`;
+//   - a waiting call leaves the queue at once, answered without starting,
+//     when its remaining budget falls below `min_attempt_budget`, or after
+//     `max_wait` (`overload_wait` under sustained overload) (Expire());
 //   - a call whose remaining budget is below the predicted time to finish
 //     (the `quantile` of this method's recent handler times, LatencyPredictor)
 //     is refused on arrival, and again when it leaves the queue.

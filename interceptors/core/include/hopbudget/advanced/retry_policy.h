@@ -21,18 +21,9 @@
 // gRPC status codes equal absl::StatusCode numerically; a gRPC interceptor
 // casts (static_cast<absl::StatusCode>(status.error_code())).
 //
-// Differences from gRFC A6 (client retries):
-//   - a DEADLINE_EXCEEDED is retried only when this attempt's own cap fired
-//     (DeadlineSource::kAttempt) or it waited for a ready backend until its
-//     cap (kNoBackend: nothing was sent), whatever `retryable_codes` says:
-//     when the request or client budget fired, a retry cannot finish in time
-//     either;
-//   - a pushback delay is the server asking to wait at least that long
-//     (gRFC A6): it is never shortened; when it does not fit before the
-//     deadline the retries end (kNoRoom). Only our own backoff is clipped;
-//   - the backoff index is the retry index; A6 restarts the backoff at
-//     initial_backoff after a pushback, here a later wait is never shorter for
-//     having been pushed back.
+// Where this differs from gRFC A6 (a DEADLINE_EXCEEDED retried only when
+// this hop's attempt cap fired; pushback never shortened; no backoff reset
+// after a pushback): docs/retries.md.
 //
 // Thread safety: the free functions are pure functions on values; the structs
 // are plain values. RetryThrottle may be used concurrently (lock-free).

@@ -18,20 +18,14 @@
 //     the last copy of its handle was destroyed is logged once to stderr
 //     ("hopbudget: shield: ...") and counted in ShieldStats::unobserved.
 //
-// Cooperative stop: C++ cannot interrupt a thread, so a bound only *asks*.
-// Work that ignores stop_requested() keeps its pool thread (and delays
-// Drain() and ~Shield) until it returns; its outcome is still kExceededBound
-// and it is still recorded. Write shielded work to check stop_requested() or
-// register a stop callback at every wait.
+// A bound only *asks* (C++ cannot interrupt a thread): work that ignores
+// stop_requested() keeps its pool thread, and delays Drain() and ~Shield,
+// until it returns; it still ends kExceededBound. Check stop_requested() or
+// register a stop callback at every wait. A work function must not throw.
 //
-// Time: bounds, ShieldContext::deadline() and the record's times are read on
-// ShieldOptions::clock. Waits that block a thread (ShieldHandle::WaitUntil,
-// Drain's max_wait) are in real time (absl::Now()), whatever the clock: a
-// FakeClock does not move while a thread waits on it. With Clock::Real() the
-// two are the same time base.
-//
-// Exceptions: this code base builds without them; a work function that
-// throws is not supported.
+// Time: bounds and records are read on ShieldOptions::clock; waits that
+// block a thread (WaitUntil, Drain's max_wait) are in real time, whatever the
+// clock (a FakeClock does not move while a thread waits on it).
 //
 // Thread safety: all methods of Shield, ShieldHandle and ShieldContext may be
 // called concurrently. A ShieldHandle (and every copy of it) may outlive the
