@@ -479,10 +479,7 @@ TEST_P(AdmissionGrpcTest, WaitingCallsHoldNoThread) {
     p->rpc->Finish(&p->reply, &p->status, p.get());
     pending.push_back(std::move(p));
   }
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (Stats().queued < kWaiting && absl::Now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  EXPECT_TRUE(Eventually([&] { return Stats().queued >= kWaiting; }, absl::Seconds(10)));
   EXPECT_EQ(Stats().queued, kWaiting);
   const int during = threads_now();
   // Measured: +0..6 threads (gRPC's pollers and executor); one per waiting

@@ -124,12 +124,9 @@ std::string DeadlineExceededCounted(const MetricsSnapshot& m) {
 // calls: a hop counts its call when its handler returns, after the client
 // already saw the cancel.
 bool WaitForServerCalls(Metrics& metrics, uint64_t n, absl::Duration timeout) {
-  const absl::Time end = absl::Now() + timeout;
-  while (metrics.Snapshot().calls[static_cast<int>(Side::kServer)] < n) {
-    if (absl::Now() > end) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
+  return testing::Eventually(
+      [&] { return metrics.Snapshot().calls[static_cast<int>(Side::kServer)] >= n; }, timeout,
+      absl::Milliseconds(1));
 }
 
 TEST(ChainTest, BudgetsNestStrictlyAcrossThreeHops) {

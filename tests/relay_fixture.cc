@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "eventually.h"
 #include "hopbudget/advanced/shield_grpc.h"
 #include "hopbudget/advanced/wire.h"
 #include "hopbudget/client.h"
@@ -313,12 +314,8 @@ void RelayHop::SetNext(const std::string& target, const RetryOptions* retry) {
 }
 
 bool RelayHop::WaitForCancellations(int n, absl::Duration timeout) {
-  const absl::Time end = absl::Now() + timeout;
-  while (cancellations_seen_.load() < n) {
-    if (absl::Now() > end) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
+  return Eventually([&] { return cancellations_seen_.load() >= n; }, timeout,
+                    absl::Milliseconds(1));
 }
 
 std::vector<std::string> RelayHop::previous_attempts() const {

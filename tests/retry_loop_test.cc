@@ -609,11 +609,12 @@ TEST(RetryLoopCallbackTest, ThousandCallsBackingOffHoldNoThreads) {
   // lets them go once idle: wait (bounded, well inside the backoff) for the
   // count to settle. 1 000 waits each holding a thread never would.
   int during = ThreadCount();
-  const absl::Time settle = absl::Now() + absl::Seconds(3);
-  while (during > before + 8 && absl::Now() < settle) {
-    absl::SleepFor(absl::Milliseconds(20));
-    during = ThreadCount();
-  }
+  Eventually(
+      [&] {
+        during = ThreadCount();
+        return during <= before + 8;
+      },
+      absl::Seconds(3), absl::Milliseconds(20));
   EXPECT_LE(during, before + 8) << "threads before " << before << ", during backoff " << during;
   EXPECT_EQ(left.load(), kCalls) << "measured while every call was still backing off";
   ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(60)));

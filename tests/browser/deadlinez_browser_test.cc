@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "chromium.h"
+#include "eventually.h"
 #include "hopbudget/advanced/http_exporter.h"
 #include "relay_fixture.h"
 
@@ -29,12 +30,9 @@ using ::testing::HasSubstr;
 // after the client has its status: wait (bounded) until `hop` counted `n`
 // finished server calls.
 bool WaitForServerCalls(testing::RelayHop& hop, uint64_t n) {
-  const absl::Time end = absl::Now() + absl::Seconds(30);
-  while (hop.metrics().Snapshot().calls[static_cast<int>(Side::kServer)] < n) {
-    if (absl::Now() > end) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
+  return testing::Eventually(
+      [&] { return hop.metrics().Snapshot().calls[static_cast<int>(Side::kServer)] >= n; },
+      absl::Seconds(30));
 }
 
 TEST(DeadlinezBrowserTest, ShowsTheChainsCallsWaterfallsAndTimeouts) {

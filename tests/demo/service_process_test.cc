@@ -32,6 +32,7 @@
 #include "hopbudget/client.h"
 #include "ledger_store.h"
 #include "server/common/demo_server.h"
+#include "tests/eventually.h"
 
 namespace hopbudget::demo {
 namespace {
@@ -308,12 +309,7 @@ class Load {
 
 // Waits until the load has seen `n` answers with `code`.
 bool WaitForAnswers(Load& load, grpc::StatusCode code, int n, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (load.Count(code) < n) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
+  return hopbudget::testing::Eventually([&] { return load.Count(code) >= n; }, timeout);
 }
 
 // Runs `command` (stderr into `err_file` when given, else merged into
