@@ -1,0 +1,56 @@
+// Copyright hopbudget authors.
+//
+// The flags and helpers several chainctl commands share (commands.h).
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "commands.h"
+
+ABSL_FLAG(std::string, gateway, "", "gateway HOST:PORT (required)");
+ABSL_FLAG(absl::Duration, budget, absl::Milliseconds(800),
+          "the client's deadline per call, from its start (probe: default 5s)");
+ABSL_FLAG(std::string, key, "", "idempotency key (default: a new one)");
+ABSL_FLAG(std::string, item, "sku-1:1", "items, sku[:qty],...");
+ABSL_FLAG(std::string, json, "",
+          "also write the result as JSON to this file; - (or --json alone) writes it to stdout "
+          "instead of the table");
+ABSL_FLAG(std::string, admin, "", "gRPC HOST:PORT,... of the services (Admin service)");
+
+namespace hopbudget::chainctl {
+
+cli::CommandLine ParseCommand(int argc, char** argv, const std::string& command,
+                              const std::string& usage, std::vector<std::string> flags) {
+  cli::CliOptions options;
+  options.program = "chainctl " + command;
+  options.usage = usage;
+  options.flags = std::move(flags);
+  options.value_optional = {"json"};  // --json alone: JSON on stdout
+  options.first = 2;
+  cli::CommandLine cl = cli::ParseOrExit(argc, argv, options);
+  if (!cl.positional.empty()) {
+    cli::ExitIfBad(options.program, absl::InvalidArgumentError(absl::StrCat(
+                                        "unexpected argument \"", cl.positional[0], "\"")));
+  }
+  return cl;
+}
+
+int Fail(const std::string& command, const std::string& message) {
+  cli::ExitIfBad("chainctl " + command, absl::InvalidArgumentError(message));
+  return 2;
+}
+
+bool WriteRequests(const std::string& path, const std::vector<RequestRecord>& requests) {
+  std::ofstream f(path);
+  for (const RequestRecord& r : requests) f << FormatRequestRecord(r) << "\n";
+  if (!f) std::cerr << "chainctl: cannot write " << path << "\n";
+  return static_cast<bool>(f);
+}
+
+}  // namespace hopbudget::chainctl
