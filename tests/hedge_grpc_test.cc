@@ -85,7 +85,11 @@ class HedgeGrpcTest : public ::testing::TestWithParam<Form> {};
 
 TEST_P(HedgeGrpcTest, ASlowPrimaryIsHedgedToTheOtherTargetAndTheHedgeWins) {
   ScriptedServer slow("ledger-a", [](int) { return Action::Hang(); });
-  ScriptedServer fast("ledger-b", [](int) { return Action::Ok(); });
+  // The hedge wins once the primary is at its callee: on a loaded machine
+  // a primary still connecting when the hedge won was cancelled before it
+  // was sent, and the callee had nothing to cancel.
+  ScriptedServer fast("ledger-b",
+                      [&slow](int) { return Action::Ok().When([&] { return slow.calls() > 0; }); });
   HedgeRig rig(slow, fast, Options(nullptr, absl::Milliseconds(20)));
   const HedgeResult r = rig.Run(GetParam(), absl::Seconds(20));
   EXPECT_TRUE(r.status.ok()) << r.status.error_message();
@@ -131,8 +135,11 @@ TEST_P(HedgeGrpcTest, APushbackStopsTheHedging) {
 
 TEST_P(HedgeGrpcTest, AFatalAnswerStopsTheHedgingAndCancelsTheRest) {
   ScriptedServer slow_bad("ledger-a", [](int) { return Action::Hang(); });
-  ScriptedServer bad("ledger-b",
-                     [](int) { return Action::Fail(grpc::StatusCode::INVALID_ARGUMENT); });
+  ScriptedServer bad("ledger-b", [&slow_bad](int) {
+    return Action::Fail(grpc::StatusCode::INVALID_ARGUMENT).When([&] {
+      return slow_bad.calls() > 0;  // the first attempt is there to cancel
+    });
+  });
   HedgerOptions o = Options(nullptr, absl::Milliseconds(20));
   o.hedge.max_attempts = 3;
   HedgeRig rig(slow_bad, bad, o);

@@ -87,8 +87,14 @@ class RaceGrpcTest : public ::testing::TestWithParam<Form> {};
 
 TEST_P(RaceGrpcTest, FirstOkWinsAndTheLosersAreCancelledAtTheCallee) {
   ScriptedServer slow_a("ledger-a", [](int) { return Action::Hang(); });
-  ScriptedServer fast("ledger-b", [](int) { return Action::After(absl::Milliseconds(20)); });
   ScriptedServer slow_c("ledger-c", [](int) { return Action::Hang(); });
+  // The winner answers once both losers are at their callees (a loser
+  // cancelled on its way would leave its callee nothing to cancel).
+  ScriptedServer fast("ledger-b", [&](int) {
+    return Action::After(absl::Milliseconds(20)).When([&] {
+      return slow_a.calls() > 0 && slow_c.calls() > 0;
+    });
+  });
   RaceRig rig({&slow_a, &fast, &slow_c});
   const RaceResult r = rig.Run(GetParam(), absl::Seconds(20));
   ASSERT_EQ(r.outcome, RaceOutcome::kWon) << r.status.error_message();

@@ -3,7 +3,8 @@
 // scripted_server.h: a callback Relay server on 127.0.0.1 port 0, behind
 // hopbudget's server interceptor, whose answer to its n-th call follows a
 // script (answer now, after a delay, hang until cancelled, fail with a code,
-// push back). It waits on gRPC alarms, not on threads, and records when each
+// push back; any of them only once a condition holds). It waits on gRPC
+// alarms, not on threads, and records when each
 // call arrived and when each hanging or delayed call saw its cancel, so that
 // tests can tell how fast a cancel reached the callee.
 #ifndef HOPBUDGET_TESTS_SCRIPTED_SERVER_H_
@@ -36,6 +37,16 @@ struct Action {
   absl::Duration delay;                          // kDelay
   grpc::StatusCode code = grpc::StatusCode::OK;  // kFail
   std::string pushback_ms;                       // kFail: grpc-retry-pushback-ms, if set
+  // Set (When): the action starts only once ready() holds, asked every
+  // millisecond; until then the call hangs (a cancel still ends it). For a
+  // winner that must not answer before the losers have reached their
+  // callees: a cancel that overtakes a call still on its way leaves the
+  // callee nothing to cancel.
+  std::function<bool()> ready;
+  Action When(std::function<bool()> r) && {
+    ready = std::move(r);
+    return std::move(*this);
+  }
   static Action Ok() { return Action(); }
   static Action After(absl::Duration d) {
     Action a;
@@ -107,6 +118,28 @@ class ScriptedServer {
         : server_(server), ctx_(ctx), reply_(reply), action_(std::move(action)) {}
     void Begin() {
       reply_->set_payload(server_->address_);
+      if (action_.ready) {
+        Poll(true);
+        return;
+      }
+      Perform();
+    }
+    void OnCancel() override {
+      std::vector<grpc::Alarm*> polls;
+      {
+        hopbudget::internal::MutexLock lock(&server_->mu_);
+        if (answered_) return;
+        server_->cancel_times_.push_back(absl::Now());
+        for (auto& a : polls_) polls.push_back(a.get());
+      }
+      alarm_.Cancel();
+      for (grpc::Alarm* a : polls) a->Cancel();
+      Answer(grpc::Status::CANCELLED);
+    }
+    void OnDone() override { Unref(); }
+
+   private:
+    void Perform() {
       switch (action_.kind) {
         case Action::kOk:
           Answer(grpc::Status::OK);
@@ -128,18 +161,27 @@ class ScriptedServer {
           break;  // until OnCancel
       }
     }
-    void OnCancel() override {
+    // Each poll on a fresh alarm (one that fired is not set again); the
+    // reactor owns them all until it goes.
+    void Poll(bool fired) {
+      if (!fired) return;  // cancelled: OnCancel answers
+      if (action_.ready()) {
+        Perform();
+        return;
+      }
+      grpc::Alarm* next;
       {
         hopbudget::internal::MutexLock lock(&server_->mu_);
         if (answered_) return;
-        server_->cancel_times_.push_back(absl::Now());
+        polls_.push_back(std::make_unique<grpc::Alarm>());
+        next = polls_.back().get();
       }
-      alarm_.Cancel();
-      Answer(grpc::Status::CANCELLED);
+      refs_.fetch_add(1);
+      next->Set(absl::ToChronoTime(absl::Now() + absl::Milliseconds(1)), [this](bool f) {
+        Poll(f);
+        Unref();
+      });
     }
-    void OnDone() override { Unref(); }
-
-   private:
     void Unref() {
       if (refs_.fetch_sub(1) == 1) delete this;
     }
@@ -159,7 +201,8 @@ class ScriptedServer {
     echo::RelayReply* const reply_;
     const Action action_;
     grpc::Alarm alarm_;
-    bool answered_ = false;  // guarded by server_->mu_
+    std::vector<std::unique_ptr<grpc::Alarm>> polls_;  // guarded by server_->mu_
+    bool answered_ = false;                            // guarded by server_->mu_
     std::atomic<int> refs_{1};
   };
 
