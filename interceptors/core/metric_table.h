@@ -5,10 +5,11 @@
 // label and the enum values it exposes, the unit in the name's suffix) and
 // the MetricsSnapshot field it fills; from the tables follow
 //   - the cells: one relaxed atomic per exposed enum value, in one flat
-//     array at offsets computed at compile time (metrics.cc), so that an
+//     array at offsets computed at compile time (metrics_cells.h), so that an
 //     increment is still one `fetch_add` at a constant address: no lock, no
 //     allocation, no lookup;
-//   - the snapshot: every row copies its cells into its field (metrics.cc);
+//   - the snapshot: every row copies its cells into its field
+//     (metrics_snapshot.cc);
 //   - the exposition: HELP, TYPE and one sample per exposed value, in table
 //     order (exposition.cc), zeros included.
 // The families labelled by method, side, code or hop (calls, latencies,
