@@ -31,6 +31,7 @@
 #include "hopbudget/client.h"
 #include "ledger_rows.h"
 #include "summary.h"
+#include "topology.h"
 
 namespace hopbudget::e2e {
 namespace {
@@ -42,6 +43,7 @@ using demo::OrderResult;
 using demo::Stats;
 
 using chainctl::AuditResult;
+using chainctl::Hop;
 using chainctl::LedgerRow;
 using chainctl::RequestRecord;
 
@@ -61,25 +63,22 @@ struct PlaceOptions {
 class Chain {
  public:
   explicit Chain(const ChainOptions& o) {
-    db_ = processes_.dir() + "/ledger.db";
-    const std::string mode = "--mode=" + o.mode;
-    std::vector<std::string> args = {"--port=0", "--metrics-port=0", mode, "--db=" + db_,
-                                     "--seed=7"};
-    const bool bound_given =
-        std::any_of(o.ledger.begin(), o.ledger.end(),
-                    [](const std::string& a) { return absl::StartsWith(a, "--shield-bound="); });
-    if (!bound_given) args.push_back("--shield-bound=5s");
-    args.insert(args.end(), o.ledger.begin(), o.ledger.end());
-    ledger_ = processes_.Start(HOPBUDGET_DEMO_LEDGER, args);
-    if (ledger_ == nullptr) return;
-    args = {"--port=0", "--metrics-port=0", mode, "--ledger=" + ledger_->address(), "--seed=7"};
-    args.insert(args.end(), o.orders.begin(), o.orders.end());
-    orders_ = processes_.Start(HOPBUDGET_DEMO_ORDERS, args);
-    if (orders_ == nullptr) return;
-    args = {"--port=0", "--metrics-port=0", mode, "--orders=" + orders_->address(), "--seed=7"};
-    args.insert(args.end(), o.gateway.begin(), o.gateway.end());
-    gateway_ = processes_.Start(HOPBUDGET_DEMO_GATEWAY, args);
-    if (gateway_ == nullptr) return;
+    chainctl::ChainSpec spec;
+    spec.mode = o.mode;
+    spec.db = db_ = processes_.dir() + "/ledger.db";
+    spec.seed = 7;
+    // A shield bound wide enough for a loaded machine, unless the test
+    // gives its own (an extra replaces the one before it).
+    spec.extra[Hop::kLedger] = {"--shield-bound=5s"};
+    spec.extra[Hop::kLedger].insert(spec.extra[Hop::kLedger].end(), o.ledger.begin(),
+                                    o.ledger.end());
+    spec.extra[Hop::kOrders] = o.orders;
+    spec.extra[Hop::kGateway] = o.gateway;
+    std::map<Hop, ChainProcess*> hops = processes_.StartChain(spec);
+    if (hops.empty()) return;
+    ledger_ = hops[Hop::kLedger];
+    orders_ = hops[Hop::kOrders];
+    gateway_ = hops[Hop::kGateway];
     gateway_stub_ = GatewayStub(*gateway_);
   }
 

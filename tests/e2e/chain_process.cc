@@ -49,6 +49,34 @@ ChainProcess* ChainProcesses::Start(const std::string& binary,
   return started_.back().get();
 }
 
+std::map<chainctl::Hop, ChainProcess*> ChainProcesses::StartChain(const chainctl::ChainSpec& spec) {
+  std::map<chainctl::Hop, ChainProcess*> hops;
+  std::map<chainctl::Hop, std::string> addresses;
+  for (chainctl::Hop hop : chainctl::StartOrder(spec)) {
+    if (!error_.empty()) return {};
+    absl::StatusOr<chainctl::HopCommand> command = chainctl::CommandFor(spec, hop, addresses);
+    if (!command.ok()) {
+      error_ = absl::StrCat(chainctl::HopName(hop), ": ", command.status().ToString());
+      return {};
+    }
+    ChainProcess* p = Start(DemoBinary(command->binary), command->args);
+    if (p == nullptr) {
+      error_ = absl::StrCat(chainctl::HopName(hop), ": ", error_);
+      return {};
+    }
+    hops[hop] = p;
+    addresses[hop] = p->address();
+  }
+  return hops;
+}
+
+std::string DemoBinary(const std::string& binary) {
+  if (binary == "gateway") return HOPBUDGET_DEMO_GATEWAY;
+  if (binary == "orders") return HOPBUDGET_DEMO_ORDERS;
+  if (binary == "ledger") return HOPBUDGET_DEMO_LEDGER;
+  return "";
+}
+
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Duration timeout) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError("socket failed");

@@ -6,12 +6,15 @@
 // A child also dies with the test. The process itself is a
 // demo::ChildProcess (tests/demo/child_process.h); its stderr goes to a
 // file, quoted in the error when it fails to start. ChainProcesses holds
-// one test's chain of them.
+// one test's chain of them, started one by one or, as a whole, from the
+// chain's description (client/chainctl/topology.h: the hops, who calls
+// whom, each hop's flags; the test adds its own flags as extras).
 #ifndef HOPBUDGET_TESTS_E2E_CHAIN_PROCESS_H_
 #define HOPBUDGET_TESTS_E2E_CHAIN_PROCESS_H_
 
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "child_process.h"
+#include "topology.h"
 
 namespace hopbudget::e2e {
 
@@ -49,10 +53,13 @@ class ChainProcess {
 // the reverse order: no hop is stopped while a hop in front of it can still
 // call it), then removes the directory. One test thread uses it.
 //
-//   ChainProcesses chain;
-//   ChainProcess* ledger = chain.Start(
-//       HOPBUDGET_DEMO_LEDGER, {"--port=0", "--metrics-port=0", "--db=" + chain.dir() + "/l.db"});
-//   ASSERT_NE(ledger, nullptr) << chain.error();
+//   ChainProcesses processes;
+//   chainctl::ChainSpec spec;
+//   spec.db = processes.dir() + "/ledger.db";
+//   spec.extra[chainctl::Hop::kLedger] = {"--shield-bound=5s"};
+//   std::map<chainctl::Hop, ChainProcess*> hops = processes.StartChain(spec);
+//   ASSERT_FALSE(hops.empty()) << processes.error();
+//   ChainProcess* gateway = hops[chainctl::Hop::kGateway];
 class ChainProcesses {
  public:
   ChainProcesses();
@@ -65,6 +72,14 @@ class ChainProcesses {
   // earlier Start): error() says what, and nothing more starts.
   ChainProcess* Start(const std::string& binary, const std::vector<std::string>& args);
 
+  // Starts the chain `spec` describes: each hop of chainctl::StartOrder in
+  // turn, with chainctl::CommandFor's arguments (its callees' addresses
+  // from the hops started before it) and DemoBinary's file. Every hop
+  // started, by hop; empty when the spec is bad or a hop failed to start
+  // (error() says which and why; the hops already started stay until this
+  // object is destroyed).
+  std::map<chainctl::Hop, ChainProcess*> StartChain(const chainctl::ChainSpec& spec);
+
   // The temporary directory ("" if it could not be made).
   const std::string& dir() const { return dir_; }
   // What failed first ("" while nothing did).
@@ -74,6 +89,11 @@ class ChainProcesses {
   std::string dir_, error_;
   std::vector<std::unique_ptr<ChainProcess>> started_;  // in start order
 };
+
+// The demo service binary named `binary` ("gateway", "orders", "ledger":
+// chainctl::HopCommand::binary) this library was built with; "" for
+// another name.
+std::string DemoBinary(const std::string& binary);
 
 // GET http://127.0.0.1:<port><path> (HTTP/1.0, one connection): the body, or
 // an error naming what failed.

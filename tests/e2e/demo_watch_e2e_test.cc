@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hopbudget/client.h"
+#include "topology.h"
 
 namespace hopbudget::e2e {
 namespace {
@@ -47,23 +49,25 @@ struct WatchChainOptions {
 class WatchChain {
  public:
   explicit WatchChain(const WatchChainOptions& o) {
-    const std::string mode = "--mode=" + o.mode;
-    std::vector<std::string> args = {"--port=0", "--metrics-port=0",
-                                     "--db=" + processes_.dir() + "/ledger.db",
-                                     "--watch-interval=50ms", mode};
-    args.insert(args.end(), o.ledger.begin(), o.ledger.end());
-    ledger_ = processes_.Start(HOPBUDGET_DEMO_LEDGER, args);
-    if (ledger_ == nullptr) return;
-    args = {"--port=0", "--metrics-port=0", "--ledger=" + ledger_->address(), mode,
-            absl::StrCat("--stream-idle=", o.idle ? absl::FormatDuration(kOrdersIdle) : "0")};
-    args.insert(args.end(), o.orders.begin(), o.orders.end());
-    const ChainProcess* orders = processes_.Start(HOPBUDGET_DEMO_ORDERS, args);
-    if (orders == nullptr) return;
-    args = {"--port=0", "--metrics-port=0", "--orders=" + orders->address(), mode,
-            absl::StrCat("--stream-idle=", o.idle ? absl::FormatDuration(kGatewayIdle) : "0")};
-    args.insert(args.end(), o.gateway.begin(), o.gateway.end());
-    const ChainProcess* gateway = processes_.Start(HOPBUDGET_DEMO_GATEWAY, args);
-    if (gateway != nullptr) gateway_stub_ = GatewayStub(*gateway);
+    using chainctl::Hop;
+    chainctl::ChainSpec spec;
+    spec.mode = o.mode;
+    spec.db = processes_.dir() + "/ledger.db";
+    spec.seed = 1;  // the services' default, which this test always ran with
+    spec.extra[Hop::kLedger] = {"--watch-interval=50ms"};
+    spec.extra[Hop::kOrders] = {
+        absl::StrCat("--stream-idle=", o.idle ? absl::FormatDuration(kOrdersIdle) : "0")};
+    spec.extra[Hop::kGateway] = {
+        absl::StrCat("--stream-idle=", o.idle ? absl::FormatDuration(kGatewayIdle) : "0")};
+    for (auto [hop, extra] :
+         {std::pair{Hop::kLedger, &o.ledger}, std::pair{Hop::kOrders, &o.orders},
+          std::pair{Hop::kGateway, &o.gateway}}) {
+      spec.extra[hop].insert(spec.extra[hop].end(), extra->begin(), extra->end());
+    }
+    std::map<Hop, ChainProcess*> hops = processes_.StartChain(spec);
+    if (hops.empty()) return;
+    ledger_ = hops[Hop::kLedger];
+    gateway_stub_ = GatewayStub(*hops[Hop::kGateway]);
   }
 
   bool ok() const { return gateway_stub_ != nullptr; }

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "chain_process.h"
+#include "topology.h"
 
 namespace hopbudget::e2e {
 namespace {
@@ -34,17 +36,17 @@ struct Chain {
   ChainProcess* gateway = nullptr;
 
   Chain(const std::vector<std::string>& gateway_flags, const std::string& ledger_latency) {
-    ledger = processes.Start(HOPBUDGET_DEMO_LEDGER,
-                             {"--port=0", "--metrics-port=0", "--db=" + processes.dir() + "/l.db",
-                              "--shield-bound=5s", "--latency=" + ledger_latency});
-    if (ledger == nullptr) return;
-    orders = processes.Start(HOPBUDGET_DEMO_ORDERS,
-                             {"--port=0", "--metrics-port=0", "--ledger=" + ledger->address()});
-    if (orders == nullptr) return;
-    std::vector<std::string> args = {"--port=0", "--metrics-port=0",
-                                     "--orders=" + orders->address()};
-    args.insert(args.end(), gateway_flags.begin(), gateway_flags.end());
-    gateway = processes.Start(HOPBUDGET_DEMO_GATEWAY, args);
+    using chainctl::Hop;
+    chainctl::ChainSpec spec;
+    spec.db = processes.dir() + "/l.db";
+    spec.seed = 1;  // the services' default, which this test always ran with
+    spec.extra[Hop::kLedger] = {"--shield-bound=5s", "--latency=" + ledger_latency};
+    spec.extra[Hop::kGateway] = gateway_flags;
+    std::map<Hop, ChainProcess*> hops = processes.StartChain(spec);
+    if (hops.empty()) return;
+    ledger = hops[Hop::kLedger];
+    orders = hops[Hop::kOrders];
+    gateway = hops[Hop::kGateway];
   }
   std::string admin() const {
     return absl::StrCat(gateway->address(), ",", orders->address(), ",", ledger->address());

@@ -24,6 +24,7 @@
 #include "demo/demo.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "topology.h"
 
 namespace hopbudget::e2e {
 namespace {
@@ -38,24 +39,22 @@ struct ReadChainOptions {
 class ReadChain {
  public:
   explicit ReadChain(const ReadChainOptions& o) {
-    const std::string db = processes_.dir() + "/ledger.db";
-    std::vector<std::string> args = {"--port=0", "--metrics-port=0", "--db=" + db, "--seed=7"};
-    args.insert(args.end(), o.primary.begin(), o.primary.end());
-    primary_ = processes_.Start(HOPBUDGET_DEMO_LEDGER, args);
-    if (primary_ == nullptr) return;
-    args = {"--port=0", "--metrics-port=0", "--db=" + db, "--replica", "--seed=8"};
-    args.insert(args.end(), o.replica.begin(), o.replica.end());
-    replica_ = processes_.Start(HOPBUDGET_DEMO_LEDGER, args);
-    if (replica_ == nullptr) return;
-    const std::string replicas = replica_->address() + "," + primary_->address();
-    args = {"--port=0", "--metrics-port=0", "--ledger=" + primary_->address(),
-            "--ledger-replicas=" + replicas, "--seed=7"};
-    args.insert(args.end(), o.orders.begin(), o.orders.end());
-    orders_ = processes_.Start(HOPBUDGET_DEMO_ORDERS, args);
-    if (orders_ == nullptr) return;
-    args = {"--port=0", "--metrics-port=0", "--orders=" + orders_->address(), "--seed=7"};
-    const ChainProcess* gateway = processes_.Start(HOPBUDGET_DEMO_GATEWAY, args);
-    if (gateway != nullptr) gateway_stub_ = GatewayStub(*gateway);
+    using chainctl::Hop;
+    chainctl::ChainSpec spec;
+    spec.replica = true;
+    spec.db = processes_.dir() + "/ledger.db";
+    spec.seed = 7;
+    spec.extra[Hop::kLedger] = o.primary;
+    spec.extra[Hop::kReplica] = {"--seed=8"};  // its own faults, not the primary's
+    spec.extra[Hop::kReplica].insert(spec.extra[Hop::kReplica].end(), o.replica.begin(),
+                                     o.replica.end());
+    spec.extra[Hop::kOrders] = o.orders;
+    std::map<Hop, ChainProcess*> hops = processes_.StartChain(spec);
+    if (hops.empty()) return;
+    primary_ = hops[Hop::kLedger];
+    replica_ = hops[Hop::kReplica];
+    orders_ = hops[Hop::kOrders];
+    gateway_stub_ = GatewayStub(*hops[Hop::kGateway]);
   }
 
   bool ok() const { return gateway_stub_ != nullptr; }

@@ -26,9 +26,12 @@
 #include "chain_process.h"
 #include "chain_support.h"
 #include "ledger_rows.h"
+#include "topology.h"
 
 namespace hopbudget::e2e {
 namespace {
+
+using chainctl::Hop;
 
 constexpr absl::Duration kBudget = absl::Milliseconds(800);
 // After a restarted hop is ready, its callers connect again at their next
@@ -115,9 +118,10 @@ class Instance {
   Instance(std::string name, std::string binary, std::vector<std::string> args)
       : name_(std::move(name)), binary_(std::move(binary)), args_(std::move(args)) {}
   absl::Status Start(int port) {
-    std::vector<std::string> args = args_;
-    args.push_back(absl::StrCat("--port=", port));
-    auto p = ChainProcess::Start(binary_, args);
+    absl::StatusOr<std::vector<std::string>> args =
+        chainctl::OverrideFlags(args_, {absl::StrCat("--port=", port)});
+    if (!args.ok()) return args.status();
+    auto p = ChainProcess::Start(binary_, *args);
     if (!p.ok()) return p.status();
     process_ = *std::move(p);
     return absl::OkStatus();
@@ -156,26 +160,31 @@ void RestartUnderLoad(int ledgers, int orders, const std::vector<std::string>& r
   const std::string db = dir.dir() + "/ledger.db";
   std::map<std::string, std::unique_ptr<Instance>> all;
   std::vector<Instance*> ledger, order;
+  // Each instance is its hop's command from the chain's description, on a
+  // port of its own (0 at first, then the same one at each restart).
+  chainctl::ChainSpec spec;
+  spec.db = db;
+  spec.seed = 7;
+  auto instance = [&](const std::string& name, Hop hop, const std::map<Hop, std::string>& callee) {
+    absl::StatusOr<chainctl::HopCommand> command = chainctl::CommandFor(spec, hop, callee);
+    EXPECT_TRUE(command.ok()) << command.status();
+    if (!command.ok()) return std::unique_ptr<Instance>();
+    return std::make_unique<Instance>(name, DemoBinary(command->binary), command->args);
+  };
   for (int i = 0; i < ledgers; ++i) {
-    auto l = std::make_unique<Instance>(
-        absl::StrCat("ledger", i), HOPBUDGET_DEMO_LEDGER,
-        std::vector<std::string>{"--metrics-port=0", "--db=" + db, "--seed=7"});
-    ASSERT_TRUE(l->Start(0).ok());
+    auto l = instance(absl::StrCat("ledger", i), Hop::kLedger, {});
+    ASSERT_TRUE(l != nullptr && l->Start(0).ok());
     ledger.push_back(l.get());
     all[l->name()] = std::move(l);
   }
   for (int i = 0; i < orders; ++i) {
-    auto o = std::make_unique<Instance>(
-        absl::StrCat("orders", i), HOPBUDGET_DEMO_ORDERS,
-        std::vector<std::string>{"--metrics-port=0", "--ledger=" + TargetOf(ledger), "--seed=7"});
-    ASSERT_TRUE(o->Start(0).ok());
+    auto o = instance(absl::StrCat("orders", i), Hop::kOrders, {{Hop::kLedger, TargetOf(ledger)}});
+    ASSERT_TRUE(o != nullptr && o->Start(0).ok());
     order.push_back(o.get());
     all[o->name()] = std::move(o);
   }
-  auto gateway = std::make_unique<Instance>(
-      "gateway", HOPBUDGET_DEMO_GATEWAY,
-      std::vector<std::string>{"--metrics-port=0", "--orders=" + TargetOf(order), "--seed=7"});
-  ASSERT_TRUE(gateway->Start(0).ok());
+  auto gateway = instance("gateway", Hop::kGateway, {{Hop::kOrders, TargetOf(order)}});
+  ASSERT_TRUE(gateway != nullptr && gateway->Start(0).ok());
   Instance* edge = gateway.get();
   all["gateway"] = std::move(gateway);
 
