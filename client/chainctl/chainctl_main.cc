@@ -15,6 +15,8 @@
 //   chainctl stats   --admin H:P,H:P,H:P
 //   chainctl scenarios --hopbudget G,O,L --baseline G,O,L [--orders N] [--only a,b]
 //                    [--hopbudget-requests-out FILE] [--baseline-requests-out FILE]
+//   chainctl up      --bin BUILD/server --work DIR [--mode M] [--replica] [--ports-out FILE]
+//                    [--gateway-flags F] [--orders-flags F] [--ledger-flags F]
 //
 // Exit codes: 0 ok, 1 the call / a check failed, 2 bad arguments.
 //
@@ -42,7 +44,9 @@ constexpr char kUsage[] =
     "             each order at most once (by key and by content), each acknowledged once\n"
     "  probe      check that the client deadline header reaches every hop (one order sent\n"
     "             with a deadline already past must be counted late at each of them)\n"
-    "  scenarios  replay the seeds' incidents on a baseline and a hopbudget chain\n";
+    "  scenarios  replay the seeds' incidents on a baseline and a hopbudget chain\n"
+    "  up         start a chain from its one description (topology.h), print each hop's\n"
+    "             ports and pid, keep it up until SIGTERM or SIGINT, then stop it\n";
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
@@ -59,6 +63,7 @@ int Main(int argc, char** argv) {
   if (cmd == "scenarios") return Scenarios(argc, argv);
   if (cmd == "audit") return Audit(argc, argv);
   if (cmd == "probe") return Probe(argc, argv);
+  if (cmd == "up") return Up(argc, argv);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage;
     return 0;

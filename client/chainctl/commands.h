@@ -44,6 +44,7 @@ int Metrics(int argc, char** argv);    // metrics_command.cc
 int FaultsCmd(int argc, char** argv);  // faults_command.cc
 int StatsCmd(int argc, char** argv);   // stats_command.cc
 int Scenarios(int argc, char** argv);  // scenarios_command.cc
+int Up(int argc, char** argv);         // up_command.cc
 
 // One command's flags (as in ABSL_FLAG) and usage: another command's flag
 // is refused ("unknown flag"), and --help lists these only.

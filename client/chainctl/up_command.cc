@@ -1,0 +1,233 @@
+// Copyright hopbudget authors.
+//
+// chainctl up: starts one chain from its description (topology.h) and
+// keeps it up until SIGTERM or SIGINT.
+//
+// Each hop of StartOrder in turn: its binary in --bin, its stdout and
+// stderr in --work (<hop>.out, <hop>.err), ready when its stdout has the
+// ready line ("<name> listening on <port> metrics on <port> ..."; 30 s at
+// most). One line per hop on stdout ("<hop> port <P> metrics <M> pid
+// <PID>"), also in --ports-out. On SIGTERM or SIGINT the hops are stopped
+// front to back (gateway first: no hop is stopped while one in front of it
+// can still call it), each sent SIGTERM and waited for. Exit status 0 when
+// every hop exited 0; 1 when a hop did not start, exited on its own (the
+// rest are then stopped) or did not stop cleanly (named on stderr); 2 for
+// a bad command line.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "commands.h"
+#include "topology.h"
+
+ABSL_FLAG(std::string, mode, "hopbudget", "the chain's mode: hopbudget or baseline");
+ABSL_FLAG(std::string, bin, "", "the folder of the service binaries (gateway, orders, ledger)");
+ABSL_FLAG(std::string, work, "", "the folder of the ledger's database and the hops' output");
+ABSL_FLAG(bool, replica, false, "a read replica of the ledger, read by orders with the primary");
+ABSL_FLAG(int64_t, seed, 42, "every hop's fault injector seed");
+ABSL_FLAG(std::string, gateway_flags, "", "the gateway's extra flags, separated by spaces");
+ABSL_FLAG(std::string, orders_flags, "", "orders' extra flags, separated by spaces");
+ABSL_FLAG(std::string, ledger_flags, "", "the ledger's extra flags, separated by spaces");
+ABSL_FLAG(std::string, replica_flags, "", "the replica's extra flags, separated by spaces");
+ABSL_FLAG(std::string, ports_out, "", "a file for the hops' lines (hop, port, metrics, pid)");
+
+namespace hopbudget::chainctl {
+namespace {
+
+struct Running {
+  Hop hop;
+  pid_t pid = -1;
+  int port = 0, metrics_port = 0;
+};
+
+// Starts `command` with stdout and stderr in `out` and `err`, SIGTERM and
+// SIGINT unblocked in the child (the parent blocks them to sigwait).
+absl::StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args,
+                            const std::string& out, const std::string& err) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(binary.c_str()));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(127);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits for `pid`'s ready line in `out`: its gRPC and metrics ports.
+absl::Status WaitReady(Running& r, const std::string& out, const std::string& err) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    std::ifstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.find(" listening on ") == std::string::npos) continue;
+      // "<name> listening on <port> metrics on <port> ..."
+      std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (words.size() >= 7 && absl::SimpleAtoi(words[3], &r.port) &&
+          absl::SimpleAtoi(words[6], &r.metrics_port)) {
+        return absl::OkStatus();
+      }
+      return absl::InternalError(absl::StrCat("a ready line without ports: ", line));
+    }
+    int status = 0;
+    if (waitpid(r.pid, &status, WNOHANG) == r.pid) {
+      r.pid = -1;
+      std::ifstream e(err);
+      std::stringstream text;
+      text << e.rdbuf();
+      return absl::UnavailableError(absl::StrCat("exited before it was ready:\n", text.str()));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::DeadlineExceededError("no ready line in 30 s");
+}
+
+// SIGTERM, then the exit status (128 + signal when killed by one).
+int Stop(const Running& r) {
+  if (r.pid < 0) return 1;
+  kill(r.pid, SIGTERM);
+  int status = 0;
+  while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Stops every hop started, front to back; 0 when each exited 0.
+int StopAll(const std::vector<Running>& running) {
+  int rc = 0;
+  for (auto it = running.rbegin(); it != running.rend(); ++it) {
+    const int code = Stop(*it);
+    if (code != 0) {
+      std::cerr << "chainctl up: " << HopName(it->hop) << " exited " << code << "\n";
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
+std::vector<std::string> Words(const std::string& flags) {
+  return absl::StrSplit(flags, ' ', absl::SkipEmpty());
+}
+
+}  // namespace
+
+int Up(int argc, char** argv) {
+  ParseCommand(argc, argv, "up",
+               "chainctl up: start a chain (ledger, an optional read replica, orders, gateway) "
+               "from its one description, print each hop's ports and pid, keep it up until "
+               "SIGTERM or SIGINT, then stop it front to back.\n\n"
+               "  chainctl up --bin=BUILD/server --work=DIR [--mode=hopbudget|baseline] "
+               "[--replica]\n"
+               "      [--gateway-flags='--request-cap=1s ...'] [--orders-flags=...] "
+               "[--ledger-flags=...] [--replica-flags=...] [--ports-out=FILE]",
+               {"mode", "bin", "work", "replica", "seed", "gateway_flags", "orders_flags",
+                "ledger_flags", "replica_flags", "ports_out"});
+  const std::string bin = absl::GetFlag(FLAGS_bin), work = absl::GetFlag(FLAGS_work);
+  cli::ExitIfBad(
+      "chainctl up",
+      cli::FirstError({cli::Required("bin", bin), cli::Required("work", work),
+                       cli::OneOf("mode", absl::GetFlag(FLAGS_mode), {"hopbudget", "baseline"})}));
+  ChainSpec spec;
+  spec.mode = absl::GetFlag(FLAGS_mode);
+  spec.replica = absl::GetFlag(FLAGS_replica);
+  spec.seed = absl::GetFlag(FLAGS_seed);
+  spec.db = work + "/" + spec.mode + ".db";
+  spec.extra[Hop::kGateway] = Words(absl::GetFlag(FLAGS_gateway_flags));
+  spec.extra[Hop::kOrders] = Words(absl::GetFlag(FLAGS_orders_flags));
+  spec.extra[Hop::kLedger] = Words(absl::GetFlag(FLAGS_ledger_flags));
+  if (spec.replica) spec.extra[Hop::kReplica] = Words(absl::GetFlag(FLAGS_replica_flags));
+  if (mkdir(work.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Fail("up", absl::StrCat("--work=", work, ": ", std::strerror(errno)));
+  }
+  // Blocked before any child starts: sigwait takes them, and a signal that
+  // comes while the chain starts stops it once started.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGCHLD);  // a hop that exits stops the chain
+  sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::vector<Running> running;
+  std::map<Hop, std::string> addresses;
+  std::string lines;
+  for (Hop hop : StartOrder(spec)) {
+    absl::StatusOr<HopCommand> command = CommandFor(spec, hop, addresses);
+    if (!command.ok()) {
+      std::cerr << "chainctl up: " << HopName(hop) << ": " << command.status().message() << "\n";
+      StopAll(running);
+      return 2;
+    }
+    const std::string name(HopName(hop));
+    const std::string out = absl::StrCat(work, "/", name, ".out");
+    const std::string err = absl::StrCat(work, "/", name, ".err");
+    absl::StatusOr<pid_t> pid = Spawn(bin + "/" + command->binary, command->args, out, err);
+    if (!pid.ok()) {
+      std::cerr << "chainctl up: " << name << ": " << pid.status().message() << "\n";
+      StopAll(running);
+      return 1;
+    }
+    running.push_back({hop, *pid});
+    if (absl::Status ready = WaitReady(running.back(), out, err); !ready.ok()) {
+      std::cerr << "chainctl up: " << name << " (" << bin << "/" << command->binary
+                << ") did not start: " << ready.message() << "\n";
+      StopAll(running);
+      return 1;
+    }
+    const Running& r = running.back();
+    addresses[hop] = absl::StrCat("127.0.0.1:", r.port);
+    const std::string line =
+        absl::StrCat(name, " port ", r.port, " metrics ", r.metrics_port, " pid ", r.pid, "\n");
+    std::cout << line << std::flush;
+    lines += line;
+  }
+  const std::string ports_out = absl::GetFlag(FLAGS_ports_out);
+  if (!ports_out.empty()) {
+    // Written whole, then renamed: a reader sees every hop or no file.
+    const std::string partial = ports_out + ".partial";
+    std::ofstream(partial) << lines;
+    if (std::rename(partial.c_str(), ports_out.c_str()) != 0) {
+      std::cerr << "chainctl up: --ports-out=" << ports_out << ": " << std::strerror(errno) << "\n";
+      StopAll(running);
+      return 1;
+    }
+  }
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  if (sig == SIGCHLD) {
+    std::cerr << "chainctl up: a hop exited: stopping the chain front to back\n";
+    StopAll(running);
+    return 1;
+  }
+  std::cerr << "chainctl up: " << strsignal(sig) << ": stopping the chain front to back\n";
+  return StopAll(running);
+}
+
+}  // namespace hopbudget::chainctl
