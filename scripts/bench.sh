@@ -422,25 +422,34 @@ run_micro() {
     --benchmark_out="$raw/micro.json" --benchmark_out_format=json
 }
 
-# start_service LABEL BINARY ARGS...: a demo service on free ports, its
-# output in $work/LABEL.{out,err}, started under ${service_cpu[@]} (a taskset
-# prefix, or nothing); sets P[LABEL] to its gRPC port and M[LABEL] to its
-# HTTP (/metrics) port when the caller declared M. Reads the caller's sbin,
-# work, service_cpu, P and M (bash's dynamic scope).
-start_service() {
-  local label=$1 binary=$2 line
+# start_chain KEY MODE [UP FLAGS...]: one demo chain from the chain's one
+# description (chainctl up; client/chainctl/topology.h), in MODE, on free
+# ports, under ${service_cpu[@]} (a taskset prefix, or nothing: the hops
+# inherit it), its hops' output in $work/hb-chain/ for KEY hb-%s. KEY is a printf
+# format with %s for the hop (hb-%s: P[hb-gateway]). Sets P[key] to each
+# hop's gRPC port and M[key] to its HTTP (/metrics) port when the caller
+# declared M; adds the hops' pids to chain_pids and chainctl up's to pids
+# (stop_pids ends it, and it stops the hops front to back). Reads the
+# caller's sbin, work, service_cpu, chain_pids, P and M (bash's dynamic
+# scope).
+start_chain() {
+  local key=$1 mode=$2 dir hop port mport pid _
   shift 2
-  "${service_cpu[@]+"${service_cpu[@]}"}" "$sbin/$binary" --port=0 --metrics-port=0 --seed=42 \
-    "$@" >"$work/$label.out" 2>"$work/$label.err" &
+  dir="$work/$(printf "$key" chain)"
+  "${service_cpu[@]+"${service_cpu[@]}"}" "$build_dir/client/chainctl/chainctl" up \
+    --mode="$mode" --bin="$sbin" --work="$dir" --ports-out="$dir.ports" "$@" \
+    >"$dir.up.out" 2>"$dir.up.err" </dev/null &
   pids+=($!)
-  if ! wait_for_line "$work/$label.out" " listening on " 10; then
-    echo "error: $label did not start:" >&2
-    cat "$work/$label.err" >&2
+  if ! wait_for_line "$dir.ports" "^gateway " 60; then
+    echo "error: the $mode chain ($dir) did not start:" >&2
+    cat "$dir.up.err" >&2
     exit 1
   fi
-  line="$(grep -m1 " listening on " "$work/$label.out")"
-  P[$label]="$(awk '{print $4}' <<<"$line")"
-  if declare -p M >/dev/null 2>&1; then M[$label]="$(awk '{print $7}' <<<"$line")"; fi
+  while read -r hop _ port _ mport _ pid; do
+    P[$(printf "$key" "$hop")]=$port
+    if declare -p M >/dev/null 2>&1; then M[$(printf "$key" "$hop")]=$mport; fi
+    chain_pids+=("$pid")
+  done <"$dir.ports"
 }
 
 # admission_counts PORT: a hop's admission sheds so far, one "reason count"
@@ -520,20 +529,14 @@ run_chain() {
   local work="$raw/chain"
   mkdir -p "$work"
   local -A P
-  local service_cpu=()
-  start_service hb-ledger ledger --name=ledger --db="$work/hopbudget.db" --shield-bound=600ms \
-    --latency="$chain_latency_ledger"
-  start_service hb-orders orders --name=orders --ledger="127.0.0.1:${P[hb-ledger]}" \
-    --attempt-cap=300ms --max-attempts=3 --latency="$chain_latency_orders"
-  start_service hb-gateway gateway --name=gateway --orders="127.0.0.1:${P[hb-orders]}" \
-    --request-cap=2s --latency="$chain_latency_gateway"
-  start_service bl-ledger ledger --name=ledger --mode=baseline --db="$work/baseline.db" \
-    --latency="$chain_latency_ledger"
-  start_service bl-orders orders --name=orders --mode=baseline \
-    --ledger="127.0.0.1:${P[bl-ledger]}" --baseline-timeout=1s --baseline-attempts=3 \
-    --latency="$chain_latency_orders"
-  start_service bl-gateway gateway --name=gateway --mode=baseline \
-    --orders="127.0.0.1:${P[bl-orders]}" --baseline-timeout=1s --latency="$chain_latency_gateway"
+  local service_cpu=() chain_pids=()
+  # The two chains' budgets are the description's; each hop's latency is
+  # the benchmark's, and so is the hopbudget ledger's 600 ms shield bound.
+  local latencies=(--gateway-flags="--latency=$chain_latency_gateway"
+    --orders-flags="--latency=$chain_latency_orders")
+  start_chain hb-%s hopbudget "${latencies[@]}" \
+    --ledger-flags="--latency=$chain_latency_ledger --shield-bound=600ms"
+  start_chain bl-%s baseline "${latencies[@]}" --ledger-flags="--latency=$chain_latency_ledger"
   local hb_admin="127.0.0.1:${P[hb-gateway]},127.0.0.1:${P[hb-orders]},127.0.0.1:${P[hb-ledger]}"
   local bl_admin="127.0.0.1:${P[bl-gateway]},127.0.0.1:${P[bl-orders]},127.0.0.1:${P[bl-ledger]}"
 
@@ -679,21 +682,17 @@ run_overload() {
     placement="unpinned (fewer than 2 CPUs, or no taskset)"
   fi
   local -A P M
-  local service_cpu=("${chain_cpu[@]+"${chain_cpu[@]}"}")
-  # chain SUFFIX [GATEWAY FLAGS...]: the three services, labelled hop$SUFFIX.
-  chain() {
-    local x=$1
-    shift
-    start_service "ledger$x" ledger --name=ledger --db="$work/hopbudget$x.db" \
-      --shield-bound=600ms --latency="$chain_latency_ledger"
-    start_service "orders$x" orders --name=orders --ledger="127.0.0.1:${P[ledger$x]}" \
-      --attempt-cap=300ms --max-attempts=3 --latency="$chain_latency_orders"
-    start_service "gateway$x" gateway --name=gateway --orders="127.0.0.1:${P[orders$x]}" \
-      --request-cap=2s --latency="$chain_latency_gateway" "$@"
-  }
-  chain "" --max-concurrent-streams="$overload_gateway_streams"
-  chain _unbounded
-  local idle_s chain_pids=("${pids[@]}")
+  local service_cpu=("${chain_cpu[@]+"${chain_cpu[@]}"}") chain_pids=()
+  # Two hopbudget chains (P[gateway], P[gateway_unbounded], ...): the
+  # description's budgets, the benchmark's latencies and shield bound; the
+  # first gateway bounds its streams per connection.
+  local flags=(--orders-flags="--latency=$chain_latency_orders"
+    --ledger-flags="--latency=$chain_latency_ledger --shield-bound=600ms")
+  start_chain %s hopbudget "${flags[@]}" --gateway-flags="--latency=$chain_latency_gateway \
+--max-concurrent-streams=$overload_gateway_streams"
+  start_chain %s_unbounded hopbudget "${flags[@]}" \
+    --gateway-flags="--latency=$chain_latency_gateway"
+  local idle_s
   # one CLIENT RPS DURATION FILE [SUFFIX]: an open-loop run on the chain
   # SUFFIX names; CLIENT is unthrottled or throttled
   # (--client-throttle=$chain_client_throttle). A round in which every call
@@ -721,7 +720,7 @@ run_overload() {
   # The unbounded chain has had no ramp: its first load, at 1x, is a cold
   # start (reported: docs/admission.md, "Cold start"), and warms it, so
   # that both chains' admission and latency predictors have seen traffic.
-  wait_quiet 60 "${pids[@]}" >/dev/null  # the ramp's last, overloaded step ends first
+  wait_quiet 60 "${chain_pids[@]}" >/dev/null  # the ramp's last, overloaded step ends first
   one unthrottled "$capacity" 3s "$work/cold-unbounded.json" _unbounded
   sleep "$overload_gap"
   local d_s factor rate round client order=0 clients f
