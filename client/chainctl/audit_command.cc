@@ -13,7 +13,6 @@
 #include "ledger_rows.h"
 #include "summary.h"
 
-ABSL_FLAG(std::string, db, "", "the ledger's SQLite file (required; read only)");
 ABSL_FLAG(std::string, requests, "",
           "what `chainctl load --requests-out` (or `scenarios --*-requests-out`) wrote "
           "(required)");

@@ -17,6 +17,8 @@
 //                    [--hopbudget-requests-out FILE] [--baseline-requests-out FILE]
 //   chainctl up      --bin BUILD/server --work DIR [--mode M] [--replica] [--ports-out FILE]
 //                    [--gateway-flags F] [--orders-flags F] [--ledger-flags F]
+//   chainctl command --hop H --db FILE [--mode M] [--replica] --started HOP=H:P,... [--orders-flags
+//   F]
 //
 // Exit codes: 0 ok, 1 the call / a check failed, 2 bad arguments.
 //
@@ -46,7 +48,9 @@ constexpr char kUsage[] =
     "             with a deadline already past must be counted late at each of them)\n"
     "  scenarios  replay the seeds' incidents on a baseline and a hopbudget chain\n"
     "  up         start a chain from its one description (topology.h), print each hop's\n"
-    "             ports and pid, keep it up until SIGTERM or SIGINT, then stop it\n";
+    "             ports and pid, keep it up until SIGTERM or SIGINT, then stop it\n"
+    "  command    one hop's command line from the same description, for a script that\n"
+    "             starts and restarts the hops itself\n";
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
@@ -64,6 +68,7 @@ int Main(int argc, char** argv) {
   if (cmd == "audit") return Audit(argc, argv);
   if (cmd == "probe") return Probe(argc, argv);
   if (cmd == "up") return Up(argc, argv);
+  if (cmd == "command") return Command(argc, argv);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage;
     return 0;

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "client/cli/cli_flags.h"
 #include "summary.h"
+#include "topology.h"
 
 // The flags of more than one command (common.cc).
 ABSL_DECLARE_FLAG(std::string, gateway);    // order, watch, load, probe
@@ -29,6 +30,15 @@ ABSL_DECLARE_FLAG(std::string, key);        // order, watch
 ABSL_DECLARE_FLAG(std::string, item);       // order, load
 ABSL_DECLARE_FLAG(std::string, json);       // load, metrics, stats
 ABSL_DECLARE_FLAG(std::string, admin);      // load, probe, faults, stats
+ABSL_DECLARE_FLAG(std::string, db);         // audit, command
+// A chain from its description: up, command (ChainFromFlags).
+ABSL_DECLARE_FLAG(std::string, mode);
+ABSL_DECLARE_FLAG(bool, replica);
+ABSL_DECLARE_FLAG(int64_t, seed);
+ABSL_DECLARE_FLAG(std::string, gateway_flags);
+ABSL_DECLARE_FLAG(std::string, orders_flags);
+ABSL_DECLARE_FLAG(std::string, ledger_flags);
+ABSL_DECLARE_FLAG(std::string, replica_flags);
 
 namespace hopbudget::chainctl {
 
@@ -45,6 +55,7 @@ int FaultsCmd(int argc, char** argv);  // faults_command.cc
 int StatsCmd(int argc, char** argv);   // stats_command.cc
 int Scenarios(int argc, char** argv);  // scenarios_command.cc
 int Up(int argc, char** argv);         // up_command.cc
+int Command(int argc, char** argv);    // command_command.cc
 
 // One command's flags (as in ABSL_FLAG) and usage: another command's flag
 // is refused ("unknown flag"), and --help lists these only.
@@ -53,6 +64,10 @@ cli::CommandLine ParseCommand(int argc, char** argv, const std::string& command,
 
 // A bad value found after parsing: said like a parse error, exit 2.
 int Fail(const std::string& command, const std::string& message);
+
+// The chain --mode, --replica, --seed and the --*-flags describe, its
+// ledger's file `db` (topology.h).
+ChainSpec ChainFromFlags(std::string db);
 
 // One FormatRequestRecord line per request; false (and says so) when the
 // file cannot be written.

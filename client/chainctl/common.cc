@@ -10,6 +10,7 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "commands.h"
 
@@ -22,6 +23,16 @@ ABSL_FLAG(std::string, json, "",
           "also write the result as JSON to this file; - (or --json alone) writes it to stdout "
           "instead of the table");
 ABSL_FLAG(std::string, admin, "", "gRPC HOST:PORT,... of the services (Admin service)");
+ABSL_FLAG(std::string, db, "",
+          "the ledger's SQLite file (audit: required, read only; command: the chain's)");
+// A chain from its description (up, command).
+ABSL_FLAG(std::string, mode, "hopbudget", "the chain's mode: hopbudget or baseline");
+ABSL_FLAG(bool, replica, false, "a read replica of the ledger, read by orders with the primary");
+ABSL_FLAG(int64_t, seed, 42, "every hop's fault injector seed");
+ABSL_FLAG(std::string, gateway_flags, "", "the gateway's extra flags, separated by spaces");
+ABSL_FLAG(std::string, orders_flags, "", "orders' extra flags, separated by spaces");
+ABSL_FLAG(std::string, ledger_flags, "", "the ledger's extra flags, separated by spaces");
+ABSL_FLAG(std::string, replica_flags, "", "the replica's extra flags, separated by spaces");
 
 namespace hopbudget::chainctl {
 
@@ -44,6 +55,22 @@ cli::CommandLine ParseCommand(int argc, char** argv, const std::string& command,
 int Fail(const std::string& command, const std::string& message) {
   cli::ExitIfBad("chainctl " + command, absl::InvalidArgumentError(message));
   return 2;
+}
+
+ChainSpec ChainFromFlags(std::string db) {
+  auto words = [](const std::string& flags) -> std::vector<std::string> {
+    return absl::StrSplit(flags, ' ', absl::SkipEmpty());
+  };
+  ChainSpec spec;
+  spec.mode = absl::GetFlag(FLAGS_mode);
+  spec.replica = absl::GetFlag(FLAGS_replica);
+  spec.seed = absl::GetFlag(FLAGS_seed);
+  spec.db = std::move(db);
+  spec.extra[Hop::kGateway] = words(absl::GetFlag(FLAGS_gateway_flags));
+  spec.extra[Hop::kOrders] = words(absl::GetFlag(FLAGS_orders_flags));
+  spec.extra[Hop::kLedger] = words(absl::GetFlag(FLAGS_ledger_flags));
+  if (spec.replica) spec.extra[Hop::kReplica] = words(absl::GetFlag(FLAGS_replica_flags));
+  return spec;
 }
 
 bool WriteRequests(const std::string& path, const std::vector<RequestRecord>& requests) {

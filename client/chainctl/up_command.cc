@@ -37,15 +37,8 @@
 #include "commands.h"
 #include "topology.h"
 
-ABSL_FLAG(std::string, mode, "hopbudget", "the chain's mode: hopbudget or baseline");
 ABSL_FLAG(std::string, bin, "", "the folder of the service binaries (gateway, orders, ledger)");
 ABSL_FLAG(std::string, work, "", "the folder of the ledger's database and the hops' output");
-ABSL_FLAG(bool, replica, false, "a read replica of the ledger, read by orders with the primary");
-ABSL_FLAG(int64_t, seed, 42, "every hop's fault injector seed");
-ABSL_FLAG(std::string, gateway_flags, "", "the gateway's extra flags, separated by spaces");
-ABSL_FLAG(std::string, orders_flags, "", "orders' extra flags, separated by spaces");
-ABSL_FLAG(std::string, ledger_flags, "", "the ledger's extra flags, separated by spaces");
-ABSL_FLAG(std::string, replica_flags, "", "the replica's extra flags, separated by spaces");
 ABSL_FLAG(std::string, ports_out, "", "a file for the hops' lines (hop, port, metrics, pid)");
 
 namespace hopbudget::chainctl {
@@ -132,10 +125,6 @@ int StopAll(const std::vector<Running>& running) {
   return rc;
 }
 
-std::vector<std::string> Words(const std::string& flags) {
-  return absl::StrSplit(flags, ' ', absl::SkipEmpty());
-}
-
 }  // namespace
 
 int Up(int argc, char** argv) {
@@ -154,15 +143,7 @@ int Up(int argc, char** argv) {
       "chainctl up",
       cli::FirstError({cli::Required("bin", bin), cli::Required("work", work),
                        cli::OneOf("mode", absl::GetFlag(FLAGS_mode), {"hopbudget", "baseline"})}));
-  ChainSpec spec;
-  spec.mode = absl::GetFlag(FLAGS_mode);
-  spec.replica = absl::GetFlag(FLAGS_replica);
-  spec.seed = absl::GetFlag(FLAGS_seed);
-  spec.db = work + "/" + spec.mode + ".db";
-  spec.extra[Hop::kGateway] = Words(absl::GetFlag(FLAGS_gateway_flags));
-  spec.extra[Hop::kOrders] = Words(absl::GetFlag(FLAGS_orders_flags));
-  spec.extra[Hop::kLedger] = Words(absl::GetFlag(FLAGS_ledger_flags));
-  if (spec.replica) spec.extra[Hop::kReplica] = Words(absl::GetFlag(FLAGS_replica_flags));
+  const ChainSpec spec = ChainFromFlags(work + "/" + absl::GetFlag(FLAGS_mode) + ".db");
   if (mkdir(work.c_str(), 0755) != 0 && errno != EEXIST) {
     return Fail("up", absl::StrCat("--work=", work, ": ", std::strerror(errno)));
   }
