@@ -95,15 +95,17 @@ step() {
   return $rc
 }
 
-# start LABEL BINARY ARGS...: starts a service on free ports (on
-# $want_port and $want_mport when they are set: restart), waits for its
-# ready line; sets $port and $mport.
+# start LABEL BINARY ARGS...: starts a service with ARGS, its ports the
+# free ones their --port=0 and --metrics-port=0 ask for (on $want_port and
+# $want_mport when they are set: restart), waits for its ready line; sets
+# $port and $mport.
 start() {
-  local label=$1 binary=$2
+  local label=$1 binary=$2 args
   shift 2
   ARGS[$label]="$binary $*"
-  "$bin/$binary" --port="${want_port:-0}" --metrics-port="${want_mport:-0}" --seed=42 "$@" \
-    >"$work/$label.out" 2>"$work/$label.err" &
+  args=("${@/#--port=0/--port=${want_port:-0}}")
+  args=("${args[@]/#--metrics-port=0/--metrics-port=${want_mport:-0}}")
+  "$bin/$binary" "${args[@]}" >"$work/$label.out" 2>"$work/$label.err" &
   pids+=($!)
   PID[$label]=$!
   local line=""
@@ -139,30 +141,47 @@ stopped() {
   mv "$work/$label.err" "$work/$label.err.$(ls "$work/$label".err* | wc -l)" 2>/dev/null || true
 }
 
+# hop LABEL HOP MODE STARTED [FLAGS...]: starts HOP (ledger,
+# ledger-replica, orders, gateway) of the MODE chain as LABEL, its command
+# line from the chain's one description (chainctl command;
+# client/chainctl/topology.h): STARTED its callees' addresses
+# (HOP=HOST:PORT,...), FLAGS --db, --replica and the demo's own flags
+# (--orders-flags=..., in place of the description's where both say one).
+hop() {
+  local label=$1 hop=$2 mode=$3 started=$4 cmd
+  shift 4
+  mapfile -t cmd < <("$chainctl" command --hop="$hop" --mode="$mode" --started="$started" "$@")
+  if [ "${#cmd[@]}" -lt 2 ]; then
+    echo "demo: no command line for $label (chainctl command, above)" >&2
+    exit 1
+  fi
+  start "$label" "${cmd[@]}"
+}
+
 declare -A P M
 # The hopbudget chain: gateway caps requests at 2 s, orders gives each
 # ledger attempt at most 300 ms (3 attempts), the ledger bounds a commit at 600 ms.
 # Each hopbudget hop takes its per-method budgets from a gRPC service config
 # in server/config/ (a write and a read with different timeouts; the ledger's
 # shieldBound for Commit is the 600 ms).
-start hb-ledger ledger --name=ledger --db="$work/hopbudget.db" \
-  --service-config=server/config/ledger_service_config.json
+hb_db=(--db="$work/hopbudget.db" --replica)
+hop hb-ledger ledger hopbudget "" "${hb_db[@]}" \
+  --ledger-flags=--service-config=server/config/ledger_service_config.json
 P[hb-ledger]=$port M[hb-ledger]=$mport
 # A read replica of the same file (read-only; it refuses commits). Orders
 # reads from it and the primary in turn, and hedges a read to the other
 # after the reads' recent p95 (at most 5 % extra load); it keeps at most 8
 # calls in flight towards the ledger (--ledger-slots).
-start hb-replica ledger --name=ledger-replica --replica --db="$work/hopbudget.db" \
-  --service-config=server/config/ledger_service_config.json
+hop hb-replica ledger-replica hopbudget "" "${hb_db[@]}" \
+  --replica-flags=--service-config=server/config/ledger_service_config.json
 P[hb-replica]=$port M[hb-replica]=$mport
 # Each hop's /deadlinez links to the one below it.
 # Its commits are retried as its service config's Ledger/Commit says (3
 # attempts of at most 300 ms).
-start hb-orders orders --name=orders --ledger="127.0.0.1:${P[hb-ledger]}" \
-  --attempt-cap=300ms --ledger-slots=8 \
-  --service-config=server/config/orders_service_config.json \
-  --ledger-replicas="127.0.0.1:${P[hb-replica]},127.0.0.1:${P[hb-ledger]}" \
-  --peers="ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
+hop hb-orders orders hopbudget \
+  "ledger=127.0.0.1:${P[hb-ledger]},ledger-replica=127.0.0.1:${P[hb-replica]}" "${hb_db[@]}" \
+  --orders-flags="--ledger-slots=8 --service-config=server/config/orders_service_config.json \
+--peers=ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
 P[hb-orders]=$port M[hb-orders]=$mport
 # The gateway takes at most 1024 calls at a time from one client connection
 # (HTTP/2 SETTINGS): a flood's excess waits in the client's own transport. Not
@@ -171,23 +190,23 @@ P[hb-orders]=$port M[hb-orders]=$mport
 # Its service config (PlaceOrder 2 s, GetOrder 500 ms) is a copy, which
 # the reload scenario rewrites.
 cp server/config/gateway_service_config.json "$work/gateway_service_config.json"
-start hb-gateway gateway --name=gateway --orders="127.0.0.1:${P[hb-orders]}" --request-cap=2s \
-  --max-concurrent-streams=1024 --service-config="$work/gateway_service_config.json" \
-  --peers="orders=http://127.0.0.1:${M[hb-orders]}/deadlinez,ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
+hop hb-gateway gateway hopbudget "orders=127.0.0.1:${P[hb-orders]}" "${hb_db[@]}" \
+  --gateway-flags="--max-concurrent-streams=1024 \
+--service-config=$work/gateway_service_config.json \
+--peers=orders=http://127.0.0.1:${M[hb-orders]}/deadlinez,ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
 P[hb-gateway]=$port M[hb-gateway]=$mport
 # The baseline chain: every hop gives the next a constant 1 s timeout, orders
 # retries 3 times with 1 s each (inside the gateway's 1 s: the seeds' incident).
-start bl-ledger ledger --name=ledger --mode=baseline --db="$work/baseline.db"
+bl_db=(--db="$work/baseline.db" --replica)
+hop bl-ledger ledger baseline "" "${bl_db[@]}"
 P[bl-ledger]=$port M[bl-ledger]=$mport
 # Baseline reads take turns on the same two replicas, one attempt each, no hedge.
-start bl-replica ledger --name=ledger-replica --mode=baseline --replica --db="$work/baseline.db"
+hop bl-replica ledger-replica baseline "" "${bl_db[@]}"
 P[bl-replica]=$port M[bl-replica]=$mport
-start bl-orders orders --name=orders --mode=baseline --ledger="127.0.0.1:${P[bl-ledger]}" \
-  --baseline-timeout=1s --baseline-attempts=3 \
-  --ledger-replicas="127.0.0.1:${P[bl-replica]},127.0.0.1:${P[bl-ledger]}"
+hop bl-orders orders baseline \
+  "ledger=127.0.0.1:${P[bl-ledger]},ledger-replica=127.0.0.1:${P[bl-replica]}" "${bl_db[@]}"
 P[bl-orders]=$port M[bl-orders]=$mport
-start bl-gateway gateway --name=gateway --mode=baseline --orders="127.0.0.1:${P[bl-orders]}" \
-  --baseline-timeout=1s
+hop bl-gateway gateway baseline "orders=127.0.0.1:${P[bl-orders]}" "${bl_db[@]}"
 P[bl-gateway]=$port M[bl-gateway]=$mport
 
 hb="127.0.0.1:${P[hb-gateway]},127.0.0.1:${P[hb-orders]},127.0.0.1:${P[hb-ledger]}"
