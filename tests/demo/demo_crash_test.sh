@@ -42,7 +42,7 @@ crash_at() {
   pid=""
 }
 
-crash_at '^==> a deploy' 'server/ledger .*--name=ledger-replica --replica'
+crash_at '^==> a deploy' 'server/ledger .*--name=ledger-replica --mode=hopbudget'
 [ "$rc" = 1 ] || fail "exit status $rc after a crash, want 1"
 grep -q '^==> overload' "$dir/out" || fail "the demo did not go on to its last scenario"
 # 139: killed by SIGSEGV; 134: an ASan build's SEGV handler reports, then
@@ -51,7 +51,7 @@ grep -q -E '!!   hb-replica died during the demo \(exit status 1(39|34)\)' "$dir
   fail "the services check did not name the crashed replica"
 grep -q 'stopped cleanly' "$dir/out" && fail "said every service stopped cleanly"
 
-crash_at '^==> mixed load' 'server/orders .*--name=orders --ledger'
+crash_at '^==> mixed load' 'server/orders .*--name=orders --mode=hopbudget'
 [ "$rc" != 0 ] || fail "exit status 0 after a crash"
 grep -q 'demo: hb-orders died during the demo' "$dir/err" ||
   fail "the demo ended without naming the crashed orders"
