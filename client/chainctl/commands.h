@@ -14,6 +14,7 @@
 #ifndef HOPBUDGET_CHAINCTL_COMMANDS_H_
 #define HOPBUDGET_CHAINCTL_COMMANDS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
