@@ -72,7 +72,7 @@
 #include "client/cli/cli_flags.h"
 #include "demo/client_deadline.h"
 #include "demo/demo.grpc.pb.h"
-#include "grpc_over_h2.h"
+#include "grpc_h2/grpc_over_h2.h"
 #include "hopbudget/advanced/attribution.h"
 #include "hopbudget/advanced/client_throttle.h"
 #include "hopbudget/advanced/clock.h"
@@ -100,6 +100,10 @@ namespace {
 
 using chainctl::CallRecord;
 using chainctl::SummaryBuilder;
+using grpc_h2::FormatGrpcTimeout;
+using grpc_h2::FrameGrpcMessage;
+using grpc_h2::StatusOfStreamEnd;
+using grpc_h2::StreamEnd;
 
 constexpr char kPath[] = "/hopbudget.demo.Gateway/PlaceOrder";
 // How a call that ended on its own deadline here is attributed: the

@@ -1,11 +1,12 @@
 // Copyright hopbudget authors.
-#include "grpc_over_h2.h"
+#include "grpc_h2/grpc_over_h2.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace hopbudget::h2load {
+namespace hopbudget::grpc_h2 {
 namespace {
 
 TEST(FormatGrpcTimeoutTest, FinestUnitThatHoldsItRoundedUp) {
@@ -33,6 +34,68 @@ TEST(FormatGrpcTimeoutTest, FinestUnitThatHoldsItRoundedUp) {
   for (const Case& c : cases) {
     EXPECT_EQ(FormatGrpcTimeout(c.remaining), c.header) << c.remaining;
   }
+}
+
+TEST(ParseGrpcTimeoutTest, EveryUnitAndTheLongestValue) {
+  struct Case {
+    const char* value;
+    absl::Duration budget;
+  };
+  const Case cases[] = {
+      {"500m", absl::Milliseconds(500)},
+      {"1H", absl::Hours(1)},
+      {"2M", absl::Minutes(2)},
+      {"3S", absl::Seconds(3)},
+      {"250000u", absl::Milliseconds(250)},
+      {"7n", absl::Nanoseconds(7)},
+      {"0n", absl::ZeroDuration()},
+      {"99999999H", absl::Hours(99999999)},
+      {"00000001m", absl::Milliseconds(1)},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<absl::Duration> got = ParseGrpcTimeout(c.value);
+    ASSERT_TRUE(got.ok()) << c.value << ": " << got.status();
+    EXPECT_EQ(*got, c.budget) << c.value;
+  }
+}
+
+TEST(ParseGrpcTimeoutTest, RefusesWhatGrpcDoesNotWriteAndSaysWhy) {
+  struct Case {
+    std::string value;
+    const char* why;
+  };
+  const Case cases[] = {
+      {"", "needs 1 to 8 digits and a unit"},
+      {"m", "needs 1 to 8 digits and a unit"},
+      {"123456789m", "more than 8 digits"},
+      {"-5m", "not a decimal number"},
+      {"+5m", "not a decimal number"},
+      {" 5m", "not a decimal number"},
+      {"5.0S", "not a decimal number"},
+      {"5s", "unknown unit"},
+      {"5", "needs 1 to 8 digits and a unit"},
+      {"55", "unknown unit"},
+      {std::string("5\0m", 3), "not a decimal number"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<absl::Duration> got = ParseGrpcTimeout(c.value);
+    ASSERT_FALSE(got.ok()) << c.value;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(got.status().message()), testing::HasSubstr(c.why)) << c.value;
+    EXPECT_THAT(std::string(got.status().message()), testing::HasSubstr("grpc-timeout"));
+  }
+  // A long value is quoted only in part.
+  absl::StatusOr<absl::Duration> got = ParseGrpcTimeout(std::string(1000, 'x'));
+  ASSERT_FALSE(got.ok());
+  EXPECT_LT(got.status().message().size(), 120u);
+}
+
+TEST(PercentEncodeGrpcMessageTest, PrintableAsciiStaysAndTheRestIsEscaped) {
+  EXPECT_EQ(PercentEncodeGrpcMessage("shed at edge (queue_full)"), "shed at edge (queue_full)");
+  EXPECT_EQ(PercentEncodeGrpcMessage("100%"), "100%25");
+  EXPECT_EQ(PercentEncodeGrpcMessage("a\nb\t"), "a%0Ab%09");
+  EXPECT_EQ(PercentEncodeGrpcMessage("\xc3\xa9"), "%C3%A9");
+  EXPECT_EQ(PercentEncodeGrpcMessage(""), "");
 }
 
 TEST(FrameGrpcMessageTest, UncompressedFlagAndBigEndianLength) {
@@ -87,4 +150,4 @@ TEST(StatusOfStreamEndTest, AsAGrpcClientReportsIt) {
 }
 
 }  // namespace
-}  // namespace hopbudget::h2load
+}  // namespace hopbudget::grpc_h2

@@ -1,11 +1,13 @@
 // Copyright hopbudget authors.
-#include "grpc_over_h2.h"
+#include "grpc_h2/grpc_over_h2.h"
 
 #include <cstdint>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
-namespace hopbudget::h2load {
+namespace hopbudget::grpc_h2 {
 
 std::string FormatGrpcTimeout(absl::Duration remaining) {
   if (remaining == absl::InfiniteDuration()) return "99999999H";
@@ -28,6 +30,55 @@ std::string FormatGrpcTimeout(absl::Duration remaining) {
     if (value <= kMaxValue) return absl::StrCat(value, std::string(1, unit.name));
   }
   return "99999999H";
+}
+
+absl::StatusOr<absl::Duration> ParseGrpcTimeout(absl::string_view value) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("grpc-timeout \"",
+                                                   absl::CHexEscape(value.substr(0, 32)),
+                                                   value.size() > 32 ? "..." : "", "\": ", why));
+  };
+  if (value.size() < 2) return bad("needs 1 to 8 digits and a unit");
+  const absl::string_view digits = value.substr(0, value.size() - 1);
+  if (digits.size() > 8) return bad("more than 8 digits");
+  int64_t n = 0;
+  for (char c : digits) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return bad("not a decimal number");
+    n = n * 10 + (c - '0');
+  }
+  switch (value.back()) {
+    case 'H':
+      return absl::Hours(n);
+    case 'M':
+      return absl::Minutes(n);
+    case 'S':
+      return absl::Seconds(n);
+    case 'm':
+      return absl::Milliseconds(n);
+    case 'u':
+      return absl::Microseconds(n);
+    case 'n':
+      return absl::Nanoseconds(n);
+    default:
+      return bad("unknown unit (H, M, S, m, u or n)");
+  }
+}
+
+std::string PercentEncodeGrpcMessage(absl::string_view message) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(message.size());
+  for (char ch : message) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c <= 0x7e && c != '%') {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+  return out;
 }
 
 std::string FrameGrpcMessage(absl::string_view message) {
@@ -84,4 +135,4 @@ absl::StatusCode StatusOfStreamEnd(const StreamEnd& end) {
   return absl::StatusCode::kInternal;
 }
 
-}  // namespace hopbudget::h2load
+}  // namespace hopbudget::grpc_h2
