@@ -22,6 +22,39 @@
 // which scripts/bench.sh collects into the report's summary. Calls that were
 // lost or answered wrongly count as infinitely late in the percentile a
 // target is judged on; they are never dropped.
+//
+// --write-report writes the whole report instead (report_writer.h), so that
+// scripts/bench.sh only builds, runs and invokes:
+//
+//   bench_report --write-report --raw=OUT/raw --out=OUT/report.md --settings=OUT/raw/settings.txt
+//
+// It reads the RESULT lines of every RAW/*.txt, runs every section above in
+// this process, and writes report.md (the machine facts, the failed runs, the
+// summary of every VERDICT line, each section's prose and tables, the
+// micro-benchmarks from RAW/micro.json, the refusal section's instruction
+// counts from RAW/refusal-instructions.txt) and, as the script did before,
+// RAW/<section>.md, RAW/verdicts.log (the HEADLINE lines the script prints)
+// and RAW/chain.dat (the chart's data, for gnuplot). SETTINGS is what the
+// script knows and the prose quotes, one key=value per line, every key
+// required but `failure` (one line per failed run, in order):
+//
+//   quick                  1 for --quick, else 0
+//   sections               --only's list as given (the full list: a full run)
+//   started_at git_rev nproc cpu_model mem_total kernel grpc_version
+//   load_before load_after elapsed        the machine and the run
+//   deadlock overhead_placement rounds duration warmup        section 1
+//   scale_levels micro_min_time           sections 5 and 6
+//   hedge_rounds hedge_calls hedge_warmup hedge_service hedge_service_sigma
+//   slots_rounds
+//   overload_gateway_streams overload_levels overload_rounds overload_duration
+//   chain_client_throttle chain_budget    section 10
+//   refusal_duration refusal_warmup reload_rounds reload_duration
+//   failure                "LABEL: exit status N (...)", repeatable
+//
+// The chart's marker (<!-- chart -->) is left for the script, which swaps it
+// for the image once gnuplot has drawn it.
+#include <stdio.h>  // open_memstream
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,16 +63,26 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench_util.h"
+#include "report_writer.h"
 
 ABSL_FLAG(std::string, section, "overhead",
           "the report section: overhead, scale, precision, cancel, chain, hedge, admission, "
           "slots, overload, refusal or reload");
+ABSL_FLAG(bool, write_report, false,
+          "write the whole report from --raw (see --settings) to --out, instead of one "
+          "section from standard input");
+ABSL_FLAG(std::string, raw, "",
+          "with --write-report: the run's raw directory (RESULT lines in *.txt)");
+ABSL_FLAG(std::string, out, "", "with --write-report: the report to write (report.md)");
+ABSL_FLAG(std::string, settings, "",
+          "with --write-report: the run's settings, key=value lines (bench_report.cc's header)");
 
 namespace hopbudget {
 namespace bench {
@@ -47,10 +90,24 @@ namespace {
 
 using Record = std::map<std::string, std::string>;
 
-std::vector<Record> ReadResults(const std::string& section) {
+// Where a section writes: its tables (standard output) and its VERDICT,
+// HEADLINE and CHART lines (standard error). --write-report runs every
+// section in this process, each into buffers of its own.
+struct SectionStreams {
+  FILE* tables = stdout;
+  FILE* log = stderr;
+};
+SectionStreams& Streams() {
+  static SectionStreams streams;
+  return streams;
+}
+FILE* Out() { return Streams().tables; }
+FILE* Log() { return Streams().log; }
+
+std::vector<Record> ReadResults(std::istream& in, const std::string& section) {
   std::vector<Record> out;
   std::string line;
-  while (std::getline(std::cin, line)) {
+  while (std::getline(in, line)) {
     if (line.rfind("RESULT ", 0) != 0) continue;
     Record r;
     for (absl::string_view kv : absl::StrSplit(line.substr(7), ' ', absl::SkipEmpty())) {
@@ -86,7 +143,7 @@ constexpr char kMissed[] = "**missed**";
 constexpr char kNotMeasured[] = "not measured";
 
 void EmitVerdict(const std::string& target, const std::string& result, const std::string& verdict) {
-  std::fprintf(stderr, "VERDICT %s | %s | %s\n", target.c_str(), result.c_str(), verdict.c_str());
+  std::fprintf(Log(), "VERDICT %s | %s | %s\n", target.c_str(), result.c_str(), verdict.c_str());
 }
 
 std::string Ms(double v) {
@@ -282,11 +339,11 @@ void Overhead(const std::vector<Record>& rs) {
     g[{Str(r, "api"), static_cast<int>(Num(r, "inflight"))}][Str(r, "mode")]
      [static_cast<int>(Num(r, "round"))] = r;
   }
-  std::printf("Medians over rounds; QPS spread is min..max.\n\n");
-  std::printf(
-      "| API | in flight | mode | rounds | QPS | QPS min..max | p50 (us) | p99 (us) | "
-      "CPU us/call client | CPU us/call server | errors |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::fprintf(Out(), "Medians over rounds; QPS spread is min..max.\n\n");
+  std::fprintf(Out(),
+               "| API | in flight | mode | rounds | QPS | QPS min..max | p50 (us) | p99 (us) | "
+               "CPU us/call client | CPU us/call server | errors |\n"
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (auto& [key, modes] : g) {
     for (const std::string& mode : ModeList()) {
       auto it = modes.find(mode);
@@ -303,19 +360,20 @@ void Overhead(const std::vector<Record>& rs) {
       }
       std::vector<double> q = qps;
       std::sort(q.begin(), q.end());
-      std::printf("| %s | %d | %s | %zu | %.0f | %.0f..%.0f | %.1f | %.1f | %.2f | %.2f | %.0f |\n",
-                  key.first.c_str(), key.second, ModeLabel(mode).c_str(), qps.size(), MedianOf(qps),
-                  q.front(), q.back(), MedianOf(p50), MedianOf(p99), MedianOf(client),
-                  MedianOf(server), errors);
+      std::fprintf(
+          Out(), "| %s | %d | %s | %zu | %.0f | %.0f..%.0f | %.1f | %.1f | %.2f | %.2f | %.0f |\n",
+          key.first.c_str(), key.second, ModeLabel(mode).c_str(), qps.size(), MedianOf(qps),
+          q.front(), q.back(), MedianOf(p50), MedianOf(p99), MedianOf(client), MedianOf(server),
+          errors);
     }
   }
-  std::printf(
-      "\nRatios per round (same round, adjacent runs), median (min..max). CPU is per "
-      "call, the figure least disturbed by other load on the machine.\n\n");
-  std::printf(
-      "| API | in flight | mode | QPS / plain | QPS / no-op | p99 / plain | "
-      "client CPU / no-op | server CPU / no-op | target |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::fprintf(Out(),
+               "\nRatios per round (same round, adjacent runs), median (min..max). CPU is per "
+               "call, the figure least disturbed by other load on the machine.\n\n");
+  std::fprintf(Out(),
+               "| API | in flight | mode | QPS / plain | QPS / no-op | p99 / plain | "
+               "client CPU / no-op | server CPU / no-op | target |\n"
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::set<std::pair<std::string, std::string>> judged;  // (api, mode)
   for (auto& [key, modes] : g) {
     for (const std::string& mode : ModeList()) {
@@ -330,12 +388,12 @@ void Overhead(const std::vector<Record>& rs) {
         verdict = OverheadVerdict(r, &result);
         EmitVerdict(OverheadTarget(key.first, mode), result, verdict);
       }
-      std::printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", key.first.c_str(), key.second,
-                  ModeLabel(mode).c_str(), Spread(r.qps_plain, 3).c_str(),
-                  Spread(r.qps_noop, 3).c_str(), Spread(r.p99_plain, 3).c_str(),
-                  Spread(r.client_cpu_noop, 3).c_str(), Spread(r.server_cpu_noop, 3).c_str(),
-                  verdict.c_str());
-      std::fprintf(stderr,
+      std::fprintf(Out(), "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", key.first.c_str(),
+                   key.second, ModeLabel(mode).c_str(), Spread(r.qps_plain, 3).c_str(),
+                   Spread(r.qps_noop, 3).c_str(), Spread(r.p99_plain, 3).c_str(),
+                   Spread(r.client_cpu_noop, 3).c_str(), Spread(r.server_cpu_noop, 3).c_str(),
+                   verdict.c_str());
+      std::fprintf(Log(),
                    "HEADLINE overhead api=%s inflight=%d mode=%s qps_over_plain=%.3f "
                    "p99_over_plain=%.3f\n",
                    key.first.c_str(), key.second, mode.c_str(),
@@ -403,31 +461,32 @@ std::string ScaleVerdict(const std::map<std::string, Record>& modes, int n, std:
 void Scale(const std::vector<Record>& rs) {
   std::map<int, std::map<std::string, Record>> g;  // concurrency -> mode -> record
   for (const Record& r : rs) g[static_cast<int>(Num(r, "concurrency"))][Str(r, "mode")] = r;
-  std::printf(
-      "Per parked call, medians over rounds. \"C++ new\" = bytes live from operator new "
-      "(interceptor objects, hopbudget's per-call state, the gRPC C++ layer, messages); "
-      "\"heap\" = all malloc'd bytes (gRPC core's call arenas too); RSS = resident "
-      "pages (coarse). CPU = process CPU (user+sys) per call from issue to end.\n\n");
-  std::printf(
-      "| concurrency | mode | parked (min) | C++ new B/call | heap B/call | RSS B/call | "
-      "CPU us/call | threads before/parked/after |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::fprintf(Out(),
+               "Per parked call, medians over rounds. \"C++ new\" = bytes live from operator new "
+               "(interceptor objects, hopbudget's per-call state, the gRPC C++ layer, messages); "
+               "\"heap\" = all malloc'd bytes (gRPC core's call arenas too); RSS = resident "
+               "pages (coarse). CPU = process CPU (user+sys) per call from issue to end.\n\n");
+  std::fprintf(Out(),
+               "| concurrency | mode | parked (min) | C++ new B/call | heap B/call | RSS B/call | "
+               "CPU us/call | threads before/parked/after |\n"
+               "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (auto& [n, modes] : g) {
     for (const std::string mode : {"plain", "noop", "hopbudget"}) {
       auto it = modes.find(mode);
       if (it == modes.end()) continue;
       const Record& r = it->second;
-      std::printf("| %d | %s | %s | %.0f | %.0f | %.0f | %.1f | %s/%s/%s |\n", n, mode.c_str(),
-                  Str(r, "min_parked").c_str(), Num(r, "new_bytes_per_call"),
-                  Num(r, "heap_bytes_per_call"), Num(r, "rss_bytes_per_call"),
-                  Num(r, "cpu_us_per_call"), Str(r, "threads_before").c_str(),
-                  Str(r, "threads_parked").c_str(), Str(r, "threads_after").c_str());
+      std::fprintf(Out(), "| %d | %s | %s | %.0f | %.0f | %.0f | %.1f | %s/%s/%s |\n", n,
+                   mode.c_str(), Str(r, "min_parked").c_str(), Num(r, "new_bytes_per_call"),
+                   Num(r, "heap_bytes_per_call"), Num(r, "rss_bytes_per_call"),
+                   Num(r, "cpu_us_per_call"), Str(r, "threads_before").c_str(),
+                   Str(r, "threads_parked").c_str(), Str(r, "threads_after").c_str());
     }
   }
-  std::printf("\nAttributable to hopbudget: hopbudget - plain (hopbudget - no-op pair).\n\n");
-  std::printf(
-      "| concurrency | C++ new B/call | heap B/call | CPU us/call |\n"
-      "| --- | --- | --- | --- |\n");
+  std::fprintf(Out(),
+               "\nAttributable to hopbudget: hopbudget - plain (hopbudget - no-op pair).\n\n");
+  std::fprintf(Out(),
+               "| concurrency | C++ new B/call | heap B/call | CPU us/call |\n"
+               "| --- | --- | --- | --- |\n");
   for (auto& [n, modes] : g) {
     if (!modes.count("hopbudget") || !modes.count("plain")) continue;
     const Record& c = modes["hopbudget"];
@@ -439,21 +498,21 @@ void Scale(const std::vector<Record>& rs) {
       }
       return out;
     };
-    std::printf("| %d | %s | %s | %s |\n", n, diff("new_bytes_per_call", 0).c_str(),
-                diff("heap_bytes_per_call", 0).c_str(), diff("cpu_us_per_call", 1).c_str());
+    std::fprintf(Out(), "| %d | %s | %s | %s |\n", n, diff("new_bytes_per_call", 0).c_str(),
+                 diff("heap_bytes_per_call", 0).c_str(), diff("cpu_us_per_call", 1).c_str());
   }
-  std::printf(
-      "\nThreads while all calls are parked, against before (a run where not every "
-      "call parked cannot be judged).\n\n");
-  std::printf(
-      "| concurrency | threads | target: growth <= plain gRPC's + %d |\n"
-      "| --- | --- | --- |\n",
-      kThreadSlack);
+  std::fprintf(Out(),
+               "\nThreads while all calls are parked, against before (a run where not every "
+               "call parked cannot be judged).\n\n");
+  std::fprintf(Out(),
+               "| concurrency | threads | target: growth <= plain gRPC's + %d |\n"
+               "| --- | --- | --- |\n",
+               kThreadSlack);
   bool judged = false;
   for (auto& [n, modes] : g) {
     std::string result;
     const std::string verdict = ScaleVerdict(modes, n, &result);
-    std::printf("| %d | %s | %s |\n", n, result.c_str(), verdict.c_str());
+    std::fprintf(Out(), "| %d | %s | %s |\n", n, result.c_str(), verdict.c_str());
     if (n == kJudgedConcurrency) {
       EmitVerdict(ScaleTarget(n), result, verdict);
       judged = true;
@@ -469,25 +528,25 @@ const std::vector<std::string>& PrecisionSources() {
 }
 
 void Precision(const std::vector<Record>& rs) {
-  std::printf(
-      "Calls not attributed (not DEADLINE_EXCEEDED of the expected source) count as "
-      "infinitely late in the p99 the target is judged on (\"p99, all calls\").\n\n");
-  std::printf(
-      "| source | budget (ms) | calls | p50 (ms) | p99 (ms) | max (ms) | not attributed | "
-      "p99, all calls (ms) | target p99 <= 1 ms |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::fprintf(Out(),
+               "Calls not attributed (not DEADLINE_EXCEEDED of the expected source) count as "
+               "infinitely late in the p99 the target is judged on (\"p99, all calls\").\n\n");
+  std::fprintf(Out(),
+               "| source | budget (ms) | calls | p50 (ms) | p99 (ms) | max (ms) | not attributed | "
+               "p99, all calls (ms) | target p99 <= 1 ms |\n"
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::map<std::string, const Record*> by_source;
   for (const Record& r : rs) by_source[Str(r, "source")] = &r;
   for (const Record& r : rs) {
     std::string result;
     const std::string verdict = JudgeP99(&r, 1.0, "wrong", "not attributed", &result);
     const bool sampled = Num(r, "calls") > 0;
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", Str(r, "source").c_str(),
-                Str(r, "budget_ms").c_str(), Str(r, "calls").c_str(),
-                sampled ? Fixed(Num(r, "p50_ms"), 3).c_str() : "-",
-                sampled ? Fixed(Num(r, "p99_ms"), 3).c_str() : "-",
-                sampled ? Fixed(Num(r, "max_ms"), 3).c_str() : "-", Str(r, "wrong").c_str(),
-                Has(r, "p99_all_ms") ? Str(r, "p99_all_ms").c_str() : "-", verdict.c_str());
+    std::fprintf(Out(), "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                 Str(r, "source").c_str(), Str(r, "budget_ms").c_str(), Str(r, "calls").c_str(),
+                 sampled ? Fixed(Num(r, "p50_ms"), 3).c_str() : "-",
+                 sampled ? Fixed(Num(r, "p99_ms"), 3).c_str() : "-",
+                 sampled ? Fixed(Num(r, "max_ms"), 3).c_str() : "-", Str(r, "wrong").c_str(),
+                 Has(r, "p99_all_ms") ? Str(r, "p99_all_ms").c_str() : "-", verdict.c_str());
   }
   for (const std::string& source : PrecisionSources()) {
     auto it = by_source.find(source);
@@ -499,24 +558,24 @@ void Precision(const std::vector<Record>& rs) {
 }
 
 void Cancel(const std::vector<Record>& rs) {
-  std::printf(
-      "Lost calls (the cancel never reached the third hop) count as infinitely late "
-      "in the p99 the target is judged on (\"p99, all calls\").\n\n");
-  std::printf(
-      "| hops | calls | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | lost | "
-      "p99, all calls (ms) | target p99 <= 2 ms |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::fprintf(Out(),
+               "Lost calls (the cancel never reached the third hop) count as infinitely late "
+               "in the p99 the target is judged on (\"p99, all calls\").\n\n");
+  std::fprintf(Out(),
+               "| hops | calls | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | lost | "
+               "p99, all calls (ms) | target p99 <= 2 ms |\n"
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   const Record* judged = nullptr;
   for (const Record& r : rs) {
     std::string result;
     const std::string verdict = JudgeP99(&r, 2.0, "lost", "lost", &result);
     const bool sampled = Num(r, "calls") > 0;
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", Str(r, "hops").c_str(),
-                Str(r, "calls").c_str(), sampled ? Fixed(Num(r, "p50_ms"), 3).c_str() : "-",
-                sampled ? Fixed(Num(r, "p90_ms"), 3).c_str() : "-",
-                sampled ? Fixed(Num(r, "p99_ms"), 3).c_str() : "-",
-                sampled ? Fixed(Num(r, "max_ms"), 3).c_str() : "-", Str(r, "lost").c_str(),
-                Has(r, "p99_all_ms") ? Str(r, "p99_all_ms").c_str() : "-", verdict.c_str());
+    std::fprintf(Out(), "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", Str(r, "hops").c_str(),
+                 Str(r, "calls").c_str(), sampled ? Fixed(Num(r, "p50_ms"), 3).c_str() : "-",
+                 sampled ? Fixed(Num(r, "p90_ms"), 3).c_str() : "-",
+                 sampled ? Fixed(Num(r, "p99_ms"), 3).c_str() : "-",
+                 sampled ? Fixed(Num(r, "max_ms"), 3).c_str() : "-", Str(r, "lost").c_str(),
+                 Has(r, "p99_all_ms") ? Str(r, "p99_all_ms").c_str() : "-", verdict.c_str());
     judged = &r;
   }
   std::string result;
@@ -536,7 +595,8 @@ constexpr char kRaceTarget[] =
 // the run has them; replicas that answer at once are a reference line (see
 // hedge_bench.cc for why).
 void Hedge(const std::vector<Record>& rs) {
-  std::printf(
+  std::fprintf(
+      Out(),
       "| service (ms) | run | round | calls | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | "
       "failed | extra load (%%) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
       "|\n");
@@ -545,13 +605,13 @@ void Hedge(const std::vector<Record>& rs) {
   for (const Record& r : rs) {
     if (Str(r, "bench") == "hedge_round") continue;  // its figures are in the rows
     if (Str(r, "bench") == "hedge") {
-      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                  Has(r, "service_ms") ? Fixed(Num(r, "service_ms"), 1).c_str() : "0",
-                  Str(r, "run").c_str(), Has(r, "round") ? Str(r, "round").c_str() : "-",
-                  Str(r, "calls").c_str(), Fixed(Num(r, "p50_ms"), 2).c_str(),
-                  Fixed(Num(r, "p99_ms"), 2).c_str(), Fixed(Num(r, "p999_ms"), 2).c_str(),
-                  Fixed(Num(r, "max_ms"), 2).c_str(), Str(r, "failed").c_str(),
-                  Fixed(Num(r, "extra_load") * 100, 2).c_str());
+      std::fprintf(Out(), "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                   Has(r, "service_ms") ? Fixed(Num(r, "service_ms"), 1).c_str() : "0",
+                   Str(r, "run").c_str(), Has(r, "round") ? Str(r, "round").c_str() : "-",
+                   Str(r, "calls").c_str(), Fixed(Num(r, "p50_ms"), 2).c_str(),
+                   Fixed(Num(r, "p99_ms"), 2).c_str(), Fixed(Num(r, "p999_ms"), 2).c_str(),
+                   Fixed(Num(r, "max_ms"), 2).c_str(), Str(r, "failed").c_str(),
+                   Fixed(Num(r, "extra_load") * 100, 2).c_str());
     } else if (Str(r, "bench") == "hedge_target") {
       targets.push_back(&r);
     } else {
@@ -575,7 +635,8 @@ void Hedge(const std::vector<Record>& rs) {
   };
   for (const Record* t : targets) {
     if (t == target) continue;
-    std::printf(
+    std::fprintf(
+        Out(),
         "\nNot judged, for reference: replicas with a service time of %s ms, %s; extra load "
         "%s %%.\n",
         Fixed(service_of(*t), 1).c_str(), ratio_text(*t).c_str(),
@@ -600,12 +661,12 @@ void Hedge(const std::vector<Record>& rs) {
   if (race == nullptr) {
     EmitVerdict(kRaceTarget, "-", kNotMeasured);
   } else {
-    std::printf(
-        "\nRace of 3, one target hangs: %s races, loser cancelled at the callee p50 %s "
-        "ms, p99 %s ms, max %s ms, lost %s.\n",
-        Str(*race, "races").c_str(), Fixed(Num(*race, "p50_ms"), 3).c_str(),
-        Fixed(Num(*race, "p99_ms"), 3).c_str(), Fixed(Num(*race, "max_ms"), 3).c_str(),
-        Str(*race, "lost").c_str());
+    std::fprintf(Out(),
+                 "\nRace of 3, one target hangs: %s races, loser cancelled at the callee p50 %s "
+                 "ms, p99 %s ms, max %s ms, lost %s.\n",
+                 Str(*race, "races").c_str(), Fixed(Num(*race, "p50_ms"), 3).c_str(),
+                 Fixed(Num(*race, "p99_ms"), 3).c_str(), Fixed(Num(*race, "max_ms"), 3).c_str(),
+                 Str(*race, "lost").c_str());
     const double p99_all = Num(*race, "p99_all_ms");
     std::string result = "p99 " + Fixed(p99_all, 3) + " ms";
     if (Num(*race, "lost") > 0) result += " (" + Str(*race, "lost") + " cancels lost)";
@@ -634,23 +695,24 @@ void AdmissionSection(const std::vector<Record>& rs) {
     if (Str(r, "mode") == "queued") queued.push_back(&r);
     if (Str(r, "mode") == "common") common.push_back(&r);
   }
-  std::printf(
+  std::fprintf(
+      Out(),
       "| arm | API | calls | waiting | RSS bytes/call | heap bytes/call | threads "
       "before/waiting/after | failed |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Record* r : queued) {
-    std::printf("| queued (admission) | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n",
-                Str(*r, "api").c_str(), Str(*r, "calls").c_str(), Str(*r, "waiting").c_str(),
-                Str(*r, "rss_bytes_per_call").c_str(), Str(*r, "heap_bytes_per_call").c_str(),
-                Str(*r, "threads_before").c_str(), Str(*r, "threads_waiting").c_str(),
-                Str(*r, "threads_after").c_str(), Str(*r, "failed").c_str());
+    std::fprintf(Out(), "| queued (admission) | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n",
+                 Str(*r, "api").c_str(), Str(*r, "calls").c_str(), Str(*r, "waiting").c_str(),
+                 Str(*r, "rss_bytes_per_call").c_str(), Str(*r, "heap_bytes_per_call").c_str(),
+                 Str(*r, "threads_before").c_str(), Str(*r, "threads_waiting").c_str(),
+                 Str(*r, "threads_after").c_str(), Str(*r, "failed").c_str());
   }
   if (parked != nullptr) {
-    std::printf("| parked in handlers (gRPC's own) | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n",
-                Str(*parked, "api").c_str(), Str(*parked, "calls").c_str(),
-                Str(*parked, "waiting").c_str(), Str(*parked, "rss_bytes_per_call").c_str(),
-                Str(*parked, "heap_bytes_per_call").c_str(), Str(*parked, "threads_before").c_str(),
-                Str(*parked, "threads_waiting").c_str(), Str(*parked, "threads_after").c_str(),
-                Str(*parked, "failed").c_str());
+    std::fprintf(
+        Out(), "| parked in handlers (gRPC's own) | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n",
+        Str(*parked, "api").c_str(), Str(*parked, "calls").c_str(), Str(*parked, "waiting").c_str(),
+        Str(*parked, "rss_bytes_per_call").c_str(), Str(*parked, "heap_bytes_per_call").c_str(),
+        Str(*parked, "threads_before").c_str(), Str(*parked, "threads_waiting").c_str(),
+        Str(*parked, "threads_after").c_str(), Str(*parked, "failed").c_str());
   }
   for (const std::string api : {"callback", "sync"}) {
     const Record* q = nullptr;
@@ -686,7 +748,8 @@ void AdmissionSection(const std::vector<Record>& rs) {
     EmitVerdict(AdmissionTarget(api), result, verdict);
   }
   for (const Record* c : common) {
-    std::printf(
+    std::fprintf(
+        Out(),
         "\nCommon path, %s API (room to spare, %s in flight, %s calls x %s rounds): admission "
         "on %s us/call, off %s us/call, on/off %s (rounds %s..%s), failed %s, queued %s.\n",
         Str(*c, "api").c_str(), Str(*c, "inflight").c_str(), Str(*c, "calls").c_str(),
@@ -725,14 +788,16 @@ constexpr char kSlotsServerTarget[] =
     "slots: no waiting call reaches the server, each answered DEADLINE_EXCEEDED slot-wait";
 
 void SlotsSection(const std::vector<Record>& rs) {
-  std::printf(
+  std::fprintf(
+      Out(),
       "| callers | slots | rounds | waiting | threads before/waiting/after | outside gRPC's pools "
       "| heap B/call | RSS B/call | lateness p50 / p99 / max (ms) | min (ms) | wrong / lost | "
       "server calls |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   const Record* judged = nullptr;
   for (const Record& r : rs) {
-    std::printf(
+    std::fprintf(
+        Out(),
         "| %s | %s | %s | %s | %s/%s/%s | %s/%s/%s | %s | %s | %s / %s / %s | %s | %s / %s | %s "
         "|\n",
         Str(r, "calls").c_str(), Str(r, "slots").c_str(), Str(r, "rounds").c_str(),
@@ -898,7 +963,7 @@ void ChainSection(const std::vector<Record>& rs) {
   if (setup == nullptr || runs.empty() || Num(*setup, "capacity") <= 0 ||
       Num(*setup, "hopbudget_capacity") <= 0 || Num(*setup, "budget_ms") <= 0 ||
       Num(*setup, "duration_s") <= 0) {
-    std::printf("_No complete chain run: not measured._\n");
+    std::fprintf(Out(), "_No complete chain run: not measured._\n");
     ChainNothingMeasured(setup == nullptr ? "no setup line"
                          : runs.empty()   ? "no runs"
                                           : "incomplete setup line");
@@ -908,7 +973,8 @@ void ChainSection(const std::vector<Record>& rs) {
   const double hb_capacity = Num(*setup, "hopbudget_capacity");
   const double budget_ms = Num(*setup, "budget_ms");
   const double seconds = Num(*setup, "duration_s");
-  std::printf(
+  std::fprintf(
+      Out(),
       "| load | offered/s | mode | round | sent | not sent | throttled by the client | OK | "
       "goodput/s | DEADLINE_EXCEEDED | retries | p50 (ms) | p99 (ms) | p99 of OK (ms) | calls "
       "started after deadline | work after deadline (ms) | by hop (ms) |\n"
@@ -916,7 +982,8 @@ void ChainSection(const std::vector<Record>& rs) {
       "| --- | --- |\n");
   std::map<std::string, ChainLevels> modes;
   for (const Record* r : runs) {
-    std::printf(
+    std::fprintf(
+        Out(),
         "| %sx | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
         Str(*r, "factor").c_str(), Str(*r, "rate").c_str(), Str(*r, "mode").c_str(),
         Has(*r, "round") ? Str(*r, "round").c_str() : "1", Str(*r, "sent").c_str(),
@@ -1055,9 +1122,9 @@ void ChainSection(const std::vector<Record>& rs) {
   verdict(kChainCapacityTarget,
           "hopbudget " + Fixed(hb_capacity, 0) + "/s, baseline " + Fixed(capacity, 0) + "/s",
           hb_capacity >= capacity);
-  std::printf("\n| target | result | verdict |\n| --- | --- | --- |\n");
+  std::fprintf(Out(), "\n| target | result | verdict |\n| --- | --- | --- |\n");
   for (const std::vector<std::string>& v : verdicts) {
-    std::printf("| %s | %s | %s |\n", v[0].c_str(), v[1].c_str(), v[2].c_str());
+    std::fprintf(Out(), "| %s | %s | %s |\n", v[0].c_str(), v[1].c_str(), v[2].c_str());
     EmitVerdict(v[0], v[1], v[2]);
   }
   // The chart's data (scripts/bench.sh: chain.dat), a line per load level
@@ -1071,7 +1138,7 @@ void ChainSection(const std::vector<Record>& rs) {
     auto per_second = [&](const ChainLevel& l) {
       return l.work_ms / static_cast<double>(l.goodput.size()) / 1000 / seconds;
     };
-    std::fprintf(stderr, "CHART chain %s %s %s %s %s\n", b.factor.c_str(),
+    std::fprintf(Log(), "CHART chain %s %s %s %s %s\n", b.factor.c_str(),
                  Fixed(MedianOf(b.goodput), 3).c_str(), Fixed(MedianOf(h.goodput), 3).c_str(),
                  Fixed(per_second(b), 6).c_str(), Fixed(per_second(h), 6).c_str());
   }
@@ -1184,7 +1251,7 @@ void OverloadSection(const std::vector<Record>& rs) {
     if (!UnboundedGateway(r)) rounds.push_back(&r);
   }
   if (setup == nullptr || rounds.empty() || Num(*setup, "capacity") <= 0) {
-    std::printf("_No complete overload run: not measured._\n");
+    std::fprintf(Out(), "_No complete overload run: not measured._\n");
     for (const char* t : {kOverloadUnthrottledTarget, kOverloadThrottledTarget, kOverloadLateTarget,
                           kOverloadP99Target}) {
       EmitVerdict(t, "-", kNotMeasured);
@@ -1215,22 +1282,23 @@ void OverloadSection(const std::vector<Record>& rs) {
   const double budget_ms = Num(*setup, "budget_ms");
   auto goodput = [&](const Record& r) { return Num(r, "ok") / seconds; };
   auto share = [&](const Record& r) { return goodput(r) / capacity * 100; };
-  std::printf("Capacity of the hopbudget chain alone: **%s/s** (%s).\n\n",
-              Fixed(capacity, 0).c_str(), Str(*setup, "placement").c_str());
+  std::fprintf(Out(), "Capacity of the hopbudget chain alone: **%s/s** (%s).\n\n",
+               Fixed(capacity, 0).c_str(), Str(*setup, "placement").c_str());
   // The second chain's first load, before it has seen any traffic: what a
   // cold hop's admission does at 1x (docs/admission.md, "Cold start").
   for (const Record& r : rs) {
     if (Str(r, "kind") != "cold" || Num(r, "sent") <= 0) continue;
-    std::printf(
-        "Cold start (a chain that had seen no call, at %s calls/s for %s s): %s of %s "
-        "calls OK (%s %%).\n\n",
-        Str(r, "rate").c_str(), Str(r, "duration_s").c_str(), Str(r, "ok").c_str(),
-        Str(r, "sent").c_str(), Fixed(100 * Num(r, "ok") / Num(r, "sent"), 1).c_str());
+    std::fprintf(Out(),
+                 "Cold start (a chain that had seen no call, at %s calls/s for %s s): %s of %s "
+                 "calls OK (%s %%).\n\n",
+                 Str(r, "rate").c_str(), Str(r, "duration_s").c_str(), Str(r, "ok").c_str(),
+                 Str(r, "sent").c_str(), Fixed(100 * Num(r, "ok") / Num(r, "sent"), 1).c_str());
   }
   auto arm = [](const Record& r) {
     return Str(r, "client") + (UnboundedGateway(r) ? ", unbounded gateway" : "");
   };
-  std::printf(
+  std::fprintf(
+      Out(),
       "| load | offered/s | client | round | sent | throttled by the client | started, of due | "
       "load generator's CPU, of its core | expired in its queue, never sent | OK "
       "| goodput/s | of capacity | p99 of OK (ms) | started after deadline | work after deadline "
@@ -1244,7 +1312,8 @@ void OverloadSection(const std::vector<Record>& rs) {
       hops += Str(*r, h + "_calls") + ", " + Str(*r, h + "_refused") + ", " +
               Fixed(Num(*r, h + "_cpu_ms"), 0);
     }
-    std::printf(
+    std::fprintf(
+        Out(),
         "| %sx | %s | %s | %s | %s | %s | %s %%%s | %s %% | %s | %s | %s | %s %% | %s | %s | %s "
         "| %s |\n",
         Str(*r, "factor").c_str(), Str(*r, "rate").c_str(), arm(*r).c_str(),
@@ -1268,30 +1337,32 @@ void OverloadSection(const std::vector<Record>& rs) {
     a.shares.push_back(share(*r));
     a.most_late_work_ms = std::max(a.most_late_work_ms, Num(*r, "work_after_deadline_ms"));
   }
-  std::printf(
+  std::fprintf(
+      Out(),
       "\n| load | client | rounds | goodput, of capacity: min / median | work after deadline, "
       "most in a round (ms) |\n| --- | --- | --- | --- | --- |\n");
   for (auto& [key, a] : arms) {
     std::vector<double> sorted = a.shares;
     const double lo = *std::min_element(a.shares.begin(), a.shares.end());
-    std::printf("| %sx | %s | %zu | %s %% / %s %% | %s |\n", Fixed(key.first, 0).c_str(),
-                key.second.c_str(), a.shares.size(), Fixed(lo, 0).c_str(),
-                Fixed(Median(sorted), 0).c_str(), Fixed(a.most_late_work_ms, 0).c_str());
+    std::fprintf(Out(), "| %sx | %s | %zu | %s %% / %s %% | %s |\n", Fixed(key.first, 0).c_str(),
+                 key.second.c_str(), a.shares.size(), Fixed(lo, 0).c_str(),
+                 Fixed(Median(sorted), 0).c_str(), Fixed(a.most_late_work_ms, 0).c_str());
   }
   // What a served, a refused and (at the edge) an unhandled call cost at
   // each hop.
-  std::printf(
+  std::fprintf(
+      Out(),
       "\n| hop | CPU per served call (us) | per refused call (us) | per call no handler saw "
       "(us) | refused / served | rounds fitted |\n| --- | --- | --- | --- | --- | --- |\n");
   for (const std::string& h : OverloadHops()) {
     const bool edge = h == OverloadHops().front();
     const CallPrice p = FitPrice(rounds, h, edge);
     auto us = [](double v) { return v < 0 ? std::string("-") : Fixed(v, 1); };
-    std::printf("| %s | %s | %s | %s | %s | %d |\n", h.c_str(), us(p.us[0]).c_str(),
-                us(p.us[1]).c_str(), edge ? us(p.us[2]).c_str() : "-",
-                p.us[0] > 0 && p.us[1] >= 0 ? Fixed(p.us[1] / p.us[0], 3).c_str() : "-", p.rounds);
+    std::fprintf(Out(), "| %s | %s | %s | %s | %s | %d |\n", h.c_str(), us(p.us[0]).c_str(),
+                 us(p.us[1]).c_str(), edge ? us(p.us[2]).c_str() : "-",
+                 p.us[0] > 0 && p.us[1] >= 0 ? Fixed(p.us[1] / p.us[0], 3).c_str() : "-", p.rounds);
   }
-  std::printf("\n");
+  std::fprintf(Out(), "\n");
   // Rounds below their target, and which hop's admission refused in them.
   std::vector<const Record*> short_rounds;
   for (const Record* r : rounds) {
@@ -1300,7 +1371,8 @@ void OverloadSection(const std::vector<Record>& rs) {
     if (judged(*r) && share(*r) < (throttled ? 90 : 80)) short_rounds.push_back(r);
   }
   if (!short_rounds.empty()) {
-    std::printf(
+    std::fprintf(
+        Out(),
         "Judged rounds below their target, and what each hop's admission shed in them "
         "(reason:calls, and its limit at the end of the round):\n\n| load | client | round | "
         "of capacity | gateway | orders | ledger |\n| --- | --- | --- | --- | --- | --- | --- "
@@ -1313,11 +1385,11 @@ void OverloadSection(const std::vector<Record>& rs) {
                      : std::string("- |");
         if (&h != &OverloadHops().back()) cells += " ";
       }
-      std::printf("| %sx | %s | %s | %s %% | %s\n", Str(*r, "factor").c_str(),
-                  Str(*r, "client").c_str(), Str(*r, "round").c_str(), Fixed(share(*r), 0).c_str(),
-                  cells.c_str());
+      std::fprintf(Out(), "| %sx | %s | %s | %s %% | %s\n", Str(*r, "factor").c_str(),
+                   Str(*r, "client").c_str(), Str(*r, "round").c_str(), Fixed(share(*r), 0).c_str(),
+                   cells.c_str());
     }
-    std::printf("\n");
+    std::fprintf(Out(), "\n");
   }
   // The verdicts, each on its worst round.
   auto judge_share = [&](const char* target, const std::string& client, double floor,
@@ -1418,13 +1490,14 @@ void RefusalSection(const std::vector<Record>& rs) {
     auto it = arms.find(arm);
     return it == arms.end() ? nullptr : &it->second;
   };
-  std::printf(
+  std::fprintf(
+      Out(),
       "Server CPU and context switches per call: median over rounds (min..max); / served = "
       "the arm's server CPU per call over the same round's plain/echo run, median of the "
       "rounds' ratios (min..max).\n\n");
-  std::printf(
-      "| API | in flight | arm | rounds | server CPU us/call | context switches/call | "
-      "/ served |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+  std::fprintf(Out(),
+               "| API | in flight | arm | rounds | server CPU us/call | context switches/call | "
+               "/ served |\n| --- | --- | --- | --- | --- | --- | --- |\n");
   for (auto& [key, arms] : g) {
     const std::map<int, Record>* served = arm_of(arms, kRefusalServed);
     for (const std::string& arm : RefusalArms()) {
@@ -1437,12 +1510,12 @@ void RefusalSection(const std::vector<Record>& rs) {
       }
       const std::string ratio =
           arm == kRefusalServed ? "reference" : Spread(ratios(*runs, served), 3);
-      std::printf("| %s | %d | %s | %zu | %s | %s | %s |\n", key.first.c_str(), key.second,
-                  RefusalArmLabel(arm).c_str(), runs->size(), Spread(cpu, 2).c_str(),
-                  Fixed(MedianOf(cs), 2).c_str(), ratio.c_str());
+      std::fprintf(Out(), "| %s | %d | %s | %zu | %s | %s | %s |\n", key.first.c_str(), key.second,
+                   RefusalArmLabel(arm).c_str(), runs->size(), Spread(cpu, 2).c_str(),
+                   Fixed(MedianOf(cs), 2).c_str(), ratio.c_str());
     }
   }
-  std::printf("\n");
+  std::fprintf(Out(), "\n");
   for (auto& [key, arms] : g) {
     const std::map<int, Record>* refused = arm_of(arms, kRefusalRefused);
     const std::map<int, Record>* served = arm_of(arms, kRefusalServed);
@@ -1453,8 +1526,8 @@ void RefusalSection(const std::vector<Record>& rs) {
     const std::vector<double> of_error =
         refused == nullptr ? std::vector<double>() : ratios(*refused, error);
     if (of_served.empty() && of_error.empty()) {
-      std::printf("- %s: hopbudget's refusal not measured (no %s run beside a %s one).\n",
-                  where.c_str(), kRefusalRefused, kRefusalServed);
+      std::fprintf(Out(), "- %s: hopbudget's refusal not measured (no %s run beside a %s one).\n",
+                   where.c_str(), kRefusalRefused, kRefusalServed);
       continue;
     }
     std::vector<double> cpu;
@@ -1464,7 +1537,8 @@ void RefusalSection(const std::vector<Record>& rs) {
       const double m = Median(v);  // sorts
       return Fixed(m, 3) + "x (" + Fixed(v.front(), 3) + ".." + Fixed(v.back(), 3) + ")";
     };
-    std::printf(
+    std::fprintf(
+        Out(),
         "- %s: hopbudget's refusal costs %s us of server CPU, %s of a served call and %s of "
         "gRPC's own error answer.\n",
         where.c_str(), Fixed(MedianOf(cpu), 2).c_str(), share(of_served).c_str(),
@@ -1474,18 +1548,20 @@ void RefusalSection(const std::vector<Record>& rs) {
     if (const std::map<int, Record>* expired = arm_of(arms, kRefusalExpired); expired != nullptr) {
       std::vector<double> ecpu;
       for (const auto& [round, r] : *expired) ecpu.push_back(Num(r, "server_cpu_us"));
-      std::printf(
-          "- %s: a call that arrives with its budget spent costs %s us, %s of a served "
-          "call and %s of hopbudget's refusal.\n",
-          where.c_str(), Fixed(MedianOf(ecpu), 2).c_str(), share(ratios(*expired, served)).c_str(),
-          share(ratios(*expired, refused)).c_str());
+      std::fprintf(Out(),
+                   "- %s: a call that arrives with its budget spent costs %s us, %s of a served "
+                   "call and %s of hopbudget's refusal.\n",
+                   where.c_str(), Fixed(MedianOf(ecpu), 2).c_str(),
+                   share(ratios(*expired, served)).c_str(),
+                   share(ratios(*expired, refused)).c_str());
     }
     // A call over admission's limit: RESOURCE_EXHAUSTED with pushback, the
     // answer most of an overloaded edge's calls get (docs/overload.md).
     if (const std::map<int, Record>* shed = arm_of(arms, kRefusalShed); shed != nullptr) {
       std::vector<double> scpu;
       for (const auto& [round, r] : *shed) scpu.push_back(Num(r, "server_cpu_us"));
-      std::printf(
+      std::fprintf(
+          Out(),
           "- %s: a call shed by admission costs %s us, %s of a served call and %s of gRPC's "
           "own error answer.\n",
           where.c_str(), Fixed(MedianOf(scpu), 2).c_str(), share(ratios(*shed, served)).c_str(),
@@ -1506,15 +1582,17 @@ constexpr char kReloadTarget[] =
 
 void ReloadSection(const std::vector<Record>& rs) {
   std::map<int, Record> reload, steady;
-  std::printf(
+  std::fprintf(
+      Out(),
       "| round | mode | calls/s | calls | failed | mixed | reloads | p50 (us) | p99 (us) | behind "
       "schedule, max (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   double failed = 0, mixed = 0, lag = 0, rps = 0;
   for (const Record& r : rs) {
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", Str(r, "round").c_str(),
-                Str(r, "mode").c_str(), Str(r, "rps").c_str(), Str(r, "calls").c_str(),
-                Str(r, "failed").c_str(), Str(r, "mixed").c_str(), Str(r, "reloads").c_str(),
-                Str(r, "p50_us").c_str(), Str(r, "p99_us").c_str(), Str(r, "lag_max_ms").c_str());
+    std::fprintf(Out(), "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                 Str(r, "round").c_str(), Str(r, "mode").c_str(), Str(r, "rps").c_str(),
+                 Str(r, "calls").c_str(), Str(r, "failed").c_str(), Str(r, "mixed").c_str(),
+                 Str(r, "reloads").c_str(), Str(r, "p50_us").c_str(), Str(r, "p99_us").c_str(),
+                 Str(r, "lag_max_ms").c_str());
     const int round = static_cast<int>(Num(r, "round"));
     (Str(r, "mode") == "reload" ? reload : steady)[round] = r;
     mixed += Num(r, "mixed");
@@ -1599,25 +1677,14 @@ void NothingMeasured(const std::string& section) {
   }
 }
 
-int Main(int argc, char** argv) {
-  cli::ParseOrExit(argc, argv, "bench_report",
-                   "bench_report: reads RESULT lines on stdin and writes one section of the "
-                   "benchmark report (Markdown) with its verdicts.\n\n"
-                   "  ... | bench_report "
-                   "--section=overhead|scale|precision|cancel|chain|hedge|admission|slots|"
-                   "overload|refusal|reload");
-  const std::string section = absl::GetFlag(FLAGS_section);
-  cli::ExitIfBad("bench_report",
-                 cli::OneOf("section", section,
-                            {"overhead", "scale", "precision", "cancel", "chain", "hedge",
-                             "admission", "slots", "overload", "refusal", "reload"}));
-  const std::vector<Record> rs = ReadResults(section);
+void RunSection(const std::string& section, std::istream& in) {
+  const std::vector<Record> rs = ReadResults(in, section);
   if (rs.empty()) {
-    std::printf(
-        "_No results for this section (the benchmark did not run or failed; see the "
-        "logs): not measured._\n");
+    std::fprintf(Out(),
+                 "_No results for this section (the benchmark did not run or failed; see the "
+                 "logs): not measured._\n");
     NothingMeasured(section);
-    return 0;
+    return;
   }
   if (section == "overhead") Overhead(rs);
   if (section == "scale") Scale(rs);
@@ -1630,6 +1697,67 @@ int Main(int argc, char** argv) {
   if (section == "overload") OverloadSection(rs);
   if (section == "refusal") RefusalSection(rs);
   if (section == "reload") ReloadSection(rs);
+}
+
+// One section on `results`, what it prints kept apart from this process's
+// own standard output and error.
+SectionOutput RunSectionInMemory(const std::string& section, const std::string& results) {
+  char* tables = nullptr;
+  char* log = nullptr;
+  size_t tables_size = 0, log_size = 0;
+  FILE* tables_file = open_memstream(&tables, &tables_size);
+  FILE* log_file = open_memstream(&log, &log_size);
+  if (tables_file == nullptr || log_file == nullptr) Die("open_memstream failed");
+  Streams() = {tables_file, log_file};
+  std::istringstream in(results);
+  RunSection(section, in);
+  Streams() = {};
+  std::fclose(tables_file);
+  std::fclose(log_file);
+  SectionOutput out{std::string(tables, tables_size), std::string(log, log_size)};
+  std::free(tables);
+  std::free(log);
+  return out;
+}
+
+int Main(int argc, char** argv) {
+  const cli::CommandLine cl = cli::ParseOrExit(
+      argc, argv, "bench_report",
+      "bench_report: reads RESULT lines on stdin and writes one section of the "
+      "benchmark report (Markdown) with its verdicts; or writes the whole report.\n\n"
+      "  ... | bench_report "
+      "--section=overhead|scale|precision|cancel|chain|hedge|admission|slots|"
+      "overload|refusal|reload\n"
+      "  bench_report --write-report --raw=DIR --out=FILE --settings=FILE");
+  if (absl::GetFlag(FLAGS_write_report)) {
+    cli::ExitIfBad("bench_report",
+                   cli::FirstError({cl.WasSet("section")
+                                        ? absl::InvalidArgumentError(
+                                              "--section and --write-report exclude each other")
+                                        : absl::OkStatus(),
+                                    cli::Required("raw", absl::GetFlag(FLAGS_raw)),
+                                    cli::Required("out", absl::GetFlag(FLAGS_out)),
+                                    cli::Required("settings", absl::GetFlag(FLAGS_settings))}));
+    const absl::Status written = WriteReport(absl::GetFlag(FLAGS_raw), absl::GetFlag(FLAGS_out),
+                                             absl::GetFlag(FLAGS_settings), RunSectionInMemory);
+    if (!written.ok()) {
+      std::fprintf(stderr, "bench_report: %s\n", std::string(written.message()).c_str());
+      return 1;
+    }
+    return 0;
+  }
+  for (const char* flag : {"raw", "out", "settings"}) {
+    if (cl.WasSet(flag)) {
+      cli::ExitIfBad("bench_report",
+                     absl::InvalidArgumentError(absl::StrCat("--", flag, " needs --write-report")));
+    }
+  }
+  const std::string section = absl::GetFlag(FLAGS_section);
+  cli::ExitIfBad("bench_report",
+                 cli::OneOf("section", section,
+                            {"overhead", "scale", "precision", "cancel", "chain", "hedge",
+                             "admission", "slots", "overload", "refusal", "reload"}));
+  RunSection(section, std::cin);
   return 0;
 }
 
