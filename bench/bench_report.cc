@@ -1740,9 +1740,10 @@ int Main(int argc, char** argv) {
                                     cli::Required("settings", absl::GetFlag(FLAGS_settings))}));
     const absl::Status written = WriteReport(absl::GetFlag(FLAGS_raw), absl::GetFlag(FLAGS_out),
                                              absl::GetFlag(FLAGS_settings), RunSectionInMemory);
+    // Exit 2, as for a bad flag: an input the report cannot be written from.
     if (!written.ok()) {
       std::fprintf(stderr, "bench_report: %s\n", std::string(written.message()).c_str());
-      return 1;
+      return 2;
     }
     return 0;
   }
