@@ -303,7 +303,7 @@ absl::StatusOr<Settings> ReadSettings(const std::string& path) {
       return absl::InvalidArgumentError(absl::StrCat(where, "\"", key, "\" given twice"));
     }
   }
-  if (in.bad()) return absl::DataLossError(absl::StrCat("--settings=", path, ": read failed"));
+  if (in.bad()) return absl::DataLossError(absl::StrCat("--settings=", path, ": cannot read it"));
   for (const std::string& key : SettingKeys()) {
     if (settings.values.count(key) == 0) {
       return absl::InvalidArgumentError(absl::StrCat("--settings=", path, ": no \"", key,
