@@ -17,22 +17,23 @@
 #include "commands.h"
 #include "topology.h"
 
-ABSL_FLAG(std::string, hop, "", "the hop: ledger, ledger-replica, orders or gateway (required)");
+ABSL_FLAG(std::string, hop, "",
+          "the hop: ledger, ledger-replica, orders, gateway or edge (required)");
 ABSL_FLAG(std::string, started, "",
           "the callees already started, HOP=HOST:PORT,... (orders: ledger and, with --replica, "
-          "ledger-replica; gateway: orders)");
+          "ledger-replica; gateway: orders; edge: gateway)");
 
 namespace hopbudget::chainctl {
 namespace {
 
-constexpr Hop kHops[] = {Hop::kLedger, Hop::kReplica, Hop::kOrders, Hop::kGateway};
+constexpr Hop kHops[] = {Hop::kLedger, Hop::kReplica, Hop::kOrders, Hop::kGateway, Hop::kEdge};
 
 absl::StatusOr<Hop> HopNamed(absl::string_view name) {
   for (Hop hop : kHops) {
     if (HopName(hop) == name) return hop;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown hop \"", name, "\" (ledger, ledger-replica, orders, gateway)"));
+      absl::StrCat("unknown hop \"", name, "\" (ledger, ledger-replica, orders, gateway, edge)"));
 }
 
 }  // namespace
@@ -43,8 +44,8 @@ int Command(int argc, char** argv) {
                "binary's name on the first line, then each argument on a line of its own.\n\n"
                "  chainctl command --hop=orders --db=FILE [--mode=hopbudget|baseline] [--replica]\n"
                "      --started=ledger=127.0.0.1:5001[,ledger-replica=...] [--orders-flags=...]",
-               {"hop", "db", "started", "mode", "replica", "seed", "gateway_flags", "orders_flags",
-                "ledger_flags", "replica_flags"});
+               {"hop", "db", "started", "mode", "replica", "edge", "seed", "gateway_flags",
+                "orders_flags", "ledger_flags", "replica_flags", "edge_flags"});
   cli::ExitIfBad("chainctl command", cli::Required("hop", absl::GetFlag(FLAGS_hop)));
   absl::StatusOr<Hop> hop = HopNamed(absl::GetFlag(FLAGS_hop));
   if (!hop.ok()) return Fail("command", absl::StrCat("--hop: ", hop.status().message()));

@@ -33,6 +33,8 @@ ABSL_FLAG(std::string, gateway_flags, "", "the gateway's extra flags, separated 
 ABSL_FLAG(std::string, orders_flags, "", "orders' extra flags, separated by spaces");
 ABSL_FLAG(std::string, ledger_flags, "", "the ledger's extra flags, separated by spaces");
 ABSL_FLAG(std::string, replica_flags, "", "the replica's extra flags, separated by spaces");
+ABSL_FLAG(bool, edge, false, "an edge in front of the gateway (server/edge), which callers call");
+ABSL_FLAG(std::string, edge_flags, "", "the edge's extra flags, separated by spaces");
 
 namespace hopbudget::chainctl {
 
@@ -70,6 +72,8 @@ ChainSpec ChainFromFlags(std::string db) {
   spec.extra[Hop::kOrders] = words(absl::GetFlag(FLAGS_orders_flags));
   spec.extra[Hop::kLedger] = words(absl::GetFlag(FLAGS_ledger_flags));
   if (spec.replica) spec.extra[Hop::kReplica] = words(absl::GetFlag(FLAGS_replica_flags));
+  spec.edge = absl::GetFlag(FLAGS_edge);
+  if (spec.edge) spec.extra[Hop::kEdge] = words(absl::GetFlag(FLAGS_edge_flags));
   return spec;
 }
 

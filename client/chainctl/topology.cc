@@ -54,6 +54,10 @@ absl::Status CheckSpec(const ChainSpec& spec) {
     return absl::InvalidArgumentError(
         "extra flags for ledger-replica, but the chain has no replica (ChainSpec::replica)");
   }
+  if (!spec.edge && spec.extra.count(Hop::kEdge) > 0) {
+    return absl::InvalidArgumentError(
+        "extra flags for edge, but the chain has no edge (ChainSpec::edge)");
+  }
   return absl::OkStatus();
 }
 
@@ -81,13 +85,18 @@ absl::string_view HopName(Hop hop) {
       return "orders";
     case Hop::kGateway:
       return "gateway";
+    case Hop::kEdge:
+      return "edge";
   }
   return "unknown-hop";
 }
 
 std::vector<Hop> StartOrder(const ChainSpec& spec) {
-  if (spec.replica) return {Hop::kLedger, Hop::kReplica, Hop::kOrders, Hop::kGateway};
-  return {Hop::kLedger, Hop::kOrders, Hop::kGateway};
+  std::vector<Hop> order = {Hop::kLedger};
+  if (spec.replica) order.push_back(Hop::kReplica);
+  order.insert(order.end(), {Hop::kOrders, Hop::kGateway});
+  if (spec.edge) order.push_back(Hop::kEdge);
+  return order;
 }
 
 absl::StatusOr<HopCommand> CommandFor(const ChainSpec& spec, Hop hop,
@@ -96,11 +105,18 @@ absl::StatusOr<HopCommand> CommandFor(const ChainSpec& spec, Hop hop,
   if (hop == Hop::kReplica && !spec.replica) {
     return absl::NotFoundError("ledger-replica: the chain has no replica (ChainSpec::replica)");
   }
+  if (hop == Hop::kEdge && !spec.edge) {
+    return absl::NotFoundError("edge: the chain has no edge (ChainSpec::edge)");
+  }
   const bool hopbudget = spec.mode == "hopbudget";
   HopCommand command{hop, "", {}};
   std::vector<std::string>& args = command.args;
-  args = {"--port=0", "--metrics-port=0", absl::StrCat("--seed=", spec.seed),
-          absl::StrCat("--name=", HopName(hop)), "--mode=" + spec.mode};
+  if (hop == Hop::kEdge) {
+    args = {"--port=0", absl::StrCat("--name=", HopName(hop))};
+  } else {
+    args = {"--port=0", "--metrics-port=0", absl::StrCat("--seed=", spec.seed),
+            absl::StrCat("--name=", HopName(hop)), "--mode=" + spec.mode};
+  }
   switch (hop) {
     case Hop::kLedger:
     case Hop::kReplica:
@@ -131,6 +147,13 @@ absl::StatusOr<HopCommand> CommandFor(const ChainSpec& spec, Hop hop,
       if (!orders.ok()) return orders.status();
       args.push_back("--orders=" + *orders);
       args.push_back(hopbudget ? "--request-cap=2s" : "--baseline-timeout=1s");
+      break;
+    }
+    case Hop::kEdge: {
+      command.binary = "edge";
+      absl::StatusOr<std::string> gateway = AddressOf(hop, Hop::kGateway, started);
+      if (!gateway.ok()) return gateway.status();
+      args.push_back("--upstream=" + *gateway);
       break;
     }
   }

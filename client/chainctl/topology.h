@@ -4,7 +4,9 @@
 //
 // The chain is ledger <- orders <- gateway, with an optional read replica
 // of the ledger (the `ledger` binary with --replica on the same database)
-// that orders reads from in turn with the primary. This header says, for a
+// that orders reads from in turn with the primary, and an optional edge in
+// front of the gateway (server/edge: callers call it, it forwards to the
+// gateway what its admission lets in). This header says, for a
 // ChainSpec, which hops there are, in which order to start them (the callee
 // first, so that each caller gets its callee's address) and each hop's
 // command line:
@@ -14,6 +16,8 @@
 //   orders      --ledger=<ledger>, and --ledger-replicas=<replica>,<ledger>
 //               when the chain has a replica
 //   gateway     --orders=<orders>
+//   edge        only --port=0 --name=edge --upstream=<gateway> (it has no
+//               metrics port, seed or mode)
 //   hopbudget   gateway --request-cap=2s; orders --attempt-cap=300ms
 //               --max-attempts=3 (the demo's budgets: 2 s per request,
 //               3 ledger attempts of at most 300 ms)
@@ -31,10 +35,10 @@
 // ("127.0.0.1:5001", or a target of several: "ipv4:127.0.0.1:1,127.0.0.1:2").
 // Pure: no process is started, no file is touched.
 //
-// Edge cases: an unknown mode, an empty db, extras for a replica the chain
-// does not have, and an extra flag that is not one argument (--name=value,
+// Edge cases: an unknown mode, an empty db, extras for a replica or an edge
+// the chain does not have, and an extra flag that is not one argument (--name=value,
 // or --name / --noname for a bool) are InvalidArgument; asking for the
-// replica of a chain without one is NotFound; a caller whose callee has no
+// replica or the edge of a chain without one is NotFound; a caller whose callee has no
 // address in `started` yet is FailedPrecondition.
 //
 // Thread safety: value types and free functions; no shared state.
@@ -64,9 +68,9 @@
 namespace hopbudget::chainctl {
 
 // A hop of the chain, callee first.
-enum class Hop { kLedger, kReplica, kOrders, kGateway };
+enum class Hop { kLedger, kReplica, kOrders, kGateway, kEdge };
 
-// Its name: "ledger", "ledger-replica", "orders", "gateway" (also its
+// Its name: "ledger", "ledger-replica", "orders", "gateway", "edge" (also its
 // --name: in metrics, attribution and the ready line). AbslStringify and
 // operator<< print it (Debian's Abseil 20220623 has no AbslStringify yet:
 // absl::StrCat(hop) is a number there; write HopName(hop)).
@@ -83,6 +87,8 @@ struct ChainSpec {
   std::string mode = "hopbudget";
   // A read replica of the ledger, which orders reads from with the primary.
   bool replica = false;
+  // An edge in front of the gateway, which callers call instead.
+  bool edge = false;
   // The ledger's SQLite file (the replica opens the same one). Required.
   std::string db;
   // Every hop's fault injector seed (a hop's extra --seed= overrides it).
@@ -92,7 +98,7 @@ struct ChainSpec {
 };
 
 // How to start one hop: the binary's file name ("ledger", "orders",
-// "gateway"; the caller knows the folder) and its arguments.
+// "gateway", "edge"; the caller knows the folder) and its arguments.
 struct HopCommand {
   Hop hop;
   std::string binary;
@@ -100,7 +106,7 @@ struct HopCommand {
 };
 
 // The chain's hops in the order to start them: ledger, replica (if any),
-// orders, gateway. Stop them in the reverse order.
+// orders, gateway, edge (if any). Stop them in the reverse order.
 [[nodiscard]] std::vector<Hop> StartOrder(const ChainSpec& spec);
 
 // `hop`'s command, given the addresses of the hops already started (the

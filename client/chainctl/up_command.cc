@@ -5,9 +5,10 @@
 //
 // Each hop of StartOrder in turn: its binary in --bin, its stdout and
 // stderr in --work (<hop>.out, <hop>.err), ready when its stdout has the
-// ready line ("<name> listening on <port> metrics on <port> ..."; 30 s at
-// most). One line per hop on stdout ("<hop> port <P> metrics <M> pid
-// <PID>"), also in --ports-out. On SIGTERM or SIGINT the hops are stopped
+// ready line ("<name> listening on <port> metrics on <port> ...", or
+// "<name> listening on <port>" for the edge, which has no metrics port:
+// <M> is then 0; 30 s at most). One line per hop on stdout ("<hop> port
+// <P> metrics <M> pid <PID>"), also in --ports-out. On SIGTERM or SIGINT the hops are stopped
 // front to back (gateway first: no hop is stopped while one in front of it
 // can still call it), each sent SIGTERM and waited for. Exit status 0 when
 // every hop exited 0; 1 when a hop did not start, exited on its own (the
@@ -37,7 +38,8 @@
 #include "commands.h"
 #include "topology.h"
 
-ABSL_FLAG(std::string, bin, "", "the folder of the service binaries (gateway, orders, ledger)");
+ABSL_FLAG(std::string, bin, "",
+          "the folder of the service binaries (gateway, orders, ledger, edge)");
 ABSL_FLAG(std::string, work, "", "the folder of the ledger's database and the hops' output");
 ABSL_FLAG(std::string, ports_out, "", "a file for the hops' lines (hop, port, metrics, pid)");
 
@@ -81,10 +83,15 @@ absl::Status WaitReady(Running& r, const std::string& out, const std::string& er
     std::string line;
     while (std::getline(in, line)) {
       if (line.find(" listening on ") == std::string::npos) continue;
-      // "<name> listening on <port> metrics on <port> ..."
+      // "<name> listening on <port> metrics on <port> ...", or the edge's
+      // "<name> listening on <port>"
       std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
       if (words.size() >= 7 && absl::SimpleAtoi(words[3], &r.port) &&
           absl::SimpleAtoi(words[6], &r.metrics_port)) {
+        return absl::OkStatus();
+      }
+      if (words.size() == 4 && absl::SimpleAtoi(words[3], &r.port)) {
+        r.metrics_port = 0;
         return absl::OkStatus();
       }
       return absl::InternalError(absl::StrCat("a ready line without ports: ", line));
@@ -129,15 +136,16 @@ int StopAll(const std::vector<Running>& running) {
 
 int Up(int argc, char** argv) {
   ParseCommand(argc, argv, "up",
-               "chainctl up: start a chain (ledger, an optional read replica, orders, gateway) "
+               "chainctl up: start a chain (ledger, an optional read replica, orders, gateway, "
+               "an optional edge) "
                "from its one description, print each hop's ports and pid, keep it up until "
                "SIGTERM or SIGINT, then stop it front to back.\n\n"
                "  chainctl up --bin=BUILD/server --work=DIR [--mode=hopbudget|baseline] "
-               "[--replica]\n"
+               "[--replica] [--edge]\n"
                "      [--gateway-flags='--request-cap=1s ...'] [--orders-flags=...] "
-               "[--ledger-flags=...] [--replica-flags=...] [--ports-out=FILE]",
-               {"mode", "bin", "work", "replica", "seed", "gateway_flags", "orders_flags",
-                "ledger_flags", "replica_flags", "ports_out"});
+               "[--ledger-flags=...] [--replica-flags=...] [--edge-flags=...] [--ports-out=FILE]",
+               {"mode", "bin", "work", "replica", "edge", "seed", "gateway_flags", "orders_flags",
+                "ledger_flags", "replica_flags", "edge_flags", "ports_out"});
   const std::string bin = absl::GetFlag(FLAGS_bin), work = absl::GetFlag(FLAGS_work);
   cli::ExitIfBad(
       "chainctl up",

@@ -6,7 +6,7 @@
 // once it listens; on SIGTERM or SIGINT it stops and prints its counters
 // as one line of key=value pairs on stderr ("edge stats: calls=N ...").
 //
-//   edge --upstream=127.0.0.1:50051 [--port=0] [--hop=edge] [--limit=adaptive]
+//   edge --upstream=127.0.0.1:50051 [--port=0] [--name=edge] [--limit=adaptive]
 //        [--max-in-flight=64] [--max-limit=512] [--max-queue=1024]
 //        [--min-attempt-budget=5ms] [--max-concurrent-streams=4096]
 #include <csignal>
@@ -22,7 +22,7 @@
 ABSL_FLAG(std::string, upstream, "", "the gRPC server behind the edge, host:port (required)");
 ABSL_FLAG(int, port, 0, "port to listen on (0: any free port)");
 ABSL_FLAG(std::string, listen_address, "127.0.0.1", "IPv4 address to listen on");
-ABSL_FLAG(std::string, hop, "edge", "this hop's name in refusals");
+ABSL_FLAG(std::string, name, "edge", "this hop's name in refusals and attributions");
 ABSL_FLAG(std::string, limit, "adaptive",
           "admission's limit of calls in progress: fixed or adaptive");
 ABSL_FLAG(int, max_in_flight, 64, "the limit (fixed), or where it starts (adaptive)");
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   o.upstream = absl::GetFlag(FLAGS_upstream);
   o.port = absl::GetFlag(FLAGS_port);
   o.listen_address = absl::GetFlag(FLAGS_listen_address);
-  o.hop = absl::GetFlag(FLAGS_hop);
+  o.hop = absl::GetFlag(FLAGS_name);
   o.admission.limit = absl::GetFlag(FLAGS_limit) == "fixed" ? hopbudget::LimitKind::kFixed
                                                             : hopbudget::LimitKind::kAdaptive;
   o.admission.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);

@@ -22,8 +22,10 @@ using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-const std::map<Hop, std::string> kStarted = {
-    {Hop::kLedger, "127.0.0.1:1"}, {Hop::kReplica, "127.0.0.1:2"}, {Hop::kOrders, "127.0.0.1:3"}};
+const std::map<Hop, std::string> kStarted = {{Hop::kLedger, "127.0.0.1:1"},
+                                             {Hop::kReplica, "127.0.0.1:2"},
+                                             {Hop::kOrders, "127.0.0.1:3"},
+                                             {Hop::kGateway, "127.0.0.1:4"}};
 
 ChainSpec Spec(const std::string& mode = "hopbudget", bool replica = false) {
   ChainSpec spec;
@@ -57,6 +59,11 @@ TEST_P(CommandForTest, GivesTheHopsCommandLine) {
 
 ChainSpec WithExtra(ChainSpec spec, Hop hop, std::vector<std::string> extra) {
   spec.extra[hop] = std::move(extra);
+  return spec;
+}
+
+ChainSpec WithEdge(ChainSpec spec) {
+  spec.edge = true;
   return spec;
 }
 
@@ -144,6 +151,18 @@ INSTANTIATE_TEST_SUITE_P(
                     "ledger",
                     {"--port=0", "--metrics-port=0", "--seed=42", "--name=ledger",
                      "--mode=hopbudget", "--db=/tmp/x/ledger.db", "--shield-bound=400ms"}},
+        CommandCase{"TheEdgeForwardsToTheGatewayAndTakesNoSeedModeOrMetricsPort",
+                    WithEdge(Spec()),
+                    Hop::kEdge,
+                    "edge",
+                    {"--port=0", "--name=edge", "--upstream=127.0.0.1:4"}},
+        CommandCase{"TheEdgeOfABaselineChainIsTheSame",
+                    WithExtra(WithEdge(Spec("baseline")), Hop::kEdge,
+                              {"--limit=fixed", "--max-in-flight=128"}),
+                    Hop::kEdge,
+                    "edge",
+                    {"--port=0", "--name=edge", "--upstream=127.0.0.1:4", "--limit=fixed",
+                     "--max-in-flight=128"}},
         CommandCase{"ANegatedBoolReplacesTheBool",
                     WithExtra(Spec("hopbudget", true), Hop::kReplica, {"--noreplica", "--seed=8"}),
                     Hop::kReplica,
@@ -209,6 +228,17 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"ExtrasForAReplicaTheChainDoesNotHave",
                   WithExtra(Spec(), Hop::kReplica, {"--seed=8"}), Hop::kLedger, kStarted,
                   absl::StatusCode::kInvalidArgument, "the chain has no replica"},
+        ErrorCase{"TheEdgeOfAChainWithoutOne", Spec(), Hop::kEdge, kStarted,
+                  absl::StatusCode::kNotFound, "the chain has no edge"},
+        ErrorCase{"ExtrasForAnEdgeTheChainDoesNotHave",
+                  WithExtra(Spec(), Hop::kEdge, {"--limit=fixed"}), Hop::kGateway, kStarted,
+                  absl::StatusCode::kInvalidArgument, "the chain has no edge"},
+        ErrorCase{"TheEdgeBeforeTheGateway",
+                  WithEdge(Spec()),
+                  Hop::kEdge,
+                  {{Hop::kLedger, "127.0.0.1:1"}, {Hop::kOrders, "127.0.0.1:3"}},
+                  absl::StatusCode::kFailedPrecondition,
+                  "edge calls gateway, which has no address yet"},
         ErrorCase{"AnExtraThatIsNotOneFlag",
                   WithExtra(Spec(), Hop::kGateway, {"--latency", "fixed:1ms"}), Hop::kGateway,
                   kStarted, absl::StatusCode::kInvalidArgument,
@@ -221,11 +251,14 @@ TEST(StartOrderTest, CalleesComeFirst) {
   EXPECT_THAT(StartOrder(Spec()), ElementsAre(Hop::kLedger, Hop::kOrders, Hop::kGateway));
   EXPECT_THAT(StartOrder(Spec("baseline", true)),
               ElementsAre(Hop::kLedger, Hop::kReplica, Hop::kOrders, Hop::kGateway));
+  EXPECT_THAT(StartOrder(WithEdge(Spec())),
+              ElementsAre(Hop::kLedger, Hop::kOrders, Hop::kGateway, Hop::kEdge));
 }
 
 TEST(StartOrderTest, EachHopStartsWithTheAddressesOfThoseBeforeIt) {
   for (bool replica : {false, true}) {
-    const ChainSpec spec = Spec("hopbudget", replica);
+    ChainSpec spec = Spec("hopbudget", replica);
+    spec.edge = replica;
     std::map<Hop, std::string> started;
     int port = 1;
     for (Hop hop : StartOrder(spec)) {
@@ -238,6 +271,7 @@ TEST(StartOrderTest, EachHopStartsWithTheAddressesOfThoseBeforeIt) {
 
 TEST(HopTest, PrintsItsName) {
   EXPECT_EQ(HopName(Hop::kReplica), "ledger-replica");
+  EXPECT_EQ(HopName(Hop::kEdge), "edge");
   std::ostringstream os;
   os << Hop::kGateway;
   EXPECT_EQ(os.str(), "gateway");
