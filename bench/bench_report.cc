@@ -46,7 +46,8 @@
 //   scale_levels micro_min_time           sections 5 and 6
 //   hedge_rounds hedge_calls hedge_warmup hedge_service hedge_service_sigma
 //   slots_rounds
-//   overload_gateway_streams overload_levels overload_rounds overload_duration
+//   overload_gateway_streams overload_edge_limit overload_levels overload_rounds
+//   overload_duration
 //   chain_client_throttle chain_budget    section 10
 //   refusal_duration refusal_warmup reload_rounds reload_duration
 //   failure                "LABEL: exit status N (...)", repeatable
@@ -1236,9 +1237,11 @@ CallPrice FitPrice(const std::vector<const Record*>& rounds, const std::string& 
   return p;
 }
 
-// "bounded" (the product's configuration) unless the round says otherwise.
-bool UnboundedGateway(const Record& r) {
-  return Has(r, "gateway") && Str(r, "gateway") == "unbounded";
+// Rounds shown beside the judged ones, never judged: a gateway without a
+// stream bound (gateway=unbounded, runs before 2026-12-08), or the chain's
+// gateway called directly rather than through its edge (gateway=direct).
+bool ShownOnly(const Record& r) {
+  return Has(r, "gateway") && (Str(r, "gateway") == "unbounded" || Str(r, "gateway") == "direct");
 }
 
 void OverloadSection(const std::vector<Record>& rs) {
@@ -1248,7 +1251,7 @@ void OverloadSection(const std::vector<Record>& rs) {
     if (Str(r, "kind") == "setup") setup = &r;
     if (Str(r, "kind") != "round") continue;
     all_rounds.push_back(&r);
-    if (!UnboundedGateway(r)) rounds.push_back(&r);
+    if (!ShownOnly(r)) rounds.push_back(&r);
   }
   if (setup == nullptr || rounds.empty() || Num(*setup, "capacity") <= 0) {
     std::fprintf(Out(), "_No complete overload run: not measured._\n");
@@ -1282,8 +1285,9 @@ void OverloadSection(const std::vector<Record>& rs) {
   const double budget_ms = Num(*setup, "budget_ms");
   auto goodput = [&](const Record& r) { return Num(r, "ok") / seconds; };
   auto share = [&](const Record& r) { return goodput(r) / capacity * 100; };
-  std::fprintf(Out(), "Capacity of the hopbudget chain alone: **%s/s** (%s).\n\n",
-               Fixed(capacity, 0).c_str(), Str(*setup, "placement").c_str());
+  std::fprintf(Out(), "Capacity of the hopbudget chain %s: **%s/s** (%s).\n\n",
+               Has(*setup, "edge_limit") ? "behind its edge" : "alone", Fixed(capacity, 0).c_str(),
+               Str(*setup, "placement").c_str());
   // The second chain's first load, before it has seen any traffic: what a
   // cold hop's admission does at 1x (docs/admission.md, "Cold start").
   for (const Record& r : rs) {
@@ -1295,7 +1299,9 @@ void OverloadSection(const std::vector<Record>& rs) {
                  Str(r, "sent").c_str(), Fixed(100 * Num(r, "ok") / Num(r, "sent"), 1).c_str());
   }
   auto arm = [](const Record& r) {
-    return Str(r, "client") + (UnboundedGateway(r) ? ", unbounded gateway" : "");
+    if (!ShownOnly(r)) return Str(r, "client");
+    return Str(r, "client") +
+           (Str(r, "gateway") == "direct" ? ", gateway called directly" : ", unbounded gateway");
   };
   std::fprintf(
       Out(),

@@ -447,7 +447,7 @@ foreach(kv "quick=0" "sections=cancel,micro,refusal" "started_at=2026-12-07 12:0
     "deadlock=default" "overhead_placement=Not pinned." "rounds=5" "duration=3s" "warmup=1s"
     "scale_levels=1 100" "micro_min_time=0.2" "hedge_rounds=5" "hedge_calls=4000"
     "hedge_warmup=400" "hedge_service=2ms" "hedge_service_sigma=0.3" "slots_rounds=3"
-    "overload_gateway_streams=1024" "overload_levels=1 2" "overload_rounds=3"
+    "overload_gateway_streams=1024" "overload_edge_limit=128" "overload_levels=1 2" "overload_rounds=3"
     "overload_duration=6s" "chain_client_throttle=2" "chain_budget=500ms" "refusal_duration=3s"
     "refusal_warmup=1s" "reload_rounds=5" "reload_duration=3s")
   string(APPEND wr_settings "${kv}${nl}")
@@ -495,14 +495,14 @@ write_report(write_report_no_settings 2 "--settings=[^ ]*/nonexistent.txt: canno
 write_report(write_report_settings_dir 2 "--settings=[^ ]*/raw: cannot read it"
   ${wr_args} --settings=${wr}/raw)
 file(WRITE "${wr}/unknown.txt" "${wr_settings}rundos=5${nl}")
-write_report(write_report_unknown_key 2 "unknown.txt, line 36: unknown key \"rundos\""
+write_report(write_report_unknown_key 2 "unknown.txt, line 37: unknown key \"rundos\""
   ${wr_args} --settings=${wr}/unknown.txt)
 string(REPLACE "hedge_calls=4000${nl}" "" wr_missing "${wr_settings}")
 file(WRITE "${wr}/missing.txt" "${wr_missing}")
 write_report(write_report_missing_key 2 "no \"hedge_calls\" \\(every key but failure is required\\)"
   ${wr_args} --settings=${wr}/missing.txt)
 file(WRITE "${wr}/garbled.txt" "${wr_settings}just words${nl}")
-write_report(write_report_not_key_value 2 "line 36: not key=value: \"just words\""
+write_report(write_report_not_key_value 2 "line 37: not key=value: \"just words\""
   ${wr_args} --settings=${wr}/garbled.txt)
 string(REPLACE "quick=0" "quick=yes" wr_quick "${wr_settings}")
 file(WRITE "${wr}/quick.txt" "${wr_quick}")

@@ -54,7 +54,9 @@ const std::vector<std::string>& SettingKeys() {
       "quick sections started_at git_rev nproc cpu_model mem_total kernel grpc_version "
       "load_before load_after elapsed deadlock overhead_placement rounds duration warmup "
       "scale_levels micro_min_time hedge_rounds hedge_calls hedge_warmup hedge_service "
-      "hedge_service_sigma slots_rounds overload_gateway_streams overload_levels overload_rounds "
+      "hedge_service_sigma slots_rounds overload_gateway_streams overload_edge_limit "
+      "overload_levels "
+      "overload_rounds "
       "overload_duration chain_client_throttle chain_budget refusal_duration refusal_warmup "
       "reload_rounds reload_duration",
       ' ');
@@ -202,23 +204,24 @@ constexpr char kOverload[] =
     R"md(## 10. Overload: the hopbudget chain at multiples of its own capacity
 
 The hopbudget chain of section 4 alone (same flags and latency mix; the gateway bounds
-each client connection to {overload_gateway_streams} calls in progress, `--max-concurrent-streams`), its three services
+each client connection to {overload_gateway_streams} calls in progress, `--max-concurrent-streams`), behind
+its edge (`server/edge`: libnghttp2 on one thread, admission with a fixed limit of
+{overload_edge_limit} calls in progress, a refusal answered without gRPC), the edge and the three services
 on CPU 0 and the load generator on CPU 1 (when there are two CPUs), so that the load
 generator's cost never takes the chain's CPU. The generator is `client/h2load`: gRPC's
 unary call written over libnghttp2 on one thread, one connection, a plain gRPC caller (no
-hopbudget headers: the gateway reads only `grpc-timeout`), calls above the gateway's
-stream bound waiting in its own first-in-first-out queue until a stream frees or their
+hopbudget headers: the edge reads only `grpc-timeout`), calls above the stream bound waiting in its own first-in-first-out queue until a stream frees or their
 deadline passes (`expired unsent`), as in a gRPC client's transport; `chainctl load` fills
 its core near 9 500 calls/s. Its capacity is measured first (open loop,
 3 s steps, the highest rate with >= 90 % OK); then {overload_levels} times it, each
 {overload_rounds} round(s) of {overload_duration}, from a client that does not back off
 (`unthrottled`) and one that throttles itself (`--client-throttle={chain_client_throttle}`),
-their order alternating, budget {chain_budget}. In the same rounds a second chain on CPU 0,
-its gateway with gRPC's default (no stream bound, `gateway=unbounded`), takes the load
-of the client that does not back off: what the bound is worth, shown, never judged.
-Every round is listed; the targets are judged on every round of the bounded chain.
-Each round starts once both chains' processes are quiet (under 5 % of a core: `idle_wait_s`
-in the raw lines). The CPU per call at each hop is a least-squares fit of each
+their order alternating, budget {chain_budget}. In the same rounds the client that does
+not back off also calls the same chain's gateway directly (`gateway=direct`): what the
+edge is worth, shown, never judged. Every round is listed; the targets are judged on
+every round through the edge. Each round starts once the chain's processes are quiet
+(under 5 % of a core: `idle_wait_s` in the raw lines); `edge_cpu_ms` in the raw lines is
+the edge's CPU in the round. The CPU per call at each hop is a least-squares fit of each
 round's CPU (Admin Stats `cpu_us`, read before and 1.5 s after the round) to its served
 calls (`calls`: handlers that did work) and refused calls (`refused`: answered
 without work, on arrival or shed). A judged round below its target is listed again

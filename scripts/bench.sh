@@ -11,9 +11,11 @@
 #   ./scripts/bench.sh --build-dir DIR   # build tree (default build/bench)
 #   BENCH_DEADLOCK_DETECTION=off ./scripts/bench.sh   # absl::Mutex deadlock detection off
 #                                    # in the overhead processes (see bench/bench_util.h)
-#   BENCH_OVERLOAD_LEVELS="2 4" BENCH_OVERLOAD_STREAMS=1024 ./scripts/bench.sh --only overload
+#   BENCH_OVERLOAD_LEVELS="2 4" BENCH_OVERLOAD_STREAMS=1024 BENCH_OVERLOAD_EDGE_LIMIT=128 \
+#     ./scripts/bench.sh --only overload
 #                                    # the overload section's levels (multiples of capacity;
-#                                    # default 1 2 4 8 16) and its gateway's stream bound
+#                                    # default 1 2 4 8 16), its gateway's stream bound and
+#                                    # its edge's limit
 #
 # Numbers are only comparable within one run: every comparison is made
 # inside the run (modes alternate round by round). Run it on a quiet
@@ -27,7 +29,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$(hopbudget_root)"
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0
 out=""
@@ -122,7 +124,7 @@ wants slots && bench_targets+=(slots_bench)
 wants reload && bench_targets+=(reload_bench)
 if wants chain || wants overload; then
   bench_targets+=(gateway orders ledger chainctl)
-  wants overload && bench_targets+=(h2_load)
+  wants overload && bench_targets+=(h2_load edge)
   cmake_args+=(-DHOPBUDGET_BUILD_DEMO=ON -DHOPBUDGET_BUILD_HTTP=ON)
 else
   cmake_args+=(-DHOPBUDGET_BUILD_DEMO=OFF -DHOPBUDGET_BUILD_HTTP=OFF)
@@ -648,23 +650,29 @@ run_chain() {
 }
 
 # ---------------------------------------------------------------- 10. overload
-# The hopbudget chain alone at multiples of its own capacity, from a client
-# that does not back off and from one that throttles itself (issue 32): the
-# three services share CPU 0, the load generator runs on CPU 1, so that its
+# The hopbudget chain alone, behind its edge (server/edge), at multiples of
+# its own capacity, from a client that does not back off and from one that
+# throttles itself (issue 32): the edge and the three services share CPU 0,
+# the load generator runs on CPU 1, so that its
 # own cost never takes the chain's CPU. The generator is client/h2load (gRPC's
 # unary call over libnghttp2, one thread), not chainctl load: chainctl's gRPC
 # client fills its core at about 9 500 calls/s, below 8x of the chain. The capacity is found
 # first (the highest rate with >= 90 % OK: a doubling ramp, then two
 # bisection steps); every level then runs overload_rounds rounds of both
 # clients, their order alternating. Each round is one RESULT line with the
-# chain's counts and each hop's calls, refusals and CPU (Admin Stats), from
-# which bench_report --section=overload judges the targets and prices a
-# served and a refused call at each hop. Beside it, on the same core, a
-# second chain whose gateway has gRPC's default (no stream bound) takes the
-# unthrottled client's load in the same rounds: what the bound is worth,
-# shown, not judged (gateway=unbounded in its RESULT lines).
+# chain's counts, the edge's CPU and each hop's calls, refusals and CPU
+# (Admin Stats), from which bench_report --section=overload judges the
+# targets and prices a served and a refused call at each hop. In the same
+# rounds the unthrottled client also calls the same chain's gateway
+# directly: what the edge is worth, shown, not judged (gateway=direct in its
+# RESULT lines; gateway=edge in the judged ones).
 read -r -a overload_levels <<<"${BENCH_OVERLOAD_LEVELS:-1 2 4 8 16}"
-# The edge bounds the calls in progress on each client connection (HTTP/2
+# The edge's admission: a fixed limit of calls in progress. Measured by hand
+# on 2026-12-07, the adaptive limit grew to 278 at 8x and the gateway shed
+# what the edge forwarded (gRPC's cost per stream again); 128 is what the
+# gateway's own adaptive limit settles at under this load.
+overload_edge_limit=${BENCH_OVERLOAD_EDGE_LIMIT:-128}
+# The gateway bounds the calls in progress on each client connection (HTTP/2
 # SETTINGS): beyond them a gRPC caller holds its calls in its own transport.
 # 1024, not 256: the bound must not bind below overload, or the calls a
 # first-in-first-out caller holds reach the chain with their budget spent
@@ -677,31 +685,31 @@ run_overload() {
   mkdir -p "$work"
   if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
     chain_cpu=(taskset -c 0) load_cpu=(taskset -c 1)
-    placement="the three services on CPU 0, the load generator on CPU 1"
+    placement="the edge and the three services on CPU 0, the load generator on CPU 1"
   else
     placement="unpinned (fewer than 2 CPUs, or no taskset)"
   fi
   local -A P M
   local service_cpu=("${chain_cpu[@]+"${chain_cpu[@]}"}") chain_pids=()
-  # Two hopbudget chains (P[gateway], P[gateway_unbounded], ...): the
-  # description's budgets, the benchmark's latencies and shield bound; the
-  # first gateway bounds its streams per connection.
-  local flags=(--orders-flags="--latency=$chain_latency_orders"
-    --ledger-flags="--latency=$chain_latency_ledger --shield-bound=600ms")
-  start_chain %s hopbudget "${flags[@]}" --gateway-flags="--latency=$chain_latency_gateway \
---max-concurrent-streams=$overload_gateway_streams"
-  start_chain %s_unbounded hopbudget "${flags[@]}" \
-    --gateway-flags="--latency=$chain_latency_gateway"
+  # One hopbudget chain behind its edge: the description's budgets, the
+  # benchmark's latencies and shield bound, the gateway's stream bound.
+  start_chain %s hopbudget --orders-flags="--latency=$chain_latency_orders" \
+    --ledger-flags="--latency=$chain_latency_ledger --shield-bound=600ms" \
+    --gateway-flags="--latency=$chain_latency_gateway \
+--max-concurrent-streams=$overload_gateway_streams" \
+    --edge --edge-flags="--limit=fixed --max-in-flight=$overload_edge_limit"
+  local edge_pid
+  edge_pid="$(awk '$1 == "edge" { print $7 }' "$work/chain.ports")"
   local idle_s
-  # one CLIENT RPS DURATION FILE [SUFFIX]: an open-loop run on the chain
-  # SUFFIX names; CLIENT is unthrottled or throttled
-  # (--client-throttle=$chain_client_throttle). A round in which every call
-  # failed is a result here, not a failed run.
+  # one CLIENT RPS DURATION FILE [ENTRY]: an open-loop run on the chain's
+  # ENTRY (edge, the default, or gateway); CLIENT is unthrottled or
+  # throttled (--client-throttle=$chain_client_throttle). A round in which
+  # every call failed is a result here, not a failed run.
   one() {
-    local extra=() x=${5:-}
-    local admin="127.0.0.1:${P[gateway$x]},127.0.0.1:${P[orders$x]},127.0.0.1:${P[ledger$x]}"
+    local extra=() entry=${5:-edge}
+    local admin="127.0.0.1:${P[gateway]},127.0.0.1:${P[orders]},127.0.0.1:${P[ledger]}"
     [ "$1" = throttled ] && extra=(--client-throttle="$chain_client_throttle")
-    "${load_cpu[@]}" "$h2load" --gateway="127.0.0.1:${P[gateway$x]}" --rps="$2" \
+    "${load_cpu[@]}" "$h2load" --gateway="127.0.0.1:${P[$entry]}" --rps="$2" \
       --duration="$3" --budget="$chain_budget" --admin="$admin" \
       --json="$4" --quiet "${extra[@]}" >"$4.txt" 2>&1 && return
     # A connection the chain dropped under load is a finding: the round is
@@ -712,60 +720,52 @@ run_overload() {
     fi
     echo "error: h2_load failed:" >&2; cat "$4.txt" >&2; exit 1
   }
+  # The edge's CPU so far, in ms (utime + stime; clock ticks of 10 ms).
+  edge_cpu_ms() { awk '{ print ($14 + $15) * 10 }' "/proc/$edge_pid/stat"; }
   ramp_one() { one unthrottled "$1" 3s "$2"; }
-  echo "capacity ramp (hopbudget chain alone, $placement):"
+  echo "capacity ramp (the hopbudget chain behind its edge, $placement):"
   local capacity
   capacity="$(capacity_ramp overload 400 51200 "$overload_gap" ramp_one)"
   echo "capacity: $capacity/s"
-  # The unbounded chain has had no ramp: its first load, at 1x, is a cold
-  # start (reported: docs/admission.md, "Cold start"), and warms it, so
-  # that both chains' admission and latency predictors have seen traffic.
   wait_quiet 60 "${chain_pids[@]}" >/dev/null  # the ramp's last, overloaded step ends first
-  one unthrottled "$capacity" 3s "$work/cold-unbounded.json" _unbounded
-  sleep "$overload_gap"
-  local d_s factor rate round client order=0 clients f
+  local d_s factor rate round client order=0 f
   d_s="$(awk -v d="$overload_duration" 'BEGIN { sub(/s$/, "", d); print d }')"
-  {
-    echo "RESULT bench=overload kind=setup capacity=$capacity duration_s=$d_s" \
-      "budget_ms=${chain_budget%ms} rounds=$overload_rounds placement=${placement// /_}"
-    jq -r --arg rate "$capacity" '"RESULT bench=overload kind=cold rate=\($rate) duration_s=3" +
-      " sent=\(.sent) ok=\(.ok)"' "$work/cold-unbounded.json"
-  } >"$raw/overload.txt"
+  echo "RESULT bench=overload kind=setup capacity=$capacity duration_s=$d_s" \
+    "budget_ms=${chain_budget%ms} rounds=$overload_rounds placement=${placement// /_}" \
+    "edge_limit=$overload_edge_limit" >"$raw/overload.txt"
   # Each hop's admission sheds, read before and after every round (the ramp
   # left out): which hop refused, and why, in a round that falls short.
   local -A sheds
-  local hop arm x
-  for hop in gateway orders ledger gateway_unbounded orders_unbounded ledger_unbounded; do
-    sheds[$hop]="$(admission_counts "${M[$hop]}")"
-  done
+  local hop arm entry edge_before
+  for hop in gateway orders ledger; do sheds[$hop]="$(admission_counts "${M[$hop]}")"; done
   for factor in "${overload_levels[@]}"; do
     rate=$((capacity * factor))
     for round in $(seq 1 "$overload_rounds"); do
-      # arm = client on a gateway: the bounded chain under both clients,
-      # the unbounded one under the client that does not back off.
-      local arms=(unthrottled/bounded throttled/bounded unthrottled/unbounded)
-      [ $((order % 3)) = 1 ] && arms=(throttled/bounded unthrottled/unbounded unthrottled/bounded)
-      [ $((order % 3)) = 2 ] && arms=(unthrottled/unbounded unthrottled/bounded throttled/bounded)
+      # arm = client on an entry: through the edge under both clients, and
+      # the gateway called directly under the client that does not back off.
+      local arms=(unthrottled/edge throttled/edge unthrottled/gateway)
+      [ $((order % 3)) = 1 ] && arms=(throttled/edge unthrottled/gateway unthrottled/edge)
+      [ $((order % 3)) = 2 ] && arms=(unthrottled/gateway unthrottled/edge throttled/edge)
       order=$((order + 1))
       for arm in "${arms[@]}"; do
-        client=${arm%/*} x=""
-        [ "${arm#*/}" = unbounded ] && x=_unbounded
-        f="$work/load-$factor-$client${x}-$round.json"
-        # Both chains share CPU 0: a round starts only once both are quiet,
-        # or the last round's backlog (a gateway that fell behind its
-        # socket reads it for seconds after its caller left) takes this
-        # round's CPU.
+        client=${arm%/*} entry=${arm#*/}
+        f="$work/load-$factor-$client-$entry-$round.json"
+        # A round starts only once the chain is quiet, or the last round's
+        # backlog (a gateway that fell behind its socket reads it for
+        # seconds after its caller left) takes this round's CPU.
         idle_s="$(wait_quiet 60 "${chain_pids[@]}")"
-        one "$client" "$rate" "$overload_duration" "$f" "$x"
+        edge_before="$(edge_cpu_ms)"
+        one "$client" "$rate" "$overload_duration" "$f" "$entry"
         local shed_text="" now
         for hop in gateway orders ledger; do
-          now="$(admission_counts "${M[$hop$x]}")"
-          shed_text+="$(shed_fields "$hop" "${sheds[$hop$x]}" "$now")"
-          sheds[$hop$x]="$now"
+          now="$(admission_counts "${M[$hop]}")"
+          shed_text+="$(shed_fields "$hop" "${sheds[$hop]}" "$now")"
+          sheds[$hop]="$now"
         done
+        shed_text+=" edge_cpu_ms=$(($(edge_cpu_ms) - edge_before))"
         jq -r --arg c "$client" --arg f "$factor" --arg r "$round" --arg rate "$rate" \
-          --arg sheds "$shed_text" --arg g "${arm#*/}" --arg idle "$idle_s" \
-          --arg lost "$(grep -c 'was lost' "$f.txt" || true)" '
+          --arg sheds "$shed_text" --arg g "$([ "$entry" = edge ] && echo edge || echo direct)" \
+          --arg idle "$idle_s" --arg lost "$(grep -c 'was lost' "$f.txt" || true)" '
           "RESULT bench=overload kind=round client=\($c) gateway=\($g) factor=\($f) round=\($r) rate=\($rate)" +
           " idle_wait_s=\($idle) connection_lost=\($lost)" +
           " sent=\(.sent) ok=\(.ok) client_throttled=\(.client_throttled // 0)" +
@@ -833,6 +833,7 @@ report="$out/report.md"
   echo "hedge_service_sigma=$hedge_service_sigma"
   echo "slots_rounds=$slots_rounds"
   echo "overload_gateway_streams=$overload_gateway_streams"
+  echo "overload_edge_limit=$overload_edge_limit"
   echo "overload_levels=${overload_levels[*]}"
   echo "overload_rounds=$overload_rounds"
   echo "overload_duration=$overload_duration"
