@@ -38,7 +38,8 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DHOPBUDGET_BUILD_TESTS=OFF -DHOPBUDGET_BUILD_BENCHMARKS=OFF >/dev/null
 fi
 echo "==> building the demo chain in $build"
-cmake --build "$build" -j "$(jobs)" --target gateway orders ledger chainctl h2_load hopbudget-lint >/dev/null
+cmake --build "$build" -j "$(jobs)" --target gateway orders ledger edge chainctl h2_load \
+  hopbudget-lint >/dev/null
 
 bin="$build/server"
 chainctl="$build/client/chainctl/chainctl"
@@ -142,7 +143,7 @@ stopped() {
 }
 
 # hop LABEL HOP MODE STARTED [FLAGS...]: starts HOP (ledger,
-# ledger-replica, orders, gateway) of the MODE chain as LABEL, its command
+# ledger-replica, orders, gateway, edge) of the MODE chain as LABEL, its command
 # line from the chain's one description (chainctl command;
 # client/chainctl/topology.h): STARTED its callees' addresses
 # (HOP=HOST:PORT,...), FLAGS --db, --replica and the demo's own flags
@@ -195,6 +196,13 @@ hop hb-gateway gateway hopbudget "orders=127.0.0.1:${P[hb-orders]}" "${hb_db[@]}
 --service-config=$work/gateway_service_config.json \
 --peers=orders=http://127.0.0.1:${M[hb-orders]}/deadlinez,ledger=http://127.0.0.1:${M[hb-ledger]}/deadlinez"
 P[hb-gateway]=$port M[hb-gateway]=$mport
+# In front of the gateway, the chain's edge (server/edge): it refuses on
+# arrival, without gRPC, what its admission (at most 128 calls in progress)
+# will not let in, and forwards the rest. The flood below calls it; the
+# other scenarios call the gateway.
+hop hb-edge edge hopbudget "gateway=127.0.0.1:${P[hb-gateway]}" "${hb_db[@]}" --edge \
+  --edge-flags="--limit=fixed --max-in-flight=128"
+P[hb-edge]=$port
 # The baseline chain: every hop gives the next a constant 1 s timeout, orders
 # retries 3 times with 1 s each (inside the gateway's 1 s: the seeds' incident).
 bl_db=(--db="$work/baseline.db" --replica)
@@ -216,6 +224,7 @@ echo "chains (gRPC ports; each also serves Admin, health and reflection):"
 printf "  %-10s gateway :%-6s -> orders :%-6s -> ledger :%-6s (replica :%-6s)  db %s\n" \
   hopbudget "${P[hb-gateway]}" "${P[hb-orders]}" "${P[hb-ledger]}" "${P[hb-replica]}" \
   "$work/hopbudget.db"
+printf "  %-10s edge :%-6s in front of its gateway\n" "" "${P[hb-edge]}"
 printf "  %-10s gateway :%-6s -> orders :%-6s -> ledger :%-6s (replica :%-6s)  db %s\n" \
   baseline "${P[bl-gateway]}" "${P[bl-orders]}" "${P[bl-ledger]}" "${P[bl-replica]}" \
   "$work/baseline.db"
@@ -594,16 +603,18 @@ flood() {
 }
 echo
 echo "==> overload: 8x of the hopbudget chain's capacity here for 2 s, from a plain gRPC"
-echo "    client that does not back off (client/h2load), client budget 500 ms, one chain at a time"
+echo "    client that does not back off (client/h2load), client budget 500 ms, one chain at a time;"
+echo "    the hopbudget chain is called at its edge"
 echo "    why: a hop that starts every call it is sent works for callers that have left; one"
-echo "    that refuses what it cannot finish keeps serving, and does no work after them"
+echo "    that refuses what it cannot finish, cheaply and early, keeps serving, and does no"
+echo "    work after them"
 # The capacity: the best goodput of a doubling ramp of 1 s steps from 1 000
 # calls/s, which stops once fewer than 70 % of a step's calls succeed (as
 # bench.sh finds a chain's), measured here, where both chains and this
 # script share the machine's cores.
 capacity=0 rps=1000
 while [ "$rps" -le 16000 ]; do
-  step flood "ramp-$rps" "127.0.0.1:${P[hb-gateway]}" "$hb" "$rps" 1s || break
+  step flood "ramp-$rps" "127.0.0.1:${P[hb-edge]}" "$hb" "$rps" 1s || break
   f="$work/flood-ramp-$rps.json"
   [ "$(key "$f" ok)" -gt "$capacity" ] && capacity=$(key "$f" ok)
   [ $(( $(key "$f" ok) * 10 )) -lt $(( $(key "$f" sent) * 7 )) ] && break
@@ -616,7 +627,7 @@ echo "    capacity of the hopbudget chain: $capacity calls/s (ramp from 1 000/s)
 # flood (the work after the client deadline below), on the cores the next
 # flood would share.
 sleep 1
-step flood hopbudget "127.0.0.1:${P[hb-gateway]}" "$hb" "$flood_rps" 2s || true
+step flood hopbudget "127.0.0.1:${P[hb-edge]}" "$hb" "$flood_rps" 2s || true
 sleep 2
 step flood baseline "127.0.0.1:${P[bl-gateway]}" "$bl" "$flood_rps" 2s || true
 # in_flight ADMIN: the calls in the handlers of those services now.
