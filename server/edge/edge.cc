@@ -846,42 +846,41 @@ class Edge::Loop {
 
   // Both data providers: hand nghttp2 what has arrived, defer when nothing
   // has, end the stream (or send the trailers) when everything has.
+  // Moves up to `length` bytes of `pending` to `out`; sets EOF once
+  // `ended` and nothing is left. NGHTTP2_ERR_DEFERRED: nothing yet.
+  static ssize_t Drain(std::string& pending, bool ended, uint8_t* out, size_t length,
+                       uint32_t* flags) {
+    const size_t n = std::min(length, pending.size());
+    std::memcpy(out, pending.data(), n);
+    pending.erase(0, n);
+    if (!pending.empty()) return static_cast<ssize_t>(n);
+    if (ended) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+    } else if (n == 0) {
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    return static_cast<ssize_t>(n);
+  }
+
   static ssize_t ReadRequest(nghttp2_session*, int32_t, uint8_t* buf, size_t length,
                              uint32_t* flags, nghttp2_data_source* source, void*) {
     auto* call = static_cast<Call*>(source->ptr);
-    const size_t n = std::min(length, call->request.size());
-    std::memcpy(buf, call->request.data(), n);
-    call->request.erase(0, n);
-    if (call->request.empty()) {
-      if (call->request_ended) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-      } else if (n == 0) {
-        return NGHTTP2_ERR_DEFERRED;
-      }
-    }
-    return static_cast<ssize_t>(n);
+    return Drain(call->request, call->request_ended, buf, length, flags);
   }
 
   static ssize_t ReadResponse(nghttp2_session* session, int32_t id, uint8_t* buf, size_t length,
                               uint32_t* flags, nghttp2_data_source* source, void*) {
     auto* call = static_cast<Call*>(source->ptr);
-    const size_t n = std::min(length, call->response.size());
-    std::memcpy(buf, call->response.data(), n);
-    call->response.erase(0, n);
-    if (call->response.empty()) {
-      if (call->response_ended) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-        call->answered = true;
-        if (!call->trailers.empty()) {
-          *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-          const std::vector<nghttp2_nv> nv = Nvs(call->trailers);
-          nghttp2_submit_trailer(session, id, nv.data(), nv.size());
-        }
-      } else if (n == 0) {
-        return NGHTTP2_ERR_DEFERRED;
+    const ssize_t n = Drain(call->response, call->response_ended, buf, length, flags);
+    if ((*flags & NGHTTP2_DATA_FLAG_EOF) != 0) {
+      call->answered = true;
+      if (!call->trailers.empty()) {
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        const std::vector<nghttp2_nv> nv = Nvs(call->trailers);
+        nghttp2_submit_trailer(session, id, nv.data(), nv.size());
       }
     }
-    return static_cast<ssize_t>(n);
+    return n;
   }
 
   const EdgeOptions o_;
