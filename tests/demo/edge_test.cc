@@ -259,6 +259,32 @@ TEST(EdgeTest, NoUpstreamIsUnavailableNamingIt) {
   EXPECT_THAT(s.error_message(), HasSubstr(absl::StrCat("upstream ", nowhere, " unavailable")));
 }
 
+TEST(EdgeTest, AnUpstreamThatGoesAwayEndsItsCallsAndLaterCallsAreUnavailable) {
+  auto upstream = std::make_unique<ScriptedServer>("upstream", [](int) { return Action::Hang(); });
+  const std::string address = upstream->address();
+  RunningEdge edge(Options(address));
+  auto stub = testing::ConnectedStub(edge.address(), /*with_interceptor=*/false);
+  grpc::ClientContext hung;
+  testing::SetBudget(hung, absl::Seconds(60));
+  echo::RelayReply hung_reply;
+  std::atomic<bool> hung_done{false};
+  grpc::Status hung_status;
+  stub->async()->Call(&hung, new echo::RelayRequest(), &hung_reply, [&](grpc::Status s) {
+    hung_status = s;
+    hung_done = true;
+  });
+  ASSERT_TRUE(upstream->WaitForCalls(1, absl::Seconds(20)));
+  upstream.reset();  // shuts down: GOAWAY, its call cancelled, the connection closed
+  ASSERT_TRUE(testing::Eventually([&] { return hung_done.load(); }));
+  EXPECT_FALSE(hung_status.ok());
+
+  grpc::ClientContext later;
+  testing::SetBudget(later, absl::Seconds(5));
+  grpc::Status s = Call(*stub, later);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr(absl::StrCat("upstream ", address, " unavailable")));
+}
+
 TEST(EdgeTest, BadOptionsAreRefusedNamingTheField) {
   EdgeOptions o;
   o.upstream = "no-port";
