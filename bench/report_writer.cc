@@ -206,7 +206,8 @@ constexpr char kOverload[] =
 The hopbudget chain of section 4 alone (same flags and latency mix; the gateway bounds
 each client connection to {overload_gateway_streams} calls in progress, `--max-concurrent-streams`), behind
 its edge (`server/edge`: libnghttp2 on one thread, admission with a fixed limit of
-{overload_edge_limit} calls in progress, a refusal answered without gRPC), the edge and the three services
+{overload_edge_limit} calls in progress, a refusal answered without gRPC; the hops behind it
+keep a fixed limit of twice that as a backstop), the edge and the three services
 on CPU 0 and the load generator on CPU 1 (when there are two CPUs), so that the load
 generator's cost never takes the chain's CPU. The generator is `client/h2load`: gRPC's
 unary call written over libnghttp2 on one thread, one connection, a plain gRPC caller (no
