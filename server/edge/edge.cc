@@ -57,32 +57,32 @@ std::vector<nghttp2_nv> Nvs(const std::vector<Header>& headers) {
 absl::Status ValidateEdgeOptions(const EdgeOptions& o) {
   if (absl::Status s = ValidateHopName(o.hop); !s.ok()) return s;
   if (o.port < 0 || o.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("edge: port ", o.port, " is not 0..65535"));
+    return absl::InvalidArgumentError(absl::StrCat("port ", o.port, " is not 0..65535"));
   }
   in_addr addr{};
   if (inet_pton(AF_INET, o.listen_address.c_str(), &addr) != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("edge: listen_address \"", o.listen_address, "\" is not an IPv4 address"));
+        absl::StrCat("listen_address \"", o.listen_address, "\" is not an IPv4 address"));
   }
   std::pair<std::string, std::string> hp = absl::StrSplit(o.upstream, absl::MaxSplits(':', 1));
   int up_port = 0;
   if (hp.first.empty() || !absl::SimpleAtoi(hp.second, &up_port) || up_port <= 0 ||
       up_port > 65535) {
     return absl::InvalidArgumentError(
-        absl::StrCat("edge: upstream \"", o.upstream, "\" is not host:port"));
+        absl::StrCat("upstream \"", o.upstream, "\" is not host:port"));
   }
   if (absl::Status s = ValidateAdmissionPolicy(o.admission); !s.ok()) return s;
   if (o.min_attempt_budget < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "edge: min_attempt_budget ", absl::FormatDuration(o.min_attempt_budget), " is negative"));
+        "min_attempt_budget ", absl::FormatDuration(o.min_attempt_budget), " is negative"));
   }
   if (o.max_concurrent_streams <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("edge: max_concurrent_streams ", o.max_concurrent_streams, " is not > 0"));
+        absl::StrCat("max_concurrent_streams ", o.max_concurrent_streams, " is not > 0"));
   }
   if (o.max_request_bytes <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("edge: max_request_bytes ", o.max_request_bytes, " is not > 0"));
+        absl::StrCat("max_request_bytes ", o.max_request_bytes, " is not > 0"));
   }
   return absl::OkStatus();
 }
@@ -115,7 +115,7 @@ class Edge::Loop {
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (epoll_fd_ < 0 || wake_fd_ < 0 || listen_fd_ < 0) {
-      return absl::InternalError(absl::StrCat("edge: ", strerror(errno)));
+      return absl::InternalError(strerror(errno));
     }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -123,7 +123,7 @@ class Edge::Loop {
     inet_pton(AF_INET, o_.listen_address.c_str(), &addr.sin_addr);
     if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
         listen(listen_fd_, 1024) != 0) {
-      return absl::UnavailableError(absl::StrCat("edge: cannot listen on ", o_.listen_address, ":",
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", o_.listen_address, ":",
                                                  o_.port, ": ", strerror(errno)));
     }
     socklen_t len = sizeof(addr);
