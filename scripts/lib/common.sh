@@ -11,7 +11,7 @@ HOPBUDGET_BUILD_PACKAGES=(
   libcpp-httplib-dev      # hopbudget::http serves /metrics and /deadlinez
   libsqlite3-dev sqlite3  # the demo chain's ledger
   prometheus-cpp-dev      # hopbudget::prometheus, hopbudget's series in a prometheus-cpp registry
-  libnghttp2-dev          # client/h2load, the HTTP/2 load generator of the demo's flood and the overload benchmark
+  libnghttp2-dev          # client/h2load (the demo flood's and the overload benchmark's load) and server/edge
 )
 # What the tests run besides the build: promtool checks the /metrics
 # exposition, headless Chromium renders /deadlinez, Python grpcio calls the

@@ -255,8 +255,7 @@ class Edge::Loop {
   }
 
   int TimeoutMs() const {
-    absl::Time wake = admission_->NextExpiry();
-    if (reconnect_pending_) wake = std::min(wake, next_connect_);
+    const absl::Time wake = admission_->NextExpiry();
     if (wake == absl::InfiniteFuture()) return 1000;
     const absl::Duration d = wake - clock_.Now();
     if (d <= absl::ZeroDuration()) return 0;
@@ -384,9 +383,9 @@ class Edge::Loop {
     any_dead_ = true;
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
     if (c == up_) {
+      // The next call to forward connects again (Upstream()).
       up_ = nullptr;
       last_error_ = why;
-      ScheduleReconnect();
     }
     std::vector<Call*> calls;
     calls.reserve(c->calls.size());
@@ -435,11 +434,6 @@ class Edge::Loop {
 
   // ---- the upstream connection
 
-  void ScheduleReconnect() {
-    reconnect_pending_ = true;
-    next_connect_ = std::max(next_connect_, last_connect_ + kReconnectEvery);
-  }
-
   // The connection to forward on, connecting when there is none and the
   // last attempt is far enough back; nullptr and why when there is none.
   Conn* Upstream(std::string* why) {
@@ -457,7 +451,6 @@ class Edge::Loop {
       return nullptr;
     }
     last_connect_ = now;
-    reconnect_pending_ = false;
     upstream_connects_.fetch_add(1, std::memory_order_relaxed);
     addrinfo hints{};
     hints.ai_family = AF_INET;
@@ -934,8 +927,6 @@ class Edge::Loop {
   bool any_dead_ = false;
   Conn* up_ = nullptr;
   absl::Time last_connect_ = absl::InfinitePast();
-  absl::Time next_connect_ = absl::InfinitePast();
-  bool reconnect_pending_ = false;
   std::string last_error_;
   absl::flat_hash_map<std::string, std::unique_ptr<LatencyPredictor>> predictors_;
 

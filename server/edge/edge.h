@@ -3,8 +3,8 @@
 // edge.h: an HTTP/2 front for a gRPC server that refuses what it cannot
 // serve before gRPC sees it.
 //
-// gRPC 1.51 spends about 80 us of a core on every stream a caller opens,
-// whether a handler serves it or hopbudget refuses it (docs/overload.md). A
+// gRPC 1.51 spends a core's time on every stream a caller opens, whether a
+// handler serves it or hopbudget refuses it (what it costs: docs/edge.md). A
 // caller that does not back off opens streams faster than that core can
 // turn them away, and the server it protects starves. The edge reads each
 // call's headers with libnghttp2 on one thread, asks the core's Admission
