@@ -36,6 +36,15 @@ for t in "${targets[@]}"; do
   "$build/tests/fuzz/$t" -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix="$build/$t-" "$build/corpus/$t" >"$build/$t.log" 2>&1 || status=$?
   tail -4 "$build/$t.log"
-  [ "$status" -eq 0 ] || { echo "fuzz: $t found a crash (see $build/$t.log, $build/$t-*)"; exit 1; }
+  if [ "$status" -ne 0 ]; then
+    # What failed and the input, in this log: CI keeps only what is printed.
+    grep -E "^(==[0-9]+==ERROR|SUMMARY|$t: )|^ +#[0-9]+ .* [^ ]*\.(cc|h):[0-9]+" "$build/$t.log" |
+      grep -v -E "/(llvm|gcc|libfuzzer|compiler-rt)|/usr/" | head -20 || true
+    for a in "$build/$t"-*; do
+      [ -f "$a" ] && { echo "input $a, base64:"; base64 -w 0 "$a"; echo; }
+    done
+    echo "fuzz: $t found a crash (see $build/$t.log, $build/$t-*)"
+    exit 1
+  fi
 done
 echo "fuzz: ${#targets[@]} targets ran ${seconds}s each without a crash"

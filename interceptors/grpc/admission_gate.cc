@@ -74,14 +74,13 @@ absl::StatusOr<std::unique_ptr<AdmissionGate>> AdmissionGate::Create(
   auto admission = Admission::Create(options.policy, min_attempt_budget, clock);
   if (!admission.ok()) return admission.status();
   return std::unique_ptr<AdmissionGate>(
-      new AdmissionGate(options, *std::move(admission), clock, timers));
+      new AdmissionGate(options, *std::move(admission), timers));
 }
 
 AdmissionGate::AdmissionGate(const AdmissionOptions& options, std::unique_ptr<Admission> admission,
-                             Clock* clock, TimerService* timers)
+                             TimerService* timers)
     : options_(options),
       admission_(std::move(admission)),
-      clock_(*clock),
       timers_(*timers),
       refusers_(2),
       starters_(WorkersFor(options)) {}

@@ -89,13 +89,12 @@ class AdmissionGate {
   void Queued(absl::Time expiry);
 
  private:
-  AdmissionGate(const AdmissionOptions& options, std::unique_ptr<Admission> admission, Clock* clock,
+  AdmissionGate(const AdmissionOptions& options, std::unique_ptr<Admission> admission,
                 TimerService* timers);
   void OnTimer(uint64_t generation);
 
   const AdmissionOptions options_;
   const std::unique_ptr<Admission> admission_;
-  Clock& clock_;
   TimerService& timers_;
   std::mutex methods_mu_;
   absl::flat_hash_map<const char*, std::unique_ptr<Method>> methods_;
