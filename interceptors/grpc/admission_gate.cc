@@ -73,8 +73,7 @@ absl::StatusOr<std::unique_ptr<AdmissionGate>> AdmissionGate::Create(
   }
   auto admission = Admission::Create(options.policy, min_attempt_budget, clock);
   if (!admission.ok()) return admission.status();
-  return std::unique_ptr<AdmissionGate>(
-      new AdmissionGate(options, *std::move(admission), timers));
+  return std::unique_ptr<AdmissionGate>(new AdmissionGate(options, *std::move(admission), timers));
 }
 
 AdmissionGate::AdmissionGate(const AdmissionOptions& options, std::unique_ptr<Admission> admission,
