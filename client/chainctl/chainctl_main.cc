@@ -19,6 +19,7 @@
 //                    [--gateway-flags F] [--orders-flags F] [--ledger-flags F]
 //   chainctl command --hop H --db FILE [--mode M] [--replica] --started HOP=H:P,... [--orders-flags
 //   F]
+//   chainctl demo    --bin BUILD/server --h2load H2_LOAD --lint HOPBUDGET_LINT [--once]
 //
 // Exit codes: 0 ok, 1 the call / a check failed, 2 bad arguments.
 //
@@ -50,7 +51,9 @@ constexpr char kUsage[] =
     "  up         start a chain from its one description (topology.h), print each hop's\n"
     "             ports and pid, keep it up until SIGTERM or SIGINT, then stop it\n"
     "  command    one hop's command line from the same description, for a script that\n"
-    "             starts and restarts the hops itself\n";
+    "             starts and restarts the hops itself\n"
+    "  demo       start a hopbudget and a baseline chain and run the demo's scenarios on\n"
+    "             both, side by side (scripts/demo.sh)\n";
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
@@ -69,6 +72,7 @@ int Main(int argc, char** argv) {
   if (cmd == "probe") return Probe(argc, argv);
   if (cmd == "up") return Up(argc, argv);
   if (cmd == "command") return Command(argc, argv);
+  if (cmd == "demo") return DemoCmd(argc, argv);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage;
     return 0;

@@ -1,8 +1,8 @@
 // Copyright hopbudget authors.
 //
 // chainctl command: one hop's command line from the chain's one description
-// (topology.h), for a script that starts and restarts the hops itself
-// (scripts/demo.sh): the binary's file name on the first line, then each
+// (topology.h), for a script that starts and restarts the hops itself: the
+// binary's file name on the first line, then each
 // argument on a line of its own (bash: mapfile -t). The callees the hop
 // calls are given by address (--started).
 #include <iostream>

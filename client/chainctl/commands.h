@@ -32,6 +32,7 @@ ABSL_DECLARE_FLAG(std::string, item);       // order, load
 ABSL_DECLARE_FLAG(std::string, json);       // load, metrics, stats
 ABSL_DECLARE_FLAG(std::string, admin);      // load, probe, faults, stats
 ABSL_DECLARE_FLAG(std::string, db);         // audit, command
+ABSL_DECLARE_FLAG(std::string, bin);        // up, demo
 // A chain from its description: up, command (ChainFromFlags).
 ABSL_DECLARE_FLAG(std::string, mode);
 ABSL_DECLARE_FLAG(bool, replica);
@@ -57,6 +58,7 @@ int StatsCmd(int argc, char** argv);   // stats_command.cc
 int Scenarios(int argc, char** argv);  // scenarios_command.cc
 int Up(int argc, char** argv);         // up_command.cc
 int Command(int argc, char** argv);    // command_command.cc
+int DemoCmd(int argc, char** argv);    // demo_command.cc
 
 // One command's flags (as in ABSL_FLAG) and usage: another command's flag
 // is refused ("unknown flag"), and --help lists these only.

@@ -33,6 +33,8 @@ ABSL_FLAG(std::string, gateway_flags, "", "the gateway's extra flags, separated 
 ABSL_FLAG(std::string, orders_flags, "", "orders' extra flags, separated by spaces");
 ABSL_FLAG(std::string, ledger_flags, "", "the ledger's extra flags, separated by spaces");
 ABSL_FLAG(std::string, replica_flags, "", "the replica's extra flags, separated by spaces");
+ABSL_FLAG(std::string, bin, "",
+          "the folder of the service binaries (gateway, orders, ledger, edge)");
 ABSL_FLAG(bool, edge, false, "an edge in front of the gateway (server/edge), which callers call");
 ABSL_FLAG(std::string, edge_flags, "", "the edge's extra flags, separated by spaces");
 

@@ -14,10 +14,8 @@
 // every hop exited 0; 1 when a hop did not start, exited on its own (the
 // rest are then stopped) or did not stop cleanly (named on stderr); 2 for
 // a bad command line.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,21 +23,16 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "commands.h"
+#include "processes.h"
 #include "topology.h"
 
-ABSL_FLAG(std::string, bin, "",
-          "the folder of the service binaries (gateway, orders, ledger, edge)");
 ABSL_FLAG(std::string, work, "", "the folder of the ledger's database and the hops' output");
 ABSL_FLAG(std::string, ports_out, "", "a file for the hops' lines (hop, port, metrics, pid)");
 
@@ -52,78 +45,11 @@ struct Running {
   int port = 0, metrics_port = 0;
 };
 
-// Starts `command` with stdout and stderr in `out` and `err`, SIGTERM and
-// SIGINT unblocked in the child (the parent blocks them to sigwait).
-absl::StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args,
-                            const std::string& out, const std::string& err) {
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(binary.c_str()));
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(127);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits for `pid`'s ready line in `out`: its gRPC and metrics ports.
-absl::Status WaitReady(Running& r, const std::string& out, const std::string& err) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    std::ifstream in(out);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.find(" listening on ") == std::string::npos) continue;
-      // "<name> listening on <port> metrics on <port> ...", or the edge's
-      // "<name> listening on <port>"
-      std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
-      if (words.size() >= 7 && absl::SimpleAtoi(words[3], &r.port) &&
-          absl::SimpleAtoi(words[6], &r.metrics_port)) {
-        return absl::OkStatus();
-      }
-      if (words.size() == 4 && absl::SimpleAtoi(words[3], &r.port)) {
-        r.metrics_port = 0;
-        return absl::OkStatus();
-      }
-      return absl::InternalError(absl::StrCat("a ready line without ports: ", line));
-    }
-    int status = 0;
-    if (waitpid(r.pid, &status, WNOHANG) == r.pid) {
-      r.pid = -1;
-      std::ifstream e(err);
-      std::stringstream text;
-      text << e.rdbuf();
-      return absl::UnavailableError(absl::StrCat("exited before it was ready:\n", text.str()));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return absl::DeadlineExceededError("no ready line in 30 s");
-}
-
-// SIGTERM, then the exit status (128 + signal when killed by one).
-int Stop(const Running& r) {
-  if (r.pid < 0) return 1;
-  kill(r.pid, SIGTERM);
-  int status = 0;
-  while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // Stops every hop started, front to back; 0 when each exited 0.
 int StopAll(const std::vector<Running>& running) {
   int rc = 0;
   for (auto it = running.rbegin(); it != running.rend(); ++it) {
-    const int code = Stop(*it);
+    const int code = Stop(it->pid);
     if (code != 0) {
       std::cerr << "chainctl up: " << HopName(it->hop) << " exited " << code << "\n";
       rc = 1;
@@ -183,13 +109,15 @@ int Up(int argc, char** argv) {
       StopAll(running);
       return 1;
     }
-    running.push_back({hop, *pid});
-    if (absl::Status ready = WaitReady(running.back(), out, err); !ready.ok()) {
+    absl::StatusOr<ReadyPorts> ready = WaitReady(*pid, out, err, absl::Seconds(30));
+    if (!ready.ok()) {
+      if (!absl::IsUnavailable(ready.status())) Stop(*pid);  // not reaped yet
       std::cerr << "chainctl up: " << name << " (" << bin << "/" << command->binary
-                << ") did not start: " << ready.message() << "\n";
+                << ") did not start: " << ready.status().message() << "\n";
       StopAll(running);
       return 1;
     }
+    running.push_back({hop, *pid, ready->port, ready->metrics_port});
     const Running& r = running.back();
     addresses[hop] = absl::StrCat("127.0.0.1:", r.port);
     const std::string line =

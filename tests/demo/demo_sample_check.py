@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The demo sample of docs/demo.md is what the demo prints: every label in it
 (the first column of a table row, a scenario's title and setup, its `why:`
-line, each check) must be text that scripts/demo.sh or chainctl prints
+line, each check) must be text that chainctl (its demo command,
+client/chainctl/demo_command.cc, and the commands it runs) prints
 today. Numbers vary from run to run and are not compared; a label that no
 source prints any more (the sample went stale) fails with its line.
 
@@ -16,7 +17,7 @@ page = (root / "docs/demo.md").read_text()
 start = page.index("pasted as printed (`[...]` marks lines left out; times vary):\n\n")
 sample = page[start:page.index("\nThe other scenarios:", start)].split("\n")[2:]
 
-sources = [root / "scripts/demo.sh"] + sorted((root / "client/chainctl").glob("*.cc"))
+sources = sorted((root / "client/chainctl").glob("*.cc"))
 text = "\n".join(p.read_text() for p in sources)
 # Adjacent C++ string literals are one string.
 text = re.sub(r'"\s*\n\s*"', "", text)
