@@ -58,9 +58,8 @@
 #include "client/inspect/scrape.h"
 #include "commands.h"
 #include "demo_services.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "processes.h"
+#include "summary.h"
 #include "topology.h"
 
 ABSL_FLAG(std::string, h2load, "", "client/h2load/h2_load: the flood's caller (required)");
@@ -97,71 +96,41 @@ std::string FirstLine(const std::string& text) {
   return std::string(text.substr(0, text.find('\n')));
 }
 
-// A load summary (chainctl load --json, h2_load --json: FormatSummaryJson)
-// read back. A field that is not there reads "" (a step that failed was
+// A run's load summary (chainctl load --json, h2_load --json), read back;
+// `ok` is false when the run wrote none (its step failed, which was
 // counted where it failed).
-class LoadJson {
- public:
-  explicit LoadJson(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) return;
-    ok_ = google::protobuf::util::JsonStringToMessage(ReadFile(path), &root_).ok();
-  }
-  bool ok() const { return ok_; }
-  // A count ("12").
-  std::string Count(const std::string& key) const {
-    const google::protobuf::Value* v = Find(root_, key);
-    return v == nullptr ? "" : absl::StrCat(static_cast<int64_t>(v->number_value()));
-  }
-  int64_t N(const std::string& key) const {
-    const google::protobuf::Value* v = Find(root_, key);
-    return v == nullptr ? 0 : static_cast<int64_t>(v->number_value());
-  }
-  double Number(const std::string& key) const {
-    const google::protobuf::Value* v = Find(root_, key);
-    return v == nullptr ? 0 : v->number_value();
-  }
-  // A figure of `object` ("latency_ms", "p99"), as written: "12.345".
-  std::string Ms(const std::string& object, const std::string& key) const {
-    const google::protobuf::Value* o = Find(root_, object);
-    if (o == nullptr || !o->has_struct_value()) return "";
-    const google::protobuf::Value* v = Find(o->struct_value(), key);
-    return v == nullptr ? "" : absl::StrFormat("%.3f", v->number_value());
-  }
-  double MsNumber(const std::string& object, const std::string& key) const {
-    const google::protobuf::Value* o = Find(root_, object);
-    if (o == nullptr || !o->has_struct_value()) return 0;
-    const google::protobuf::Value* v = Find(o->struct_value(), key);
-    return v == nullptr ? 0 : v->number_value();
-  }
-  // The errors by code, "UNAVAILABLE:3 DEADLINE_EXCEEDED:1" (by code), or
-  // "none".
-  std::string Errors() const {
-    const google::protobuf::Value* o = Find(root_, "errors_by_code");
-    if (o == nullptr || o->struct_value().fields().empty()) return "none";
-    std::map<std::string, int64_t> sorted;
-    for (const auto& [code, n] : o->struct_value().fields()) {
-      sorted[code] = static_cast<int64_t>(n.number_value());
+struct RunSummary {
+  explicit RunSummary(const std::string& path) {
+    if (access(path.c_str(), F_OK) != 0) return;
+    absl::StatusOr<LoadSummary> read = ParseSummaryJson(ReadFile(path));
+    if (!read.ok()) {
+      std::cout << "   !!   " << path << ": " << read.status().message() << "\n";
+      return;
     }
-    return absl::StrJoin(sorted, " ", absl::PairFormatter(":"));
+    ok = true;
+    s = *std::move(read);
   }
-  // deadline_exceeded_by_source as JSON.
-  std::string ExceededBySource() const {
-    const google::protobuf::Value* o = Find(root_, "deadline_exceeded_by_source");
-    std::string out;
-    if (o != nullptr) (void)google::protobuf::util::MessageToJsonString(o->struct_value(), &out);
-    return out;
-  }
-
- private:
-  static const google::protobuf::Value* Find(const google::protobuf::Struct& s,
-                                             const std::string& key) {
-    auto it = s.fields().find(key);
-    return it == s.fields().end() ? nullptr : &it->second;
-  }
-  google::protobuf::Struct root_;
-  bool ok_ = false;
+  bool ok = false;
+  LoadSummary s;
 };
+
+std::string Ms(double ms) { return absl::StrFormat("%.3f", ms); }
+
+// The errors by code, "DEADLINE_EXCEEDED:1 UNAVAILABLE:3", or "none".
+std::string Errors(const LoadSummary& s) {
+  return s.errors_by_code.empty() ? "none"
+                                  : absl::StrJoin(s.errors_by_code, " ", absl::PairFormatter(":"));
+}
+
+// Deadline exceeded by source, then hop: "client: chainctl 3; attempt: orders 1".
+std::string ExceededBySource(const LoadSummary& s) {
+  std::vector<std::string> parts;
+  for (const auto& [source, hops] : s.deadline_exceeded_by_source) {
+    parts.push_back(
+        absl::StrCat(source, ": ", absl::StrJoin(hops, ", ", absl::PairFormatter(" "))));
+  }
+  return parts.empty() ? "none" : absl::StrJoin(parts, "; ");
+}
 
 class Demo {
  public:
@@ -489,19 +458,18 @@ void Demo::MixedLoad() {
     if (rc != 0) Fatal(absl::StrCat("the ", label, " chain's mixed load failed"));
     Faults(Addr(prefix + "-ledger"), {});
   }
-  const LoadJson b(File("load-baseline.json")), h(File("load-hopbudget.json"));
+  const RunSummary b(File("load-baseline.json")), h(File("load-hopbudget.json"));
   std::cout << "\n   the two runs draw their faults at random: these numbers vary from run to run\n"
                "   (the scenarios above compare the modes on the same fixed faults)\n";
   Row("", "baseline", "hopbudget");
-  Row("ok", b.Count("ok"), h.Count("ok"));
-  Row("calls started after the client deadline", b.Count("calls_started_after_deadline"),
-      h.Count("calls_started_after_deadline"));
-  Row("work after the client deadline (ms)",
-      absl::StrFormat("%.3f", b.Number("work_after_deadline_ms")),
-      absl::StrFormat("%.3f", h.Number("work_after_deadline_ms")));
-  Check(h.ok() && h.N("calls_started_after_deadline") == 0,
+  Row("ok", absl::StrCat(b.s.ok), absl::StrCat(h.s.ok));
+  Row("calls started after the client deadline", absl::StrCat(b.s.calls_started_after_deadline),
+      absl::StrCat(h.s.calls_started_after_deadline));
+  Row("work after the client deadline (ms)", Ms(b.s.work_after_deadline_ms),
+      Ms(h.s.work_after_deadline_ms));
+  Check(h.ok && h.s.calls_started_after_deadline == 0,
         "hopbudget: no call started after the client deadline");
-  Check(h.N("retries") >= 1, "hopbudget: retries ran");
+  Check(h.s.retries >= 1, "hopbudget: retries ran");
   Audit("baseline");
   Audit("hopbudget");
 }
@@ -572,25 +540,24 @@ void Demo::HedgedReads() {
     if (WaitStep(pid) != 0) std::cout << "   !!   " << label << ": the read load failed\n";
   }
   for (const char* r : {"hb-replica", "bl-replica"}) Faults(Addr(r), {});
-  const LoadJson rb(File("reads-baseline.json")), rh(File("reads-hopbudget.json"));
-  if (!rb.ok() || !rh.ok()) {
+  const RunSummary rb(File("reads-baseline.json")), rh(File("reads-hopbudget.json"));
+  if (!rb.ok || !rh.ok) {
     ++failures_;
     return;
   }
   Row("", "baseline", "hopbudget");
-  Row("reads ok / sent", rb.Count("ok") + " / " + rb.Count("sent"),
-      rh.Count("ok") + " / " + rh.Count("sent"));
-  Row("read latency p50 (ms)", rb.Ms("latency_ms", "p50"), rh.Ms("latency_ms", "p50"));
-  Row("read latency p99 (ms)", rb.Ms("latency_ms", "p99"), rh.Ms("latency_ms", "p99"));
-  Row("read latency p99.9 (ms)", rb.Ms("latency_ms", "p999"), rh.Ms("latency_ms", "p999"));
-  Row("extra load (hedges / reads at orders)", rb.Count("read_hedges") + " / " + rb.Count("reads"),
-      absl::StrFormat("%s / %s (%.1f %%)", rh.Count("read_hedges"), rh.Count("reads"),
-                      rh.Number("extra_load") * 100));
+  Row("reads ok / sent", absl::StrCat(rb.s.ok) + " / " + absl::StrCat(rb.s.sent),
+      absl::StrCat(rh.s.ok) + " / " + absl::StrCat(rh.s.sent));
+  Row("read latency p50 (ms)", Ms(rb.s.p50_ms), Ms(rh.s.p50_ms));
+  Row("read latency p99 (ms)", Ms(rb.s.p99_ms), Ms(rh.s.p99_ms));
+  Row("read latency p99.9 (ms)", Ms(rb.s.p999_ms), Ms(rh.s.p999_ms));
+  Row("extra load (hedges / reads at orders)",
+      absl::StrCat(rb.s.read_hedges) + " / " + absl::StrCat(rb.s.reads),
+      absl::StrFormat("%s / %s (%.1f %%)", absl::StrCat(rh.s.read_hedges), absl::StrCat(rh.s.reads),
+                      rh.s.extra_load * 100));
   // The cap is a token bucket: 5 % of the reads, plus at most one.
-  Check(rh.N("read_hedges") <= 0.05 * rh.N("reads") + 1,
-        "hopbudget: hedges within 5 % of the reads");
-  Check(rh.MsNumber("latency_ms", "p99") < rb.MsNumber("latency_ms", "p99"),
-        "hopbudget: hedged read p99 below the unhedged one");
+  Check(rh.s.read_hedges <= 0.05 * rh.s.reads + 1, "hopbudget: hedges within 5 % of the reads");
+  Check(rh.s.p99_ms < rb.s.p99_ms, "hopbudget: hedged read p99 below the unhedged one");
 }
 
 // A burst of 30 orders while the ledger takes 200 ms per call, both chains
@@ -633,19 +600,20 @@ void Demo::Slots() {
     Sleep(absl::Milliseconds(50));
   }
   for (Burst& b : bursts) Faults(Addr(b.prefix + "-ledger"), {});
-  const LoadJson sb(File("slots-baseline.json")), sh(File("slots-hopbudget.json"));
-  if (!sb.ok() || !sh.ok()) {
+  const RunSummary sb(File("slots-baseline.json")), sh(File("slots-hopbudget.json"));
+  if (!sb.ok || !sh.ok) {
     std::cout << "   !!   the slow-ledger load failed\n";
     ++failures_;
     return;
   }
   Row("", "baseline", "hopbudget");
-  Row("ok / sent", sb.Count("ok") + " / " + sb.Count("sent"),
-      sh.Count("ok") + " / " + sh.Count("sent"));
-  Row("refused at orders (slot-wait)", sb.Count("slot_refusals"), sh.Count("slot_refusals"));
+  Row("ok / sent", absl::StrCat(sb.s.ok) + " / " + absl::StrCat(sb.s.sent),
+      absl::StrCat(sh.s.ok) + " / " + absl::StrCat(sh.s.sent));
+  Row("refused at orders (slot-wait)", absl::StrCat(sb.s.slot_refusals),
+      absl::StrCat(sh.s.slot_refusals));
   Row("calls in flight at the ledger, peak", absl::StrCat(bursts[0].peak),
       absl::StrCat(bursts[1].peak));
-  Row("latency p99 (ms)", sb.Ms("latency_ms", "p99"), sh.Ms("latency_ms", "p99"));
+  Row("latency p99 (ms)", Ms(sb.s.p99_ms), Ms(sh.s.p99_ms));
   // Not checked: whether the waiters end as slot-wait refusals or are shed
   // first by admission (at gateway, orders or the ledger) depends on what
   // admission learned from the scenarios and the load before.
@@ -769,16 +737,16 @@ void Demo::Deploy() {
     times[prefix] = {stop_ms, down_ms};
     if (WaitStep(load) != 0) std::cout << "   !!   " << label << ": the load failed\n";
   }
-  const LoadJson rb(File("restart-baseline.json")), rh(File("restart-hopbudget.json"));
-  if (!rb.ok() || !rh.ok()) {
+  const RunSummary rb(File("restart-baseline.json")), rh(File("restart-hopbudget.json"));
+  if (!rb.ok || !rh.ok) {
     ++failures_;
     return;
   }
   Row("", "baseline", "hopbudget");
-  Row("ok / sent", rb.Count("ok") + " / " + rb.Count("sent"),
-      rh.Count("ok") + " / " + rh.Count("sent"));
-  Row("errors the client saw", rb.Errors(), rh.Errors());
-  Row("latency p99 (ms)", rb.Ms("latency_ms", "p99"), rh.Ms("latency_ms", "p99"));
+  Row("ok / sent", absl::StrCat(rb.s.ok) + " / " + absl::StrCat(rb.s.sent),
+      absl::StrCat(rh.s.ok) + " / " + absl::StrCat(rh.s.sent));
+  Row("errors the client saw", Errors(rb.s), Errors(rh.s));
+  Row("latency p99 (ms)", Ms(rb.s.p99_ms), Ms(rh.s.p99_ms));
   Row("ledger: SIGTERM to exit, to ready (ms)",
       absl::StrCat(times["bl"].first, " + ", times["bl"].second),
       absl::StrCat(times["hb"].first, " + ", times["hb"].second));
@@ -790,10 +758,10 @@ void Demo::Deploy() {
   const int64_t outage = OutageMs(times["hb"].first, times["hb"].second);
   std::cout << "          hopbudget: the ledger unreachable for at most " << outage
             << " ms; a call's slack " << kSlackMs << " ms\n";
-  Check(!absl::StrContains(rh.Errors(), "UNAVAILABLE"),
+  Check(!absl::StrContains(Errors(rh.s), "UNAVAILABLE"),
         "hopbudget: no call failed fast (UNAVAILABLE) while the ledger restarted");
   if (outage < kSlackMs) {
-    Check(rh.N("ok") == rh.N("sent"),
+    Check(rh.s.ok == rh.s.sent,
           "hopbudget: no call failed while the ledger restarted (shorter than the slack)");
   } else {
     std::cout << "   --   hopbudget: the outage was longer than a call's slack: calls that "
@@ -801,11 +769,11 @@ void Demo::Deploy() {
                  "        start may run out of budget waiting (DEADLINE_EXCEEDED, no-backend); "
                  "not judged\n";
   }
-  if (rh.N("ok") != rh.N("sent")) {
+  if (rh.s.ok != rh.s.sent) {
     // Which budget fired where: a restart longer than the budget's slack
     // ends calls as no-backend or at the client's deadline; a shed call is
     // a RESOURCE_EXHAUSTED in the errors above. Then each hop's counts.
-    std::cout << "          deadline exceeded by source: " << rh.ExceededBySource() << "\n";
+    std::cout << "          deadline exceeded by source: " << ExceededBySource(rh.s) << "\n";
     Chainctl({"stats", "--admin", Chain("hb")}, File("stats.out"));
     std::cout << Indent(ReadFile(File("stats.out")), "          ");
   }
@@ -868,9 +836,9 @@ void Demo::Flood() {
   for (int64_t rps = 1000; rps <= 16000; rps *= 2) {
     const std::string label = absl::StrCat("ramp-", rps);
     if (!flood(label, Addr("hb-edge"), Chain("hb"), rps, "1s")) break;
-    const LoadJson f(File("flood-" + label + ".json"));
-    capacity = std::max(capacity, f.N("ok"));
-    if (f.N("ok") * 10 < f.N("sent") * 7) break;
+    const RunSummary f(File("flood-" + label + ".json"));
+    capacity = std::max(capacity, f.s.ok);
+    if (f.s.ok * 10 < f.s.sent * 7) break;
     Sleep(absl::Seconds(1));
   }
   const int64_t flood_rps = std::max<int64_t>(capacity, 100) * 8;
@@ -922,8 +890,8 @@ void Demo::Flood() {
         "service to go quiet)\n",
         idle_wait / 10.0, quiet_ticks / 5.0);
   }
-  const LoadJson fb(File("flood-baseline.json")), fh(File("flood-hopbudget.json"));
-  if (!fb.ok() || !fh.ok()) {
+  const RunSummary fb(File("flood-baseline.json")), fh(File("flood-hopbudget.json"));
+  if (!fb.ok || !fh.ok) {
     ++failures_;
     return;
   }
@@ -933,19 +901,18 @@ void Demo::Flood() {
                            capacity > 0 ? static_cast<int64_t>(100.0 * n / 2 / capacity) : 0);
   };
   Row("", "baseline", "hopbudget", 18);
-  Row("ok / sent", fb.Count("ok") + " / " + fb.Count("sent"),
-      fh.Count("ok") + " / " + fh.Count("sent"), 18);
-  Row("goodput (share of the capacity)", share(fb.N("ok")), share(fh.N("ok")), 18);
-  Row("p99 of ok calls (ms)", fb.Ms("ok_latency_ms", "p99"), fh.Ms("ok_latency_ms", "p99"), 18);
-  Row("calls started after the client deadline", fb.Count("calls_started_after_deadline"),
-      fh.Count("calls_started_after_deadline"), 18);
-  Row("work after the client deadline (ms)",
-      absl::StrFormat("%.3f", fb.Number("work_after_deadline_ms")),
-      absl::StrFormat("%.3f", fh.Number("work_after_deadline_ms")), 18);
-  Row("calls expired in the client, never sent", fb.Count("expired_unsent"),
-      fh.Count("expired_unsent"), 18);
-  Row("client behind its schedule, p99 (ms)", fb.Ms("send_lag_ms", "p99"),
-      fh.Ms("send_lag_ms", "p99"), 18);
+  Row("ok / sent", absl::StrCat(fb.s.ok) + " / " + absl::StrCat(fb.s.sent),
+      absl::StrCat(fh.s.ok) + " / " + absl::StrCat(fh.s.sent), 18);
+  Row("goodput (share of the capacity)", share(fb.s.ok), share(fh.s.ok), 18);
+  Row("p99 of ok calls (ms)", Ms(fb.s.ok_p99_ms), Ms(fh.s.ok_p99_ms), 18);
+  Row("calls started after the client deadline", absl::StrCat(fb.s.calls_started_after_deadline),
+      absl::StrCat(fh.s.calls_started_after_deadline), 18);
+  Row("work after the client deadline (ms)", Ms(fb.s.work_after_deadline_ms),
+      Ms(fh.s.work_after_deadline_ms), 18);
+  Row("calls expired in the client, never sent", absl::StrCat(fb.s.expired_unsent),
+      absl::StrCat(fh.s.expired_unsent), 18);
+  Row("client behind its schedule, p99 (ms)", Ms(fb.s.send_lag_p99_ms), Ms(fh.s.send_lag_p99_ms),
+      18);
 }
 
 // One sample's value on a hop's /metrics, "" when it is not there.

@@ -12,6 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/types/optional.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "hopbudget/advanced/exposition.h"
 
 namespace hopbudget::chainctl {
@@ -231,6 +233,172 @@ std::string FormatSummaryJson(const LoadSummary& s) {
   }
   out += "]}";
   return out;
+}
+
+namespace {
+
+namespace pb = google::protobuf;
+
+// Reads the fields of one JSON object; the first error is kept.
+class Fields {
+ public:
+  Fields(const pb::Struct& s, std::string where) : s_(s), where_(std::move(where)) {}
+  void Int(const std::string& key, int64_t* out) {
+    if (const pb::Value* v = Get(key, pb::Value::kNumberValue)) {
+      *out = static_cast<int64_t>(std::llround(v->number_value()));
+    }
+  }
+  void Num(const std::string& key, double* out) {
+    if (const pb::Value* v = Get(key, pb::Value::kNumberValue)) *out = v->number_value();
+  }
+  void Str(const std::string& key, std::string* out) {
+    if (const pb::Value* v = Get(key, pb::Value::kStringValue)) *out = v->string_value();
+  }
+  const pb::Struct* Object(const std::string& key) {
+    const pb::Value* v = Get(key, pb::Value::kStructValue);
+    return v == nullptr ? nullptr : &v->struct_value();
+  }
+  const pb::ListValue* List(const std::string& key) {
+    const pb::Value* v = Get(key, pb::Value::kListValue);
+    return v == nullptr ? nullptr : &v->list_value();
+  }
+  void Fail(const std::string& key, const std::string& what) {
+    if (status_.ok()) {
+      status_ = absl::InvalidArgumentError(absl::StrCat("load summary: ", where_, key, ": ", what));
+    }
+  }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  const pb::Value* Get(const std::string& key, pb::Value::KindCase kind) {
+    auto it = s_.fields().find(key);
+    if (it == s_.fields().end()) return nullptr;
+    if (it->second.kind_case() != kind) {
+      Fail(key, kind == pb::Value::kNumberValue   ? "not a number"
+                : kind == pb::Value::kStringValue ? "not a string"
+                : kind == pb::Value::kStructValue ? "not an object"
+                                                  : "not a list");
+      return nullptr;
+    }
+    return &it->second;
+  }
+  const pb::Struct& s_;
+  std::string where_;
+  absl::Status status_;
+};
+
+}  // namespace
+
+absl::StatusOr<LoadSummary> ParseSummaryJson(absl::string_view json) {
+  pb::Value root;
+  if (auto s = pb::util::JsonStringToMessage(pb::StringPiece(json.data(), json.size()), &root);
+      !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("load summary: not JSON: ", s.message().as_string()));
+  }
+  if (!root.has_struct_value()) {
+    return absl::InvalidArgumentError("load summary: the top level must be a JSON object");
+  }
+  LoadSummary s;
+  Fields f(root.struct_value(), "");
+  f.Int("sent", &s.sent);
+  f.Int("ok", &s.ok);
+  f.Int("not_sent", &s.not_sent);
+  f.Int("client_throttled", &s.client_throttled);
+  if (const pb::Struct* codes = f.Object("errors_by_code")) {
+    Fields c(*codes, "errors_by_code.");
+    for (const auto& [code, n] : codes->fields()) c.Int(code, &s.errors_by_code[code]);
+    if (!c.status().ok()) return c.status();
+  }
+  if (const pb::Struct* sources = f.Object("deadline_exceeded_by_source")) {
+    Fields by_source(*sources, "deadline_exceeded_by_source.");
+    for (const auto& [source, unused] : sources->fields()) {
+      if (const pb::Struct* hops = by_source.Object(source)) {
+        Fields h(*hops, absl::StrCat("deadline_exceeded_by_source.", source, "."));
+        for (const auto& [hop, n] : hops->fields()) {
+          h.Int(hop, &s.deadline_exceeded_by_source[source][hop]);
+        }
+        if (!h.status().ok()) return h.status();
+      }
+    }
+    if (!by_source.status().ok()) return by_source.status();
+  }
+  f.Int("retries", &s.retries);
+  if (const pb::Struct* l = f.Object("latency_ms")) {
+    Fields q(*l, "latency_ms.");
+    q.Num("p50", &s.p50_ms);
+    q.Num("p90", &s.p90_ms);
+    q.Num("p95", &s.p95_ms);
+    q.Num("p99", &s.p99_ms);
+    q.Num("p999", &s.p999_ms);
+    q.Num("average", &s.average_ms);
+    q.Num("fastest", &s.fastest_ms);
+    q.Num("slowest", &s.slowest_ms);
+    if (!q.status().ok()) return q.status();
+  }
+  if (const pb::Struct* l = f.Object("ok_latency_ms")) {
+    Fields q(*l, "ok_latency_ms.");
+    q.Num("p50", &s.ok_p50_ms);
+    q.Num("p99", &s.ok_p99_ms);
+    if (!q.status().ok()) return q.status();
+  }
+  double total_s = 0, client_cpu_s = 0;
+  f.Num("total_s", &total_s);
+  f.Num("client_cpu_s", &client_cpu_s);
+  s.total = absl::Seconds(total_s);
+  s.client_cpu = absl::Seconds(client_cpu_s);
+  f.Num("rps", &s.rps);
+  f.Num("error_rate", &s.error_rate);
+  if (const pb::ListValue* buckets = f.List("histogram_ms")) {
+    for (int i = 0; i < buckets->values_size(); ++i) {
+      const std::string where = absl::StrCat("histogram_ms[", i, "]");
+      if (!buckets->values(i).has_struct_value()) {
+        f.Fail(where, "not an object");
+        break;
+      }
+      Fields b(buckets->values(i).struct_value(), where + ".");
+      LoadSummary::Bucket bucket{0, 0};
+      b.Num("le", &bucket.le_ms);
+      b.Int("count", &bucket.count);
+      if (!b.status().ok()) return b.status();
+      s.histogram.push_back(bucket);
+    }
+  }
+  if (const pb::Struct* l = f.Object("send_lag_ms")) {
+    Fields q(*l, "send_lag_ms.");
+    q.Num("p99", &s.send_lag_p99_ms);
+    q.Num("max", &s.send_lag_max_ms);
+    if (!q.status().ok()) return q.status();
+  }
+  f.Int("expired_unsent", &s.expired_unsent);
+  f.Int("calls_started_after_deadline", &s.calls_started_after_deadline);
+  f.Num("work_after_deadline_ms", &s.work_after_deadline_ms);
+  f.Int("reads", &s.reads);
+  f.Int("read_hedges", &s.read_hedges);
+  f.Num("extra_load", &s.extra_load);
+  f.Int("slot_refusals", &s.slot_refusals);
+  if (const pb::ListValue* hops = f.List("per_hop")) {
+    for (int i = 0; i < hops->values_size(); ++i) {
+      const std::string where = absl::StrCat("per_hop[", i, "]");
+      if (!hops->values(i).has_struct_value()) {
+        f.Fail(where, "not an object");
+        break;
+      }
+      Fields h(hops->values(i).struct_value(), where + ".");
+      ServiceDelta d;
+      h.Str("hop", &d.hop);
+      h.Int("calls", &d.calls);
+      h.Int("refused", &d.refused);
+      h.Num("cpu_ms", &d.cpu_ms);
+      h.Int("calls_started_after_deadline", &d.calls_started_after_deadline);
+      h.Num("work_after_deadline_ms", &d.work_after_deadline_ms);
+      h.Int("retries", &d.retries);
+      if (!h.status().ok()) return h.status();
+      s.per_hop.push_back(std::move(d));
+    }
+  }
+  if (!f.status().ok()) return f.status();
+  return s;
 }
 
 absl::StatusOr<absl::optional<ClientThrottlePolicy>> LoadClientThrottle(double k) {

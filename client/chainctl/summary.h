@@ -157,6 +157,12 @@ class SummaryBuilder {
 
 std::string FormatSummaryTable(const LoadSummary& s);
 std::string FormatSummaryJson(const LoadSummary& s);
+// The inverse of FormatSummaryJson (chainctl load --json, h2_load --json),
+// for what reads a run back (chainctl demo). A field that is not there
+// stays at its default; the figures come back as written (to 0.001 ms).
+// InvalidArgument, naming the field, for text that is not a JSON object or
+// a field of the wrong type.
+absl::StatusOr<LoadSummary> ParseSummaryJson(absl::string_view json);
 
 // The client throttle of a load generator's `--client-throttle=K`: nullopt
 // for 0 (off), else ClientThrottlePolicy with k = K and a 5 s window (not

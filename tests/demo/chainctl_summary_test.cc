@@ -410,5 +410,74 @@ TEST(SummaryBuilderTest, ReadsAndHedgesGiveTheExtraLoad) {
   EXPECT_THAT(FormatSummaryTable(n), Not(HasSubstr("slot-wait")));
 }
 
+TEST(ParseSummaryJsonTest, ReadsBackWhatFormatSummaryJsonWrote) {
+  SummaryBuilder b;
+  b.Add({absl::StatusCode::kOk, absl::Milliseconds(10)});
+  b.Add({absl::StatusCode::kUnavailable, absl::Milliseconds(20)});
+  b.Add({absl::StatusCode::kDeadlineExceeded, absl::Milliseconds(800), "attempt", "orders"});
+  b.Add({absl::StatusCode::kDeadlineExceeded, absl::Milliseconds(800)});
+  b.CountNotSent();
+  b.CountClientThrottled();
+  ServiceDelta orders{"orders", 2, 12.5, 3};
+  orders.reads = 40;
+  orders.read_hedges = 2;
+  orders.slot_refusals = 1;
+  orders.calls = 7;
+  orders.refused = 5;
+  orders.cpu_ms = 3.25;
+  b.AddService(orders);
+  b.SetClientCpu(absl::Milliseconds(1500));
+  const LoadSummary written = b.Build();
+  const std::string json = FormatSummaryJson(written);
+  absl::StatusOr<LoadSummary> read = ParseSummaryJson(json);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(FormatSummaryJson(*read), json);
+  EXPECT_EQ(read->sent, written.sent);
+  EXPECT_EQ(read->errors_by_code.at("UNAVAILABLE"), 1);
+  EXPECT_EQ(read->deadline_exceeded_by_source.at("attempt").at("orders"), 1);
+  EXPECT_EQ(read->per_hop.at(0).hop, "orders");
+  EXPECT_DOUBLE_EQ(read->per_hop.at(0).cpu_ms, 3.25);
+  EXPECT_EQ(read->read_hedges, 2);
+  EXPECT_EQ(read->client_cpu, absl::Milliseconds(1500));
+}
+
+TEST(ParseSummaryJsonTest, AFieldThatIsNotThereStaysAtItsDefault) {
+  absl::StatusOr<LoadSummary> read = ParseSummaryJson(R"({"ok": 3, "latency_ms": {"p99": 1.5}})");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->ok, 3);
+  EXPECT_EQ(read->sent, 0);
+  EXPECT_DOUBLE_EQ(read->p99_ms, 1.5);
+  EXPECT_EQ(read->p50_ms, 0);
+  EXPECT_TRUE(read->errors_by_code.empty());
+  EXPECT_TRUE(read->per_hop.empty());
+}
+
+TEST(ParseSummaryJsonTest, BadInputIsAnErrorNamingTheField) {
+  const struct {
+    const char* json;
+    const char* error;
+  } kCases[] = {
+      {"not json", "load summary: not JSON"},
+      {"[1, 2]", "load summary: the top level must be a JSON object"},
+      {R"({"ok": "3"})", "load summary: ok: not a number"},
+      {R"({"latency_ms": 5})", "load summary: latency_ms: not an object"},
+      {R"({"latency_ms": {"p99": "x"}})", "load summary: latency_ms.p99: not a number"},
+      {R"({"errors_by_code": {"UNAVAILABLE": true}})",
+       "load summary: errors_by_code.UNAVAILABLE: not a number"},
+      {R"({"deadline_exceeded_by_source": {"client": 1}})",
+       "load summary: deadline_exceeded_by_source.client: not an object"},
+      {R"({"histogram_ms": [{"le": 1, "count": "2"}]})",
+       "load summary: histogram_ms[0].count: not a number"},
+      {R"({"per_hop": [1]})", "load summary: per_hop[0]: not an object"},
+      {R"({"per_hop": [{"hop": 7}]})", "load summary: per_hop[0].hop: not a string"},
+  };
+  for (const auto& c : kCases) {
+    absl::StatusOr<LoadSummary> read = ParseSummaryJson(c.json);
+    ASSERT_FALSE(read.ok()) << c.json;
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument) << c.json;
+    EXPECT_THAT(read.status().message(), HasSubstr(c.error)) << c.json;
+  }
+}
+
 }  // namespace
 }  // namespace hopbudget::chainctl
