@@ -107,7 +107,7 @@ case "$deadlock" in default|off) ;; *)
 esac
 
 # ---------------------------------------------------------------- build
-ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" gnuplot-nox jq curl
+ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" gnuplot-nox jq
 # The refusal section counts instructions per call under callgrind.
 if wants refusal; then ensure_packages valgrind; fi
 cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOPBUDGET_BUILD_TESTS=OFF
@@ -454,24 +454,6 @@ start_chain() {
   done <"$dir.ports"
 }
 
-# admission_counts PORT: a hop's admission sheds so far, one "reason count"
-# per line, and "limit N" (its admission limit now), from its /metrics.
-admission_counts() {
-  curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk '
-    /^hopbudget_admission_shed_total\{/ {
-      r = $1; sub(/.*reason="/, "", r); sub(/".*/, "", r); print r, $2 }
-    /^hopbudget_admission_limit / { print "limit", $2 }'
-}
-# shed_fields HOP BEFORE AFTER: " HOP_shed=reason:n,..." (the reasons whose
-# count grew; "none") and " HOP_limit=N" from two admission_counts outputs.
-shed_fields() {
-  awk -v hop="$1" 'NR == FNR { before[$1] = $2; next }
-    $1 == "limit" { limit = $2; next }
-    { d = $2 - before[$1]; if (d > 0) list = list (list == "" ? "" : ",") $1 ":" d }
-    END { printf " %s_shed=%s %s_limit=%s", hop, (list == "" ? "none" : list), hop,
-          (limit == "" ? "?" : limit) }' <(printf '%s\n' "$2") <(printf '%s\n' "$3")
-}
-
 # ok_share FILE: OK / calls the application made (sent, and refused by the
 # client's own throttle) of a chainctl load run (0 when there were none).
 ok_share() {
@@ -652,20 +634,13 @@ run_chain() {
 # ---------------------------------------------------------------- 10. overload
 # The hopbudget chain alone, behind its edge (server/edge), at multiples of
 # its own capacity, from a client that does not back off and from one that
-# throttles itself (issue 32): the edge and the three services share CPU 0,
-# the load generator runs on CPU 1, so that its
-# own cost never takes the chain's CPU. The generator is client/h2load (gRPC's
-# unary call over libnghttp2, one thread), not chainctl load: chainctl's gRPC
-# client fills its core at about 9 500 calls/s, below 8x of the chain. The capacity is found
-# first (the highest rate with >= 90 % OK: a doubling ramp, then two
-# bisection steps); every level then runs overload_rounds rounds of both
-# clients, their order alternating. Each round is one RESULT line with the
-# chain's counts, the edge's CPU and each hop's calls, refusals and CPU
-# (Admin Stats), from which bench_report --section=overload judges the
-# targets and prices a served and a refused call at each hop. In the same
-# rounds the unthrottled client also calls the same chain's gateway
-# directly: what the edge is worth, shown, not judged (gateway=direct in its
-# RESULT lines; gateway=edge in the judged ones).
+# throttles itself (issue 32): `chainctl overload`
+# (client/chainctl/overload_command.cc says how) pins the chain to CPU 0 and
+# its caller, client/h2load, to CPU 1, finds the capacity, runs every level's
+# rounds and writes one RESULT line per run, from which bench_report
+# --section=overload judges the targets and prices a served and a refused
+# call at each hop. In the same rounds the unthrottled client also calls the
+# gateway directly: what the edge is worth, shown, not judged.
 read -r -a overload_levels <<<"${BENCH_OVERLOAD_LEVELS:-1 2 4 8 16}"
 # The edge's admission: a fixed limit of calls in progress. Measured by hand
 # on 2026-12-07, the adaptive limit grew to 278 at 8x and the gateway shed
@@ -680,113 +655,16 @@ overload_edge_limit=${BENCH_OVERLOAD_EDGE_LIMIT:-128}
 # docs/overload.md).
 overload_gateway_streams=${BENCH_OVERLOAD_STREAMS:-1024}
 run_overload() {
-  local sbin="$build_dir/server" h2load="$build_dir/client/h2load/h2_load"
-  local work="$raw/overload" chain_cpu=() load_cpu=() placement
-  mkdir -p "$work"
-  if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-    chain_cpu=(taskset -c 0) load_cpu=(taskset -c 1)
-    placement="the edge and the three services on CPU 0, the load generator on CPU 1"
-  else
-    placement="unpinned (fewer than 2 CPUs, or no taskset)"
-  fi
-  local -A P M
-  local service_cpu=("${chain_cpu[@]+"${chain_cpu[@]}"}") chain_pids=()
-  # One hopbudget chain behind its edge: the description's budgets, the
-  # benchmark's latencies and shield bound, the gateway's stream bound.
-  # The edge is the chain's admission point; the hops behind it keep a fixed
-  # limit of twice the edge's as a backstop. With their adaptive limits, a
-  # hop whose limit dipped below the edge's shed what the edge had admitted
-  # (after the hops before it had worked on it), and each shed freed the
-  # edge's place for the next call: 20 000-38 000 gateway sheds in an 8x
-  # round, 53-62 % of capacity (docs/overload.md).
-  local backstop="--noadmission-adaptive --admission-limit=$((2 * overload_edge_limit))"
-  start_chain %s hopbudget --orders-flags="--latency=$chain_latency_orders $backstop" \
-    --ledger-flags="--latency=$chain_latency_ledger --shield-bound=600ms $backstop" \
-    --gateway-flags="--latency=$chain_latency_gateway \
---max-concurrent-streams=$overload_gateway_streams $backstop" \
-    --edge --edge-flags="--limit=fixed --max-in-flight=$overload_edge_limit"
-  local edge_pid
-  edge_pid="$(awk '$1 == "edge" { print $7 }' "$work/chain.ports")"
-  local idle_s
-  # one CLIENT RPS DURATION FILE [ENTRY]: an open-loop run on the chain's
-  # ENTRY (edge, the default, or gateway); CLIENT is unthrottled or
-  # throttled (--client-throttle=$chain_client_throttle). A round in which
-  # every call failed is a result here, not a failed run.
-  one() {
-    local extra=() entry=${5:-edge}
-    local admin="127.0.0.1:${P[gateway]},127.0.0.1:${P[orders]},127.0.0.1:${P[ledger]}"
-    [ "$1" = throttled ] && extra=(--client-throttle="$chain_client_throttle")
-    "${load_cpu[@]}" "$h2load" --gateway="127.0.0.1:${P[$entry]}" --rps="$2" \
-      --duration="$3" --budget="$chain_budget" --admin="$admin" \
-      --json="$4" --quiet "${extra[@]}" >"$4.txt" 2>&1 && return
-    # A connection the chain dropped under load is a finding: the round is
-    # kept (its calls from then on failed UNAVAILABLE), its cause printed.
-    if grep -q "was lost" "$4.txt" && [ -s "$4" ]; then
-      echo "  h2_load, $2/s: $(grep -o 'the connection.*' "$4.txt")" >&2
-      return
-    fi
-    echo "error: h2_load failed:" >&2; cat "$4.txt" >&2; exit 1
-  }
-  # The edge's CPU so far, in ms (utime + stime; clock ticks of 10 ms).
-  edge_cpu_ms() { awk '{ print ($14 + $15) * 10 }' "/proc/$edge_pid/stat"; }
-  ramp_one() { one unthrottled "$1" 3s "$2"; }
-  echo "capacity ramp (the hopbudget chain behind its edge, $placement):"
-  local capacity
-  capacity="$(capacity_ramp overload 400 51200 "$overload_gap" ramp_one)"
-  echo "capacity: $capacity/s"
-  wait_quiet 60 "${chain_pids[@]}" >/dev/null  # the ramp's last, overloaded step ends first
-  local d_s factor rate round client order=0 f
-  d_s="$(awk -v d="$overload_duration" 'BEGIN { sub(/s$/, "", d); print d }')"
-  echo "RESULT bench=overload kind=setup capacity=$capacity duration_s=$d_s" \
-    "budget_ms=${chain_budget%ms} rounds=$overload_rounds placement=${placement// /_}" \
-    "edge_limit=$overload_edge_limit" >"$raw/overload.txt"
-  # Each hop's admission sheds, read before and after every round (the ramp
-  # left out): which hop refused, and why, in a round that falls short.
-  local -A sheds
-  local hop arm entry edge_before
-  for hop in gateway orders ledger; do sheds[$hop]="$(admission_counts "${M[$hop]}")"; done
-  for factor in "${overload_levels[@]}"; do
-    rate=$((capacity * factor))
-    for round in $(seq 1 "$overload_rounds"); do
-      # arm = client on an entry: through the edge under both clients, and
-      # the gateway called directly under the client that does not back off.
-      local arms=(unthrottled/edge throttled/edge unthrottled/gateway)
-      [ $((order % 3)) = 1 ] && arms=(throttled/edge unthrottled/gateway unthrottled/edge)
-      [ $((order % 3)) = 2 ] && arms=(unthrottled/gateway unthrottled/edge throttled/edge)
-      order=$((order + 1))
-      for arm in "${arms[@]}"; do
-        client=${arm%/*} entry=${arm#*/}
-        f="$work/load-$factor-$client-$entry-$round.json"
-        # A round starts only once the chain is quiet, or the last round's
-        # backlog (a gateway that fell behind its socket reads it for
-        # seconds after its caller left) takes this round's CPU.
-        idle_s="$(wait_quiet 60 "${chain_pids[@]}")"
-        edge_before="$(edge_cpu_ms)"
-        one "$client" "$rate" "$overload_duration" "$f" "$entry"
-        local shed_text="" now
-        for hop in gateway orders ledger; do
-          now="$(admission_counts "${M[$hop]}")"
-          shed_text+="$(shed_fields "$hop" "${sheds[$hop]}" "$now")"
-          sheds[$hop]="$now"
-        done
-        shed_text+=" edge_cpu_ms=$(($(edge_cpu_ms) - edge_before))"
-        jq -r --arg c "$client" --arg f "$factor" --arg r "$round" --arg rate "$rate" \
-          --arg sheds "$shed_text" --arg g "$([ "$entry" = edge ] && echo edge || echo direct)" \
-          --arg idle "$idle_s" --arg lost "$(grep -c 'was lost' "$f.txt" || true)" '
-          "RESULT bench=overload kind=round client=\($c) gateway=\($g) factor=\($f) round=\($r) rate=\($rate)" +
-          " idle_wait_s=\($idle) connection_lost=\($lost)" +
-          " sent=\(.sent) ok=\(.ok) client_throttled=\(.client_throttled // 0)" +
-          " ok_p99_ms=\(.ok_latency_ms.p99 // 0) total_s=\(.total_s) client_cpu_s=\(.client_cpu_s)" +
-          " expired_unsent=\(.expired_unsent // 0) send_lag_p99_ms=\(.send_lag_ms.p99 // 0)" +
-          " work_after_deadline_ms=\(.work_after_deadline_ms)" +
-          " calls_started_after_deadline=\(.calls_started_after_deadline) " +
-          ([.per_hop[] | "\(.hop)_calls=\(.calls) \(.hop)_refused=\(.refused) \(.hop)_cpu_ms=\(.cpu_ms)"]
-           | join(" ")) + $sheds' "$f" | tee -a "$raw/overload.txt"
-        sleep "$overload_gap"
-      done
-    done
-  done
-  stop_pids
+  run_bench "$raw/overload.log" "chainctl overload" "$build_dir/client/chainctl/chainctl" overload \
+    --bin="$build_dir/server" --h2load="$build_dir/client/h2load/h2_load" \
+    --work="$raw/overload" --out="$raw/overload.txt" \
+    --levels="$(IFS=,; echo "${overload_levels[*]}")" --rounds="$overload_rounds" \
+    --duration="$overload_duration" --gap="${overload_gap}s" --budget="$chain_budget" \
+    --client-throttle="$chain_client_throttle" --edge-limit="$overload_edge_limit" \
+    --gateway-streams="$overload_gateway_streams" \
+    --gateway-flags="--latency=$chain_latency_gateway" \
+    --orders-flags="--latency=$chain_latency_orders" \
+    --ledger-flags="--latency=$chain_latency_ledger"
 }
 
 # ---------------------------------------------------------------- run

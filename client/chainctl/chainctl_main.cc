@@ -20,6 +20,7 @@
 //   chainctl command --hop H --db FILE [--mode M] [--replica] --started HOP=H:P,... [--orders-flags
 //   F]
 //   chainctl demo    --bin BUILD/server --h2load H2_LOAD --lint HOPBUDGET_LINT [--once]
+//   chainctl overload --bin BUILD/server --h2load H2_LOAD --work DIR --out FILE [--levels 1,2,...]
 //
 // Exit codes: 0 ok, 1 the call / a check failed, 2 bad arguments.
 //
@@ -53,7 +54,9 @@ constexpr char kUsage[] =
     "  command    one hop's command line from the same description, for a script that\n"
     "             starts and restarts the hops itself\n"
     "  demo       start a hopbudget and a baseline chain and run the demo's scenarios on\n"
-    "             both, side by side (scripts/demo.sh)\n";
+    "             both, side by side (scripts/demo.sh)\n"
+    "  overload   the overload benchmark's runs: one chain behind its edge at multiples\n"
+    "             of its capacity (scripts/bench.sh --only overload)\n";
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
@@ -73,6 +76,7 @@ int Main(int argc, char** argv) {
   if (cmd == "up") return Up(argc, argv);
   if (cmd == "command") return Command(argc, argv);
   if (cmd == "demo") return DemoCmd(argc, argv);
+  if (cmd == "overload") return OverloadCmd(argc, argv);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage;
     return 0;

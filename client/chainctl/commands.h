@@ -25,14 +25,18 @@
 #include "topology.h"
 
 // The flags of more than one command (common.cc).
-ABSL_DECLARE_FLAG(std::string, gateway);    // order, watch, load, probe
-ABSL_DECLARE_FLAG(absl::Duration, budget);  // order, watch, load, probe
-ABSL_DECLARE_FLAG(std::string, key);        // order, watch
-ABSL_DECLARE_FLAG(std::string, item);       // order, load
-ABSL_DECLARE_FLAG(std::string, json);       // load, metrics, stats
-ABSL_DECLARE_FLAG(std::string, admin);      // load, probe, faults, stats
-ABSL_DECLARE_FLAG(std::string, db);         // audit, command
-ABSL_DECLARE_FLAG(std::string, bin);        // up, demo
+ABSL_DECLARE_FLAG(std::string, gateway);      // order, watch, load, probe
+ABSL_DECLARE_FLAG(absl::Duration, budget);    // order, watch, load, probe
+ABSL_DECLARE_FLAG(std::string, key);          // order, watch
+ABSL_DECLARE_FLAG(std::string, item);         // order, load
+ABSL_DECLARE_FLAG(std::string, json);         // load, metrics, stats
+ABSL_DECLARE_FLAG(std::string, admin);        // load, probe, faults, stats
+ABSL_DECLARE_FLAG(std::string, db);           // audit, command
+ABSL_DECLARE_FLAG(std::string, bin);          // up, demo, overload
+ABSL_DECLARE_FLAG(std::string, work);         // up, overload
+ABSL_DECLARE_FLAG(std::string, h2load);       // demo, overload
+ABSL_DECLARE_FLAG(absl::Duration, duration);  // load, overload
+ABSL_DECLARE_FLAG(double, client_throttle);   // load, overload
 // A chain from its description: up, command (ChainFromFlags).
 ABSL_DECLARE_FLAG(std::string, mode);
 ABSL_DECLARE_FLAG(bool, replica);
@@ -47,18 +51,19 @@ namespace hopbudget::chainctl {
 // Each command: argv[1] is its name, argv[2..] its flags. Returns the exit
 // code (0 ok, 1 the call / a check failed, 2 bad arguments); a bad command
 // line exits 2 and --help exits 0 from within.
-int Order(int argc, char** argv);      // order_command.cc
-int Watch(int argc, char** argv);      // watch_command.cc
-int Load(int argc, char** argv);       // load_command.cc
-int Audit(int argc, char** argv);      // audit_command.cc
-int Probe(int argc, char** argv);      // probe_command.cc
-int Metrics(int argc, char** argv);    // metrics_command.cc
-int FaultsCmd(int argc, char** argv);  // faults_command.cc
-int StatsCmd(int argc, char** argv);   // stats_command.cc
-int Scenarios(int argc, char** argv);  // scenarios_command.cc
-int Up(int argc, char** argv);         // up_command.cc
-int Command(int argc, char** argv);    // command_command.cc
-int DemoCmd(int argc, char** argv);    // demo_command.cc
+int Order(int argc, char** argv);        // order_command.cc
+int Watch(int argc, char** argv);        // watch_command.cc
+int Load(int argc, char** argv);         // load_command.cc
+int Audit(int argc, char** argv);        // audit_command.cc
+int Probe(int argc, char** argv);        // probe_command.cc
+int Metrics(int argc, char** argv);      // metrics_command.cc
+int FaultsCmd(int argc, char** argv);    // faults_command.cc
+int StatsCmd(int argc, char** argv);     // stats_command.cc
+int Scenarios(int argc, char** argv);    // scenarios_command.cc
+int Up(int argc, char** argv);           // up_command.cc
+int Command(int argc, char** argv);      // command_command.cc
+int DemoCmd(int argc, char** argv);      // demo_command.cc
+int OverloadCmd(int argc, char** argv);  // overload_command.cc
 
 // One command's flags (as in ABSL_FLAG) and usage: another command's flag
 // is refused ("unknown flag"), and --help lists these only.

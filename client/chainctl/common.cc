@@ -33,6 +33,15 @@ ABSL_FLAG(std::string, gateway_flags, "", "the gateway's extra flags, separated 
 ABSL_FLAG(std::string, orders_flags, "", "orders' extra flags, separated by spaces");
 ABSL_FLAG(std::string, ledger_flags, "", "the ledger's extra flags, separated by spaces");
 ABSL_FLAG(std::string, replica_flags, "", "the replica's extra flags, separated by spaces");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(5),
+          "how long to start calls (overload: each run of each level)");
+ABSL_FLAG(double, client_throttle, 0,
+          "0 (off), or the SRE book's adaptive throttling with this K (>= 1, e.g. 2): the "
+          "client refuses calls itself, unsent, so that it sends about K times what the gateway "
+          "accepts (overload: the throttled caller's, > 0)");
+ABSL_FLAG(std::string, work, "", "the folder of the ledger's database and the hops' output");
+ABSL_FLAG(std::string, h2load, "",
+          "client/h2load/h2_load: the caller that does not back off (required)");
 ABSL_FLAG(std::string, bin, "",
           "the folder of the service binaries (gateway, orders, ledger, edge)");
 ABSL_FLAG(bool, edge, false, "an edge in front of the gateway (server/edge), which callers call");

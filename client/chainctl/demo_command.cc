@@ -62,7 +62,6 @@
 #include "summary.h"
 #include "topology.h"
 
-ABSL_FLAG(std::string, h2load, "", "client/h2load/h2_load: the flood's caller (required)");
 ABSL_FLAG(std::string, lint, "", "client/lint/hopbudget-lint (required)");
 ABSL_FLAG(std::string, config_dir, "server/config", "the services' gRPC service configs");
 ABSL_FLAG(bool, once, false,
@@ -779,24 +778,6 @@ void Demo::Deploy() {
   }
 }
 
-// Those processes' CPU time, in clock ticks (/proc/PID/stat: utime + stime).
-int64_t CpuTicks(const std::vector<pid_t>& pids) {
-  int64_t ticks = 0;
-  for (pid_t pid : pids) {
-    const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-    // The fields after the command name, which is in parentheses.
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');
-    int64_t utime = 0, stime = 0;
-    // utime and stime are fields 14 and 15; f[0] is field 3.
-    if (f.size() > 12 && absl::SimpleAtoi(f[11], &utime) && absl::SimpleAtoi(f[12], &stime)) {
-      ticks += utime + stime;
-    }
-  }
-  return ticks;
-}
-
 // The overload scenario's caller is client/h2load: a plain gRPC caller
 // (grpc-timeout, none of hopbudget's headers; no throttle, no retries) that
 // writes HTTP/2 frames with libnghttp2 and costs a few us a call. chainctl
@@ -871,24 +852,16 @@ void Demo::Flood() {
     Sleep(absl::Milliseconds(100));
     ++idle_wait;
   }
-  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
-  int quiet_ticks = 0;
-  int64_t before = CpuTicks(services_.Pids());
-  while (quiet_ticks < 30 * 5) {
-    Sleep(absl::Milliseconds(200));
-    ++quiet_ticks;
-    const int64_t after = CpuTicks(services_.Pids());
-    // 5 % of 200 ms is 10 ms of CPU.
-    if ((after - before) / hz < 0.010) break;
-    before = after;
-  }
+  const absl::Duration quiet =
+      WaitQuiet(services_.Pids(), absl::Seconds(30), [] { return g_signal != 0; });
+  CheckSignal();
   if (idle_wait >= 300) {
     std::cout << "    (the baseline chain's handlers were still busy 30 s after its flood)\n";
   } else {
     std::cout << absl::StrFormat(
         "    (waited %.1f s more for the baseline chain's handlers to empty, %.1f s for every "
         "service to go quiet)\n",
-        idle_wait / 10.0, quiet_ticks / 5.0);
+        idle_wait / 10.0, absl::ToDoubleSeconds(quiet));
   }
   const RunSummary fb(File("flood-baseline.json")), fh(File("flood-hopbudget.json"));
   if (!fb.ok || !fh.ok) {

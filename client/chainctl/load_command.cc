@@ -19,7 +19,6 @@
 #include "summary.h"
 
 ABSL_FLAG(double, rps, 50, "calls started per second, 0.1..100000");
-ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "how long to start calls");
 ABSL_FLAG(int, concurrency, 256, "calls in flight at most, 1..100000 (more are not sent)");
 ABSL_FLAG(double, max_error_rate, -1,
           "exit 1 when more than this share of the calls failed (0..1; default: only when "
@@ -29,10 +28,6 @@ ABSL_FLAG(std::string, method, "place-order",
           "orders placed first; with --admin=ORDERS the summary shows the hedges orders sent "
           "and the extra load)");
 ABSL_FLAG(int, read_keys, 20, "get-order: orders placed first and read round robin, 1..10000");
-ABSL_FLAG(double, client_throttle, 0,
-          "load: 0 (off), or the SRE book's adaptive throttling with this K (>= 1, e.g. 2): "
-          "the client refuses calls itself, unsent, so that it sends about K times what the "
-          "gateway accepts");
 ABSL_FLAG(std::string, key_prefix, "", "idempotency keys are PREFIX-N (default load-<time>)");
 ABSL_FLAG(bool, quiet, false,
           "no live progress line (there is none when stderr is not a terminal)");

@@ -2,6 +2,7 @@
 #include "processes.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,8 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -19,7 +23,7 @@
 namespace hopbudget::chainctl {
 
 absl::StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args,
-                            const std::string& out, const std::string& err) {
+                            const std::string& out, const std::string& err, int cpu) {
   // Built before fork: the child only makes async-signal-safe calls.
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(binary.c_str()));
@@ -41,6 +45,12 @@ absl::StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::st
   const pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
+    if (cpu >= 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      if (sched_setaffinity(0, sizeof(one), &one) != 0) _exit(126);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -98,6 +108,82 @@ int Stop(pid_t pid) {
     if (errno != EINTR) return 1;
   }
   return ExitCode(status);
+}
+
+absl::StatusOr<std::vector<StartedHop>> StartChain(const ChainSpec& spec, const std::string& bin,
+                                                   const std::string& work, int cpu) {
+  std::vector<StartedHop> started;
+  std::map<Hop, std::string> addresses;
+  for (Hop hop : StartOrder(spec)) {
+    const std::string name(HopName(hop));
+    absl::StatusOr<HopCommand> command = CommandFor(spec, hop, addresses);
+    if (!command.ok()) {
+      StopChain(started);
+      return absl::InvalidArgumentError(absl::StrCat(name, ": ", command.status().message()));
+    }
+    const std::string binary = absl::StrCat(bin, "/", command->binary);
+    const std::string out = absl::StrCat(work, "/", name, ".out");
+    const std::string err = absl::StrCat(work, "/", name, ".err");
+    absl::StatusOr<pid_t> pid = Spawn(binary, command->args, out, err, cpu);
+    if (!pid.ok()) {
+      StopChain(started);
+      return absl::InternalError(absl::StrCat(name, ": ", pid.status().message()));
+    }
+    absl::StatusOr<ReadyPorts> ready = WaitReady(*pid, out, err, absl::Seconds(30));
+    if (!ready.ok()) {
+      if (!absl::IsUnavailable(ready.status())) Stop(*pid);  // not reaped yet
+      StopChain(started);
+      return absl::UnavailableError(
+          absl::StrCat(name, " (", binary, ") did not start: ", ready.status().message()));
+    }
+    started.push_back({hop, *pid, ready->port, ready->metrics_port});
+    addresses[hop] = absl::StrCat("127.0.0.1:", ready->port);
+  }
+  return started;
+}
+
+std::string StopChain(const std::vector<StartedHop>& hops) {
+  std::string failed;
+  for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
+    const int code = Stop(it->pid);
+    if (code != 0) absl::StrAppend(&failed, HopName(it->hop), " exited ", code, "\n");
+  }
+  return failed;
+}
+
+absl::Duration CpuTime(const std::vector<pid_t>& pids) {
+  static const double kTicksPerSecond = static_cast<double>(sysconf(_SC_CLK_TCK));
+  int64_t ticks = 0;
+  for (pid_t pid : pids) {
+    std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // The fields after the command name, which is in parentheses and may
+    // hold spaces: utime and stime are fields 14 and 15, f[11] and f[12].
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 > stat.size()) continue;
+    std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');
+    int64_t utime = 0, stime = 0;
+    if (f.size() > 12 && absl::SimpleAtoi(f[11], &utime) && absl::SimpleAtoi(f[12], &stime)) {
+      ticks += utime + stime;
+    }
+  }
+  return absl::Seconds(ticks / kTicksPerSecond);
+}
+
+absl::Duration WaitQuiet(const std::vector<pid_t>& pids, absl::Duration max,
+                         const std::function<bool()>& stop) {
+  constexpr absl::Duration kSample = absl::Milliseconds(200);
+  absl::Duration waited = absl::ZeroDuration();
+  absl::Duration before = CpuTime(pids);
+  while (waited < max && !(stop && stop())) {
+    absl::SleepFor(kSample);
+    waited += kSample;
+    const absl::Duration after = CpuTime(pids);
+    // 5 % of 200 ms is 10 ms of CPU.
+    if (after - before < absl::Milliseconds(10)) break;
+    before = after;
+  }
+  return waited;
 }
 
 }  // namespace hopbudget::chainctl

@@ -28,34 +28,25 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "commands.h"
 #include "processes.h"
 #include "topology.h"
 
-ABSL_FLAG(std::string, work, "", "the folder of the ledger's database and the hops' output");
 ABSL_FLAG(std::string, ports_out, "", "a file for the hops' lines (hop, port, metrics, pid)");
 
 namespace hopbudget::chainctl {
 namespace {
 
-struct Running {
-  Hop hop;
-  pid_t pid = -1;
-  int port = 0, metrics_port = 0;
-};
-
 // Stops every hop started, front to back; 0 when each exited 0.
-int StopAll(const std::vector<Running>& running) {
-  int rc = 0;
-  for (auto it = running.rbegin(); it != running.rend(); ++it) {
-    const int code = Stop(it->pid);
-    if (code != 0) {
-      std::cerr << "chainctl up: " << HopName(it->hop) << " exited " << code << "\n";
-      rc = 1;
-    }
+int StopAll(const std::vector<StartedHop>& chain) {
+  const std::string failed = StopChain(chain);
+  if (failed.empty()) return 0;
+  for (absl::string_view line : absl::StrSplit(failed, '\n', absl::SkipEmpty())) {
+    std::cerr << "chainctl up: " << line << "\n";
   }
-  return rc;
+  return 1;
 }
 
 }  // namespace
@@ -90,41 +81,17 @@ int Up(int argc, char** argv) {
   sigaddset(&stop_signals, SIGCHLD);  // a hop that exits stops the chain
   sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  std::vector<Running> running;
-  std::map<Hop, std::string> addresses;
-  std::string lines;
-  for (Hop hop : StartOrder(spec)) {
-    absl::StatusOr<HopCommand> command = CommandFor(spec, hop, addresses);
-    if (!command.ok()) {
-      std::cerr << "chainctl up: " << HopName(hop) << ": " << command.status().message() << "\n";
-      StopAll(running);
-      return 2;
-    }
-    const std::string name(HopName(hop));
-    const std::string out = absl::StrCat(work, "/", name, ".out");
-    const std::string err = absl::StrCat(work, "/", name, ".err");
-    absl::StatusOr<pid_t> pid = Spawn(bin + "/" + command->binary, command->args, out, err);
-    if (!pid.ok()) {
-      std::cerr << "chainctl up: " << name << ": " << pid.status().message() << "\n";
-      StopAll(running);
-      return 1;
-    }
-    absl::StatusOr<ReadyPorts> ready = WaitReady(*pid, out, err, absl::Seconds(30));
-    if (!ready.ok()) {
-      if (!absl::IsUnavailable(ready.status())) Stop(*pid);  // not reaped yet
-      std::cerr << "chainctl up: " << name << " (" << bin << "/" << command->binary
-                << ") did not start: " << ready.status().message() << "\n";
-      StopAll(running);
-      return 1;
-    }
-    running.push_back({hop, *pid, ready->port, ready->metrics_port});
-    const Running& r = running.back();
-    addresses[hop] = absl::StrCat("127.0.0.1:", r.port);
-    const std::string line =
-        absl::StrCat(name, " port ", r.port, " metrics ", r.metrics_port, " pid ", r.pid, "\n");
-    std::cout << line << std::flush;
-    lines += line;
+  absl::StatusOr<std::vector<StartedHop>> chain = StartChain(spec, bin, work);
+  if (!chain.ok()) {
+    std::cerr << "chainctl up: " << chain.status().message() << "\n";
+    return absl::IsInvalidArgument(chain.status()) ? 2 : 1;
   }
+  std::string lines;
+  for (const StartedHop& r : *chain) {
+    lines += absl::StrCat(HopName(r.hop), " port ", r.port, " metrics ", r.metrics_port, " pid ",
+                          r.pid, "\n");
+  }
+  std::cout << lines << std::flush;
   const std::string ports_out = absl::GetFlag(FLAGS_ports_out);
   if (!ports_out.empty()) {
     // Written whole, then renamed: a reader sees every hop or no file.
@@ -132,7 +99,7 @@ int Up(int argc, char** argv) {
     std::ofstream(partial) << lines;
     if (std::rename(partial.c_str(), ports_out.c_str()) != 0) {
       std::cerr << "chainctl up: --ports-out=" << ports_out << ": " << std::strerror(errno) << "\n";
-      StopAll(running);
+      StopAll(*chain);
       return 1;
     }
   }
@@ -140,11 +107,11 @@ int Up(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   if (sig == SIGCHLD) {
     std::cerr << "chainctl up: a hop exited: stopping the chain front to back\n";
-    StopAll(running);
+    StopAll(*chain);
     return 1;
   }
   std::cerr << "chainctl up: " << strsignal(sig) << ": stopping the chain front to back\n";
-  return StopAll(running);
+  return StopAll(*chain);
 }
 
 }  // namespace hopbudget::chainctl

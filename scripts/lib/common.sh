@@ -66,25 +66,3 @@ ensure_packages() {
 
 jobs() { nproc 2>/dev/null || echo 2; }
 
-# wait_quiet MAX_S PID...: waits until those processes together use under
-# 5 % of a core (over 200 ms), at most MAX_S seconds; prints the seconds
-# waited (MAX_S when they never went quiet). A hop that fell behind its
-# socket goes on reading streams whose callers have left, with no call in
-# its handlers: only its CPU shows it.
-wait_quiet() {
-  local max_ticks=$(($1 * 5)) ticks=0 before after hz
-  shift
-  hz="$(getconf CLK_TCK)"
-  cpu_ticks() { local p; for p in "$@"; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done |
-    awk '{ n += $1 } END { print n + 0 }'; }
-  before="$(cpu_ticks "$@")"
-  while [ "$ticks" -lt "$max_ticks" ]; do
-    sleep 0.2
-    ticks=$((ticks + 1))
-    after="$(cpu_ticks "$@")"
-    # 5 % of 200 ms is 10 ms of CPU.
-    if awk -v d=$((after - before)) -v hz="$hz" 'BEGIN { exit !(d / hz < 0.010) }'; then break; fi
-    before=$after
-  done
-  awk -v t="$ticks" 'BEGIN { printf "%.1f", t / 5 }'
-}
