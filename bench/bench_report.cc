@@ -32,7 +32,8 @@
 // this process, and writes report.md (the machine facts, the failed runs, the
 // summary of every VERDICT line, each section's prose and tables, the
 // micro-benchmarks from RAW/micro.json, the refusal section's instruction
-// counts from RAW/refusal-instructions.txt) and, as the script did before,
+// counts from RAW/refusal-instructions.txt; the chain section's introduction
+// when RAW holds its setup line) and, as the script did before,
 // RAW/<section>.md, RAW/verdicts.log (the HEADLINE lines the script prints)
 // and RAW/chain.dat (the chart's data, for gnuplot). SETTINGS is what the
 // script knows and the prose quotes, one key=value per line, every key
@@ -48,7 +49,9 @@
 //   slots_rounds
 //   overload_gateway_streams overload_edge_limit overload_levels overload_rounds
 //   overload_duration
-//   chain_client_throttle chain_budget    section 10
+//   chain_client_throttle chain_budget    sections 4 and 10
+//   chain_duration chain_rounds chain_ramp_step chain_latency_gateway
+//   chain_latency_orders chain_latency_ledger                   section 4
 //   refusal_duration refusal_warmup reload_rounds reload_duration
 //   failure                "LABEL: exit status N (...)", repeatable
 //

@@ -107,7 +107,7 @@ case "$deadlock" in default|off) ;; *)
 esac
 
 # ---------------------------------------------------------------- build
-ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" gnuplot-nox jq
+ensure_packages "${HOPBUDGET_BUILD_PACKAGES[@]}" gnuplot-nox
 # The refusal section counts instructions per call under callgrind.
 if wants refusal; then ensure_packages valgrind; fi
 cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOPBUDGET_BUILD_TESTS=OFF
@@ -424,211 +424,29 @@ run_micro() {
     --benchmark_out="$raw/micro.json" --benchmark_out_format=json
 }
 
-# start_chain KEY MODE [UP FLAGS...]: one demo chain from the chain's one
-# description (chainctl up; client/chainctl/topology.h), in MODE, on free
-# ports, under ${service_cpu[@]} (a taskset prefix, or nothing: the hops
-# inherit it), its hops' output in $work/hb-chain/ for KEY hb-%s. KEY is a printf
-# format with %s for the hop (hb-%s: P[hb-gateway]). Sets P[key] to each
-# hop's gRPC port and M[key] to its HTTP (/metrics) port when the caller
-# declared M; adds the hops' pids to chain_pids and chainctl up's to pids
-# (stop_pids ends it, and it stops the hops front to back). Reads the
-# caller's sbin, work, service_cpu, chain_pids, P and M (bash's dynamic
-# scope).
-start_chain() {
-  local key=$1 mode=$2 dir hop port mport pid _
-  shift 2
-  dir="$work/$(printf "$key" chain)"
-  "${service_cpu[@]+"${service_cpu[@]}"}" "$build_dir/client/chainctl/chainctl" up \
-    --mode="$mode" --bin="$sbin" --work="$dir" --ports-out="$dir.ports" "$@" \
-    >"$dir.up.out" 2>"$dir.up.err" </dev/null &
-  pids+=($!)
-  if ! wait_for_line "$dir.ports" "^gateway " 60; then
-    echo "error: the $mode chain ($dir) did not start:" >&2
-    cat "$dir.up.err" >&2
-    exit 1
-  fi
-  while read -r hop _ port _ mport _ pid; do
-    P[$(printf "$key" "$hop")]=$port
-    if declare -p M >/dev/null 2>&1; then M[$(printf "$key" "$hop")]=$mport; fi
-    chain_pids+=("$pid")
-  done <"$dir.ports"
-}
-
-# ok_share FILE: OK / calls the application made (sent, and refused by the
-# client's own throttle) of a chainctl load run (0 when there were none).
-ok_share() {
-  jq -r '(.sent + (.client_throttled // 0)) as $n | if $n > 0 then .ok / $n else 0 end' "$1"
-}
-
-# capacity_ramp NAME START MAX GAP RUN...: the highest rate at which >= 90 %
-# of the calls succeed: a doubling ramp from START (up to MAX), then two
-# bisection steps, GAP seconds apart. Each step runs `RUN... RPS FILE`, one
-# open-loop run that writes chainctl's JSON to FILE ($work/ramp-NAME-RPS.json).
-# Progress goes to stderr, the capacity to stdout (START / 2 when even START
-# fails).
-capacity_ramp() {
-  local name=$1 start=$2 rps=$2 max=$3 gap=$4 lo=0 hi=0 mid i
-  shift 4
-  local run=("$@")
-  # ramp_step RPS: one step; true when fewer than 90 % of its calls succeeded.
-  ramp_step() {
-    local f="$work/ramp-$name-$1.json" share
-    "${run[@]}" "$1" "$f" >&2
-    share="$(ok_share "$f")"
-    echo "  offered $1/s -> OK share $share" >&2
-    sleep "$gap"
-    awk -v r="$share" 'BEGIN { exit !(r < 0.9) }'
-  }
-  while [ "$rps" -le "$max" ]; do
-    if ramp_step "$rps"; then hi=$rps; break; fi
-    lo=$rps
-    rps=$((rps * 2))
-  done
-  if [ "$hi" -gt 0 ] && [ "$lo" -gt 0 ]; then
-    for i in 1 2; do
-      mid=$(((lo + hi) / 2))
-      if ramp_step "$mid"; then hi=$mid; else lo=$mid; fi
-    done
-  fi
-  echo $((lo > 0 ? lo : start / 2))
-}
-
 # ---------------------------------------------------------------- 4. chain
 # Saved work under overload on the demo chain (server/: gateway -> orders ->
-# ledger, driven by client/chainctl). Two chains run side by side, started
-# like scripts/demo.sh does: a hopbudget one and a baseline one (constant
-# 1 s timeout per hop, a naive retry loop), with a latency mix injected at
-# every hop. Each chain's capacity is measured first (capacity_ramp); then
-# each load level (0.5x, 1x, 2x, 4x the baseline's capacity) runs on both
-# chains. The capacities and every run are RESULT lines (bench=chain, in
-# chain.txt), from which bench_report --section=chain writes the section's
-# tables, judges its targets and gives the chart's data.
+# ledger): `chainctl saved-work` (client/chainctl/saved_work_command.cc says
+# how) runs a hopbudget and a baseline chain side by side with a latency mix
+# at every hop, measures each one's capacity, runs each load level (0.5x,
+# 1x, 2x, 4x the baseline's capacity) on both and writes the capacities and
+# every run as RESULT lines (bench=chain, in chain.txt), from which
+# bench_report --section=chain writes the section's tables, judges its
+# targets and gives the chart's data.
 chain_budget=500ms
 chain_latency_gateway=uniform:1ms-5ms
 chain_latency_orders=uniform:5ms-15ms
 chain_latency_ledger=exp:20ms
 chain_client_throttle=2
 run_chain() {
-  local sbin="$build_dir/server" chainctl="$build_dir/client/chainctl/chainctl"
-  local work="$raw/chain"
-  mkdir -p "$work"
-  local -A P
-  local service_cpu=() chain_pids=()
-  # The two chains' budgets are the description's; each hop's latency is
-  # the benchmark's, and so is the hopbudget ledger's 600 ms shield bound.
-  local latencies=(--gateway-flags="--latency=$chain_latency_gateway"
-    --orders-flags="--latency=$chain_latency_orders")
-  start_chain hb-%s hopbudget "${latencies[@]}" \
-    --ledger-flags="--latency=$chain_latency_ledger --shield-bound=600ms"
-  start_chain bl-%s baseline "${latencies[@]}" --ledger-flags="--latency=$chain_latency_ledger"
-  local hb_admin="127.0.0.1:${P[hb-gateway]},127.0.0.1:${P[hb-orders]},127.0.0.1:${P[hb-ledger]}"
-  local bl_admin="127.0.0.1:${P[bl-gateway]},127.0.0.1:${P[bl-orders]},127.0.0.1:${P[bl-ledger]}"
-
-  # load MODE RPS DURATION FILE: one open-loop run on the chain of MODE:
-  # baseline; hopbudget, whose client throttles itself as hopbudget's
-  # clients do (ClientThrottle, K = $chain_client_throttle); or
-  # hopbudget-client-unthrottled, the same chain driven by a client that
-  # does not back off.
-  load() {
-    local gw admin extra=()
-    case "$1" in
-      hopbudget) gw="${P[hb-gateway]}" admin="$hb_admin"
-        extra=(--client-throttle="$chain_client_throttle") ;;
-      hopbudget-client-unthrottled) gw="${P[hb-gateway]}" admin="$hb_admin" ;;
-      *) gw="${P[bl-gateway]}" admin="$bl_admin" ;;
-    esac
-    "$chainctl" load --gateway "127.0.0.1:$gw" --rps "$2" --duration "$3" \
-      --budget "$chain_budget" --concurrency 4096 --admin "$admin" --json "$4" --quiet \
-      "${extra[@]}" >"$4.txt" 2>&1 ||
-      { echo "error: chainctl load failed:" >&2; cat "$4.txt" >&2; exit 1; }
-  }
-  secs() { awk -v d="$1" 'BEGIN { if (d ~ /ms$/) print substr(d, 1, length(d) - 2) / 1000;
-                                   else print substr(d, 1, length(d) - 1) }'; }
-
-  # capacity_of MODE: the capacity of that chain (capacity_ramp).
-  ramp_load() { load "$1" "$2" "$chain_ramp_step" "$3"; }
-  capacity_of() {
-    echo "capacity ramp ($1 chain, $chain_ramp_step per step, budget $chain_budget):" >&2
-    capacity_ramp "$1" "$chain_ramp_start" 6400 "$chain_gap" ramp_load "$1"
-  }
-  # Each chain's capacity on its own chain; the load levels are multiples of
-  # the baseline's.
-  local capacity hb_capacity d_s
-  capacity="$(capacity_of baseline)"
-  hb_capacity="$(capacity_of hopbudget)"
-  echo "capacity: baseline $capacity/s, hopbudget $hb_capacity/s"
-  d_s="$(secs "$chain_duration")"
-  echo "RESULT bench=chain kind=setup capacity=$capacity hopbudget_capacity=$hb_capacity" \
-    "budget_ms=${chain_budget%ms} duration_s=$d_s rounds=$chain_rounds" >"$raw/chain.txt"
-
-  # Each level runs on both chains; the order alternates from run to run
-  # and a gap follows each run, so that one chain's leftover work (the
-  # baseline's goes on after its client left) does not load the other's run.
-  # Past capacity (2x, 4x), where one run's goodput swings by a fifth from
-  # run to run on this machine, each level runs chain_rounds rounds and is
-  # judged on the median, its spread beside it.
-  local factor mode rate order=0 modes round reps
-  for factor in 0.5 1 2 4; do
-    rate="$(awk -v c="$capacity" -v f="$factor" 'BEGIN { r = int(c * f + 0.5); print r < 1 ? 1 : r }')"
-    reps=1
-    case "$factor" in 2|4) reps=$chain_rounds ;; esac
-    for round in $(seq 1 "$reps"); do
-      modes="baseline hopbudget"
-      [ $((order % 2)) = 1 ] && modes="hopbudget baseline"
-      order=$((order + 1))
-      # Past capacity, also the hopbudget chain under a client that does not
-      # back off: what the servers' shedding does on its own.
-      case "$factor" in 2|4) modes="$modes hopbudget-client-unthrottled" ;; esac
-      for mode in $modes; do
-        load "$mode" "$rate" "$chain_duration" "$work/load-$factor-$mode-$round.json"
-        # One RESULT line per run: ok_p99_ms is "-" when chainctl did not
-        # report it, work_by_hop_ms "hop:ms,..." ("-" without hops).
-        jq -r --arg mode "$mode" --arg factor "$factor" --arg rate "$rate" --arg d "$d_s" \
-          --arg round "$round" '
-          "RESULT bench=chain kind=run mode=\($mode) factor=\($factor) rate=\($rate) round=\($round)" +
-          " sent=\(.sent) ok=\(.ok) not_sent=\(.not_sent) client_throttled=\(.client_throttled // 0)" +
-          " goodput=\(.ok / ($d | tonumber))" +
-          " deadline_exceeded=\(.errors_by_code.DEADLINE_EXCEEDED // 0) retries=\(.retries)" +
-          " p50_ms=\(.latency_ms.p50) p99_ms=\(.latency_ms.p99) ok_p99_ms=\(.ok_latency_ms.p99 // "-")" +
-          " calls_started_after_deadline=\(.calls_started_after_deadline)" +
-          " work_after_deadline_ms=\(.work_after_deadline_ms)" +
-          " work_by_hop_ms=\([.per_hop[]? | "\(.hop):\(.work_after_deadline_ms)"] | join(",") |
-                              if . == "" then "-" else . end)"' \
-          "$work/load-$factor-$mode-$round.json" | tee -a "$raw/chain.txt"
-        sleep "$chain_gap"
-      done
-    done
-  done
-  stop_pids
-
-  # The section's introduction; its tables and verdicts are bench_report's
-  # (the report, below).
-  {
-    echo "Two demo chains side by side (gateway -> orders -> ledger, separate processes):"
-    echo "**baseline** (sync services: a thread per call; constant 1 s timeout per hop, naive"
-    echo "retry loop of 3 x 1 s, no cancellation) and **hopbudget** (as in scripts/demo.sh:"
-    echo "the order path on the callback API, no thread waiting on a call's behalf; request"
-    echo "cap 2 s, attempt cap 300 ms x 3, shield bound 600 ms). Latency mix injected: gateway"
-    echo "$chain_latency_gateway, orders $chain_latency_orders, ledger $chain_latency_ledger."
-    echo "Client budget $chain_budget, open loop (\`chainctl load\`), $chain_duration per run."
-    echo "The hopbudget chain's client throttles itself as the SRE book's clients do"
-    echo "(\`--client-throttle=$chain_client_throttle\`, hopbudget's ClientThrottle: it sends about"
-    echo "$chain_client_throttle times what the gateway accepts and refuses the rest itself, unsent;"
-    echo "those count as failed calls); at 2x and 4x the same chain also runs under a client"
-    echo "that does not back off (\`hopbudget-client-unthrottled\`), judged separately."
-    echo "Measured capacity (each chain on its own: the highest rate with >= 90 % OK, from a"
-    echo "doubling ramp of $chain_ramp_step steps and two bisection steps): baseline"
-    echo "**$capacity/s**, hopbudget **$hb_capacity/s**. Load levels are multiples of the"
-    echo "baseline's capacity."
-    echo "Goodput = OK responses (all within the client budget) per second. Work after"
-    echo "deadline = handler time spent past the client deadline, summed over the hops"
-    echo "(each service's accounting, read 1.5 s after the run: baseline work still running"
-    echo "then is not counted, so the baseline figure is a lower bound)."
-    echo
-    echo "At 2x and 4x each mode runs $chain_rounds rounds (modes alternating); the targets"
-    echo "are judged on each level's median goodput (min..max beside it), the sum of its"
-    echo "late calls and work after the deadline, and the highest p99."
-  } >"$raw/chain-intro.md"
+  run_bench "$raw/chain.log" "chainctl saved-work" "$build_dir/client/chainctl/chainctl" saved-work \
+    --bin="$build_dir/server" --work="$raw/chain" --out="$raw/chain.txt" \
+    --duration="$chain_duration" --rounds="$chain_rounds" --gap="${chain_gap}s" \
+    --budget="$chain_budget" --client-throttle="$chain_client_throttle" \
+    --ramp-step="$chain_ramp_step" --ramp-start="$chain_ramp_start" \
+    --gateway-flags="--latency=$chain_latency_gateway" \
+    --orders-flags="--latency=$chain_latency_orders" \
+    --ledger-flags="--latency=$chain_latency_ledger"
 }
 
 # ---------------------------------------------------------------- 10. overload
@@ -724,6 +542,12 @@ report="$out/report.md"
   echo "overload_duration=$overload_duration"
   echo "chain_client_throttle=$chain_client_throttle"
   echo "chain_budget=$chain_budget"
+  echo "chain_duration=$chain_duration"
+  echo "chain_rounds=$chain_rounds"
+  echo "chain_ramp_step=$chain_ramp_step"
+  echo "chain_latency_gateway=$chain_latency_gateway"
+  echo "chain_latency_orders=$chain_latency_orders"
+  echo "chain_latency_ledger=$chain_latency_ledger"
   echo "refusal_duration=$refusal_duration"
   echo "refusal_warmup=$refusal_warmup"
   echo "reload_rounds=$reload_rounds"

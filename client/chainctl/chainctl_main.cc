@@ -21,6 +21,7 @@
 //   F]
 //   chainctl demo    --bin BUILD/server --h2load H2_LOAD --lint HOPBUDGET_LINT [--once]
 //   chainctl overload --bin BUILD/server --h2load H2_LOAD --work DIR --out FILE [--levels 1,2,...]
+//   chainctl saved-work --bin BUILD/server --work DIR --out FILE --client-throttle K
 //
 // Exit codes: 0 ok, 1 the call / a check failed, 2 bad arguments.
 //
@@ -56,7 +57,9 @@ constexpr char kUsage[] =
     "  demo       start a hopbudget and a baseline chain and run the demo's scenarios on\n"
     "             both, side by side (scripts/demo.sh)\n"
     "  overload   the overload benchmark's runs: one chain behind its edge at multiples\n"
-    "             of its capacity (scripts/bench.sh --only overload)\n";
+    "             of its capacity (scripts/bench.sh --only overload)\n"
+    "  saved-work the chain benchmark's runs: a hopbudget and a baseline chain at\n"
+    "             multiples of the baseline's capacity (scripts/bench.sh --only chain)\n";
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
@@ -77,6 +80,7 @@ int Main(int argc, char** argv) {
   if (cmd == "command") return Command(argc, argv);
   if (cmd == "demo") return DemoCmd(argc, argv);
   if (cmd == "overload") return OverloadCmd(argc, argv);
+  if (cmd == "saved-work") return SavedWorkCmd(argc, argv);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage;
     return 0;

@@ -36,7 +36,11 @@ ABSL_DECLARE_FLAG(std::string, bin);          // up, demo, overload
 ABSL_DECLARE_FLAG(std::string, work);         // up, overload
 ABSL_DECLARE_FLAG(std::string, h2load);       // demo, overload
 ABSL_DECLARE_FLAG(absl::Duration, duration);  // load, overload
-ABSL_DECLARE_FLAG(double, client_throttle);   // load, overload
+ABSL_DECLARE_FLAG(double, client_throttle);   // load, overload, saved-work
+// The benchmarks' runs: overload, saved-work.
+ABSL_DECLARE_FLAG(std::string, out);
+ABSL_DECLARE_FLAG(int, rounds);
+ABSL_DECLARE_FLAG(absl::Duration, gap);
 // A chain from its description: up, command (ChainFromFlags).
 ABSL_DECLARE_FLAG(std::string, mode);
 ABSL_DECLARE_FLAG(bool, replica);
@@ -51,19 +55,20 @@ namespace hopbudget::chainctl {
 // Each command: argv[1] is its name, argv[2..] its flags. Returns the exit
 // code (0 ok, 1 the call / a check failed, 2 bad arguments); a bad command
 // line exits 2 and --help exits 0 from within.
-int Order(int argc, char** argv);        // order_command.cc
-int Watch(int argc, char** argv);        // watch_command.cc
-int Load(int argc, char** argv);         // load_command.cc
-int Audit(int argc, char** argv);        // audit_command.cc
-int Probe(int argc, char** argv);        // probe_command.cc
-int Metrics(int argc, char** argv);      // metrics_command.cc
-int FaultsCmd(int argc, char** argv);    // faults_command.cc
-int StatsCmd(int argc, char** argv);     // stats_command.cc
-int Scenarios(int argc, char** argv);    // scenarios_command.cc
-int Up(int argc, char** argv);           // up_command.cc
-int Command(int argc, char** argv);      // command_command.cc
-int DemoCmd(int argc, char** argv);      // demo_command.cc
-int OverloadCmd(int argc, char** argv);  // overload_command.cc
+int Order(int argc, char** argv);         // order_command.cc
+int Watch(int argc, char** argv);         // watch_command.cc
+int Load(int argc, char** argv);          // load_command.cc
+int Audit(int argc, char** argv);         // audit_command.cc
+int Probe(int argc, char** argv);         // probe_command.cc
+int Metrics(int argc, char** argv);       // metrics_command.cc
+int FaultsCmd(int argc, char** argv);     // faults_command.cc
+int StatsCmd(int argc, char** argv);      // stats_command.cc
+int Scenarios(int argc, char** argv);     // scenarios_command.cc
+int Up(int argc, char** argv);            // up_command.cc
+int Command(int argc, char** argv);       // command_command.cc
+int DemoCmd(int argc, char** argv);       // demo_command.cc
+int OverloadCmd(int argc, char** argv);   // overload_command.cc
+int SavedWorkCmd(int argc, char** argv);  // saved_work_command.cc
 
 // One command's flags (as in ABSL_FLAG) and usage: another command's flag
 // is refused ("unknown flag"), and --help lists these only.

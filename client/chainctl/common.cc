@@ -42,6 +42,9 @@ ABSL_FLAG(double, client_throttle, 0,
 ABSL_FLAG(std::string, work, "", "the folder of the ledger's database and the hops' output");
 ABSL_FLAG(std::string, h2load, "",
           "client/h2load/h2_load: the caller that does not back off (required)");
+ABSL_FLAG(std::string, out, "", "the RESULT lines' file (written afresh; required)");
+ABSL_FLAG(int, rounds, 3, "rounds of each load level (saved-work: past capacity)");
+ABSL_FLAG(absl::Duration, gap, absl::Seconds(3), "the pause after each run");
 ABSL_FLAG(std::string, bin, "",
           "the folder of the service binaries (gateway, orders, ledger, edge)");
 ABSL_FLAG(bool, edge, false, "an edge in front of the gateway (server/edge), which callers call");

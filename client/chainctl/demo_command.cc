@@ -1106,12 +1106,6 @@ int DemoCmd(int argc, char** argv) {
       return Fail("demo", absl::StrCat("--", flag, ": ", path, " is not there"));
     }
   }
-  std::string self = argv[0];
-  if (self.find('/') == std::string::npos) {
-    char buf[4096];
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    if (n > 0) self.assign(buf, static_cast<size_t>(n));
-  }
   std::string work_template = absl::StrCat(getenv("TMPDIR") != nullptr ? getenv("TMPDIR") : "/tmp",
                                            "/hopbudget-demo.XXXXXX");
   if (mkdtemp(work_template.data()) == nullptr) {
@@ -1127,7 +1121,8 @@ int DemoCmd(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  Demo demo(self, bin, h2load, lint, config_dir, work_template, absl::GetFlag(FLAGS_once));
+  Demo demo(SelfPath(argv[0]), bin, h2load, lint, config_dir, work_template,
+            absl::GetFlag(FLAGS_once));
   return demo.Run();
 }
 

@@ -53,16 +53,14 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "capacity_ramp.h"
 #include "client/inspect/scrape.h"
 #include "commands.h"
 #include "processes.h"
 #include "summary.h"
 #include "topology.h"
 
-ABSL_FLAG(std::string, out, "", "the RESULT lines' file (written afresh; required)");
 ABSL_FLAG(std::string, levels, "1,2,4,8,16", "the load levels, multiples of the capacity");
-ABSL_FLAG(int, rounds, 3, "rounds per level");
-ABSL_FLAG(absl::Duration, gap, absl::Seconds(3), "the pause after each run");
 ABSL_FLAG(int, edge_limit, 128, "the edge's fixed limit of calls in progress");
 ABSL_FLAG(int, gateway_streams, 1024,
           "the gateway's bound on calls in progress per client connection (HTTP/2 SETTINGS)");
@@ -77,19 +75,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// The shortest decimal text, without an exponent, that reads back as `v`
-// ("61.25", "0", "2430", "29059.394"), as jq printed the numbers of these
-// lines before.
-std::string Number(double v) {
-  if (!std::isfinite(v)) return "0";
-  for (int decimals = 0; decimals <= 17; ++decimals) {
-    std::string text = absl::StrFormat("%.*f", decimals, v);
-    double back = 0;
-    if (absl::SimpleAtod(text, &back) && back == v) return text;
-  }
-  return absl::StrFormat("%.17f", v);
 }
 
 // A hop's admission sheds so far, by reason, and its limit now ("" when its
@@ -130,7 +115,7 @@ std::string ShedFields(const std::string& hop, const Sheds& before, const Sheds&
   std::vector<std::string> grew;
   for (const auto& [reason, n] : after.by_reason) {
     const double d = n - was[reason];
-    if (d > 0) grew.push_back(absl::StrCat(reason, ":", Number(d)));
+    if (d > 0) grew.push_back(absl::StrCat(reason, ":", ShortestDecimal(d)));
   }
   return absl::StrCat(" ", hop, "_shed=", grew.empty() ? "none" : absl::StrJoin(grew, ","), " ",
                       hop, "_limit=", after.limit.empty() ? "?" : after.limit);
@@ -173,7 +158,7 @@ class Overload {
         "--json=" + file,
         "--quiet"};
     if (throttled) {
-      args.push_back("--client-throttle=" + Number(absl::GetFlag(FLAGS_client_throttle)));
+      args.push_back("--client-throttle=" + ShortestDecimal(absl::GetFlag(FLAGS_client_throttle)));
     }
     std::remove(file.c_str());
     const std::string text = file + ".txt";
@@ -207,13 +192,6 @@ class Overload {
   std::string h2load_, work_;
   int load_cpu_;
 };
-
-// OK / the calls the application made (sent, and refused by the caller's
-// own throttle); 0 when there were none.
-double OkShare(const LoadSummary& s) {
-  const int64_t made = s.sent + s.client_throttled;
-  return made > 0 ? static_cast<double>(s.ok) / made : 0;
-}
 
 }  // namespace
 
@@ -250,9 +228,9 @@ int OverloadCmd(int argc, char** argv) {
   if (levels.empty()) return Fail("overload", "--levels: no level");
   if (rounds < 1) return Fail("overload", absl::StrCat("--rounds=", rounds, ": must be >= 1"));
   if (!(absl::GetFlag(FLAGS_client_throttle) > 0)) {
-    return Fail("overload",
-                absl::StrCat("--client-throttle=", Number(absl::GetFlag(FLAGS_client_throttle)),
-                             ": the throttled caller needs a K > 0"));
+    return Fail("overload", absl::StrCat("--client-throttle=",
+                                         ShortestDecimal(absl::GetFlag(FLAGS_client_throttle)),
+                                         ": the throttled caller needs a K > 0"));
   }
   if (edge_limit < 1) {
     return Fail("overload", absl::StrCat("--edge-limit=", edge_limit, ": must be >= 1"));
@@ -308,39 +286,23 @@ int OverloadCmd(int argc, char** argv) {
     return 1;
   };
 
-  // The capacity: a doubling ramp of 3 s steps from 400/s (up to 51 200),
-  // then two bisection steps; a step passes with >= 90 % OK.
+  // The capacity: 3 s steps from 400/s, up to 51 200 (CapacityRamp).
   std::cout << "capacity ramp (the hopbudget chain behind its edge, " << placement
             << "):" << std::endl;
-  absl::Status ramp_error;
-  auto fails = [&](int64_t rps) {
-    bool lost = false;
-    absl::StatusOr<LoadSummary> s =
-        o.One(false, rps, absl::Seconds(3), absl::StrCat(work, "/ramp-overload-", rps, ".json"),
-              Hop::kEdge, &lost);
-    if (!s.ok()) {
-      ramp_error = s.status();
-      return true;
-    }
-    std::cout << "  offered " << rps << "/s -> OK share " << Number(OkShare(*s)) << std::endl;
-    absl::SleepFor(gap);
-    return OkShare(*s) < 0.9;
-  };
-  constexpr int64_t kStart = 400, kMax = 51200;
-  int64_t lo = 0, hi = 0;
-  for (int64_t rps = kStart; rps <= kMax && ramp_error.ok(); rps *= 2) {
-    if (fails(rps)) {
-      hi = rps;
-      break;
-    }
-    lo = rps;
-  }
-  for (int i = 0; i < 2 && hi > 0 && lo > 0 && ramp_error.ok(); ++i) {
-    const int64_t mid = (lo + hi) / 2;
-    (fails(mid) ? hi : lo) = mid;
-  }
-  if (!ramp_error.ok()) return fail(ramp_error);
-  const int64_t capacity = lo > 0 ? lo : kStart / 2;
+  absl::StatusOr<int64_t> ramp =
+      CapacityRamp(400, 51200, [&](int64_t rps) -> absl::StatusOr<double> {
+        bool lost = false;
+        absl::StatusOr<LoadSummary> s =
+            o.One(false, rps, absl::Seconds(3), absl::StrCat(work, "/ramp-overload-", rps, ".json"),
+                  Hop::kEdge, &lost);
+        if (!s.ok()) return s.status();
+        std::cout << "  offered " << rps << "/s -> OK share " << ShortestDecimal(OkShare(*s))
+                  << std::endl;
+        absl::SleepFor(gap);
+        return OkShare(*s);
+      });
+  if (!ramp.ok()) return fail(ramp.status());
+  const int64_t capacity = *ramp;
   std::cout << "capacity: " << capacity << "/s" << std::endl;
   // The ramp's last, overloaded step ends first.
   WaitQuiet(o.pids(), absl::Seconds(60));
@@ -350,7 +312,7 @@ int OverloadCmd(int argc, char** argv) {
     std::cout << line << std::endl;
   };
   emit(absl::StrCat("RESULT bench=overload kind=setup capacity=", capacity,
-                    " duration_s=", Number(absl::ToDoubleSeconds(duration)),
+                    " duration_s=", ShortestDecimal(absl::ToDoubleSeconds(duration)),
                     " budget_ms=", absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_budget)),
                     " rounds=", rounds, " placement=", absl::StrReplaceAll(placement, {{" ", "_"}}),
                     " edge_limit=", edge_limit));
@@ -397,21 +359,24 @@ int OverloadCmd(int argc, char** argv) {
                         absl::ToInt64Milliseconds(CpuTime({o.pid(Hop::kEdge)}) - edge_before));
         std::vector<std::string> per_hop;
         for (const ServiceDelta& d : s->per_hop) {
-          per_hop.push_back(absl::StrCat(d.hop, "_calls=", d.calls, " ", d.hop, "_refused=",
-                                         d.refused, " ", d.hop, "_cpu_ms=", Number(d.cpu_ms)));
+          per_hop.push_back(absl::StrCat(d.hop, "_calls=", d.calls, " ", d.hop,
+                                         "_refused=", d.refused, " ", d.hop,
+                                         "_cpu_ms=", ShortestDecimal(d.cpu_ms)));
         }
-        emit(absl::StrCat(
-            "RESULT bench=overload kind=round client=", client, " gateway=",
-            arm.entry == Hop::kEdge ? "edge" : "direct", " factor=", factor, " round=", round,
-            " rate=", rate, " idle_wait_s=", absl::StrFormat("%.1f", absl::ToDoubleSeconds(idle)),
-            " connection_lost=", lost ? 1 : 0, " sent=", s->sent, " ok=", s->ok,
-            " client_throttled=", s->client_throttled, " ok_p99_ms=", Number(s->ok_p99_ms),
-            " total_s=", Number(absl::ToDoubleSeconds(s->total)),
-            " client_cpu_s=", Number(absl::ToDoubleSeconds(s->client_cpu)),
-            " expired_unsent=", s->expired_unsent, " send_lag_p99_ms=", Number(s->send_lag_p99_ms),
-            " work_after_deadline_ms=", Number(s->work_after_deadline_ms),
-            " calls_started_after_deadline=", s->calls_started_after_deadline, " ",
-            absl::StrJoin(per_hop, " "), shed_text));
+        emit(absl::StrCat("RESULT bench=overload kind=round client=", client,
+                          " gateway=", arm.entry == Hop::kEdge ? "edge" : "direct",
+                          " factor=", factor, " round=", round, " rate=", rate,
+                          " idle_wait_s=", absl::StrFormat("%.1f", absl::ToDoubleSeconds(idle)),
+                          " connection_lost=", lost ? 1 : 0, " sent=", s->sent, " ok=", s->ok,
+                          " client_throttled=", s->client_throttled,
+                          " ok_p99_ms=", ShortestDecimal(s->ok_p99_ms),
+                          " total_s=", ShortestDecimal(absl::ToDoubleSeconds(s->total)),
+                          " client_cpu_s=", ShortestDecimal(absl::ToDoubleSeconds(s->client_cpu)),
+                          " expired_unsent=", s->expired_unsent,
+                          " send_lag_p99_ms=", ShortestDecimal(s->send_lag_p99_ms),
+                          " work_after_deadline_ms=", ShortestDecimal(s->work_after_deadline_ms),
+                          " calls_started_after_deadline=", s->calls_started_after_deadline, " ",
+                          absl::StrJoin(per_hop, " "), shed_text));
         absl::SleepFor(gap);
       }
     }

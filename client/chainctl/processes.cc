@@ -96,6 +96,12 @@ absl::StatusOr<ReadyPorts> WaitReady(pid_t pid, const std::string& out, const st
       absl::StrCat("no ready line in ", absl::FormatDuration(timeout)));
 }
 
+std::string SelfPath(const std::string& argv0) {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : argv0;
+}
+
 int ExitCode(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

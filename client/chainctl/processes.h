@@ -52,6 +52,10 @@ struct ReadyPorts {
 [[nodiscard]] absl::StatusOr<ReadyPorts> WaitReady(pid_t pid, const std::string& out,
                                                    const std::string& err, absl::Duration timeout);
 
+// This program's own file (/proc/self/exe), to run its commands as steps;
+// `argv0` when that cannot be read.
+std::string SelfPath(const std::string& argv0);
+
 // The exit code of a waitpid status: 128 + the signal when killed by one.
 int ExitCode(int status);
 

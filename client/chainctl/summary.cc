@@ -235,6 +235,21 @@ std::string FormatSummaryJson(const LoadSummary& s) {
   return out;
 }
 
+double OkShare(const LoadSummary& s) {
+  const int64_t made = s.sent + s.client_throttled;
+  return made > 0 ? static_cast<double>(s.ok) / made : 0;
+}
+
+std::string ShortestDecimal(double v) {
+  if (!std::isfinite(v)) return "0";
+  for (int decimals = 0; decimals <= 17; ++decimals) {
+    std::string text = absl::StrFormat("%.*f", decimals, v);
+    double back = 0;
+    if (absl::SimpleAtod(text, &back) && back == v) return text;
+  }
+  return absl::StrFormat("%.17f", v);
+}
+
 namespace {
 
 namespace pb = google::protobuf;

@@ -157,6 +157,15 @@ class SummaryBuilder {
 
 std::string FormatSummaryTable(const LoadSummary& s);
 std::string FormatSummaryJson(const LoadSummary& s);
+// OK / the calls the application made (sent, and refused by the client's own
+// throttle): what a capacity ramp judges a step by. 0 when none were made.
+double OkShare(const LoadSummary& s);
+
+// The shortest decimal text, without an exponent, that reads back as `v`
+// ("61.25", "0", "2430", "0.8388541666666667"): the benchmarks' RESULT
+// lines write numbers so. "0" for a NaN or an infinity.
+std::string ShortestDecimal(double v);
+
 // The inverse of FormatSummaryJson (chainctl load --json, h2_load --json),
 // for what reads a run back (chainctl demo). A field that is not there
 // stays at its default; the figures come back as written (to 0.001 ms).

@@ -1,4 +1,6 @@
 // Copyright hopbudget authors.
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -477,6 +479,35 @@ TEST(ParseSummaryJsonTest, BadInputIsAnErrorNamingTheField) {
     EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument) << c.json;
     EXPECT_THAT(read.status().message(), HasSubstr(c.error)) << c.json;
   }
+}
+
+TEST(ShortestDecimalTest, TheShortestTextThatReadsBackWithoutAnExponent) {
+  const struct {
+    double v;
+    const char* text;
+  } kCases[] = {
+      {0, "0"},
+      {2430, "2430"},
+      {61.25, "61.25"},
+      {29059.394, "29059.394"},
+      {-1.5, "-1.5"},
+      {1e20, "100000000000000000000"},
+      {0.1, "0.1"},
+      {5335.0 / 6360, "0.8388364779874213"},
+      {std::nan(""), "0"},
+      {1.0 / 0.0, "0"},
+  };
+  for (const auto& c : kCases) EXPECT_EQ(ShortestDecimal(c.v), c.text) << c.v;
+}
+
+TEST(OkShareTest, OkOfTheCallsMadeThrottledOnesIncluded) {
+  LoadSummary s;
+  EXPECT_EQ(OkShare(s), 0);
+  s.sent = 80;
+  s.ok = 60;
+  EXPECT_DOUBLE_EQ(OkShare(s), 0.75);
+  s.client_throttled = 20;
+  EXPECT_DOUBLE_EQ(OkShare(s), 0.6);
 }
 
 }  // namespace
