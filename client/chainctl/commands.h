@@ -82,6 +82,9 @@ int Fail(const std::string& command, const std::string& message);
 // ledger's file `db` (topology.h).
 ChainSpec ChainFromFlags(std::string db);
 
+// A file's text; "" when it cannot be read (a step that wrote nothing).
+std::string ReadFile(const std::string& path);
+
 // One FormatRequestRecord line per request; false (and says so) when the
 // file cannot be written.
 bool WriteRequests(const std::string& path, const std::vector<RequestRecord>& requests);

@@ -3,6 +3,7 @@
 // The flags and helpers several chainctl commands share (commands.h).
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,6 +90,13 @@ ChainSpec ChainFromFlags(std::string db) {
   spec.edge = absl::GetFlag(FLAGS_edge);
   if (spec.edge) spec.extra[Hop::kEdge] = words(absl::GetFlag(FLAGS_edge_flags));
   return spec;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 bool WriteRequests(const std::string& path, const std::vector<RequestRecord>& requests) {

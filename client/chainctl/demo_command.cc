@@ -76,13 +76,6 @@ void OnSignal(int sig) {
   if (g_signal == 0) g_signal = sig;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string Indent(const std::string& text, const std::string& by) {
   std::string out;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {

@@ -155,22 +155,12 @@ void DemoServices::StopChecked(const std::string& label, int exit_code, std::ost
   std::rename(err_file(label).c_str(), kept.c_str());
 }
 
-void DemoServices::StopAllChecked(std::ostream& out) {
-  for (const std::string& label : order_) {
-    if (!Died(label).has_value()) kill(services_.at(label).pid, SIGTERM);
-  }
-  for (const std::string& label : order_) {
-    Service& s = services_.at(label);
-    if (s.exit_code.has_value()) continue;
-    int status = 0;
-    while (waitpid(s.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    s.exit_code = ExitCode(status);
-    StopChecked(label, *s.exit_code, out);
-  }
-}
+void DemoServices::StopAllChecked(std::ostream& out) { StopEvery(&out); }
 
-void DemoServices::StopAll() {
+void DemoServices::StopAll() { StopEvery(nullptr); }
+
+void DemoServices::StopEvery(std::ostream* check) {
+  // SIGTERM to all first: they stop side by side, each its lame duck.
   for (const std::string& label : order_) {
     if (!Died(label).has_value()) kill(services_.at(label).pid, SIGTERM);
   }
@@ -181,6 +171,7 @@ void DemoServices::StopAll() {
     while (waitpid(s.pid, &status, 0) < 0 && errno == EINTR) {
     }
     s.exit_code = ExitCode(status);
+    if (check != nullptr) StopChecked(label, *s.exit_code, *check);
   }
 }
 

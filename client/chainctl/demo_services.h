@@ -90,6 +90,9 @@ class DemoServices {
     int kept_errs = 0;
   };
   const Service& at(const std::string& label) const;
+  // SIGTERM to every running service, then waits for each; checks each
+  // (StopChecked) on `check` when it is not null.
+  void StopEvery(std::ostream* check);
   absl::Status Launch(const std::string& label, Service& s, int port, int metrics_port);
 
   std::string bin_, work_;

@@ -70,13 +70,6 @@ ABSL_FLAG(int, gateway_streams, 1024,
 namespace hopbudget::chainctl {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // A hop's admission sheds so far, by reason, and its limit now ("" when its
 // /metrics has none), in the order /metrics lists them.
 struct Sheds {

@@ -49,13 +49,6 @@ ABSL_FLAG(int64_t, ramp_start, 50, "saved-work: the capacity ramp's first rate, 
 namespace hopbudget::chainctl {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The chains' modes, as the RESULT lines name them.
 constexpr char kBaseline[] = "baseline";
 constexpr char kHopbudget[] = "hopbudget";
