@@ -393,7 +393,7 @@ absl::StatusOr<LoadSummary> RunLoad(const LoadOptions& o, std::ostream& err) {
   if (!reads) absl::SleepFor(absl::Milliseconds(1500));
   absl::MutexLock lock(&state.mu);
   for (size_t k = 0; k < o.admin.size(); ++k) {
-    absl::StatusOr<demo::Stats> after = GetStats(o.admin[k]);
+    absl::StatusOr<demo::Stats> after = StatsAfterRun([&] { return GetStats(o.admin[k]); });
     if (!after.ok()) return after.status();
     state.builder.AddService(StatsDelta(before[k], *after));
   }

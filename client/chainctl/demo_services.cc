@@ -86,8 +86,9 @@ absl::Status DemoServices::Restart(const std::string& label, int64_t* stop_ms, i
                                    std::ostream& out) {
   Service& s = services_.at(label);
   const absl::Time t0 = absl::Now();
-  int code = 1;
-  if (!Died(label).has_value()) {
+  // One that died on its own is reported with the status it died with.
+  int code = Died(label).value_or(-1);
+  if (code == -1) {
     code = Stop(s.pid);
     s.exit_code = code;
   }

@@ -1,6 +1,8 @@
 // Copyright hopbudget authors.
 #include "stats_delta.h"
 
+#include "absl/time/clock.h"
+
 namespace hopbudget::chainctl {
 
 ServiceDelta StatsDelta(const demo::Stats& before, const demo::Stats& after) {
@@ -17,6 +19,18 @@ ServiceDelta StatsDelta(const demo::Stats& before, const demo::Stats& after) {
   d.read_hedges = after.read_hedges() - before.read_hedges();
   d.slot_refusals = after.slot_refusals() - before.slot_refusals();
   return d;
+}
+
+absl::StatusOr<demo::Stats> StatsAfterRun(const std::function<absl::StatusOr<demo::Stats>()>& get,
+                                          absl::Duration within, absl::Duration pause) {
+  const absl::Time until = absl::Now() + within;
+  while (true) {
+    absl::StatusOr<demo::Stats> stats = get();
+    if (stats.ok() || !absl::IsResourceExhausted(stats.status()) || absl::Now() >= until) {
+      return stats;
+    }
+    absl::SleepFor(pause);
+  }
 }
 
 }  // namespace hopbudget::chainctl

@@ -8,10 +8,21 @@
 //   demo::Stats before = ..., after = ...;   // Admin GetStats
 //   builder.AddService(hopbudget::chainctl::StatsDelta(before, after));
 //
-// Thread safety: a pure function.
+// StatsAfterRun reads the "after": a sync server whose every thread is still
+// busy with calls whose callers left (the baseline's, after a flood)
+// answers RESOURCE_EXHAUSTED ("Server Threadpool Exhausted") until a thread
+// frees, so it asks again, `pause` apart, for at most `within`. Any other
+// error, or the last RESOURCE_EXHAUSTED, is returned as it came.
+//
+// Thread safety: StatsDelta is a pure function; StatsAfterRun calls `get`
+// on the caller's thread and sleeps between calls.
 #ifndef HOPBUDGET_CHAINCTL_STATS_DELTA_H_
 #define HOPBUDGET_CHAINCTL_STATS_DELTA_H_
 
+#include <functional>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "demo/demo.pb.h"
 #include "summary.h"
 
@@ -19,6 +30,10 @@ namespace hopbudget::chainctl {
 
 // after - before, field by field; the hop is after's.
 ServiceDelta StatsDelta(const demo::Stats& before, const demo::Stats& after);
+
+absl::StatusOr<demo::Stats> StatsAfterRun(const std::function<absl::StatusOr<demo::Stats>()>& get,
+                                          absl::Duration within = absl::Seconds(30),
+                                          absl::Duration pause = absl::Milliseconds(200));
 
 }  // namespace hopbudget::chainctl
 

@@ -550,8 +550,8 @@ absl::StatusOr<demo::Stats> GetStats(const std::string& admin) {
   demo::Stats stats;
   grpc::Status s = stub->GetStats(&ctx, demo::GetStatsRequest(), &stats);
   if (!s.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("Admin GetStats on ", admin, ": ", s.error_message()));
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                        absl::StrCat("Admin GetStats on ", admin, ": ", s.error_message()));
   }
   return stats;
 }
@@ -631,7 +631,8 @@ int Main(int argc, char** argv) {
   // let it end before reading the services' accounting.
   if (!o.admin.empty()) absl::SleepFor(absl::Milliseconds(1500));
   for (size_t k = 0; k < o.admin.size(); ++k) {
-    absl::StatusOr<demo::Stats> after = GetStats(o.admin[k]);
+    absl::StatusOr<demo::Stats> after =
+        chainctl::StatsAfterRun([&] { return GetStats(o.admin[k]); });
     if (!after.ok()) {
       std::cerr << "h2_load: " << after.status().message() << "\n";
       return 1;
