@@ -308,8 +308,10 @@ absl::StatusOr<LoadSummary> ParseSummaryJson(absl::string_view json) {
   pb::Value root;
   if (auto s = pb::util::JsonStringToMessage(pb::StringPiece(json.data(), json.size()), &root);
       !s.ok()) {
+    // protobuf's message goes on with an excerpt of the input on more lines.
+    const std::string message = s.message().as_string();
     return absl::InvalidArgumentError(
-        absl::StrCat("load summary: not JSON: ", s.message().as_string()));
+        absl::StrCat("load summary: not JSON: ", message.substr(0, message.find('\n'))));
   }
   if (!root.has_struct_value()) {
     return absl::InvalidArgumentError("load summary: the top level must be a JSON object");

@@ -460,6 +460,7 @@ TEST(ParseSummaryJsonTest, BadInputIsAnErrorNamingTheField) {
     const char* error;
   } kCases[] = {
       {"not json", "load summary: not JSON"},
+      {"", "load summary: not JSON"},
       {"[1, 2]", "load summary: the top level must be a JSON object"},
       {R"({"ok": "3"})", "load summary: ok: not a number"},
       {R"({"latency_ms": 5})", "load summary: latency_ms: not an object"},
@@ -478,6 +479,7 @@ TEST(ParseSummaryJsonTest, BadInputIsAnErrorNamingTheField) {
     ASSERT_FALSE(read.ok()) << c.json;
     EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument) << c.json;
     EXPECT_THAT(read.status().message(), HasSubstr(c.error)) << c.json;
+    EXPECT_THAT(read.status().message(), Not(HasSubstr("\n"))) << c.json;
   }
 }
 
